@@ -1,0 +1,163 @@
+//! Endpoint configuration: fragment size, send window, ACK timeout.
+
+use crate::Time;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Size of one registered chunk of the MR pool, bytes (XRDMA registers memory in 4 MiB
+/// chunks to keep the number of MRs, and so the NIC's MTT cache pressure, small).
+pub const MR_CHUNK_BYTES: u64 = 4 << 20;
+
+/// Configuration of an [`crate::Endpoint`]. All sizes in bytes, all times in [`Time`] (ps).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// Largest fragment payload, bytes; larger messages are split (default 64 KiB, XRDMA's
+    /// flow-control unit).
+    pub fragment_size: u64,
+    /// Send window of a new connection, bytes of fragments in flight (default 64 KiB).
+    pub initial_window: u64,
+    /// The window never shrinks below this, bytes (default 4 KiB).
+    pub min_window: u64,
+    /// The window never grows beyond this, bytes; also sizes the per-connection receive ring
+    /// (default 256 KiB).
+    pub max_window: u64,
+    /// Multiplicative decrease on an ECN echo: `window ← β·window`, β ∈ [0.5, 0.8]
+    /// (default 0.5; the XRDMA paper's range).
+    pub beta: f64,
+    /// Ceiling of the per-RTT growth factor: with RTT at its minimum the window grows by
+    /// `(1 + alpha)` per RTT, falling linearly to no growth at `min_rtt + target_delay`
+    /// (default 0.125). Range (0, 1].
+    pub alpha: f64,
+    /// Queueing delay above the smallest RTT seen at which growth stops (default 10 µs).
+    pub target_delay: Time,
+    /// A fragment not ACKed this long after it was posted fails its connection with
+    /// [`crate::XrdmaError::AckTimeout`] and its buffers are reclaimed (default 100 ms).
+    pub ack_timeout: Time,
+    /// Receive WRs kept posted per QP; also caps fragments in flight per connection, so a
+    /// sender can never cause an RNR NAK (default 256).
+    pub recv_depth: u32,
+    /// Send queue depth per QP (default 512).
+    pub send_depth: u32,
+    /// First sequence number of each direction (default 0); tests set it near `u32::MAX` to
+    /// exercise wrap-around.
+    pub initial_seq: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            fragment_size: 64 << 10,
+            initial_window: 64 << 10,
+            min_window: 4 << 10,
+            max_window: 256 << 10,
+            beta: 0.5,
+            alpha: 0.125,
+            target_delay: Time::from_us(10),
+            ack_timeout: Time::from_ms(100),
+            recv_depth: 256,
+            send_depth: 512,
+            initial_seq: 0,
+        }
+    }
+}
+
+/// A configuration value out of range; names the field.
+#[derive(Clone, Debug, PartialEq, Error)]
+#[error("xrdma.{field}: {reason}")]
+pub struct ConfigError {
+    /// The field, as the scenario spells it (kebab-case).
+    pub field: &'static str,
+    /// What is wrong and what is allowed.
+    pub reason: String,
+}
+
+impl Config {
+    /// Check every field's range.
+    ///
+    /// # Errors
+    /// The first field out of range, with the allowed range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field, reason: String| Err(ConfigError { field, reason });
+        if self.fragment_size == 0 || self.fragment_size > (1 << 30) {
+            return err(
+                "fragment-size",
+                format!("{} is outside 1 B..=1 GiB", self.fragment_size),
+            );
+        }
+        if self.min_window == 0 {
+            return err("min-window", "must be at least 1 byte".into());
+        }
+        if !(self.min_window <= self.initial_window && self.initial_window <= self.max_window) {
+            return err(
+                "initial-window",
+                format!(
+                    "need min-window ({}) <= initial-window ({}) <= max-window ({})",
+                    self.min_window, self.initial_window, self.max_window
+                ),
+            );
+        }
+        if self.max_window > (1 << 32) {
+            return err("max-window", format!("{} exceeds 4 GiB", self.max_window));
+        }
+        if !(0.5..=0.8).contains(&self.beta) {
+            return err("beta", format!("{} is outside [0.5, 0.8]", self.beta));
+        }
+        if !(self.alpha > 0.0 && self.alpha <= 1.0) {
+            return err("alpha", format!("{} is outside (0, 1]", self.alpha));
+        }
+        if self.target_delay == Time::ZERO {
+            return err("target-delay", "must be greater than 0".into());
+        }
+        if self.ack_timeout == Time::ZERO {
+            return err("ack-timeout", "must be greater than 0".into());
+        }
+        if self.recv_depth < 2 {
+            return err("recv-depth", format!("{} is below 2", self.recv_depth));
+        }
+        if self.send_depth < 2 {
+            return err("send-depth", format!("{} is below 2", self.send_depth));
+        }
+        Ok(())
+    }
+
+    /// Bytes of the per-connection receive ring (and the sender's mirrored staging ring):
+    /// `max_window + fragment_size + HEADER_LEN`, so a full window fits even when the ring
+    /// wastes its tail before wrapping.
+    pub fn ring_bytes(&self) -> u64 {
+        self.max_window + self.fragment_size + crate::fragment::HEADER_LEN as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(Config::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn beta_outside_range_is_rejected() {
+        let c = Config {
+            beta: 0.9,
+            ..Config::default()
+        };
+        assert_eq!(c.validate().map_err(|e| e.field), Err("beta"));
+        let c = Config {
+            beta: 0.49,
+            ..Config::default()
+        };
+        assert_eq!(c.validate().map_err(|e| e.field), Err("beta"));
+    }
+
+    #[test]
+    fn window_order_is_checked() {
+        let c = Config {
+            initial_window: 1 << 20,
+            max_window: 1 << 19,
+            ..Config::default()
+        };
+        assert_eq!(c.validate().map_err(|e| e.field), Err("initial-window"));
+    }
+}

@@ -1,0 +1,183 @@
+//! The generic driver: joins an [`Endpoint`], a [`Transport`] and an application.
+//!
+//! A driver turn moves completions and congestion notifications from the transport into the
+//! core, fires due timers, lets the application react to events, and posts the work requests
+//! the core produced. The simulator calls [`turn`] with virtual time whenever a host needs
+//! attention; the verbs backend calls it from its polling loop with real time.
+
+use crate::endpoint::{ConnSetup, Endpoint, Event, Op, RemoteRing};
+use crate::error::ConnId;
+use crate::mr_pool::Region;
+use crate::{QpAddress, QpCaps, Time, Transport, TransportError, WorkCompletion, MR_CHUNK_BYTES};
+use serde::{Deserialize, Serialize};
+
+/// An application running on one endpoint.
+pub trait Application {
+    /// An event from the core at `now`; the application may call [`Endpoint::send`].
+    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event);
+    /// Called on every turn (after events); the application may send what is due at `now`.
+    fn on_turn(&mut self, now: Time, ep: &mut Endpoint);
+    /// When the application next wants a turn even if nothing arrives (`None`: never).
+    fn next_wake(&self) -> Option<Time>;
+}
+
+/// What a peer needs to connect to one of our connections: exchanged out of band.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnInfo {
+    /// Our QP's address.
+    pub qp: QpAddress,
+    /// Our landing ring (the peer WRITEs its fragments here).
+    pub ring: RemoteRing,
+}
+
+/// One side of a connection being set up: QP created, rings carved, not yet connected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HalfConn {
+    /// What to send to the peer.
+    pub info: ConnInfo,
+    send_ring: Region,
+    recv_ring: Region,
+}
+
+/// Carve `len` bytes from the endpoint's MR pool, registering a new chunk of
+/// `max(4 MiB, len)` bytes through `t` when the pool is full.
+///
+/// # Errors
+/// The transport's registration error.
+pub fn alloc_region<T: Transport + ?Sized>(
+    ep: &mut Endpoint,
+    t: &mut T,
+    len: u64,
+) -> Result<Region, TransportError> {
+    if let Some(r) = ep.mr_pool().alloc(len) {
+        return Ok(r);
+    }
+    let mr = t.register_memory(len.max(MR_CHUNK_BYTES))?;
+    ep.mr_pool().add_chunk(mr);
+    ep.mr_pool()
+        .alloc(len)
+        .ok_or(TransportError::RegistrationFailed {
+            len,
+            reason: "chunk too small".into(),
+        })
+}
+
+/// Create a QP and carve this connection's two rings; send the returned
+/// [`HalfConn::info`] to the peer.
+///
+/// # Errors
+/// The transport's error from registration or QP creation.
+pub fn open<T: Transport + ?Sized>(
+    ep: &mut Endpoint,
+    t: &mut T,
+) -> Result<HalfConn, TransportError> {
+    let ring_len = ep.config().ring_bytes();
+    let cfg = ep.config();
+    let caps = QpCaps {
+        max_send_wr: cfg.send_depth,
+        max_recv_wr: cfg.recv_depth,
+        max_inline_data: 0,
+    };
+    let send_ring = alloc_region(ep, t, ring_len)?;
+    let recv_ring = alloc_region(ep, t, ring_len)?;
+    let qp = t.create_qp(caps)?;
+    let ring = RemoteRing {
+        addr: recv_ring.addr,
+        len: recv_ring.len,
+        rkey: recv_ring.rkey,
+    };
+    Ok(HalfConn {
+        info: ConnInfo { qp, ring },
+        send_ring,
+        recv_ring,
+    })
+}
+
+/// Connect `half` to the peer described by `remote`, add the connection to the endpoint and
+/// post its receive WRs at once (before the peer can send, so no RNR NAK at start-up).
+///
+/// # Errors
+/// The transport's error from connecting the QP.
+pub fn establish<T: Transport + ?Sized>(
+    ep: &mut Endpoint,
+    t: &mut T,
+    half: HalfConn,
+    remote: &ConnInfo,
+    peer: u32,
+) -> Result<ConnId, TransportError> {
+    t.connect_qp(half.info.qp.qpn, &remote.qp)?;
+    let conn = ep.add_connection(ConnSetup {
+        qpn: half.info.qp.qpn,
+        peer,
+        send_ring: half.send_ring,
+        recv_ring: half.recv_ring,
+        remote_ring: remote.ring,
+    });
+    let now = t.now();
+    flush(now, ep, t);
+    Ok(conn)
+}
+
+/// Reusable buffers for [`turn`], so a turn does not allocate.
+#[derive(Debug, Default)]
+pub struct TurnScratch {
+    wcs: Vec<WorkCompletion>,
+}
+
+/// Completions polled per `poll_cq` call.
+pub const POLL_BATCH: usize = 64;
+
+/// One driver turn at `now`; returns the next time this endpoint needs a turn even if no
+/// completion arrives (the earlier of the core's timer and the application's wake).
+pub fn turn<T: Transport + ?Sized, A: Application + ?Sized>(
+    now: Time,
+    ep: &mut Endpoint,
+    t: &mut T,
+    app: &mut A,
+    scratch: &mut TurnScratch,
+) -> Option<Time> {
+    loop {
+        scratch.wcs.clear();
+        if t.poll_cq(&mut scratch.wcs, POLL_BATCH) == 0 {
+            break;
+        }
+        for wc in &scratch.wcs {
+            ep.handle_completion(now, wc, &*t);
+        }
+    }
+    while let Some(qpn) = t.poll_congestion() {
+        ep.handle_congestion(now, qpn);
+    }
+    ep.handle_timeout(now);
+    loop {
+        while let Some(ev) = ep.poll_event() {
+            app.on_event(now, ep, ev);
+        }
+        app.on_turn(now, ep);
+        flush(now, ep, t);
+        // Posting can fail a connection, which raises events the application must hear.
+        if !ep.has_events() {
+            break;
+        }
+    }
+    match (ep.poll_timeout(), app.next_wake()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Post every work request the core has ready.
+pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
+    while let Some(op) = ep.poll_op(now, t) {
+        let r = match &op {
+            Op::PostSend { qpn, wr } => t.post_send(*qpn, wr),
+            Op::PostRecv { qpn, wr } => t.post_recv(*qpn, wr),
+            Op::ResetQp { qpn } => t.reset_qp(*qpn).map(|_| ()),
+        };
+        if let Err(e) = r {
+            if !matches!(op, Op::ResetQp { .. }) {
+                ep.handle_post_error(&op, e);
+            }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! # xrdma — the sans-IO core of an RDMA message middleware
+//!
+//! Modelled on the XRDMA library behind Alibaba's Pangu, ESSD and PolarDB: applications send
+//! and receive whole messages; the core splits them into fragments, carries a sequence number
+//! in each fragment's immediate data, keeps every send buffer until the receiver ACKs it, and
+//! paces a per-connection send window that grows with RTT history and shrinks on ECN.
+//!
+//! The core never reads a clock, sleeps, spawns threads or uses `unsafe`: every input carries
+//! `now` ([`Time`], picoseconds) and every output is plain data (work requests for a
+//! [`Transport`]). Backends implement [`Transport`]: the packet-level simulator
+//! (`xrdma-sim`) and, later, real ibverbs.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod time;
+pub mod transport;
+
+pub use time::Time;
+pub use transport::*;
+
+pub mod config;
+pub mod driver;
+pub mod endpoint;
+pub mod error;
+pub mod fragment;
+pub mod mr_pool;
+pub mod ring;
+pub mod seq;
+pub mod timer;
+pub mod window;
+
+pub use config::{Config, ConfigError, MR_CHUNK_BYTES};
+pub use endpoint::{ConnSetup, ConnStats, Endpoint, Event, MsgId, Op, RemoteRing};
+pub use error::{ConnId, XrdmaError};
+pub use seq::Seq;

@@ -1,0 +1,315 @@
+//! The `Transport` trait: the verbs-level boundary between the xrdma core and a backend.
+//!
+//! The trait mirrors the ibverbs objects a run-to-completion worker owns (IB Spec vol. 1,
+//! ch. 10–11; `ibv_post_send(3)`, `ibv_poll_cq(3)`): registered memory regions (MR), reliable
+//! connected queue pairs (RC QP), work requests (WR) posted to a QP's send and receive queues,
+//! and work completions (WC) polled from one completion queue (CQ). The simulator implements it
+//! with a packet-level NIC model, the verbs backend with `rdma-sys`.
+//!
+//! Conventions every backend follows:
+//! - Addresses are virtual addresses in the host's address space; `addr`/`len` of an [`Sge`]
+//!   must lie inside the MR named by its `lkey`, remote ranges inside the MR named by `rkey`.
+//! - Immediate data is a host-order `u32` here; the backend puts it on the wire big-endian
+//!   (IB Spec 9.4.3 ImmDt, which verbs exposes as `__be32 imm_data`).
+//! - One CQ per transport: every completion of every QP comes out of [`Transport::poll_cq`].
+//! - A WR that completes in error also moves its QP to the error state; later WRs on it complete
+//!   with [`WcStatus::WrFlushErr`].
+
+use crate::Time;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// A queue pair number (24 bits on the wire, IB Spec 9.2 BTH DestQP).
+pub type QpNum = u32;
+
+/// A registered memory region: what `ibv_reg_mr` returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryRegion {
+    /// Virtual address of the first byte.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Local key, named in an [`Sge`] to use this memory in a local WR.
+    pub lkey: u32,
+    /// Remote key, given to a peer so it can RDMA WRITE/READ into this memory.
+    pub rkey: u32,
+}
+
+/// Capacities asked for when creating a QP (`struct ibv_qp_cap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QpCaps {
+    /// Maximum outstanding send WRs.
+    pub max_send_wr: u32,
+    /// Maximum outstanding receive WRs.
+    pub max_recv_wr: u32,
+    /// Maximum bytes sent inline (copied into the WQE at post time).
+    pub max_inline_data: u32,
+}
+
+impl Default for QpCaps {
+    fn default() -> Self {
+        QpCaps {
+            max_send_wr: 1024,
+            max_recv_wr: 1024,
+            max_inline_data: 0,
+        }
+    }
+}
+
+/// What a peer needs to connect its QP to ours: exchanged out of band (TCP, rdma_cm, or
+/// directly in the simulator) before `INIT → RTR → RTS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct QpAddress {
+    /// Port GID (RoCE: an IPv6 or IPv4-mapped address; the simulator puts the host index in
+    /// the last four bytes).
+    pub gid: [u8; 16],
+    /// Local identifier (InfiniBand) or host index (simulator); 0 on RoCE.
+    pub lid: u32,
+    /// The QP number.
+    pub qpn: QpNum,
+    /// The first packet sequence number (24 bits) this QP sends with.
+    pub psn: u32,
+}
+
+/// One scatter/gather element: `len` bytes at `addr` inside the MR whose local key is `lkey`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sge {
+    /// Virtual address of the first byte.
+    pub addr: u64,
+    /// Length in bytes (may be 0).
+    pub len: u32,
+    /// Local key of the MR that holds the range.
+    pub lkey: u32,
+}
+
+/// Send-queue operations (`enum ibv_wr_opcode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SendOpcode {
+    /// Two-sided SEND: consumes one receive WR at the peer.
+    Send,
+    /// SEND carrying 32-bit immediate data.
+    SendWithImm,
+    /// One-sided RDMA WRITE into `remote_addr`/`rkey`; no receive WR consumed.
+    RdmaWrite,
+    /// RDMA WRITE whose last packet carries immediate data; consumes one receive WR at the
+    /// peer, which sees a [`WcOpcode::RecvRdmaWithImm`] completion.
+    RdmaWriteWithImm,
+    /// One-sided RDMA READ from `remote_addr`/`rkey` into the local SGE.
+    RdmaRead,
+}
+
+/// A send work request (`struct ibv_send_wr` with one SGE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendWr {
+    /// Caller's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Operation.
+    pub opcode: SendOpcode,
+    /// Local data (source for SEND/WRITE, destination for READ).
+    pub sge: Sge,
+    /// Immediate data (host order), used by `*WithImm` opcodes.
+    pub imm: u32,
+    /// Remote virtual address for WRITE/READ.
+    pub remote_addr: u64,
+    /// Remote key for WRITE/READ.
+    pub rkey: u32,
+    /// Ask for a completion when the WR finishes (`IBV_SEND_SIGNALED`).
+    pub signaled: bool,
+}
+
+/// A receive work request (`struct ibv_recv_wr` with one SGE; `len` 0 is allowed, which is
+/// enough for WRITE-with-immediate and zero-length SENDs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvWr {
+    /// Caller's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Where a SEND's payload lands.
+    pub sge: Sge,
+}
+
+/// Completion status (`enum ibv_wc_status`, the subset a backend reports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WcStatus {
+    /// The WR completed.
+    Success,
+    /// A SEND's payload was longer than the receive buffer (`IBV_WC_LOC_LEN_ERR`).
+    LocLenErr,
+    /// A local key or range was invalid (`IBV_WC_LOC_PROT_ERR`).
+    LocProtErr,
+    /// The QP was in error; the WR was flushed (`IBV_WC_WR_FLUSH_ERR`).
+    WrFlushErr,
+    /// The remote key or range was invalid (`IBV_WC_REM_ACCESS_ERR`).
+    RemAccessErr,
+    /// The peer kept answering RNR NAK past the RNR retry count (`IBV_WC_RNR_RETRY_EXC_ERR`).
+    RnrRetryExcErr,
+    /// No ACK after the transport retry count (`IBV_WC_RETRY_EXC_ERR`).
+    RetryExcErr,
+    /// Any other failure (`IBV_WC_GENERAL_ERR`).
+    GeneralErr,
+}
+
+/// Completion opcode (`enum ibv_wc_opcode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WcOpcode {
+    /// A SEND (with or without immediate) finished.
+    Send,
+    /// An RDMA WRITE (with or without immediate) finished.
+    RdmaWrite,
+    /// An RDMA READ finished; the data is in the local SGE.
+    RdmaRead,
+    /// A SEND arrived into a posted receive.
+    Recv,
+    /// An RDMA WRITE with immediate arrived; it consumed a posted receive.
+    RecvRdmaWithImm,
+}
+
+/// A work completion (`struct ibv_wc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkCompletion {
+    /// The `wr_id` of the WR this completes.
+    pub wr_id: u64,
+    /// Outcome.
+    pub status: WcStatus,
+    /// What completed.
+    pub opcode: WcOpcode,
+    /// The local QP the WR belonged to.
+    pub qp_num: QpNum,
+    /// Bytes received (receive completions) or transferred; 0 when in error.
+    pub byte_len: u32,
+    /// Immediate data (host order) when the sender used a `*WithImm` opcode.
+    pub imm: Option<u32>,
+}
+
+/// Errors a transport returns synchronously from a verb call (the `errno` of `ibv_*`).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum TransportError {
+    /// No such QP on this transport.
+    #[error("QP {0} does not exist")]
+    NoSuchQp(QpNum),
+    /// The QP is not in a state that allows the call (e.g. posting a send before RTS).
+    #[error("QP {qpn} is in state {state}, which does not allow {op}")]
+    BadQpState {
+        /// The QP.
+        qpn: QpNum,
+        /// Its current state, as verbs names it (RESET, INIT, RTR, RTS, ERR).
+        state: &'static str,
+        /// What was attempted.
+        op: &'static str,
+    },
+    /// The send or receive queue is full (`ENOMEM` from `ibv_post_*`).
+    #[error("QP {qpn} {queue} queue is full ({depth} WRs outstanding)")]
+    QueueFull {
+        /// The QP.
+        qpn: QpNum,
+        /// "send" or "recv".
+        queue: &'static str,
+        /// Its depth.
+        depth: u32,
+    },
+    /// An address range is not inside a registered MR with that key.
+    #[error("address range {addr:#x}+{len} is not inside an MR with key {key:#x}")]
+    BadAddress {
+        /// Start of the range.
+        addr: u64,
+        /// Length of the range.
+        len: u64,
+        /// The key that was given.
+        key: u32,
+    },
+    /// The peer address cannot be reached (unknown host, no route, GID mismatch).
+    #[error("peer {0} is unreachable")]
+    Unreachable(String),
+    /// Memory could not be registered.
+    #[error("memory registration of {len} bytes failed: {reason}")]
+    RegistrationFailed {
+        /// Bytes asked for.
+        len: u64,
+        /// Why.
+        reason: String,
+    },
+    /// Any other backend failure, with the verb that failed and the OS or device reason.
+    #[error("{verb} failed: {reason}")]
+    Other {
+        /// The verb (e.g. `ibv_modify_qp`).
+        verb: &'static str,
+        /// The reason.
+        reason: String,
+    },
+}
+
+/// Access to the host's registered memory, so the core can stage outgoing bytes and read
+/// arrived ones without touching pointers. Ranges must lie inside one registered MR.
+pub trait LocalMemory {
+    /// The `len` bytes at `addr`.
+    ///
+    /// # Errors
+    /// [`TransportError::BadAddress`] when the range is not inside one registered MR.
+    fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError>;
+    /// Copy `data` to `addr`.
+    ///
+    /// # Errors
+    /// [`TransportError::BadAddress`] when the range is not inside one registered MR.
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError>;
+}
+
+/// A verbs-level RDMA transport for one host (one device port, one PD, one CQ).
+///
+/// All calls are non-blocking. Control-path calls (`register_memory`, `create_qp`,
+/// `connect_qp`, `reset_qp`) may be slow on real hardware; the data path (`post_*`,
+/// `poll_cq`) must not allocate per call in a backend that wants to be fast.
+pub trait Transport: LocalMemory {
+    /// The transport's notion of now. The simulator returns virtual time; the verbs backend a
+    /// monotonic clock. Only drivers call this; the core never does.
+    fn now(&self) -> Time;
+
+    /// Register `len` bytes of zeroed memory (`ibv_reg_mr` with local write, remote write and
+    /// remote read access).
+    ///
+    /// # Errors
+    /// [`TransportError::RegistrationFailed`] when the memory cannot be had.
+    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError>;
+
+    /// Create an RC QP in the RESET→INIT state and return the address a peer connects to.
+    ///
+    /// # Errors
+    /// [`TransportError::Other`] when the device refuses (e.g. too many QPs).
+    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError>;
+
+    /// Move `qpn` through RTR to RTS, connected to `remote`.
+    ///
+    /// # Errors
+    /// [`TransportError::NoSuchQp`], [`TransportError::BadQpState`] unless the QP is in INIT
+    /// (or RESET), [`TransportError::Unreachable`] when `remote` is not a known peer.
+    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError>;
+
+    /// Move `qpn` to RESET (outstanding WRs are discarded without completions) and back to
+    /// INIT with a new first PSN, so it can be connected again: the QP cache's reuse path.
+    /// Returns the QP's new address.
+    ///
+    /// # Errors
+    /// [`TransportError::NoSuchQp`].
+    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError>;
+
+    /// Post one send WR (`ibv_post_send`).
+    ///
+    /// # Errors
+    /// [`TransportError::NoSuchQp`], [`TransportError::BadQpState`] unless RTS,
+    /// [`TransportError::QueueFull`], [`TransportError::BadAddress`] for a bad local SGE.
+    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError>;
+
+    /// Post one receive WR (`ibv_post_recv`); allowed from INIT on.
+    ///
+    /// # Errors
+    /// [`TransportError::NoSuchQp`], [`TransportError::QueueFull`],
+    /// [`TransportError::BadAddress`].
+    fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError>;
+
+    /// Move up to `max` completions into `out` (appending), returning how many were moved
+    /// (`ibv_poll_cq`).
+    fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize;
+
+    /// The next QP that received a congestion notification (a RoCEv2 CNP, i.e. the receiver
+    /// saw ECN CE marks on its packets) since the last call, or `None`. A backend that cannot
+    /// observe CNPs per QP returns `None`.
+    fn poll_congestion(&mut self) -> Option<QpNum>;
+}
