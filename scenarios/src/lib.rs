@@ -1,0 +1,173 @@
+//! # xrdma-scenario — YAML scenarios for the xrdma test bed
+//!
+//! A scenario file carries the workload, the middleware settings, and per-backend blocks
+//! (`sim:` for the packet-level simulator, `verbs:` for real RDMA devices), so one file runs
+//! unchanged on either backend (DESIGN.md §5):
+//!
+//! ```yaml
+//! name: incast-8
+//! workload:
+//!   incast:
+//!     senders: 8
+//!     receiver: 0
+//!     messages:
+//!       - { size: 64KiB, count: 4 }
+//!       - { size: 1MiB, count: 1 }
+//! xrdma: { beta: 0.5 }
+//! sim: { link-rate: 100Gbps, ecn: { kmin: 400KB, kmax: 1600KB, pmax: 0.2 }, pfc: {} }
+//! ```
+//!
+//! Keys are kebab-case and unknown keys are rejected. Sizes, rates and times take units
+//! ([`units`]). [`load`] and [`parse`] return a [`Scenario`] with every default filled in, or a
+//! [`ScenarioError`] naming the file, line, column and field, e.g.
+//! ``scenarios/x.yaml:5:5: workload.incast: unknown field `sendrs`, expected one of `senders`,
+//! `receiver`, `start`, `messages` ``. This crate only parses: nothing is started.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod check;
+mod error;
+mod sim_section;
+pub mod units;
+mod workload;
+mod xrdma_section;
+
+pub use error::{locate_key, Diagnostic, ScenarioError};
+pub use sim_section::{EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS};
+pub use workload::{Incast, MessageSpec, Workload};
+pub use xrdma_section::{XrdmaSection, MIN_FRAGMENT_SIZE};
+
+use check::{deserialize_checked, field_error, FieldError};
+use serde::{Deserialize, Deserializer};
+use std::path::{Path, PathBuf};
+
+/// A parsed and checked scenario. Plain typed values (bytes as `u64`, rates in bits per second,
+/// times as [`xrdma::Time`]) with defaults filled in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Name of the scenario (`name:`), non-empty, without `/` or `\` (it names result
+    /// directories).
+    pub name: String,
+    /// Free text (`description:`).
+    pub description: Option<String>,
+    /// What the hosts send (`workload:`).
+    pub workload: Workload,
+    /// Middleware settings (`xrdma:`); all defaults when the block is absent.
+    pub xrdma: XrdmaSection,
+    /// The simulated network (`sim:`); `None` when the block is absent (the simulator then uses
+    /// [`SimSection::default`]).
+    pub sim: Option<SimSection>,
+    /// The `verbs:` block, kept as written for the verbs backend (not checked here).
+    pub verbs: Option<serde_yaml_ng::Value>,
+    /// The file the scenario was read from (as given to [`load`] or [`parse`]).
+    pub source_path: PathBuf,
+}
+
+impl Scenario {
+    /// The `sim:` block, or the defaults when it is absent.
+    pub fn sim_or_default(&self) -> SimSection {
+        self.sim.clone().unwrap_or_default()
+    }
+}
+
+/// Reads and checks the scenario file at `path`.
+///
+/// # Errors
+/// [`ScenarioError::Read`] if the file cannot be read; [`ScenarioError::Invalid`] as in
+/// [`parse`].
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// Parses and checks the scenario `text`; `path_for_messages` names the file in errors and
+/// becomes [`Scenario::source_path`].
+///
+/// # Errors
+/// [`ScenarioError::Invalid`] for YAML syntax errors, unknown keys (listing the expected
+/// ones), missing required keys (at the line of the enclosing mapping), values without a valid
+/// unit, and failed checks (e.g. receiver not a host, β outside [0.5, 0.8], min-window >
+/// initial-window, Kmin > Kmax, Pmax outside (0, 1], zero MTU).
+pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioError> {
+    let has_content = text.lines().any(|l| {
+        let l = l.trim();
+        !l.is_empty() && !l.starts_with('#') && l != "---" && l != "..."
+    });
+    if !has_content {
+        return Err(ScenarioError::Invalid(Box::new(Diagnostic {
+            path: path_for_messages.to_path_buf(),
+            line: Some(1),
+            column: Some(1),
+            field: None,
+            message: "the file is empty: expected a scenario mapping with at least `name` and \
+                      `workload`"
+                .into(),
+        })));
+    }
+    let body: Body = serde_yaml_ng::from_str(text)
+        .map_err(|e| ScenarioError::from_yaml(&e, text, path_for_messages))?;
+    Ok(Scenario {
+        name: body.name,
+        description: body.description,
+        workload: body.workload,
+        xrdma: body.xrdma,
+        sim: body.sim,
+        verbs: body.verbs,
+        source_path: path_for_messages.to_path_buf(),
+    })
+}
+
+/// The file's top-level mapping, checked.
+struct Body {
+    name: String,
+    description: Option<String>,
+    workload: Workload,
+    xrdma: XrdmaSection,
+    sim: Option<SimSection>,
+    verbs: Option<serde_yaml_ng::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RawBody {
+    name: String,
+    description: Option<String>,
+    workload: Workload,
+    #[serde(default)]
+    xrdma: XrdmaSection,
+    sim: Option<SimSection>,
+    verbs: Option<serde_yaml_ng::Value>,
+}
+
+fn check_body(raw: RawBody) -> Result<Body, FieldError> {
+    if raw.name.trim().is_empty() {
+        return Err(field_error("name", "must not be empty"));
+    }
+    if raw.name.contains(['/', '\\']) || raw.name.chars().any(char::is_control) {
+        return Err(field_error(
+            "name",
+            format!(
+                "{:?} contains `/`, `\\` or a control character; it names result directories",
+                raw.name
+            ),
+        ));
+    }
+    Ok(Body {
+        name: raw.name,
+        description: raw.description,
+        workload: raw.workload,
+        xrdma: raw.xrdma,
+        sim: raw.sim,
+        verbs: raw.verbs,
+    })
+}
+
+impl<'de> Deserialize<'de> for Body {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked(d, "a scenario", check_body)
+    }
+}

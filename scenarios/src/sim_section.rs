@@ -1,0 +1,283 @@
+//! The `sim:` block: the simulated network (read by the simulator backend only).
+
+use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::units::{Rate, Size, Span};
+use serde::{Deserialize, Deserializer};
+use xrdma::Time;
+
+/// The simulated network: one switch, every host on its own full-duplex link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimSection {
+    /// Seed of the simulator's random streams. Default 1.
+    pub seed: u64,
+    /// Rate of every link, bits per second. Default 100 Gb/s; > 0.
+    pub link_rate_bps: u64,
+    /// One-way propagation delay of every link. Default 1 µs.
+    pub link_delay: Time,
+    /// RoCE payload bytes per packet. Default 1024; > 0.
+    pub mtu: u32,
+    /// Wire overhead per packet, bytes. Default 82: preamble/SFD 8 + Ethernet 14 + IPv4 20 +
+    /// UDP 8 + BTH 12 + ICRC 4 + FCS 4 + inter-frame gap 12 (RoCEv2, IBTA Annex A17).
+    pub header_bytes: u32,
+    /// The switch's shared buffer, bytes. Default 32 MiB; ≥ one packet (`mtu + header_bytes`).
+    pub switch_buffer_bytes: u64,
+    /// ECN marking at the switch; `None` (block absent) = no marking.
+    pub ecn: Option<EcnSection>,
+    /// PFC at the switch; `None` (block absent, or `pfc:` with no value) = off. `pfc: {}` = on
+    /// with the simulator's computed thresholds.
+    pub pfc: Option<PfcSection>,
+    /// At most one CNP per QP per this interval at the receiver (DCQCN NP). Default 50 µs
+    /// (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015).
+    pub cnp_interval: Time,
+}
+
+impl Default for SimSection {
+    fn default() -> Self {
+        SimSection {
+            seed: 1,
+            link_rate_bps: DEFAULT_LINK_RATE_BPS,
+            link_delay: Time::from_us(1),
+            mtu: 1024,
+            header_bytes: 82,
+            switch_buffer_bytes: 32 << 20,
+            ecn: None,
+            pfc: None,
+            cnp_interval: Time::from_us(50),
+        }
+    }
+}
+
+/// Default link rate: 100 Gb/s.
+pub const DEFAULT_LINK_RATE_BPS: u64 = 100_000_000_000;
+
+/// RED-style ECN marking on the egress queue length q (bytes): probability 0 for q ≤ Kmin,
+/// rising linearly to Pmax at Kmax, 1 above Kmax.
+///
+/// Defaults, as in the HPCC artifact's DCQCN setup (Li et al., SIGCOMM 2019): Kmin 100 KiB and
+/// Kmax 400 KiB at 25 Gb/s, scaled by link rate / 25 Gb/s (at 100 Gb/s: 400 KiB / 1600 KiB),
+/// Pmax 0.2.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EcnSection {
+    /// Kmin, bytes; ≤ Kmax.
+    pub kmin_bytes: u64,
+    /// Kmax, bytes.
+    pub kmax_bytes: u64,
+    /// Marking probability at Kmax, within (0, 1].
+    pub pmax: f64,
+}
+
+impl EcnSection {
+    /// The default thresholds for a link of `link_rate_bps`:
+    /// Kmin = 100 KiB × rate / 25 Gb/s, Kmax = 400 KiB × rate / 25 Gb/s (rounded down),
+    /// Pmax = 0.2.
+    pub fn default_for_rate(link_rate_bps: u64) -> EcnSection {
+        let scale = |kib: u128| -> u64 {
+            let bytes = kib * 1024 * u128::from(link_rate_bps) / 25_000_000_000;
+            u64::try_from(bytes).unwrap_or(u64::MAX)
+        };
+        EcnSection {
+            kmin_bytes: scale(100),
+            kmax_bytes: scale(400),
+            pmax: 0.2,
+        }
+    }
+}
+
+/// PFC thresholds per ingress port, bytes. A value left out is computed by the simulator from
+/// the buffer, port count, link rate and delay (see the simulator's `PfcConfig`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct PfcSection {
+    /// Send PAUSE (XOFF) upstream when the bytes buffered from one ingress port exceed this;
+    /// > 0.
+    pub xoff_bytes: Option<u64>,
+    /// Send RESUME (XON) when they fall to this or below; ≤ `xoff_bytes`.
+    pub xon_bytes: Option<u64>,
+    /// Buffer kept per ingress port for the bytes still arriving after XOFF.
+    pub headroom_bytes: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RawSim {
+    seed: Option<u64>,
+    link_rate: Option<Rate>,
+    link_delay: Option<Span>,
+    mtu: Option<Size>,
+    header_bytes: Option<Size>,
+    switch_buffer: Option<Size>,
+    ecn: Option<GivenEcn>,
+    pfc: Option<PfcSection>,
+    cnp_interval: Option<Span>,
+}
+
+/// The keys an `ecn` mapping gave, checked on their own.
+struct GivenEcn {
+    kmin: Option<u64>,
+    kmax: Option<u64>,
+    pmax: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RawEcn {
+    kmin: Option<Size>,
+    kmax: Option<Size>,
+    pmax: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RawPfc {
+    xoff: Option<Size>,
+    xon: Option<Size>,
+    headroom: Option<Size>,
+}
+
+fn to_u32(key: &'static str, bytes: u64) -> Result<u32, FieldError> {
+    u32::try_from(bytes).map_err(|_| {
+        field_error(
+            key,
+            format!("{bytes} bytes is too large: at most {} bytes", u32::MAX),
+        )
+    })
+}
+
+fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
+    let d = SimSection::default();
+    let link_rate_bps = raw.link_rate.map_or(d.link_rate_bps, |r| r.0);
+    if link_rate_bps == 0 {
+        return Err(field_error("link-rate", "must be above 0 bps"));
+    }
+    let mtu = match raw.mtu {
+        Some(m) => to_u32("mtu", m.0)?,
+        None => d.mtu,
+    };
+    if mtu == 0 {
+        return Err(field_error("mtu", "must be at least 1 byte"));
+    }
+    let header_bytes = match raw.header_bytes {
+        Some(h) => to_u32("header-bytes", h.0)?,
+        None => d.header_bytes,
+    };
+    let switch_buffer_bytes = raw.switch_buffer.map_or(d.switch_buffer_bytes, |b| b.0);
+    let packet = u64::from(mtu) + u64::from(header_bytes);
+    if switch_buffer_bytes < packet {
+        return Err(FieldError {
+            keys: vec!["switch-buffer", "mtu"],
+            message: format!(
+                "{switch_buffer_bytes} bytes cannot hold one packet of mtu + header-bytes = \
+                 {packet} bytes"
+            ),
+        });
+    }
+    let ecn = match raw.ecn {
+        Some(e) => Some(check_ecn(e, link_rate_bps)?),
+        None => None,
+    };
+    Ok(SimSection {
+        seed: raw.seed.unwrap_or(d.seed),
+        link_rate_bps,
+        link_delay: raw.link_delay.map_or(d.link_delay, |t| t.0),
+        mtu,
+        header_bytes,
+        switch_buffer_bytes,
+        ecn,
+        pfc: raw.pfc,
+        cnp_interval: raw.cnp_interval.map_or(d.cnp_interval, |t| t.0),
+    })
+}
+
+/// Checks what the `ecn` mapping itself says; defaults are filled in by [`check_sim`], which
+/// knows the link rate.
+fn check_raw_ecn(raw: RawEcn) -> Result<GivenEcn, FieldError> {
+    let given = GivenEcn {
+        kmin: raw.kmin.map(|v| v.0),
+        kmax: raw.kmax.map(|v| v.0),
+        pmax: raw.pmax,
+    };
+    if let Some(pmax) = given.pmax {
+        if !(pmax > 0.0 && pmax <= 1.0) {
+            return Err(field_error("pmax", format!("{pmax} is outside (0, 1]")));
+        }
+    }
+    if let (Some(kmin), Some(kmax)) = (given.kmin, given.kmax) {
+        if kmin > kmax {
+            return Err(FieldError {
+                keys: vec!["kmin", "kmax"],
+                message: format!(
+                    "Kmin ({kmin} bytes) is above Kmax ({kmax} bytes): need kmin ≤ kmax"
+                ),
+            });
+        }
+    }
+    Ok(given)
+}
+
+/// Fills the ECN defaults for `link_rate_bps` and checks Kmin ≤ Kmax once more (one of them may
+/// be a default).
+fn check_ecn(given: GivenEcn, link_rate_bps: u64) -> Result<EcnSection, FieldError> {
+    let d = EcnSection::default_for_rate(link_rate_bps);
+    let ecn = EcnSection {
+        kmin_bytes: given.kmin.unwrap_or(d.kmin_bytes),
+        kmax_bytes: given.kmax.unwrap_or(d.kmax_bytes),
+        pmax: given.pmax.unwrap_or(d.pmax),
+    };
+    if ecn.kmin_bytes > ecn.kmax_bytes {
+        let which = if given.kmin.is_none() {
+            "Kmin (default for the link rate)"
+        } else {
+            "Kmin"
+        };
+        let which_max = if given.kmax.is_none() {
+            "Kmax (default for the link rate)"
+        } else {
+            "Kmax"
+        };
+        return Err(field_error(
+            "ecn",
+            format!(
+                "{which} = {} bytes is above {which_max} = {} bytes: need kmin ≤ kmax",
+                ecn.kmin_bytes, ecn.kmax_bytes
+            ),
+        ));
+    }
+    Ok(ecn)
+}
+
+fn check_pfc(raw: RawPfc) -> Result<PfcSection, FieldError> {
+    let s = PfcSection {
+        xoff_bytes: raw.xoff.map(|v| v.0),
+        xon_bytes: raw.xon.map(|v| v.0),
+        headroom_bytes: raw.headroom.map(|v| v.0),
+    };
+    if s.xoff_bytes == Some(0) {
+        return Err(field_error("xoff", "must be at least 1 byte"));
+    }
+    if let (Some(xoff), Some(xon)) = (s.xoff_bytes, s.xon_bytes) {
+        if xon > xoff {
+            return Err(FieldError {
+                keys: vec!["xon", "xoff"],
+                message: format!("XON ({xon} bytes) is above XOFF ({xoff} bytes): need xon ≤ xoff"),
+            });
+        }
+    }
+    Ok(s)
+}
+
+impl<'de> Deserialize<'de> for SimSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked(d, "the simulated network", check_sim)
+    }
+}
+
+impl<'de> Deserialize<'de> for GivenEcn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked(d, "ECN thresholds `{ kmin, kmax, pmax }`", check_raw_ecn)
+    }
+}
+
+impl<'de> Deserialize<'de> for PfcSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked(d, "PFC thresholds `{ xoff, xon, headroom }`", check_pfc)
+    }
+}

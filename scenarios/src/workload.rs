@@ -1,0 +1,186 @@
+//! The `workload:` block: what the hosts send.
+
+use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::units::{Size, Span};
+use serde::{Deserialize, Deserializer};
+use xrdma::Time;
+
+/// What the hosts send. Written as a mapping with exactly one key naming the kind:
+///
+/// ```yaml
+/// workload:
+///   incast: { senders: 8, receiver: 0, messages: [ { size: 64KiB, count: 4 } ] }
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum Workload {
+    /// N-to-1: every sender sends the same message list to one receiver.
+    Incast(Incast),
+}
+
+impl Workload {
+    /// The kind as written in the file (`incast`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::Incast(_) => "incast",
+        }
+    }
+
+    /// Number of hosts the workload uses (host indices are `0..hosts()`).
+    pub fn hosts(&self) -> u32 {
+        match self {
+            Workload::Incast(i) => i.hosts(),
+        }
+    }
+}
+
+/// An N-to-1 incast: hosts `0..=senders`, one of them the receiver, every other one a sender.
+/// Each sender sends [`Incast::messages`] in order to the receiver.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Incast {
+    /// Number of senders, ≥ 1.
+    pub senders: u32,
+    /// Host index of the receiver, in `0..=senders`.
+    pub receiver: u32,
+    /// Intended send time of every message (latency is measured from it); default 0.
+    pub start: Time,
+    /// The messages each sender sends, in this order; non-empty.
+    pub messages: Vec<MessageSpec>,
+}
+
+impl Incast {
+    /// Number of hosts: `senders + 1`.
+    pub fn hosts(&self) -> u32 {
+        self.senders.saturating_add(1)
+    }
+
+    /// The sender host indices in ascending order: every host but the receiver.
+    pub fn sender_hosts(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.hosts()).filter(move |h| *h != self.receiver)
+    }
+
+    /// Messages per sender: the sum of the counts.
+    pub fn messages_per_sender(&self) -> u64 {
+        self.messages.iter().map(|m| u64::from(m.count)).sum()
+    }
+
+    /// Payload bytes per sender: Σ size × count (saturating at `u64::MAX`).
+    pub fn bytes_per_sender(&self) -> u64 {
+        self.messages.iter().fold(0u64, |acc, m| {
+            acc.saturating_add(m.size.saturating_mul(u64::from(m.count)))
+        })
+    }
+}
+
+/// `count` messages of `size` bytes each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageSpec {
+    /// Message size in bytes, ≥ 1.
+    pub size: u64,
+    /// How many such messages, ≥ 1.
+    pub count: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RawWorkload {
+    incast: Option<Incast>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RawIncast {
+    senders: u32,
+    receiver: u32,
+    #[serde(default)]
+    start: Span,
+    messages: Vec<MessageSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RawMessage {
+    size: Size,
+    #[serde(default = "one")]
+    count: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn check_workload(raw: RawWorkload) -> Result<Workload, FieldError> {
+    match raw.incast {
+        Some(incast) => Ok(Workload::Incast(incast)),
+        None => Err(FieldError {
+            keys: vec![],
+            message: "no workload kind given: expected one of `incast`".into(),
+        }),
+    }
+}
+
+fn check_incast(raw: RawIncast) -> Result<Incast, FieldError> {
+    if raw.senders == 0 {
+        return Err(field_error("senders", "must be at least 1"));
+    }
+    if raw.senders == u32::MAX {
+        return Err(field_error(
+            "senders",
+            format!(
+                "{} senders plus the receiver do not fit the u32 host indices",
+                raw.senders
+            ),
+        ));
+    }
+    if raw.receiver > raw.senders {
+        return Err(field_error(
+            "receiver",
+            format!(
+                "host {} does not exist: with {} senders the hosts are 0..={}",
+                raw.receiver, raw.senders, raw.senders
+            ),
+        ));
+    }
+    if raw.messages.is_empty() {
+        return Err(field_error(
+            "messages",
+            "the list is empty: give at least one `{ size: ..., count: ... }`",
+        ));
+    }
+    Ok(Incast {
+        senders: raw.senders,
+        receiver: raw.receiver,
+        start: raw.start.0,
+        messages: raw.messages,
+    })
+}
+
+fn check_message(raw: RawMessage) -> Result<MessageSpec, FieldError> {
+    if raw.size.0 == 0 {
+        return Err(field_error("size", "must be at least 1 byte"));
+    }
+    if raw.count == 0 {
+        return Err(field_error("count", "must be at least 1"));
+    }
+    Ok(MessageSpec {
+        size: raw.size.0,
+        count: raw.count,
+    })
+}
+
+impl<'de> Deserialize<'de> for Workload {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked(d, "the workload", check_workload)
+    }
+}
+
+impl<'de> Deserialize<'de> for Incast {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked(d, "an incast workload", check_incast)
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked(d, "a message: `{ size: ..., count: ... }`", check_message)
+    }
+}

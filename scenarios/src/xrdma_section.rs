@@ -1,0 +1,151 @@
+//! The `xrdma:` block: the middleware's flow-control settings.
+
+use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::units::{Size, Span};
+use serde::{Deserialize, Deserializer};
+use xrdma::Time;
+
+/// The middleware settings, every one with a default.
+///
+/// Defaults follow the XRDMA description (DESIGN.md §2): 64 KiB fragments, β within
+/// [0.5, 0.8]. The window values are byte counts of unacknowledged payload per connection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct XrdmaSection {
+    /// Messages larger than this are split into fragments of this many bytes.
+    /// Default 64 KiB (65536); ≥ 1 KiB and ≤ `max_window`.
+    pub fragment_size: u64,
+    /// Send window at connection start, bytes. Default 64 KiB; `min_window ≤ initial_window ≤
+    /// max_window`.
+    pub initial_window: u64,
+    /// The window never shrinks below this, bytes. Default 4 KiB; ≥ 1.
+    pub min_window: u64,
+    /// The window never grows above this, bytes; also the per-connection receive ring size.
+    /// Default 256 KiB.
+    pub max_window: u64,
+    /// Multiplicative decrease on an ECN signal: window ← β × window. Default 0.5;
+    /// within [0.5, 0.8].
+    pub beta: f64,
+    /// Ceiling of the growth factor per RTT: window ← window × (1 + α) at most. Default 0.125;
+    /// within (0, 1].
+    pub alpha: f64,
+    /// RTT above the minimum RTT beyond which the window stops growing. Default 10 µs; > 0.
+    pub target_delay: Time,
+    /// A fragment not ACKed within this time is reclaimed and reported as an error. Default
+    /// 100 ms; > 0.
+    pub ack_timeout: Time,
+}
+
+impl Default for XrdmaSection {
+    fn default() -> Self {
+        // The core's own defaults, so a scenario that leaves a key out gets what a program
+        // using the library directly would get.
+        let c = xrdma::Config::default();
+        XrdmaSection {
+            fragment_size: c.fragment_size,
+            initial_window: c.initial_window,
+            min_window: c.min_window,
+            max_window: c.max_window,
+            beta: c.beta,
+            alpha: c.alpha,
+            target_delay: c.target_delay,
+            ack_timeout: c.ack_timeout,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RawXrdma {
+    fragment_size: Option<Size>,
+    initial_window: Option<Size>,
+    min_window: Option<Size>,
+    max_window: Option<Size>,
+    beta: Option<f64>,
+    alpha: Option<f64>,
+    target_delay: Option<Span>,
+    ack_timeout: Option<Span>,
+}
+
+/// The smallest fragment size accepted: 1 KiB, the smallest common RoCE MTU.
+pub const MIN_FRAGMENT_SIZE: u64 = 1 << 10;
+
+fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
+    let d = XrdmaSection::default();
+    let s = XrdmaSection {
+        fragment_size: raw.fragment_size.map_or(d.fragment_size, |v| v.0),
+        initial_window: raw.initial_window.map_or(d.initial_window, |v| v.0),
+        min_window: raw.min_window.map_or(d.min_window, |v| v.0),
+        max_window: raw.max_window.map_or(d.max_window, |v| v.0),
+        beta: raw.beta.unwrap_or(d.beta),
+        alpha: raw.alpha.unwrap_or(d.alpha),
+        target_delay: raw.target_delay.map_or(d.target_delay, |v| v.0),
+        ack_timeout: raw.ack_timeout.map_or(d.ack_timeout, |v| v.0),
+    };
+    if s.fragment_size < MIN_FRAGMENT_SIZE {
+        return Err(field_error(
+            "fragment-size",
+            format!(
+                "{} bytes is below the minimum of 1 KiB ({MIN_FRAGMENT_SIZE} bytes)",
+                s.fragment_size
+            ),
+        ));
+    }
+    if s.min_window == 0 {
+        return Err(field_error("min-window", "must be at least 1 byte"));
+    }
+    if s.min_window > s.initial_window {
+        return Err(FieldError {
+            keys: vec!["min-window", "initial-window"],
+            message: format!(
+                "min-window ({} bytes) is above initial-window ({} bytes): need min-window ≤ \
+                 initial-window ≤ max-window",
+                s.min_window, s.initial_window
+            ),
+        });
+    }
+    if s.initial_window > s.max_window {
+        return Err(FieldError {
+            keys: vec!["initial-window", "max-window"],
+            message: format!(
+                "initial-window ({} bytes) is above max-window ({} bytes): need min-window ≤ \
+                 initial-window ≤ max-window",
+                s.initial_window, s.max_window
+            ),
+        });
+    }
+    if s.fragment_size > s.max_window {
+        return Err(FieldError {
+            keys: vec!["fragment-size", "max-window"],
+            message: format!(
+                "fragment-size ({} bytes) is above max-window ({} bytes), the receive ring a \
+                 fragment must fit in",
+                s.fragment_size, s.max_window
+            ),
+        });
+    }
+    if !(0.5..=0.8).contains(&s.beta) {
+        return Err(field_error(
+            "beta",
+            format!("{} is outside [0.5, 0.8]", s.beta),
+        ));
+    }
+    if !(s.alpha > 0.0 && s.alpha <= 1.0) {
+        return Err(field_error(
+            "alpha",
+            format!("{} is outside (0, 1]", s.alpha),
+        ));
+    }
+    if s.target_delay == Time::ZERO {
+        return Err(field_error("target-delay", "must be above 0"));
+    }
+    if s.ack_timeout == Time::ZERO {
+        return Err(field_error("ack-timeout", "must be above 0"));
+    }
+    Ok(s)
+}
+
+impl<'de> Deserialize<'de> for XrdmaSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked(d, "the xrdma settings", check_xrdma)
+    }
+}
