@@ -1,0 +1,44 @@
+//! Error type of the reports crate.
+
+use std::path::PathBuf;
+
+/// Errors from reading, writing or rendering reports.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file or directory could not be read, written or created.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A result file is not valid JSON for the schema (message includes line and column).
+    #[error("{path}: invalid run result: {source}")]
+    Json {
+        /// The file involved.
+        path: PathBuf,
+        /// The underlying serde_json error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A result file lacks `schema-version` or has a version this crate cannot read.
+    #[error(
+        "{path}: unsupported schema-version {found:?} (this build reads versions 1..={supported})"
+    )]
+    UnsupportedSchema {
+        /// The file involved.
+        path: PathBuf,
+        /// The version found, `None` when the key is missing or not an integer.
+        found: Option<u64>,
+        /// The newest version this build reads ([`crate::SCHEMA_VERSION`]).
+        supported: u32,
+    },
+    /// The embedded plot font could not be loaded.
+    #[error("the embedded plot font could not be loaded")]
+    Font,
+    /// The plotting library reported an error while drawing.
+    #[error("plot rendering failed: {0}")]
+    Plot(String),
+}

@@ -1,0 +1,34 @@
+//! Reports for xrdma test-bed runs: the versioned JSON result schema ([`RunResult`]),
+//! nearest-rank latency percentiles, a terminal summary table, per-message CSV and an SVG
+//! latency plot (DESIGN §5).
+//!
+//! Conventions: times are integer picoseconds, sizes bytes, rates bits per second. Latency is
+//! measured from a message's *intended* send time, so stalls are not hidden (no coordinated
+//! omission). Every output except the `wall-clock` group is a deterministic function of the
+//! [`RunResult`].
+//!
+//! Typical use by a runner:
+//! ```no_run
+//! # fn demo(result: &xrdma_reports::RunResult) -> Result<(), xrdma_reports::ReportError> {
+//! let files = xrdma_reports::write_run_dir(std::path::Path::new("out/run1"), result, false)?;
+//! print!("{}", xrdma_reports::summary_table(result));
+//! # let _ = files; Ok(()) }
+//! ```
+
+mod error;
+mod io;
+pub mod percentile;
+pub mod plot;
+mod schema;
+mod summary;
+
+pub use error::ReportError;
+pub use io::{messages_csv, read_json, write_json, write_run_dir, RunFiles};
+pub use plot::{latency_svg, latency_svg_string};
+pub use schema::{
+    DeliveryCheck, IdealCompletion, Inconsistency, MessageRecord, NetworkCounters, RunResult,
+    ScenarioInfo, SimInfo, WallClock, WorkloadInfo, SCHEMA_VERSION,
+};
+pub use summary::{
+    completion_span_ps, format_bytes, format_us, goodput_bps, summary_table, LatencySummary,
+};

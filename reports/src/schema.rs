@@ -1,0 +1,355 @@
+//! The versioned run-result schema written by the runner and read back by the reports.
+//!
+//! Serialized as JSON with kebab-case keys. Field order in the JSON is the declaration order
+//! below, so the output is byte-stable for equal inputs. Every field is a deterministic function
+//! of the scenario and seed **except** the [`WallClock`] group, which is kept in one object
+//! (`"wall-clock"`) so that a determinism check can drop exactly that key.
+//!
+//! Times are integer picoseconds (`u64`, ~213 days of range), sizes are bytes, rates are bits
+//! per second (SI).
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Version of the result schema written by this crate (the `schema-version` key).
+///
+/// Readers reject files whose version is newer than this; see [`crate::read_json`].
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One complete run: what was run, what happened to every message, network counters, the
+/// analytical reference and simulator statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunResult {
+    /// Schema version of this record; [`SCHEMA_VERSION`] when produced by this crate.
+    pub schema_version: u32,
+    /// Version string of the tool that produced the record (e.g. the CLI's crate version).
+    pub tool_version: String,
+    /// Which scenario was run, on which backend, with which seed.
+    pub scenario: ScenarioInfo,
+    /// The workload shape.
+    pub workload: WorkloadInfo,
+    /// One record per message the workload intended to send, delivered or not.
+    pub messages: Vec<MessageRecord>,
+    /// Receiver-side delivery verification.
+    pub delivery: DeliveryCheck,
+    /// Network-wide counters.
+    pub network: NetworkCounters,
+    /// Analytical lower bound on the completion time, when the workload has one.
+    pub ideal: Option<IdealCompletion>,
+    /// Simulator statistics; `None` on backends that are not simulated.
+    pub sim: Option<SimInfo>,
+    /// Errors the middleware reported during the run (connection failures, timeouts), one
+    /// line each, in the order they happened per host.
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// Wall-clock measurements: the only non-deterministic fields of the record.
+    pub wall_clock: WallClock,
+}
+
+/// Identification of the scenario run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ScenarioInfo {
+    /// Scenario name (from the scenario file).
+    pub name: String,
+    /// Path of the scenario file as given on the command line.
+    pub path: String,
+    /// Backend that executed the run, e.g. `"sim"` or `"verbs"`.
+    pub backend: String,
+    /// Seed of every pseudo-random choice in the run.
+    pub seed: u64,
+}
+
+/// Shape of the workload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WorkloadInfo {
+    /// Workload kind, e.g. `"incast"`.
+    pub kind: String,
+    /// Number of sending hosts (the fan-in N of an incast).
+    pub senders: u32,
+    /// Host index of the receiver.
+    pub receiver: u32,
+    /// Payload bytes each sender sends in total (S), summed over its messages.
+    pub bytes_per_sender: u64,
+    /// Number of messages each sender sends.
+    pub messages_per_sender: u32,
+}
+
+/// One message of the workload.
+///
+/// The latency of a message is `completed_ps - intended_ps`: it is measured from the time the
+/// workload *intended* to send it, not from when the sender got around to posting it, so a
+/// stalled sender or receiver cannot hide queueing delay (no coordinated omission; DESIGN §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct MessageRecord {
+    /// Sending host index.
+    pub sender: u32,
+    /// Receiving host index.
+    pub receiver: u32,
+    /// Position of this message in its sender's sequence, from 0.
+    pub index: u32,
+    /// Payload size in bytes.
+    pub size: u64,
+    /// Time the workload intended the message to be sent, ps since the start of the run.
+    pub intended_ps: u64,
+    /// Time the message completed, ps since the start of the run: the sender holds the
+    /// receiver's ACK of its last fragment (its buffers are free; the FCT convention). `None`
+    /// when that did not happen before the run ended (such a message has no latency).
+    pub completed_ps: Option<u64>,
+    /// Time the whole message was delivered to the receiving application, ps since the start
+    /// of the run; `None` when it was not.
+    #[serde(default)]
+    pub delivered_ps: Option<u64>,
+}
+
+impl MessageRecord {
+    /// Message completion time in ps: `completed_ps - intended_ps`, or `None` when undelivered.
+    ///
+    /// A completion earlier than the intended send time cannot happen in a causal run;
+    /// [`RunResult::validate`] reports it, and this accessor clamps it to 0 rather than wrap.
+    pub fn latency_ps(&self) -> Option<u64> {
+        self.completed_ps
+            .map(|done| done.saturating_sub(self.intended_ps))
+    }
+}
+
+/// Receiver-side verification of the delivered payloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct DeliveryCheck {
+    /// Messages delivered with the expected content.
+    pub delivered: u64,
+    /// Messages whose payload digest did not match what the sender sent.
+    pub digest_mismatches: u64,
+    /// Messages delivered more than once.
+    pub duplicates: u64,
+    /// Messages never delivered.
+    pub missing: u64,
+}
+
+/// Network-wide counters, summed over all switches and NICs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct NetworkCounters {
+    /// Data packets transmitted by NICs (retransmissions included).
+    pub data_packets: u64,
+    /// Packets ECN-marked (CE) by switches.
+    pub ecn_marks: u64,
+    /// Congestion Notification Packets sent by receivers (DCQCN).
+    pub cnps: u64,
+    /// PFC PAUSE frames with a non-zero quanta (XOFF) sent.
+    pub pfc_xoff: u64,
+    /// PFC PAUSE frames with zero quanta (XON) sent.
+    pub pfc_xon: u64,
+    /// Packets dropped anywhere (0 on a working lossless fabric).
+    pub drops: u64,
+    /// Peak occupancy of any switch's shared buffer, bytes.
+    pub max_buffer_bytes: u64,
+    /// Peak length of any single egress queue, bytes.
+    pub max_egress_queue_bytes: u64,
+}
+
+/// Analytical lower bound T* on the completion of an N-to-1 incast (DESIGN §4):
+///
+/// `T* = N·S·(1 + header/MTU) / B + base RTT`
+///
+/// with N senders of S payload bytes each (`total_bytes = N·S`), per-packet wire overhead
+/// `header` bytes, `MTU` payload bytes per packet and bottleneck rate B bits per second. A
+/// simulated completion below T* indicates a bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct IdealCompletion {
+    /// T*, ps.
+    pub t_star_ps: u64,
+    /// Unloaded round-trip time added to the serialization bound, ps.
+    pub base_rtt_ps: u64,
+    /// Bottleneck link rate B, bits per second.
+    pub bottleneck_bps: u64,
+    /// Per-packet wire overhead, bytes.
+    pub header_bytes: u64,
+    /// Payload bytes per packet.
+    pub mtu_bytes: u64,
+    /// Total payload through the bottleneck, N·S bytes.
+    pub total_bytes: u64,
+}
+
+impl IdealCompletion {
+    /// Computes T* with the DESIGN §4 formula `total·(1 + header/mtu)·8 / B + base RTT`, in exact
+    /// integer arithmetic rounded up to the next picosecond.
+    ///
+    /// `total_bytes` is N·S. Returns `None` when `mtu_bytes` or `bottleneck_bps` is 0 or the
+    /// result does not fit in `u64` picoseconds.
+    ///
+    /// When S is a multiple of the MTU, `total·(1 + header/mtu)` is exactly the number of bytes
+    /// the bottleneck must serialize; otherwise the last packet of each message is short and
+    /// the formula's overhead is a slight underestimate, so T* remains a lower bound.
+    pub fn incast(
+        total_bytes: u64,
+        header_bytes: u64,
+        mtu_bytes: u64,
+        bottleneck_bps: u64,
+        base_rtt_ps: u64,
+    ) -> Option<Self> {
+        if mtu_bytes == 0 || bottleneck_bps == 0 {
+            return None;
+        }
+        // t [ps] = total·(mtu+header)·8·1e12 / (mtu·B); u128 holds 2^64·2^64 products.
+        let num = u128::from(total_bytes)
+            .checked_mul(u128::from(mtu_bytes) + u128::from(header_bytes))?
+            .checked_mul(8 * 1_000_000_000_000)?;
+        let den = u128::from(mtu_bytes) * u128::from(bottleneck_bps);
+        let serialization = num.div_ceil(den);
+        let t_star = serialization.checked_add(u128::from(base_rtt_ps))?;
+        Some(Self {
+            t_star_ps: u64::try_from(t_star).ok()?,
+            base_rtt_ps,
+            bottleneck_bps,
+            header_bytes,
+            mtu_bytes,
+            total_bytes,
+        })
+    }
+}
+
+/// Statistics of the discrete-event simulator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SimInfo {
+    /// Events processed.
+    pub events: u64,
+    /// Simulated time at the end of the run, ps.
+    pub simulated_ps: u64,
+    /// Hash of the event trace, lowercase hex; equal seeds must give equal hashes.
+    pub trace_hash: String,
+}
+
+/// Wall-clock measurements. These are the only non-deterministic fields in a [`RunResult`];
+/// they sit in one JSON object (`"wall-clock"`) so determinism checks can remove it.
+///
+/// Non-finite values (e.g. an events rate over a zero duration) are written as JSON `null` by
+/// serde_json and read back as NaN.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WallClock {
+    /// Wall-clock duration of the run, seconds.
+    #[serde(deserialize_with = "f64_or_null")]
+    pub wall_seconds: f64,
+    /// Simulated events per wall-clock second (0 or NaN when not applicable).
+    #[serde(deserialize_with = "f64_or_null")]
+    pub events_per_second: f64,
+}
+
+fn f64_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// A consistency problem found by [`RunResult::validate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inconsistency {
+    /// A message completed before its intended send time.
+    CompletedBeforeIntended {
+        /// Sending host.
+        sender: u32,
+        /// Index in the sender's sequence.
+        index: u32,
+    },
+    /// Every message was delivered, yet the last completion, measured from the first intended
+    /// send time, is below T* (DESIGN §4: a simulated completion below the ideal is a bug).
+    LastCompletionBelowIdeal {
+        /// Last completion minus first intended send time, ps.
+        completion_span_ps: u64,
+        /// T*, ps.
+        t_star_ps: u64,
+    },
+    /// `delivery.delivered + delivery.missing` differs from the number of message records.
+    DeliveryCountMismatch {
+        /// Number of message records.
+        records: u64,
+        /// `delivered + missing` from the delivery check.
+        delivered_plus_missing: u64,
+    },
+}
+
+impl std::fmt::Display for Inconsistency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::CompletedBeforeIntended { sender, index } => write!(
+                f,
+                "message {index} of sender {sender} completed before its intended send time"
+            ),
+            Self::LastCompletionBelowIdeal {
+                completion_span_ps,
+                t_star_ps,
+            } => write!(
+                f,
+                "last completion {completion_span_ps} ps after the first intended send is below \
+                 the ideal T* = {t_star_ps} ps"
+            ),
+            Self::DeliveryCountMismatch {
+                records,
+                delivered_plus_missing,
+            } => write!(
+                f,
+                "{records} message records but delivered + missing = {delivered_plus_missing}"
+            ),
+        }
+    }
+}
+
+impl RunResult {
+    /// Checks invariants a correct run must satisfy and returns every violation found, in
+    /// message order (empty when consistent):
+    /// - no message completes before its intended send time;
+    /// - when every message was delivered and `ideal` is set, the last completion minus the
+    ///   first intended send time is ≥ T* (DESIGN §4: a completion below the ideal is a bug);
+    /// - `delivery.delivered + delivery.missing` equals the number of message records.
+    pub fn validate(&self) -> Vec<Inconsistency> {
+        let mut problems = Vec::new();
+        for m in &self.messages {
+            if m.completed_ps.is_some_and(|c| c < m.intended_ps) {
+                problems.push(Inconsistency::CompletedBeforeIntended {
+                    sender: m.sender,
+                    index: m.index,
+                });
+            }
+        }
+        let all_delivered = self.messages.iter().all(|m| m.completed_ps.is_some());
+        let last = self.messages.iter().filter_map(|m| m.completed_ps).max();
+        let first = self.messages.iter().map(|m| m.intended_ps).min();
+        if let (true, Some(last), Some(first), Some(ideal)) =
+            (all_delivered, last, first, self.ideal)
+        {
+            let span = last.saturating_sub(first);
+            if span < ideal.t_star_ps {
+                problems.push(Inconsistency::LastCompletionBelowIdeal {
+                    completion_span_ps: span,
+                    t_star_ps: ideal.t_star_ps,
+                });
+            }
+        }
+        let records = self.messages.len() as u64;
+        let dpm = self
+            .delivery
+            .delivered
+            .saturating_add(self.delivery.missing);
+        if dpm != records {
+            problems.push(Inconsistency::DeliveryCountMismatch {
+                records,
+                delivered_plus_missing: dpm,
+            });
+        }
+        problems
+    }
+
+    /// Serializes the record as pretty-printed JSON with a trailing newline.
+    ///
+    /// # Errors
+    /// Only if serde_json fails, which does not happen for this schema in practice.
+    pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
+        let mut s = serde_json::to_string_pretty(self)?;
+        s.push('\n');
+        Ok(s)
+    }
+}

@@ -1,0 +1,267 @@
+//! Latency summary, goodput and the human-readable terminal table.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::percentile::nearest_rank;
+use crate::schema::{MessageRecord, RunResult};
+
+/// Summary statistics of message completion times (latency from the intended send time,
+/// see [`MessageRecord::latency_ps`]), all in picoseconds.
+///
+/// Percentiles use the nearest-rank method ([`nearest_rank`]) over the *delivered* messages;
+/// undelivered messages have no latency and are counted in `undelivered` instead. Every
+/// statistic is `None` when nothing was delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct LatencySummary {
+    /// Number of message records.
+    pub count: u64,
+    /// Messages with a completion time.
+    pub delivered: u64,
+    /// Messages without a completion time (`count - delivered`).
+    pub undelivered: u64,
+    /// Smallest latency, ps.
+    pub min_ps: Option<u64>,
+    /// Median (nearest-rank p50), ps.
+    pub p50_ps: Option<u64>,
+    /// Nearest-rank p90, ps.
+    pub p90_ps: Option<u64>,
+    /// Nearest-rank p99, ps.
+    pub p99_ps: Option<u64>,
+    /// Nearest-rank p99.9, ps.
+    pub p999_ps: Option<u64>,
+    /// Largest latency, ps.
+    pub max_ps: Option<u64>,
+    /// Arithmetic mean latency, ps (summed exactly in `u128`, divided in `f64`).
+    pub mean_ps: Option<f64>,
+}
+
+impl LatencySummary {
+    /// Summarizes `records`. Pure: the order of `records` does not matter.
+    pub fn from_records(records: &[MessageRecord]) -> Self {
+        let mut lat: Vec<u64> = records
+            .iter()
+            .filter_map(MessageRecord::latency_ps)
+            .collect();
+        lat.sort_unstable();
+        let count = records.len() as u64;
+        let delivered = lat.len() as u64;
+        let sum: u128 = lat.iter().map(|&l| u128::from(l)).sum();
+        let mean_ps = (delivered > 0).then(|| sum as f64 / delivered as f64);
+        Self {
+            count,
+            delivered,
+            undelivered: count - delivered,
+            min_ps: lat.first().copied(),
+            p50_ps: nearest_rank(&lat, 50.0),
+            p90_ps: nearest_rank(&lat, 90.0),
+            p99_ps: nearest_rank(&lat, 99.0),
+            p999_ps: nearest_rank(&lat, 99.9),
+            max_ps: lat.last().copied(),
+            mean_ps,
+        }
+    }
+}
+
+/// Goodput in bits per second: delivered payload bits divided by the span from the first
+/// intended send time (over all messages) to the last completion.
+///
+/// `None` when nothing was delivered or the span is zero. Undelivered messages contribute no
+/// bits but their intended times still count toward the start of the span.
+pub fn goodput_bps(records: &[MessageRecord]) -> Option<f64> {
+    let first = records.iter().map(|m| m.intended_ps).min()?;
+    let last = records.iter().filter_map(|m| m.completed_ps).max()?;
+    let span_ps = last.checked_sub(first).filter(|&s| s > 0)?;
+    let bits: u128 = records
+        .iter()
+        .filter(|m| m.completed_ps.is_some())
+        .map(|m| u128::from(m.size) * 8)
+        .sum();
+    Some(bits as f64 * 1e12 / span_ps as f64)
+}
+
+/// Last completion time minus the first intended send time, ps (the workload's makespan);
+/// `None` when nothing was delivered.
+pub fn completion_span_ps(records: &[MessageRecord]) -> Option<u64> {
+    let first = records.iter().map(|m| m.intended_ps).min()?;
+    let last = records.iter().filter_map(|m| m.completed_ps).max()?;
+    Some(last.saturating_sub(first))
+}
+
+/// Formats picoseconds as microseconds with 3 decimals (nanosecond resolution), rounding half
+/// up in integer arithmetic, e.g. `1_234_567_890` ps → `"1234.568"`.
+pub fn format_us(ps: u64) -> String {
+    let ns = ps / 1000 + u64::from(ps % 1000 >= 500);
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// Formats a byte count with a binary unit (B, KiB, MiB, GiB), two decimals above bytes.
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut unit = UNITS[0];
+    for u in &UNITS[1..] {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    format!("{v:.2} {unit}")
+}
+
+fn opt_us(ps: Option<u64>) -> String {
+    ps.map_or_else(|| "-".to_string(), |v| format!("{} µs", format_us(v)))
+}
+
+/// Renders the human summary of a run as a multi-line table (ends with a newline).
+///
+/// Shows messages sent/delivered (with a prominent warning line when any message is
+/// undelivered), delivery-check failures, p50/p90/p99/p99.9/max message completion time in µs,
+/// goodput in Gb/s, T* and (last completion − first intended) / T*, ECN marks, CNPs, PFC
+/// XOFF/XON, drops, peak buffer and queue, simulated events and time, wall time and events per
+/// second. Statistics with no data are shown as `-`, never as 0.
+pub fn summary_table(r: &RunResult) -> String {
+    let s = LatencySummary::from_records(&r.messages);
+    let mut o = String::new();
+    let w = &mut o;
+    // Writing into a String cannot fail; the results are ignored deliberately.
+    let _ = writeln!(
+        w,
+        "run        {} ({}) backend={} seed={}",
+        r.scenario.name, r.scenario.path, r.scenario.backend, r.scenario.seed
+    );
+    let _ = writeln!(
+        w,
+        "workload   {}: {} sender(s) -> host {}, {} per sender in {} message(s)",
+        r.workload.kind,
+        r.workload.senders,
+        r.workload.receiver,
+        format_bytes(r.workload.bytes_per_sender),
+        r.workload.messages_per_sender
+    );
+    let _ = writeln!(w);
+    if s.undelivered > 0 {
+        let _ = writeln!(
+            w,
+            "!!! UNDELIVERED: {} of {} messages were not delivered before the run ended !!!",
+            s.undelivered, s.count
+        );
+        let _ = writeln!(
+            w,
+            "!!! latency statistics below cover delivered messages only           !!!"
+        );
+        let _ = writeln!(w);
+    }
+    if !r.errors.is_empty() {
+        let _ = writeln!(
+            w,
+            "!!! the middleware reported {} error(s); the first:",
+            r.errors.len()
+        );
+        let _ = writeln!(w, "!!!   {}", r.errors[0]);
+        let _ = writeln!(w);
+    }
+    let _ = writeln!(
+        w,
+        "messages   sent {:>8}   delivered {:>8}   undelivered {:>8}",
+        s.count, s.delivered, s.undelivered
+    );
+    let d = &r.delivery;
+    let _ = writeln!(
+        w,
+        "delivery   digest mismatches {}   duplicates {}   missing {}{}",
+        d.digest_mismatches,
+        d.duplicates,
+        d.missing,
+        if d.digest_mismatches + d.duplicates + d.missing > 0 {
+            "   <-- FAILED"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(w);
+    let _ = writeln!(w, "message completion time (from intended send time)");
+    for (name, v) in [
+        ("min", s.min_ps),
+        ("p50", s.p50_ps),
+        ("p90", s.p90_ps),
+        ("p99", s.p99_ps),
+        ("p99.9", s.p999_ps),
+        ("max", s.max_ps),
+    ] {
+        let _ = writeln!(w, "  {name:<8} {:>16}", opt_us(v));
+    }
+    let mean = s
+        .mean_ps
+        .map_or_else(|| "-".to_string(), |m| format!("{:.3} µs", m / 1e6));
+    let _ = writeln!(w, "  {:<8} {:>16}", "mean", mean);
+    let goodput = goodput_bps(&r.messages)
+        .map_or_else(|| "-".to_string(), |g| format!("{:.2} Gb/s", g / 1e9));
+    let _ = writeln!(w, "goodput    {goodput}");
+    let span = completion_span_ps(&r.messages);
+    match r.ideal {
+        Some(ideal) => {
+            let ratio = match span {
+                Some(sp) if ideal.t_star_ps > 0 => {
+                    format!("{:.4}", sp as f64 / ideal.t_star_ps as f64)
+                }
+                _ => "-".to_string(),
+            };
+            let _ = writeln!(
+                w,
+                "ideal      T* {} µs   (last completion - first intended) / T* = {}{}",
+                format_us(ideal.t_star_ps),
+                ratio,
+                if s.undelivered > 0 {
+                    "  (incomplete run)"
+                } else {
+                    ""
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(w, "ideal      T* not defined for this workload");
+        }
+    }
+    let _ = writeln!(w);
+    let n = &r.network;
+    let _ = writeln!(
+        w,
+        "network    data packets {}   ECN marks {}   CNPs {}",
+        n.data_packets, n.ecn_marks, n.cnps
+    );
+    let _ = writeln!(
+        w,
+        "           PFC XOFF {}   PFC XON {}   drops {}",
+        n.pfc_xoff, n.pfc_xon, n.drops
+    );
+    let _ = writeln!(
+        w,
+        "           max buffer {}   max egress queue {}",
+        format_bytes(n.max_buffer_bytes),
+        format_bytes(n.max_egress_queue_bytes)
+    );
+    if let Some(sim) = &r.sim {
+        let _ = writeln!(
+            w,
+            "sim        events {}   simulated time {} µs   trace {}",
+            sim.events,
+            format_us(sim.simulated_ps),
+            sim.trace_hash
+        );
+    }
+    let wc = &r.wall_clock;
+    let _ = writeln!(
+        w,
+        "wall clock {:.3} s   {:.2} M events/s",
+        wc.wall_seconds,
+        wc.events_per_second / 1e6
+    );
+    o
+}

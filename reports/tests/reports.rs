@@ -1,0 +1,387 @@
+//! End-to-end tests of the result schema, summary, JSON files, CSV and SVG plot.
+
+use std::path::PathBuf;
+
+use xrdma_reports::*;
+
+const US: u64 = 1_000_000; // ps per µs
+
+fn msg(
+    sender: u32,
+    index: u32,
+    size: u64,
+    intended_ps: u64,
+    completed_ps: Option<u64>,
+) -> MessageRecord {
+    MessageRecord {
+        sender,
+        receiver: 0,
+        index,
+        size,
+        intended_ps,
+        completed_ps,
+        delivered_ps: completed_ps,
+    }
+}
+
+fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunResult {
+    let delivered = messages.iter().filter(|m| m.completed_ps.is_some()).count() as u64;
+    let missing = messages.len() as u64 - delivered;
+    RunResult {
+        schema_version: SCHEMA_VERSION,
+        tool_version: "0.1.0".into(),
+        scenario: ScenarioInfo {
+            name: "incast-test".into(),
+            path: "scenarios/incast-test.yaml".into(),
+            backend: "sim".into(),
+            seed: 7,
+        },
+        workload: WorkloadInfo {
+            kind: "incast".into(),
+            senders: 4,
+            receiver: 0,
+            bytes_per_sender: 2000,
+            messages_per_sender: 2,
+        },
+        messages,
+        delivery: DeliveryCheck {
+            delivered,
+            digest_mismatches: 0,
+            duplicates: 0,
+            missing,
+        },
+        network: NetworkCounters {
+            data_packets: 12,
+            ecn_marks: 3,
+            cnps: 2,
+            pfc_xoff: 1,
+            pfc_xon: 1,
+            drops: 0,
+            max_buffer_bytes: 3 * 1024 * 1024,
+            max_egress_queue_bytes: 512 * 1024,
+        },
+        ideal,
+        sim: Some(SimInfo {
+            events: 123_456,
+            simulated_ps: 50 * US,
+            trace_hash: "00ff".into(),
+        }),
+        errors: Vec::new(),
+        wall_clock: WallClock {
+            wall_seconds: 0.25,
+            events_per_second: 493_824.0,
+        },
+    }
+}
+
+/// Four delivered messages with latencies 10, 20, 30, 40 µs and one undelivered.
+fn with_undelivered() -> Vec<MessageRecord> {
+    vec![
+        msg(1, 0, 1000, 0, Some(10 * US)),
+        msg(2, 0, 1000, 5 * US, Some(25 * US)),
+        msg(3, 0, 1000, 0, Some(30 * US)),
+        msg(4, 0, 1000, 2 * US, Some(42 * US)),
+        msg(4, 1, 1000, 2 * US, None),
+    ]
+}
+
+fn tmp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xrdma-reports-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn latency_summary_with_undelivered() {
+    let s = LatencySummary::from_records(&with_undelivered());
+    assert_eq!((s.count, s.delivered, s.undelivered), (5, 4, 1));
+    // Sorted latencies [10, 20, 30, 40] µs (n = 4):
+    // p50 rank ⌈2⌉ = 2 → 20; p90 rank ⌈3.6⌉ = 4 → 40; p99, p99.9 → rank 4 → 40.
+    assert_eq!(s.min_ps, Some(10 * US));
+    assert_eq!(s.p50_ps, Some(20 * US));
+    assert_eq!(s.p90_ps, Some(40 * US));
+    assert_eq!(s.p99_ps, Some(40 * US));
+    assert_eq!(s.p999_ps, Some(40 * US));
+    assert_eq!(s.max_ps, Some(40 * US));
+    // mean = (10 + 20 + 30 + 40) / 4 = 25 µs.
+    assert_eq!(s.mean_ps, Some(25.0 * US as f64));
+}
+
+#[test]
+fn latency_summary_nothing_delivered_has_no_statistics() {
+    let s = LatencySummary::from_records(&[msg(1, 0, 10, 0, None), msg(2, 0, 10, 0, None)]);
+    assert_eq!((s.count, s.delivered, s.undelivered), (2, 0, 2));
+    assert_eq!(s.min_ps, None);
+    assert_eq!(s.p50_ps, None);
+    assert_eq!(s.p999_ps, None);
+    assert_eq!(s.max_ps, None);
+    assert_eq!(s.mean_ps, None);
+    let empty = LatencySummary::from_records(&[]);
+    assert_eq!((empty.count, empty.p50_ps), (0, None));
+}
+
+#[test]
+fn goodput_counts_delivered_bits_over_span_from_first_intended() {
+    // Delivered: 4 × 1000 B = 32 000 bits. Span: first intended 0 → last completion 42 µs.
+    // 32 000 bits / 42e-6 s = 761 904 761.9… bit/s.
+    let g = goodput_bps(&with_undelivered()).unwrap();
+    assert!((g - 32_000.0 / 42e-6).abs() < 1e-3, "{g}");
+    assert_eq!(completion_span_ps(&with_undelivered()), Some(42 * US));
+    // 2 × 1000 B in 10 µs = 16 000 bits / 1e-5 s = 1.6 Gb/s.
+    let g = goodput_bps(&[
+        msg(1, 0, 1000, 0, Some(5 * US)),
+        msg(2, 0, 1000, US, Some(10 * US)),
+    ]);
+    assert_eq!(g, Some(1.6e9));
+    assert_eq!(goodput_bps(&[msg(1, 0, 1000, 0, None)]), None);
+    assert_eq!(goodput_bps(&[]), None);
+    assert_eq!(goodput_bps(&[msg(1, 0, 1000, 3, Some(3))]), None); // zero span
+}
+
+#[test]
+fn formatting_helpers() {
+    assert_eq!(format_us(1_234_567_890), "1234.568"); // 1 234 567.890 ns → round half up
+    assert_eq!(format_us(1_234_567_499), "1234.567");
+    assert_eq!(format_us(499), "0.000");
+    assert_eq!(format_us(500), "0.001");
+    assert_eq!(format_us(US), "1.000");
+    assert_eq!(format_bytes(1023), "1023 B");
+    assert_eq!(format_bytes(2 * 1024 * 1024), "2.00 MiB");
+    assert_eq!(format_bytes(1536), "1.50 KiB");
+}
+
+#[test]
+fn ideal_completion_formula() {
+    // 256 senders × 2 MiB = 536 870 912 B; 524 288 packets of 1024 B + 82 B overhead
+    // = 579 862 528 B = 4 638 900 224 bits; at 100 Gb/s a bit takes 10 ps → 46 389 002 240 ps;
+    // plus a 4 µs base RTT → 46 393 002 240 ps.
+    let i =
+        IdealCompletion::incast(256 * 2 * 1024 * 1024, 82, 1024, 100_000_000_000, 4 * US).unwrap();
+    assert_eq!(i.t_star_ps, 46_393_002_240);
+    assert_eq!(i.total_bytes, 536_870_912);
+    // 8 bits at 3 bit/s = 2.666… s → rounded up to 2 666 666 666 667 ps.
+    let i = IdealCompletion::incast(1, 0, 1024, 3, 0).unwrap();
+    assert_eq!(i.t_star_ps, 2_666_666_666_667);
+    assert_eq!(IdealCompletion::incast(1, 0, 0, 3, 0), None);
+    assert_eq!(IdealCompletion::incast(1, 0, 1, 0, 0), None);
+    assert_eq!(IdealCompletion::incast(u64::MAX, 0, 1, 1, 0), None); // overflows u64 ps
+}
+
+#[test]
+fn summary_table_shows_undelivered_and_values() {
+    let ideal = IdealCompletion::incast(4000, 0, 1000, 1_000_000_000, 0); // 32 000 bits at 1 Gb/s = 32 µs
+    let t = summary_table(&result(with_undelivered(), ideal));
+    assert!(t.contains("UNDELIVERED: 1 of 5 messages"), "{t}");
+    assert!(t.contains("p50"));
+    assert!(t.contains("20.000 µs"), "{t}");
+    assert!(t.contains("p99.9"));
+    assert!(t.contains("40.000 µs"));
+    assert!(t.contains("0.76 Gb/s"), "{t}"); // 761.9 Mb/s from the goodput test
+                                             // Span 42 µs / T* 32 µs = 1.3125.
+    assert!(t.contains("T* 32.000 µs"), "{t}");
+    assert!(t.contains("= 1.3125"), "{t}");
+    assert!(t.contains("ECN marks 3"));
+    assert!(t.contains("CNPs 2"));
+    assert!(t.contains("PFC XOFF 1"));
+    assert!(t.contains("drops 0"));
+    assert!(t.contains("events 123456"));
+    assert!(t.contains("simulated time 50.000 µs"));
+    assert!(t.contains("0.250 s"));
+    assert!(t.contains("0.49 M events/s"));
+
+    let all = vec![msg(1, 0, 1000, 0, Some(10 * US))];
+    let t = summary_table(&result(all, None));
+    assert!(!t.contains("UNDELIVERED"));
+    assert!(t.contains("T* not defined"));
+
+    let none = vec![msg(1, 0, 1000, 0, None)];
+    let t = summary_table(&result(none, None));
+    assert!(t.contains("UNDELIVERED: 1 of 1"));
+    assert!(t.contains("goodput    -"), "{t}");
+}
+
+#[test]
+fn json_round_trip_and_format() {
+    let d = tmp_dir("json");
+    let r = result(
+        with_undelivered(),
+        IdealCompletion::incast(4000, 0, 1000, 1_000_000_000, 0),
+    );
+    let p = d.join("r.json");
+    write_json(&p, &r).unwrap();
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.ends_with("}\n"));
+    assert!(
+        text.starts_with("{\n  \"schema-version\": 1,\n  \"tool-version\""),
+        "{text}"
+    );
+    assert!(text.contains("\"wall-clock\": {"));
+    assert!(text.contains("\"completed-ps\": null"));
+    assert!(text.contains("\"max-egress-queue-bytes\": 524288"));
+    assert_eq!(read_json(&p).unwrap(), r);
+
+    // Same deterministic content with different wall clocks: identical once wall-clock is removed.
+    let mut r2 = r.clone();
+    r2.wall_clock.wall_seconds = 9.5;
+    let strip = |r: &RunResult| {
+        let mut v = serde_json::to_value(r).unwrap();
+        v.as_object_mut().unwrap().remove("wall-clock");
+        v
+    };
+    assert_eq!(strip(&r), strip(&r2));
+    assert_ne!(r.to_json_string().unwrap(), r2.to_json_string().unwrap());
+}
+
+#[test]
+fn json_non_finite_wall_clock_reads_back_as_nan() {
+    let d = tmp_dir("nan");
+    let mut r = result(with_undelivered(), None);
+    r.wall_clock.events_per_second = f64::NAN;
+    let p = d.join("r.json");
+    write_json(&p, &r).unwrap();
+    assert!(std::fs::read_to_string(&p)
+        .unwrap()
+        .contains("\"events-per-second\": null"));
+    assert!(read_json(&p).unwrap().wall_clock.events_per_second.is_nan());
+}
+
+#[test]
+fn read_json_rejects_other_schema_versions() {
+    let d = tmp_dir("schema");
+    let r = result(with_undelivered(), None);
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["schema-version"] = serde_json::json!(SCHEMA_VERSION + 1);
+    let p = d.join("future.json");
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    match read_json(&p) {
+        Err(ReportError::UnsupportedSchema {
+            found, supported, ..
+        }) => {
+            assert_eq!(found, Some(u64::from(SCHEMA_VERSION) + 1));
+            assert_eq!(supported, SCHEMA_VERSION);
+        }
+        other => panic!("expected UnsupportedSchema, got {other:?}"),
+    }
+    v.as_object_mut().unwrap().remove("schema-version");
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    assert!(matches!(
+        read_json(&p),
+        Err(ReportError::UnsupportedSchema { found: None, .. })
+    ));
+
+    std::fs::write(&p, "{\"schema-version\": 1, \"tool-version\": 3}").unwrap();
+    let e = read_json(&p).unwrap_err();
+    assert!(matches!(e, ReportError::Json { .. }));
+    assert!(e.to_string().contains("line 1"), "{e}");
+    assert!(matches!(
+        read_json(&d.join("absent.json")),
+        Err(ReportError::Io { .. })
+    ));
+}
+
+#[test]
+fn validate_reports_inconsistencies() {
+    let good = result(with_undelivered(), None);
+    assert!(good.validate().is_empty());
+
+    let mut bad = result(vec![msg(1, 0, 10, 5 * US, Some(4 * US))], None);
+    bad.delivery.delivered = 2;
+    let problems = bad.validate();
+    assert_eq!(
+        problems,
+        vec![
+            Inconsistency::CompletedBeforeIntended {
+                sender: 1,
+                index: 0
+            },
+            Inconsistency::DeliveryCountMismatch {
+                records: 1,
+                delivered_plus_missing: 2
+            },
+        ]
+    );
+
+    // All delivered; last completion 10 µs after the first intended send (at 1 µs: 11 − 1),
+    // but T* = 32 µs: physically impossible.
+    let ideal = IdealCompletion::incast(4000, 0, 1000, 1_000_000_000, 0);
+    let fast = result(vec![msg(1, 0, 10, US, Some(11 * US))], ideal);
+    assert_eq!(
+        fast.validate(),
+        vec![Inconsistency::LastCompletionBelowIdeal {
+            completion_span_ps: 10 * US,
+            t_star_ps: 32 * US
+        }]
+    );
+}
+
+#[test]
+fn csv_rows() {
+    let csv = messages_csv(&result(with_undelivered(), None));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "sender,receiver,index,size_bytes,intended_ps,delivered_ps,completed_ps,latency_ps"
+    );
+    assert_eq!(lines[2], "2,0,0,1000,5000000,25000000,25000000,20000000");
+    assert_eq!(lines[5], "4,0,1,1000,2000000,,,");
+    assert_eq!(lines.len(), 6);
+}
+
+#[test]
+fn svg_is_deterministic_and_has_text() {
+    let r = result(
+        with_undelivered(),
+        IdealCompletion::incast(4000, 0, 1000, 1_000_000_000, 0),
+    );
+    let a = latency_svg_string(&r).unwrap();
+    let b = latency_svg_string(&r.clone()).unwrap();
+    assert_eq!(a, b);
+    assert!(a.starts_with("<svg"));
+    assert!(a.contains("<text"));
+    assert!(a.contains("message completion time from intended send (µs)"));
+    assert!(a.contains("completion time since workload start (µs)"));
+    assert!(a.contains("fraction of messages"));
+    assert!(a.contains("T* = 32.000 µs"));
+    assert!(a.contains("undelivered"));
+    assert!(a.contains("message 0") && a.contains("message 1"));
+
+    // A different result draws a different picture; the wall clock does not enter the plot.
+    let mut r2 = r.clone();
+    r2.messages[0].completed_ps = Some(12 * US);
+    assert_ne!(latency_svg_string(&r2).unwrap(), a);
+    let mut r3 = r.clone();
+    r3.wall_clock.wall_seconds = 123.0;
+    assert_eq!(latency_svg_string(&r3).unwrap(), a);
+}
+
+#[test]
+fn svg_handles_empty_and_undelivered_only() {
+    let empty = latency_svg_string(&result(vec![], None)).unwrap();
+    assert!(empty.contains("no delivered messages"));
+    let lost = latency_svg_string(&result(vec![msg(1, 0, 1, 0, None)], None)).unwrap();
+    assert!(lost.contains("no delivered messages"));
+}
+
+#[test]
+fn run_dir_writes_all_files() {
+    let d = tmp_dir("rundir").join("nested/run");
+    let r = result(with_undelivered(), None);
+    let files = write_run_dir(&d, &r, true).unwrap();
+    assert_eq!(files.result_json, d.join("result.json"));
+    assert_eq!(read_json(&files.result_json).unwrap(), r);
+    assert_eq!(
+        std::fs::read_to_string(&files.summary_txt).unwrap(),
+        summary_table(&r)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&files.latency_svg).unwrap(),
+        latency_svg_string(&r).unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(files.messages_csv.as_ref().unwrap()).unwrap(),
+        messages_csv(&r)
+    );
+    let files = write_run_dir(&d, &r, false).unwrap();
+    assert_eq!(files.messages_csv, None);
+}
