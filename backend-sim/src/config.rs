@@ -1,0 +1,387 @@
+//! Simulation parameters, their defaults and validation.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use xrdma::Time;
+
+/// Extra bytes of the RDMA Extended Transport Header (RETH: VA 8 + R_Key 4 + DMA length 4),
+/// carried by the first packet of an RDMA WRITE and by an RDMA READ request (IB Spec 9.3.3.3).
+pub const RETH_BYTES: u32 = 16;
+/// Extra bytes of the Immediate Data header (ImmDt, IB Spec 9.3.3.5).
+pub const IMMDT_BYTES: u32 = 4;
+/// Extra bytes of the ACK Extended Transport Header (AETH, IB Spec 9.3.3.6) on ACK/NAK
+/// packets and on the first and last packet of an RDMA READ response.
+pub const AETH_BYTES: u32 = 4;
+/// Extra bytes of a RoCEv2 CNP beyond the base header: a 16-byte reserved payload
+/// (RoCEv2 Annex A17.9.3).
+pub const CNP_EXTRA_BYTES: u32 = 16;
+/// Bytes a PFC PAUSE frame takes on the wire: a minimum 64-byte Ethernet frame plus 8 bytes of
+/// preamble/SFD and 12 bytes of inter-frame gap (IEEE 802.1Qbb).
+pub const PFC_FRAME_BYTES: u32 = 84;
+
+/// RED-style ECN marking at the switch egress queues (DCQCN's Kmin/Kmax/Pmax, Zhu et al.,
+/// SIGCOMM 2015, §3.1).
+///
+/// The marking probability for an egress queue of `q` bytes is 0 if `q ≤ kmin_bytes`,
+/// `pmax·(q − kmin)/(kmax − kmin)` if `kmin < q ≤ kmax`, and 1 if `q > kmax`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EcnConfig {
+    /// Queue length (bytes) at or below which nothing is marked.
+    pub kmin_bytes: u64,
+    /// Queue length (bytes) above which everything is marked.
+    pub kmax_bytes: u64,
+    /// Marking probability at `kmax_bytes`, in (0, 1].
+    pub pmax: f64,
+}
+
+/// Priority flow control (IEEE 802.1Qbb) on one priority. `None` fields take defaults derived
+/// from the link (see [`SimConfig::pfc_thresholds`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcConfig {
+    /// Per-ingress-port buffered bytes above which the switch sends XOFF (PAUSE).
+    pub xoff_bytes: Option<u64>,
+    /// Per-ingress-port buffered bytes at or below which the switch sends XON (RESUME).
+    pub xon_bytes: Option<u64>,
+    /// Per-port headroom (bytes) reserved for what still arrives after XOFF.
+    pub headroom_bytes: Option<u64>,
+}
+
+/// The resolved PFC thresholds in bytes (per ingress port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcThresholds {
+    /// XOFF threshold (bytes): PAUSE when a port's ingress bytes exceed it.
+    pub xoff_bytes: u64,
+    /// XON threshold (bytes): RESUME when a paused port's ingress bytes fall to it or below.
+    pub xon_bytes: u64,
+    /// Headroom per port (bytes).
+    pub headroom_bytes: u64,
+}
+
+/// Parameters of a star-topology simulation: `hosts` hosts with one NIC each, all on one
+/// output-queued switch (host `i` on switch port `i`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimConfig {
+    /// Number of hosts (= switch ports). Default 2.
+    pub hosts: u32,
+    /// Rate of every link direction, bits per second. Default 100 Gb/s.
+    pub link_rate_bps: u64,
+    /// One-way propagation delay of every link. Default 1 µs.
+    pub link_delay: Time,
+    /// RoCE payload bytes per packet (path MTU). Default 1024.
+    pub mtu: u32,
+    /// Per-packet wire overhead of a RoCEv2 data packet, bytes. Default 82 = 8 preamble/SFD +
+    /// 14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 ICRC + 4 FCS + 12 inter-frame gap.
+    pub header_bytes: u32,
+    /// Shared switch buffer, bytes. Default 32 MiB.
+    pub switch_buffer_bytes: u64,
+    /// ECN marking; `None` disables marking. Default `None`.
+    pub ecn: Option<EcnConfig>,
+    /// PFC; `None` makes the switch drop on buffer overflow. Default `None`.
+    pub pfc: Option<PfcConfig>,
+    /// Seed of every random stream (switch ECN decisions, initial PSNs). Default 1.
+    pub seed: u64,
+    /// Minimum time between two CNPs for one QP (DCQCN notification point). Default 50 µs
+    /// (Zhu et al., SIGCOMM 2015, §3.2).
+    pub cnp_interval: Time,
+    /// The responder ACKs every `ack_every` packets (and always a message's last packet).
+    /// Default 1.
+    pub ack_every: u32,
+    /// How long a requester waits after an RNR NAK before resending. Default 10 µs.
+    pub rnr_timer: Time,
+    /// RNR retries before `RnrRetryExcErr`; 7 means infinite (IB Spec 9.7.5.2.8). Default 7.
+    pub rnr_retry: u8,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            hosts: 2,
+            link_rate_bps: 100_000_000_000,
+            link_delay: Time::from_us(1),
+            mtu: 1024,
+            header_bytes: 82,
+            switch_buffer_bytes: 32 << 20,
+            ecn: None,
+            pfc: None,
+            seed: 1,
+            cnp_interval: Time::from_us(50),
+            ack_every: 1,
+            rnr_timer: Time::from_us(10),
+            rnr_retry: 7,
+        }
+    }
+}
+
+/// Why a [`SimConfig`] was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum SimConfigError {
+    /// A field has a value the simulator cannot run with.
+    #[error("invalid simulator config: `{field}`: {reason}")]
+    Invalid {
+        /// The field name (dotted for nested fields, e.g. `ecn.pmax`).
+        field: &'static str,
+        /// What is wrong, with the offending values.
+        reason: String,
+    },
+}
+
+fn invalid(field: &'static str, reason: String) -> SimConfigError {
+    SimConfigError::Invalid { field, reason }
+}
+
+/// Largest accepted MTU (bytes); jumbo RoCE paths stop at 4096, this leaves room.
+const MAX_MTU: u32 = 65_536;
+/// Largest accepted host count.
+const MAX_HOSTS: u32 = 1 << 20;
+
+impl SimConfig {
+    /// Largest wire size of a data packet in bytes: `mtu + header_bytes + RETH + ImmDt`.
+    pub fn max_packet_wire_bytes(&self) -> u64 {
+        self.mtu as u64 + self.header_bytes as u64 + (RETH_BYTES + IMMDT_BYTES) as u64
+    }
+
+    /// Bytes a link carries during `link_delay`: `ceil(link_delay · link_rate_bps / 8)`
+    /// (bandwidth-delay product of one direction).
+    pub fn link_bdp_bytes(&self) -> u64 {
+        let bits = self.link_delay.as_ps() as u128 * self.link_rate_bps as u128;
+        let bytes = bits.div_ceil(8 * 1_000_000_000_000u128);
+        u64::try_from(bytes).unwrap_or(u64::MAX)
+    }
+
+    /// Base round-trip time of one MTU-sized packet between two idle hosts, store-and-forward:
+    /// `4·link_delay + 2·ser(mtu + header_bytes) + 2·ser(header_bytes + 4)`, where `ser(b)` is
+    /// `b·8/link_rate_bps` (the data packet crosses two links, its ACK (with a 4-byte AETH) two
+    /// links back). This is the base RTT of the incast bound in DESIGN §4.
+    pub fn base_rtt(&self) -> Time {
+        let data = Time::serialization((self.mtu + self.header_bytes) as u64, self.link_rate_bps);
+        let ack = Time::serialization((self.header_bytes + AETH_BYTES) as u64, self.link_rate_bps);
+        Time(self.link_delay.as_ps().saturating_mul(4)) + data + data + ack + ack
+    }
+
+    /// The PFC thresholds in force, `Ok(None)` when PFC is off.
+    ///
+    /// Defaults (per port, bytes): `headroom = 2·bdp + 2·max_packet + 84`, i.e. the data a
+    /// sender can still put on the wire after the switch decides XOFF: the bytes in flight on
+    /// the link both ways (2·`link_bdp_bytes`), one maximum packet the switch is sending ahead
+    /// of the PAUSE, one the host has just started, and the PAUSE frame's own serialization;
+    /// `xoff = switch_buffer_bytes/hosts − headroom`; `xon = xoff − 2·(mtu + header_bytes)`
+    /// (saturating at 0).
+    ///
+    /// # Errors
+    /// [`SimConfigError::Invalid`] when the static per-port reservation
+    /// `hosts·(xoff + headroom)` exceeds `switch_buffer_bytes`, when `xon > xoff`, or when
+    /// `xoff` is 0.
+    pub fn pfc_thresholds(&self) -> Result<Option<PfcThresholds>, SimConfigError> {
+        let Some(pfc) = self.pfc else { return Ok(None) };
+        let ports = self.hosts.max(1) as u64;
+        let headroom = pfc.headroom_bytes.unwrap_or_else(|| {
+            2 * self.link_bdp_bytes() + 2 * self.max_packet_wire_bytes() + PFC_FRAME_BYTES as u64
+        });
+        let per_port = self.switch_buffer_bytes / ports;
+        let xoff = match pfc.xoff_bytes {
+            Some(x) => x,
+            None => per_port.checked_sub(headroom).ok_or_else(|| {
+                invalid(
+                    "pfc.headroom_bytes",
+                    format!(
+                        "headroom {headroom} B per port does not fit in the per-port share \
+                         {per_port} B of a {} B buffer over {ports} ports",
+                        self.switch_buffer_bytes
+                    ),
+                )
+            })?,
+        };
+        if xoff == 0 {
+            return Err(invalid(
+                "pfc.xoff_bytes",
+                format!(
+                    "XOFF threshold is 0 B (per-port share {per_port} B, headroom {headroom} B)"
+                ),
+            ));
+        }
+        let need = xoff.saturating_add(headroom).saturating_mul(ports);
+        if need > self.switch_buffer_bytes {
+            return Err(invalid(
+                "pfc",
+                format!(
+                    "{ports} ports × (xoff {xoff} B + headroom {headroom} B) = {need} B exceeds \
+                     switch_buffer_bytes {}",
+                    self.switch_buffer_bytes
+                ),
+            ));
+        }
+        let xon = pfc.xon_bytes.unwrap_or_else(|| {
+            xoff.saturating_sub(2 * (self.mtu as u64 + self.header_bytes as u64))
+        });
+        if xon > xoff {
+            return Err(invalid(
+                "pfc.xon_bytes",
+                format!("XON {xon} B is above XOFF {xoff} B"),
+            ));
+        }
+        Ok(Some(PfcThresholds {
+            xoff_bytes: xoff,
+            xon_bytes: xon,
+            headroom_bytes: headroom,
+        }))
+    }
+
+    /// Check every field.
+    ///
+    /// # Errors
+    /// [`SimConfigError::Invalid`] naming the first offending field: `hosts` 0 or above 2^20,
+    /// `link_rate_bps` 0, `mtu` 0 or above 65536, `switch_buffer_bytes` 0, `ack_every` 0,
+    /// `rnr_retry` above 7, `ecn.kmin_bytes > ecn.kmax_bytes`, `ecn.pmax` outside (0, 1], and
+    /// PFC thresholds that do not fit (see [`SimConfig::pfc_thresholds`]).
+    pub fn validate(&self) -> Result<(), SimConfigError> {
+        if self.hosts == 0 || self.hosts > MAX_HOSTS {
+            return Err(invalid(
+                "hosts",
+                format!("{} is not in 1..={MAX_HOSTS}", self.hosts),
+            ));
+        }
+        if self.link_rate_bps == 0 {
+            return Err(invalid("link_rate_bps", "must be positive".into()));
+        }
+        if self.mtu == 0 || self.mtu > MAX_MTU {
+            return Err(invalid(
+                "mtu",
+                format!("{} is not in 1..={MAX_MTU}", self.mtu),
+            ));
+        }
+        if self.switch_buffer_bytes == 0 {
+            return Err(invalid("switch_buffer_bytes", "must be positive".into()));
+        }
+        if self.ack_every == 0 {
+            return Err(invalid("ack_every", "must be at least 1".into()));
+        }
+        if self.rnr_retry > 7 {
+            return Err(invalid(
+                "rnr_retry",
+                format!(
+                    "{} is above 7 (7 means infinite, IB Spec 9.7.5.2.8)",
+                    self.rnr_retry
+                ),
+            ));
+        }
+        if let Some(ecn) = &self.ecn {
+            if ecn.kmin_bytes > ecn.kmax_bytes {
+                return Err(invalid(
+                    "ecn.kmin_bytes",
+                    format!(
+                        "Kmin {} B is above Kmax {} B",
+                        ecn.kmin_bytes, ecn.kmax_bytes
+                    ),
+                ));
+            }
+            if !(ecn.pmax > 0.0 && ecn.pmax <= 1.0) {
+                return Err(invalid(
+                    "ecn.pmax",
+                    format!("{} is not in (0, 1]", ecn.pmax),
+                ));
+            }
+        }
+        self.pfc_thresholds()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_base_rtt_matches_formula() {
+        let c = SimConfig::default();
+        c.validate().unwrap();
+        // 4·1 µs + 2·(1106 B · 80 ps/B) + 2·(86 B · 80 ps/B) = 4_000_000 + 176_960 + 13_760.
+        assert_eq!(c.base_rtt(), Time(4_190_720));
+        // 1 µs at 100 Gb/s = 1e-6 · 1e11 / 8 = 12_500 B.
+        assert_eq!(c.link_bdp_bytes(), 12_500);
+    }
+
+    #[test]
+    fn rejects_bad_fields() {
+        let field = |c: SimConfig| match c.validate() {
+            Err(SimConfigError::Invalid { field, .. }) => field,
+            Ok(()) => "ok",
+        };
+        assert_eq!(
+            field(SimConfig {
+                mtu: 0,
+                ..Default::default()
+            }),
+            "mtu"
+        );
+        assert_eq!(
+            field(SimConfig {
+                link_rate_bps: 0,
+                ..Default::default()
+            }),
+            "link_rate_bps"
+        );
+        assert_eq!(
+            field(SimConfig {
+                hosts: 0,
+                ..Default::default()
+            }),
+            "hosts"
+        );
+        let ecn = |kmin, kmax, pmax| SimConfig {
+            ecn: Some(EcnConfig {
+                kmin_bytes: kmin,
+                kmax_bytes: kmax,
+                pmax,
+            }),
+            ..Default::default()
+        };
+        assert_eq!(field(ecn(400, 100, 0.2)), "ecn.kmin_bytes");
+        assert_eq!(field(ecn(100, 400, 0.0)), "ecn.pmax");
+        assert_eq!(field(ecn(100, 400, 1.5)), "ecn.pmax");
+        assert_eq!(field(ecn(100, 400, f64::NAN)), "ecn.pmax");
+        assert_eq!(field(ecn(100, 400, 1.0)), "ok");
+    }
+
+    #[test]
+    fn pfc_defaults_and_headroom_that_cannot_fit() {
+        // 4 ports, 1 MiB: headroom = 2·12_500 + 2·(1024+82+20) + 84 = 27_336;
+        // xoff = 1_048_576/4 − 27_336 = 234_808; xon = xoff − 2·1106 = 232_596.
+        let c = SimConfig {
+            hosts: 4,
+            switch_buffer_bytes: 1 << 20,
+            pfc: Some(PfcConfig::default()),
+            ..Default::default()
+        };
+        let t = c.pfc_thresholds().unwrap().unwrap();
+        assert_eq!(t.headroom_bytes, 27_336);
+        assert_eq!(t.xoff_bytes, 234_808);
+        assert_eq!(t.xon_bytes, 232_596);
+        // 256 ports × 27_336 B headroom = 6.998 MB > 4 MiB: the headroom cannot fit.
+        let c = SimConfig {
+            hosts: 256,
+            switch_buffer_bytes: 4 << 20,
+            pfc: Some(PfcConfig::default()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            c.validate(),
+            Err(SimConfigError::Invalid {
+                field: "pfc.headroom_bytes",
+                ..
+            })
+        ));
+        // Explicit xoff too large for the static reservation: 2 × (600_000 + 27_336) > 1 MiB.
+        let c = SimConfig {
+            switch_buffer_bytes: 1 << 20,
+            pfc: Some(PfcConfig {
+                xoff_bytes: Some(600_000),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(matches!(
+            c.validate(),
+            Err(SimConfigError::Invalid { field: "pfc", .. })
+        ));
+    }
+}

@@ -1,0 +1,242 @@
+//! # xrdma-sim — a deterministic packet-level RDMA network simulator
+//!
+//! A star topology: `hosts` hosts, each with one RoCEv2 NIC, on one output-queued switch with a
+//! shared buffer, RED-style ECN marking and PFC. Every NIC implements [`xrdma::Transport`]
+//! (through [`HostTransport`]) with RC semantics: PSNs, cumulative ACKs, RNR NAKs, CNPs, real
+//! bytes copied from the sender's memory into the receiver's at delivery.
+//!
+//! Time is integer picoseconds ([`xrdma::Time`]). Events sit in a binary heap keyed by
+//! `(time, insertion sequence)`, so equal-time events run in scheduling order and the same
+//! [`SimConfig`] (including its seed) and the same calls give bit-identical results; see
+//! [`Simulation::trace_hash`].
+//!
+//! ## Driving a simulation
+//! ```
+//! use xrdma::{LocalMemory, QpCaps, RecvWr, SendOpcode, SendWr, Sge, Transport, WcOpcode};
+//! use xrdma_sim::{SimConfig, Simulation};
+//!
+//! let mut sim = Simulation::new(SimConfig::default()).unwrap();
+//! let (a, b) = {
+//!     let a = sim.transport(0).create_qp(QpCaps::default()).unwrap();
+//!     let b = sim.transport(1).create_qp(QpCaps::default()).unwrap();
+//!     sim.transport(0).connect_qp(a.qpn, &b).unwrap();
+//!     sim.transport(1).connect_qp(b.qpn, &a).unwrap();
+//!     (a, b)
+//! };
+//! let src = sim.transport(0).register_memory(4096).unwrap();
+//! let dst = sim.transport(1).register_memory(4096).unwrap();
+//! sim.transport(0).write(src.addr, b"hello").unwrap();
+//! let rwr = RecvWr { wr_id: 7, sge: Sge { addr: dst.addr, len: 4096, lkey: dst.lkey } };
+//! sim.transport(1).post_recv(b.qpn, &rwr).unwrap();
+//! let wr = SendWr {
+//!     wr_id: 1, opcode: SendOpcode::Send, sge: Sge { addr: src.addr, len: 5, lkey: src.lkey },
+//!     imm: 0, remote_addr: 0, rkey: 0, signaled: true,
+//! };
+//! sim.transport(0).post_send(a.qpn, &wr).unwrap();
+//! let mut ready = Vec::new();
+//! let mut wcs = Vec::new();
+//! while sim.advance(&mut ready) {
+//!     for &h in &ready {
+//!         sim.transport(h).poll_cq(&mut wcs, 16);
+//!     }
+//! }
+//! assert!(wcs.iter().any(|wc| wc.opcode == WcOpcode::Recv && wc.byte_len == 5));
+//! assert_eq!(sim.transport(1).read(dst.addr, 5).unwrap(), b"hello");
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod config;
+mod engine;
+mod memory;
+mod nic;
+mod packet;
+mod stats;
+mod switch;
+mod transport;
+
+pub use config::{
+    EcnConfig, PfcConfig, PfcThresholds, SimConfig, SimConfigError, AETH_BYTES, CNP_EXTRA_BYTES,
+    IMMDT_BYTES, PFC_FRAME_BYTES, RETH_BYTES,
+};
+pub use stats::SimStats;
+pub use transport::HostTransport;
+
+use engine::{Event, EventQueue};
+use nic::Host;
+use packet::PacketPool;
+use switch::Switch;
+use xrdma::Time;
+
+/// A host index; host `i` is on switch port `i`.
+pub type HostId = u32;
+
+/// One simulated network: hosts, their NICs, the switch, and the event queue.
+#[derive(Debug)]
+pub struct Simulation {
+    cfg: SimConfig,
+    now: Time,
+    queue: EventQueue,
+    pool: PacketPool,
+    hosts: Vec<Host>,
+    switch: Switch,
+    /// Serialization time of a `b`-byte packet at the link rate, indexed by `b`.
+    ser: Vec<Time>,
+    stats: SimStats,
+    ready_list: Vec<HostId>,
+    scratch: Vec<u8>,
+}
+
+impl Simulation {
+    /// Build a simulation at time 0 with idle links and no QPs or MRs.
+    ///
+    /// # Errors
+    /// [`SimConfigError`] when `cfg` does not validate ([`SimConfig::validate`]).
+    pub fn new(cfg: SimConfig) -> Result<Self, SimConfigError> {
+        cfg.validate()?;
+        let pfc = cfg.pfc_thresholds()?;
+        let max_wire = (cfg.mtu + cfg.header_bytes + RETH_BYTES + IMMDT_BYTES + AETH_BYTES)
+            .max(cfg.header_bytes + CNP_EXTRA_BYTES)
+            .max(PFC_FRAME_BYTES);
+        let ser = (0..=max_wire as u64)
+            .map(|b| Time::serialization(b, cfg.link_rate_bps))
+            .collect();
+        let hosts = (0..cfg.hosts).map(Host::new).collect();
+        let switch = Switch::new(&cfg, pfc);
+        Ok(Simulation {
+            now: Time::ZERO,
+            queue: EventQueue::new(),
+            pool: PacketPool::default(),
+            hosts,
+            switch,
+            ser,
+            stats: SimStats::default(),
+            ready_list: Vec::new(),
+            scratch: Vec::with_capacity(cfg.mtu as usize),
+            cfg,
+        })
+    }
+
+    /// The configuration this simulation runs with.
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// Current virtual time: the time of the last processed event (0 at start).
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// The verbs interface of `host`'s NIC. Calls on a host index `≥ hosts` fail with
+    /// [`xrdma::TransportError::Unreachable`] (or do nothing for calls without errors).
+    pub fn transport(&mut self, host: HostId) -> HostTransport<'_> {
+        HostTransport::new(self, host)
+    }
+
+    /// Process events in time order until at least one host needs attention (its CQ or
+    /// congestion queue became non-empty, or its wake time was reached). Clears `ready`, then
+    /// pushes those host ids (each once, ascending). Returns only after every event at the
+    /// current timestamp has run, so `now()` is consistent for the caller.
+    ///
+    /// Returns `false` when there is nothing left to do: no pending events (including wakes)
+    /// and no host needing attention.
+    pub fn advance(&mut self, ready: &mut Vec<HostId>) -> bool {
+        ready.clear();
+        while let Some(t) = self.queue.peek_time() {
+            if t > self.now && !self.ready_list.is_empty() {
+                break;
+            }
+            let Some((t, ev)) = self.queue.pop() else {
+                break;
+            };
+            // A wake that was replaced or cancelled is stale: it must not move the clock (a
+            // cancelled 100 ms ACK timer would otherwise stretch the simulated time).
+            if let Event::Wake { host, gen } = ev {
+                if self.hosts[host as usize].wake_gen != gen {
+                    continue;
+                }
+            }
+            self.now = t;
+            self.dispatch(ev);
+        }
+        self.ready_list.sort_unstable();
+        for &h in &self.ready_list {
+            self.hosts[h as usize].ready = false;
+        }
+        ready.extend_from_slice(&self.ready_list);
+        self.ready_list.clear();
+        !ready.is_empty()
+    }
+
+    /// Ask to be woken for `host` at `at` (replaces an earlier request; [`Time::MAX`] cancels).
+    /// A time in the past wakes at `now()`. Unknown hosts are ignored.
+    pub fn set_wake(&mut self, host: HostId, at: Time) {
+        let Some(h) = self.hosts.get_mut(host as usize) else {
+            return;
+        };
+        h.wake_gen = h.wake_gen.wrapping_add(1);
+        if at != Time::MAX {
+            let gen = h.wake_gen;
+            self.queue.push(at.max(self.now), Event::Wake { host, gen });
+        }
+    }
+
+    /// Counters so far (see [`SimStats`] for each field's meaning).
+    pub fn stats(&self) -> SimStats {
+        let mut s = self.stats.clone();
+        s.events = self.queue.processed();
+        s.paused_time = self
+            .hosts
+            .iter()
+            .fold(Time::ZERO, |acc, h| acc + h.paused_time(self.now));
+        s.packets_in_flight = self.pool.live() as u64;
+        s
+    }
+
+    /// Total time `host`'s NIC spent paused by PFC so far (zero for unknown hosts).
+    pub fn paused_time(&self, host: HostId) -> Time {
+        self.hosts
+            .get(host as usize)
+            .map_or(Time::ZERO, |h| h.paused_time(self.now))
+    }
+
+    /// FNV-1a (over 64-bit words) of every processed event's time, kind and ids, in order.
+    /// Equal for two runs exactly when they processed the same event sequence (up to hash
+    /// collisions).
+    pub fn trace_hash(&self) -> u64 {
+        self.queue.hash()
+    }
+
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::HostTxDone(h) => self.on_host_tx_done(h),
+            Event::UpArrive(h) => self.on_up_arrive(h),
+            Event::SwitchTxDone(p) => self.on_switch_tx_done(p),
+            Event::DownArrive(p) => self.on_down_arrive(p),
+            Event::RnrTimer { host, qp } => self.on_rnr_timer(host, qp),
+            Event::Wake { host, gen } => {
+                if self.hosts[host as usize].wake_gen == gen {
+                    self.mark_ready(host);
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn ser(&self, wire: u32) -> Time {
+        match self.ser.get(wire as usize) {
+            Some(&t) => t,
+            None => Time::serialization(wire as u64, self.cfg.link_rate_bps),
+        }
+    }
+
+    #[inline]
+    fn mark_ready(&mut self, host: HostId) {
+        let h = &mut self.hosts[host as usize];
+        if !h.ready {
+            h.ready = true;
+            self.ready_list.push(host);
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! A host's registered memory regions (MRs): real bytes, addressed by virtual address.
+
+use xrdma::{MemoryRegion, TransportError};
+
+/// Largest single registration accepted (bytes): 16 GiB.
+pub(crate) const MAX_MR_BYTES: u64 = 1 << 34;
+/// Gap left between consecutive MRs so an overrun of one never lands in the next.
+const GUARD: u64 = 1 << 12;
+
+#[derive(Debug)]
+struct Mr {
+    region: MemoryRegion,
+    data: Vec<u8>,
+}
+
+/// The MRs of one host, sorted by address (addresses are handed out increasing).
+#[derive(Debug)]
+pub(crate) struct Memory {
+    mrs: Vec<Mr>,
+    next_addr: u64,
+    host: u32,
+}
+
+/// Key layout: `(index + 1) << 8 | tag`, tag = low byte of `2·host` (lkey) or `2·host + 1`
+/// (rkey), so an lkey never passes as an rkey.
+fn key(idx: usize, host: u32, remote: bool) -> u32 {
+    let tag = (host.wrapping_mul(2) + remote as u32) & 0xFF;
+    ((idx as u32 + 1) << 8) | tag
+}
+
+impl Memory {
+    pub(crate) fn new(host: u32) -> Self {
+        // Each host's address space starts at a different base: (host + 1)·2^36.
+        Memory {
+            mrs: Vec::new(),
+            next_addr: (host as u64 + 1) << 36,
+            host,
+        }
+    }
+
+    /// Register `len` zeroed bytes.
+    pub(crate) fn register(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
+        if len > MAX_MR_BYTES {
+            return Err(TransportError::RegistrationFailed {
+                len,
+                reason: format!("larger than the simulator's {MAX_MR_BYTES}-byte limit"),
+            });
+        }
+        if self.mrs.len() >= (1 << 23) {
+            return Err(TransportError::RegistrationFailed {
+                len,
+                reason: "too many memory regions".into(),
+            });
+        }
+        let idx = self.mrs.len();
+        let addr = self.next_addr;
+        self.next_addr = (addr + len + GUARD).next_multiple_of(GUARD);
+        let region = MemoryRegion {
+            addr,
+            len,
+            lkey: key(idx, self.host, false),
+            rkey: key(idx, self.host, true),
+        };
+        // `vec![0; n]` maps zeroed pages lazily, so large idle registrations cost nothing.
+        self.mrs.push(Mr {
+            region,
+            data: vec![0u8; len as usize],
+        });
+        Ok(region)
+    }
+
+    fn index_of_key(&self, k: u32, remote: bool) -> Option<usize> {
+        let idx = ((k >> 8) as usize).checked_sub(1)?;
+        (idx < self.mrs.len() && key(idx, self.host, remote) == k).then_some(idx)
+    }
+
+    fn range_in(mr: &Mr, addr: u64, len: u64) -> Option<usize> {
+        let off = addr.checked_sub(mr.region.addr)?;
+        (off.checked_add(len)? <= mr.region.len).then_some(off as usize)
+    }
+
+    /// Check that `addr..addr+len` lies in the MR with local key `lkey`.
+    pub(crate) fn check_lkey(&self, lkey: u32, addr: u64, len: u64) -> bool {
+        self.index_of_key(lkey, false)
+            .and_then(|i| Self::range_in(&self.mrs[i], addr, len))
+            .is_some()
+    }
+
+    /// Check that `addr..addr+len` lies in the MR with remote key `rkey`.
+    pub(crate) fn check_rkey(&self, rkey: u32, addr: u64, len: u64) -> bool {
+        self.index_of_key(rkey, true)
+            .and_then(|i| Self::range_in(&self.mrs[i], addr, len))
+            .is_some()
+    }
+
+    fn locate(&self, addr: u64, len: u64) -> Option<(usize, usize)> {
+        // The last MR starting at or below `addr`.
+        let i = self
+            .mrs
+            .partition_point(|m| m.region.addr <= addr)
+            .checked_sub(1)?;
+        Self::range_in(&self.mrs[i], addr, len).map(|off| (i, off))
+    }
+
+    fn bad(addr: u64, len: u64) -> TransportError {
+        TransportError::BadAddress { addr, len, key: 0 }
+    }
+
+    /// The `len` bytes at `addr`.
+    pub(crate) fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
+        let (i, off) = self
+            .locate(addr, len as u64)
+            .ok_or_else(|| Self::bad(addr, len as u64))?;
+        Ok(&self.mrs[i].data[off..off + len])
+    }
+
+    /// Copy `data` to `addr`.
+    pub(crate) fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+        let len = data.len();
+        let (i, off) = self
+            .locate(addr, len as u64)
+            .ok_or_else(|| Self::bad(addr, len as u64))?;
+        self.mrs[i].data[off..off + len].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_ranges() {
+        let mut m = Memory::new(3);
+        let a = m.register(100).unwrap();
+        let b = m.register(50).unwrap();
+        assert!(b.addr >= a.addr + 100 + GUARD);
+        assert!(m.check_lkey(a.lkey, a.addr, 100));
+        assert!(!m.check_lkey(a.lkey, a.addr, 101));
+        assert!(!m.check_lkey(a.rkey, a.addr, 1));
+        assert!(m.check_rkey(b.rkey, b.addr + 10, 40));
+        assert!(!m.check_rkey(b.rkey, b.addr + 10, 41));
+        assert!(!m.check_rkey(b.lkey, b.addr, 1));
+        m.write(b.addr + 3, &[1, 2, 3]).unwrap();
+        assert_eq!(m.read(b.addr + 2, 5).unwrap(), &[0, 1, 2, 3, 0]);
+        assert!(m.read(a.addr + 90, 20).is_err());
+        assert!(m.read(a.addr - 1, 1).is_err());
+    }
+}

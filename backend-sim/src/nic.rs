@@ -1,0 +1,871 @@
+//! The host NIC: RC queue pairs (requester and responder halves), egress arbitration and the
+//! host's uplink.
+//!
+//! Egress: one packet at a time at line rate. Control packets (ACK, NAK, CNP) go first, in
+//! FIFO order; data packets are taken round-robin, one packet per turn, from the QPs in the
+//! `ring` (QPs with something to send). Packets are built lazily when the link frees up, so a
+//! rewind (RNR) never has to recall queued packets. A per-QP rate limiter would gate a QP's
+//! turn in [`Simulation::next_data_packet`].
+
+use crate::config::{AETH_BYTES, CNP_EXTRA_BYTES, IMMDT_BYTES, RETH_BYTES};
+use crate::engine::Event;
+use crate::memory::Memory;
+use crate::packet::{
+    psn_add, psn_diff, MsgOp, NakCode, Packet, PktKind, F_CE, F_FIRST, F_LAST, PSN_MASK,
+};
+use crate::Simulation;
+use std::collections::VecDeque;
+use xrdma::{QpCaps, QpNum, RecvWr, SendOpcode, SendWr, Time, WcOpcode, WcStatus, WorkCompletion};
+
+/// QPNs are `QPN_BASE + index` (QPNs 0 and 1 are special in InfiniBand).
+pub(crate) const QPN_BASE: u32 = 0x100;
+
+/// QP states used by the model (IB Spec 10.3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpState {
+    Init,
+    Rts,
+    Err,
+}
+
+impl QpState {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            QpState::Init => "INIT",
+            QpState::Rts => "RTS",
+            QpState::Err => "ERR",
+        }
+    }
+}
+
+/// A posted send WR and its PSN range.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wqe {
+    pub wr: SendWr,
+    pub first_psn: u32,
+    /// PSNs the WR consumes: packets of a SEND/WRITE, response packets of a READ.
+    pub npkts: u32,
+    /// READ response packets received so far.
+    pub resp_got: u32,
+}
+
+/// A READ the responder is answering.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadJob {
+    psn: u32,
+    pkts_left: u32,
+    src_addr: u64,
+    bytes_left: u32,
+    first: bool,
+}
+
+/// The inbound SEND being received.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InMsg {
+    recv: RecvWr,
+    bytes: u32,
+}
+
+#[derive(Debug)]
+pub(crate) struct Qp {
+    pub qpn: QpNum,
+    pub state: QpState,
+    pub caps: QpCaps,
+    /// Incremented on every reset; salts the initial PSN.
+    pub gen: u32,
+    pub remote_host: u32,
+    pub remote_qpn: QpNum,
+    // Requester.
+    pub sq: VecDeque<Wqe>,
+    /// Index in `sq` of the WQE whose packets are sent next; WQEs before it are fully sent.
+    pub cursor: usize,
+    /// Next packet of `sq[cursor]`.
+    pub cursor_pkt: u32,
+    /// PSN the next posted WR starts at.
+    pub sq_psn: u32,
+    /// Highest PSN known to be acknowledged.
+    pub acked_psn: u32,
+    pub rnr_wait: bool,
+    pub rnr_deadline: Time,
+    pub rnr_count: u8,
+    pub in_ring: bool,
+    // Responder.
+    pub rq: VecDeque<RecvWr>,
+    pub epsn: u32,
+    pub in_msg: Option<InMsg>,
+    pub ack_count: u32,
+    pub pending_ack: Option<u32>,
+    pub last_cnp: Option<Time>,
+    pub read_jobs: VecDeque<ReadJob>,
+}
+
+/// SplitMix64 finalizer (Steele, Lea & Flood, OOPSLA 2014).
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Deterministic initial PSN of QP `qpn` on `host` after `gen` resets, from the seed.
+pub(crate) fn initial_psn(seed: u64, host: u32, qpn: u32, gen: u32) -> u32 {
+    let x = splitmix(seed ^ splitmix((host as u64) << 32 | qpn as u64) ^ (gen as u64) << 48);
+    (x as u32) & PSN_MASK
+}
+
+impl Qp {
+    pub(crate) fn new(qpn: QpNum, caps: QpCaps, psn: u32) -> Self {
+        Qp {
+            qpn,
+            state: QpState::Init,
+            caps,
+            gen: 0,
+            remote_host: 0,
+            remote_qpn: 0,
+            sq: VecDeque::new(),
+            cursor: 0,
+            cursor_pkt: 0,
+            sq_psn: psn,
+            acked_psn: psn_add(psn, PSN_MASK),
+            rnr_wait: false,
+            rnr_deadline: Time::ZERO,
+            rnr_count: 0,
+            in_ring: false,
+            rq: VecDeque::new(),
+            epsn: 0,
+            in_msg: None,
+            ack_count: 0,
+            pending_ack: None,
+            last_cnp: None,
+            read_jobs: VecDeque::new(),
+        }
+    }
+
+    /// Back to INIT with a new first PSN; queued WRs are dropped without completions.
+    pub(crate) fn reset(&mut self, psn: u32) {
+        let (qpn, caps, gen, in_ring) = (self.qpn, self.caps, self.gen, self.in_ring);
+        *self = Qp::new(qpn, caps, psn);
+        self.gen = gen;
+        // The QP may still be listed in the NIC's round-robin ring; keep the flag so it is
+        // never listed twice. A pending ACK still in the control queue is forgotten: it goes
+        // out unchanged and nothing folds new ACKs into it.
+        self.in_ring = in_ring;
+    }
+
+    fn sendable(&self) -> bool {
+        self.state == QpState::Rts
+            && (!self.read_jobs.is_empty() || (!self.rnr_wait && self.cursor < self.sq.len()))
+    }
+
+    /// PSN of the next packet not yet sent.
+    fn next_psn(&self) -> u32 {
+        match self.sq.get(self.cursor) {
+            Some(w) => psn_add(w.first_psn, self.cursor_pkt),
+            None => self.sq_psn,
+        }
+    }
+
+    /// Index of the WQE among the first `upto` whose PSN range holds `psn`.
+    fn find_wqe(&self, psn: u32, upto: usize) -> Option<usize> {
+        self.sq
+            .iter()
+            .take(upto)
+            .position(|w| (0..w.npkts as i64).contains(&(psn_diff(psn, w.first_psn) as i64)))
+    }
+}
+
+/// Packets a message of `len` bytes takes at `mtu` payload bytes per packet (at least 1).
+pub(crate) fn packets_for(len: u32, mtu: u32) -> u32 {
+    len.div_ceil(mtu).max(1)
+}
+
+#[derive(Debug)]
+pub(crate) struct Host {
+    pub mem: Memory,
+    pub qps: Vec<Qp>,
+    pub cq: VecDeque<WorkCompletion>,
+    pub congestion: VecDeque<QpNum>,
+    /// ACK/NAK/CNP packets, sent before data.
+    ctrl: VecDeque<u32>,
+    /// QP indices with data to send, round-robin.
+    ring: VecDeque<u32>,
+    tx_busy: bool,
+    tx_pkt: u32,
+    paused: bool,
+    paused_since: Time,
+    paused_total: Time,
+    /// Packets on the uplink, with their arrival times at the switch.
+    up: VecDeque<(Time, u32)>,
+    pub wake_gen: u32,
+    pub ready: bool,
+}
+
+impl Host {
+    pub(crate) fn new(id: u32) -> Self {
+        Host {
+            mem: Memory::new(id),
+            qps: Vec::new(),
+            cq: VecDeque::new(),
+            congestion: VecDeque::new(),
+            ctrl: VecDeque::new(),
+            ring: VecDeque::new(),
+            tx_busy: false,
+            tx_pkt: 0,
+            paused: false,
+            paused_since: Time::ZERO,
+            paused_total: Time::ZERO,
+            up: VecDeque::new(),
+            wake_gen: 0,
+            ready: false,
+        }
+    }
+
+    /// Time spent paused up to `now`, including a pause still in force.
+    pub(crate) fn paused_time(&self, now: Time) -> Time {
+        if self.paused {
+            self.paused_total + (now - self.paused_since)
+        } else {
+            self.paused_total
+        }
+    }
+
+    pub(crate) fn qp_index(&self, qpn: QpNum) -> Option<usize> {
+        let i = qpn.checked_sub(QPN_BASE)? as usize;
+        (i < self.qps.len()).then_some(i)
+    }
+}
+
+fn wc_opcode(op: SendOpcode) -> WcOpcode {
+    match op {
+        SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
+        SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+        SendOpcode::RdmaRead => WcOpcode::RdmaRead,
+    }
+}
+
+impl Simulation {
+    pub(crate) fn push_wc(&mut self, h: u32, wc: WorkCompletion) {
+        self.hosts[h as usize].cq.push_back(wc);
+        self.stats.completions += 1;
+        self.mark_ready(h);
+    }
+
+    /// Put `qp` in the round-robin ring if it has something to send, and kick the NIC.
+    pub(crate) fn schedule_qp(&mut self, h: u32, qi: usize) {
+        let host = &mut self.hosts[h as usize];
+        let qp = &mut host.qps[qi];
+        if !qp.in_ring && qp.sendable() {
+            qp.in_ring = true;
+            host.ring.push_back(qi as u32);
+        }
+        self.nic_try_tx(h);
+    }
+
+    /// Start the next packet on host `h`'s uplink if the link is idle and not paused.
+    pub(crate) fn nic_try_tx(&mut self, h: u32) {
+        let host = &mut self.hosts[h as usize];
+        if host.tx_busy || host.paused {
+            return;
+        }
+        let id = if let Some(id) = host.ctrl.pop_front() {
+            let p = self.pool.get(id);
+            if p.kind == PktKind::Ack {
+                self.stats.ack_packets += 1;
+                if let Some(qi) = host.qp_index(p.src_qpn) {
+                    let qp = &mut host.qps[qi];
+                    if qp.pending_ack == Some(id) {
+                        qp.pending_ack = None;
+                    }
+                }
+            }
+            id
+        } else {
+            match self.next_data_packet(h) {
+                Some(id) => {
+                    self.stats.data_packets += 1;
+                    id
+                }
+                None => return,
+            }
+        };
+        let wire = self.pool.get(id).wire;
+        let host = &mut self.hosts[h as usize];
+        host.tx_busy = true;
+        host.tx_pkt = id;
+        let done = self.now + self.ser(wire);
+        self.queue.push(done, Event::HostTxDone(h));
+    }
+
+    /// Round-robin over QPs with data: one packet from the first sendable QP.
+    fn next_data_packet(&mut self, h: u32) -> Option<u32> {
+        loop {
+            let host = &mut self.hosts[h as usize];
+            let qi = host.ring.pop_front()? as usize;
+            let Some(p) = self.build_packet(h, qi) else {
+                self.hosts[h as usize].qps[qi].in_ring = false;
+                continue;
+            };
+            let host = &mut self.hosts[h as usize];
+            if host.qps[qi].sendable() {
+                host.ring.push_back(qi as u32);
+            } else {
+                host.qps[qi].in_ring = false;
+            }
+            return Some(self.pool.alloc(p));
+        }
+    }
+
+    /// The next packet of QP `qi`: a READ response if one is owed, else the next request
+    /// packet; `None` when the QP has nothing to send.
+    fn build_packet(&mut self, h: u32, qi: usize) -> Option<Packet> {
+        let (mtu, hdr) = (self.cfg.mtu, self.cfg.header_bytes);
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        if qp.state != QpState::Rts {
+            return None;
+        }
+        let mut p = Packet::control(PktKind::Data, h, qp.remote_host, hdr);
+        p.src_qpn = qp.qpn;
+        p.dst_qpn = qp.remote_qpn;
+        if let Some(job) = qp.read_jobs.front_mut() {
+            let payload = job.bytes_left.min(mtu);
+            let first = job.first;
+            let last = job.pkts_left == 1;
+            p.kind = PktKind::ReadResp;
+            p.flags = if first { F_FIRST } else { 0 } | if last { F_LAST } else { 0 };
+            p.psn = job.psn;
+            p.payload = payload;
+            p.wire = hdr + payload + if first || last { AETH_BYTES } else { 0 };
+            p.src_addr = job.src_addr;
+            job.psn = psn_add(job.psn, 1);
+            job.src_addr += payload as u64;
+            job.bytes_left -= payload;
+            job.pkts_left -= 1;
+            job.first = false;
+            if job.pkts_left == 0 {
+                qp.read_jobs.pop_front();
+            }
+            return Some(p);
+        }
+        if qp.rnr_wait {
+            return None;
+        }
+        let w = *qp.sq.get(qp.cursor)?;
+        p.rkey = w.wr.rkey;
+        p.msg_len = w.wr.sge.len;
+        p.imm = w.wr.imm;
+        if w.wr.opcode == SendOpcode::RdmaRead {
+            p.kind = PktKind::ReadReq;
+            p.flags = F_FIRST | F_LAST;
+            p.psn = w.first_psn;
+            p.wire = hdr + RETH_BYTES;
+            p.remote_addr = w.wr.remote_addr;
+            qp.cursor += 1;
+            qp.cursor_pkt = 0;
+            return Some(p);
+        }
+        let k = qp.cursor_pkt;
+        let off = k * mtu;
+        let payload = (w.wr.sge.len - off).min(mtu);
+        let first = k == 0;
+        let last = k + 1 == w.npkts;
+        let (op, imm, write) = match w.wr.opcode {
+            SendOpcode::Send => (MsgOp::Send, false, false),
+            SendOpcode::SendWithImm => (MsgOp::SendImm, true, false),
+            SendOpcode::RdmaWrite => (MsgOp::Write, false, true),
+            _ => (MsgOp::WriteImm, true, true),
+        };
+        p.op = op;
+        p.flags = if first { F_FIRST } else { 0 } | if last { F_LAST } else { 0 };
+        p.psn = psn_add(w.first_psn, k);
+        p.payload = payload;
+        p.wire = hdr
+            + payload
+            + if first && write { RETH_BYTES } else { 0 }
+            + if last && imm { IMMDT_BYTES } else { 0 };
+        p.src_addr = w.wr.sge.addr + off as u64;
+        p.remote_addr = w.wr.remote_addr + off as u64;
+        if last {
+            qp.cursor += 1;
+            qp.cursor_pkt = 0;
+        } else {
+            qp.cursor_pkt += 1;
+        }
+        Some(p)
+    }
+
+    pub(crate) fn on_host_tx_done(&mut self, h: u32) {
+        let at = self.now + self.cfg.link_delay;
+        let host = &mut self.hosts[h as usize];
+        host.tx_busy = false;
+        host.up.push_back((at, host.tx_pkt));
+        if host.up.len() == 1 {
+            self.queue.push(at, Event::UpArrive(h));
+        }
+        self.nic_try_tx(h);
+    }
+
+    pub(crate) fn on_up_arrive(&mut self, h: u32) {
+        let host = &mut self.hosts[h as usize];
+        let Some((_, id)) = host.up.pop_front() else {
+            return;
+        };
+        if let Some(&(next, _)) = host.up.front() {
+            self.queue.push(next, Event::UpArrive(h));
+        }
+        self.switch_receive(h, id);
+    }
+
+    pub(crate) fn on_rnr_timer(&mut self, h: u32, qi: u32) {
+        let qi = qi as usize;
+        let Some(qp) = self.hosts[h as usize].qps.get_mut(qi) else {
+            return;
+        };
+        if qp.state == QpState::Rts && qp.rnr_wait && qp.rnr_deadline == self.now {
+            qp.rnr_wait = false;
+            self.schedule_qp(h, qi);
+        }
+    }
+
+    /// Copy `len` bytes from `src_addr` on host `s` to `dst_addr` on host `d`; false when
+    /// either range is not registered memory.
+    fn copy_bytes(&mut self, s: u32, src_addr: u64, d: u32, dst_addr: u64, len: u32) -> bool {
+        let (s, d) = (s as usize, d as usize);
+        if s != d {
+            // Two distinct hosts: borrow both memories and copy once.
+            let (src_host, dst_host) = if s < d {
+                let (lo, hi) = self.hosts.split_at_mut(d);
+                (&lo[s], &mut hi[0])
+            } else {
+                let (lo, hi) = self.hosts.split_at_mut(s);
+                (&hi[0], &mut lo[d])
+            };
+            let Ok(src) = src_host.mem.read(src_addr, len as usize) else {
+                return false;
+            };
+            return dst_host.mem.write(dst_addr, src).is_ok();
+        }
+        let Ok(src) = self.hosts[s].mem.read(src_addr, len as usize) else {
+            return false;
+        };
+        self.scratch.clear();
+        self.scratch.extend_from_slice(src);
+        self.hosts[d].mem.write(dst_addr, &self.scratch).is_ok()
+    }
+
+    /// A packet from the downlink has fully arrived at host `h`.
+    pub(crate) fn nic_receive(&mut self, h: u32, id: u32) {
+        let p = *self.pool.get(id);
+        self.pool.release(id);
+        match p.kind {
+            PktKind::Pause => {
+                let host = &mut self.hosts[h as usize];
+                if !host.paused {
+                    host.paused = true;
+                    host.paused_since = self.now;
+                }
+                return;
+            }
+            PktKind::Resume => {
+                let host = &mut self.hosts[h as usize];
+                if host.paused {
+                    host.paused = false;
+                    host.paused_total += self.now - host.paused_since;
+                }
+                self.nic_try_tx(h);
+                return;
+            }
+            _ => {}
+        }
+        let host = &self.hosts[h as usize];
+        let Some(qi) = host.qp_index(p.dst_qpn) else {
+            self.stats.out_of_sequence_drops += 1;
+            return;
+        };
+        let qp = &host.qps[qi];
+        if qp.state == QpState::Init || qp.remote_host != p.src_host || qp.remote_qpn != p.src_qpn {
+            self.stats.out_of_sequence_drops += 1;
+            return;
+        }
+        match p.kind {
+            PktKind::Cnp => {
+                self.stats.cnps_received += 1;
+                self.hosts[h as usize].congestion.push_back(p.dst_qpn);
+                self.mark_ready(h);
+            }
+            PktKind::Ack => self.on_ack(h, qi, p.psn),
+            PktKind::Nak => self.on_nak(h, qi, p.psn, p.nak),
+            PktKind::ReadResp => {
+                if p.has(F_CE) {
+                    self.maybe_cnp(h, qi);
+                }
+                self.on_read_resp(h, qi, &p);
+            }
+            PktKind::Data | PktKind::ReadReq => {
+                if p.has(F_CE) {
+                    self.maybe_cnp(h, qi);
+                }
+                self.on_request(h, qi, &p);
+            }
+            PktKind::Pause | PktKind::Resume => {}
+        }
+        self.nic_try_tx(h);
+    }
+
+    // ----- Responder -----
+
+    fn queue_ctrl(&mut self, h: u32, p: Packet) -> u32 {
+        let id = self.pool.alloc(p);
+        self.hosts[h as usize].ctrl.push_back(id);
+        id
+    }
+
+    fn reply(&self, h: u32, qi: usize, kind: PktKind, wire: u32) -> Packet {
+        let qp = &self.hosts[h as usize].qps[qi];
+        let mut p = Packet::control(kind, h, qp.remote_host, wire);
+        p.src_qpn = qp.qpn;
+        p.dst_qpn = qp.remote_qpn;
+        p
+    }
+
+    /// Queue a cumulative ACK of `psn`, folding it into an ACK still waiting to be sent.
+    fn queue_ack(&mut self, h: u32, qi: usize, psn: u32) {
+        if let Some(id) = self.hosts[h as usize].qps[qi].pending_ack {
+            self.pool.get_mut(id).psn = psn;
+            return;
+        }
+        let mut p = self.reply(h, qi, PktKind::Ack, self.cfg.header_bytes + AETH_BYTES);
+        p.psn = psn;
+        let id = self.queue_ctrl(h, p);
+        self.hosts[h as usize].qps[qi].pending_ack = Some(id);
+    }
+
+    fn send_nak(&mut self, h: u32, qi: usize, psn: u32, code: NakCode) {
+        let mut p = self.reply(h, qi, PktKind::Nak, self.cfg.header_bytes + AETH_BYTES);
+        p.psn = psn;
+        p.nak = code;
+        self.queue_ctrl(h, p);
+        self.stats.nak_packets += 1;
+        if code == NakCode::Rnr {
+            self.stats.rnr_naks += 1;
+        }
+    }
+
+    /// DCQCN notification point: at most one CNP per `cnp_interval` per QP.
+    fn maybe_cnp(&mut self, h: u32, qi: usize) {
+        let (now, interval) = (self.now, self.cfg.cnp_interval);
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        if qp.last_cnp.is_some_and(|t| now - t < interval) {
+            return;
+        }
+        qp.last_cnp = Some(now);
+        let p = self.reply(h, qi, PktKind::Cnp, self.cfg.header_bytes + CNP_EXTRA_BYTES);
+        self.queue_ctrl(h, p);
+        self.stats.cnps_sent += 1;
+    }
+
+    fn on_request(&mut self, h: u32, qi: usize, p: &Packet) {
+        let (mtu, ack_every) = (self.cfg.mtu, self.cfg.ack_every);
+        let qp = &self.hosts[h as usize].qps[qi];
+        if qp.state != QpState::Rts {
+            self.stats.out_of_sequence_drops += 1;
+            return;
+        }
+        let d = psn_diff(p.psn, qp.epsn);
+        if d > 0 {
+            self.stats.out_of_sequence_drops += 1;
+            return;
+        }
+        if d < 0 {
+            // Duplicate: re-acknowledge what was received.
+            let last = psn_add(qp.epsn, PSN_MASK);
+            self.queue_ack(h, qi, last);
+            return;
+        }
+        let first = p.has(F_FIRST);
+        let last = p.has(F_LAST);
+        if p.kind == PktKind::ReadReq {
+            if !self.hosts[h as usize]
+                .mem
+                .check_rkey(p.rkey, p.remote_addr, p.msg_len as u64)
+            {
+                self.send_nak(h, qi, p.psn, NakCode::RemAccess);
+                return;
+            }
+            let n = packets_for(p.msg_len, mtu);
+            let qp = &mut self.hosts[h as usize].qps[qi];
+            qp.read_jobs.push_back(ReadJob {
+                psn: p.psn,
+                pkts_left: n,
+                src_addr: p.remote_addr,
+                bytes_left: p.msg_len,
+                first: true,
+            });
+            qp.epsn = psn_add(qp.epsn, n);
+            self.schedule_qp(h, qi);
+            return;
+        }
+        let mut recv_done: Option<WorkCompletion> = None;
+        match p.op {
+            MsgOp::Send | MsgOp::SendImm => {
+                let qp = &mut self.hosts[h as usize].qps[qi];
+                if first {
+                    let Some(r) = qp.rq.pop_front() else {
+                        self.send_nak(h, qi, p.psn, NakCode::Rnr);
+                        return;
+                    };
+                    qp.in_msg = Some(InMsg { recv: r, bytes: 0 });
+                }
+                let Some(m) = qp.in_msg else {
+                    self.stats.out_of_sequence_drops += 1;
+                    return;
+                };
+                let qpn = qp.qpn;
+                if m.bytes as u64 + p.payload as u64 > m.recv.sge.len as u64 {
+                    let wc = WorkCompletion {
+                        wr_id: m.recv.wr_id,
+                        status: WcStatus::LocLenErr,
+                        opcode: WcOpcode::Recv,
+                        qp_num: qpn,
+                        byte_len: 0,
+                        imm: None,
+                    };
+                    self.push_wc(h, wc);
+                    self.send_nak(h, qi, p.psn, NakCode::InvReq);
+                    self.fail_qp(h, qi, None);
+                    return;
+                }
+                let dst = m.recv.sge.addr + m.bytes as u64;
+                self.copy_bytes(p.src_host, p.src_addr, h, dst, p.payload);
+                let qp = &mut self.hosts[h as usize].qps[qi];
+                let bytes = m.bytes + p.payload;
+                qp.in_msg = if last {
+                    None
+                } else {
+                    Some(InMsg {
+                        recv: m.recv,
+                        bytes,
+                    })
+                };
+                if last {
+                    recv_done = Some(WorkCompletion {
+                        wr_id: m.recv.wr_id,
+                        status: WcStatus::Success,
+                        opcode: WcOpcode::Recv,
+                        qp_num: qpn,
+                        byte_len: bytes,
+                        imm: (p.op == MsgOp::SendImm).then_some(p.imm),
+                    });
+                }
+            }
+            MsgOp::Write | MsgOp::WriteImm => {
+                let mem = &self.hosts[h as usize].mem;
+                // A zero-length WRITE carries no R_Key to check (IB Spec 9.7.4.1.5, C9-88).
+                let whole_ok = !first
+                    || p.msg_len == 0
+                    || mem.check_rkey(p.rkey, p.remote_addr, p.msg_len as u64);
+                let part_ok =
+                    p.payload == 0 || mem.check_rkey(p.rkey, p.remote_addr, p.payload as u64);
+                if !whole_ok || !part_ok {
+                    self.send_nak(h, qi, p.psn, NakCode::RemAccess);
+                    return;
+                }
+                let qp = &mut self.hosts[h as usize].qps[qi];
+                if last && p.op == MsgOp::WriteImm {
+                    let Some(r) = qp.rq.pop_front() else {
+                        self.send_nak(h, qi, p.psn, NakCode::Rnr);
+                        return;
+                    };
+                    recv_done = Some(WorkCompletion {
+                        wr_id: r.wr_id,
+                        status: WcStatus::Success,
+                        opcode: WcOpcode::RecvRdmaWithImm,
+                        qp_num: qp.qpn,
+                        byte_len: p.msg_len,
+                        imm: Some(p.imm),
+                    });
+                }
+                self.copy_bytes(p.src_host, p.src_addr, h, p.remote_addr, p.payload);
+            }
+        }
+        self.stats.delivered_payload_bytes += p.payload as u64;
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        qp.epsn = psn_add(qp.epsn, 1);
+        qp.ack_count += 1;
+        if last || qp.ack_count >= ack_every {
+            qp.ack_count = 0;
+            self.queue_ack(h, qi, p.psn);
+        }
+        if let Some(wc) = recv_done {
+            self.push_wc(h, wc);
+        }
+    }
+
+    // ----- Requester -----
+
+    /// Complete WQEs at the head of the send queue that are fully acknowledged (READs: all
+    /// responses received), in order.
+    fn retire(&mut self, h: u32, qi: usize) {
+        loop {
+            let qp = &mut self.hosts[h as usize].qps[qi];
+            if qp.cursor == 0 {
+                return;
+            }
+            let Some(w) = qp.sq.front() else { return };
+            let done = if w.wr.opcode == SendOpcode::RdmaRead {
+                w.resp_got == w.npkts
+            } else {
+                psn_diff(psn_add(w.first_psn, w.npkts - 1), qp.acked_psn) <= 0
+            };
+            if !done {
+                return;
+            }
+            let w = *w;
+            qp.sq.pop_front();
+            qp.cursor -= 1;
+            let qpn = qp.qpn;
+            if w.wr.signaled {
+                let wc = WorkCompletion {
+                    wr_id: w.wr.wr_id,
+                    status: WcStatus::Success,
+                    opcode: wc_opcode(w.wr.opcode),
+                    qp_num: qpn,
+                    byte_len: w.wr.sge.len,
+                    imm: None,
+                };
+                self.push_wc(h, wc);
+            }
+        }
+    }
+
+    /// Advance the acknowledged PSN to `psn` if it lies in the sent, unacknowledged range.
+    fn advance_acked(qp: &mut Qp, psn: u32) {
+        if psn_diff(psn, qp.acked_psn) > 0 && psn_diff(psn, qp.next_psn()) < 0 {
+            qp.acked_psn = psn;
+            qp.rnr_count = 0;
+        }
+    }
+
+    fn on_ack(&mut self, h: u32, qi: usize, psn: u32) {
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        if qp.state != QpState::Rts {
+            return;
+        }
+        Self::advance_acked(qp, psn);
+        self.retire(h, qi);
+    }
+
+    fn on_nak(&mut self, h: u32, qi: usize, psn: u32, code: NakCode) {
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        if qp.state != QpState::Rts || psn_diff(psn, qp.next_psn()) >= 0 {
+            return;
+        }
+        // A NAK of `psn` acknowledges everything before it.
+        Self::advance_acked(qp, psn_add(psn, PSN_MASK));
+        self.retire(h, qi);
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        match code {
+            NakCode::Rnr => {
+                if qp.rnr_wait {
+                    return;
+                }
+                let retry = self.cfg.rnr_retry;
+                if retry != 7 && qp.rnr_count >= retry {
+                    self.fail_qp(h, qi, Some((psn, WcStatus::RnrRetryExcErr)));
+                    return;
+                }
+                qp.rnr_count += 1;
+                qp.rnr_wait = true;
+                // Go back to the NAKed packet.
+                if let Some(j) = qp.find_wqe(psn, qp.sq.len()) {
+                    let w = qp.sq[j];
+                    qp.cursor = j;
+                    qp.cursor_pkt = if w.wr.opcode == SendOpcode::RdmaRead {
+                        0
+                    } else {
+                        psn_diff(psn, w.first_psn) as u32
+                    };
+                }
+                let at = self.now + self.cfg.rnr_timer;
+                qp.rnr_deadline = at;
+                self.queue.push(
+                    at,
+                    Event::RnrTimer {
+                        host: h,
+                        qp: qi as u32,
+                    },
+                );
+            }
+            NakCode::RemAccess => self.fail_qp(h, qi, Some((psn, WcStatus::RemAccessErr))),
+            NakCode::InvReq => self.fail_qp(h, qi, Some((psn, WcStatus::GeneralErr))),
+        }
+    }
+
+    fn on_read_resp(&mut self, h: u32, qi: usize, p: &Packet) {
+        let mtu = self.cfg.mtu;
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        if qp.state != QpState::Rts {
+            return;
+        }
+        let Some(j) = qp.find_wqe(p.psn, qp.cursor) else {
+            self.stats.out_of_sequence_drops += 1;
+            return;
+        };
+        let w = qp.sq[j];
+        let k = psn_diff(p.psn, w.first_psn) as u32;
+        if w.wr.opcode != SendOpcode::RdmaRead || k != w.resp_got {
+            self.stats.out_of_sequence_drops += 1;
+            return;
+        }
+        qp.sq[j].resp_got += 1;
+        Self::advance_acked(qp, p.psn);
+        let dst = w.wr.sge.addr + k as u64 * mtu as u64;
+        self.copy_bytes(p.src_host, p.src_addr, h, dst, p.payload);
+        self.stats.delivered_payload_bytes += p.payload as u64;
+        self.retire(h, qi);
+    }
+
+    /// Move QP `qi` to ERR: the WR holding `failed.0` completes with `failed.1`, every other
+    /// outstanding send and receive WR with `WrFlushErr` (IB Spec 10.3.1, 11.6.2).
+    pub(crate) fn fail_qp(&mut self, h: u32, qi: usize, failed: Option<(u32, WcStatus)>) {
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        let failed_idx = failed.and_then(|(psn, _)| qp.find_wqe(psn, qp.sq.len()));
+        qp.state = QpState::Err;
+        qp.rnr_wait = false;
+        qp.in_msg = None;
+        qp.read_jobs.clear();
+        qp.cursor = 0;
+        qp.cursor_pkt = 0;
+        let qpn = qp.qpn;
+        let sq = std::mem::take(&mut qp.sq);
+        let rq = std::mem::take(&mut qp.rq);
+        for (j, w) in sq.iter().enumerate() {
+            let status = match (failed_idx, failed) {
+                (Some(fj), Some((_, s))) if fj == j => s,
+                _ => WcStatus::WrFlushErr,
+            };
+            self.push_wc(h, flush_wc(w.wr.wr_id, status, wc_opcode(w.wr.opcode), qpn));
+        }
+        for r in rq {
+            self.push_wc(
+                h,
+                flush_wc(r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qpn),
+            );
+        }
+    }
+}
+
+pub(crate) fn flush_wc(
+    wr_id: u64,
+    status: WcStatus,
+    opcode: WcOpcode,
+    qpn: QpNum,
+) -> WorkCompletion {
+    WorkCompletion {
+        wr_id,
+        status,
+        opcode,
+        qp_num: qpn,
+        byte_len: 0,
+        imm: None,
+    }
+}

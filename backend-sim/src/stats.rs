@@ -1,0 +1,47 @@
+//! Simulation counters.
+
+use serde::{Deserialize, Serialize};
+use xrdma::Time;
+
+/// Counters of a simulation run. Packet counts are packets put on a wire unless noted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimStats {
+    /// Events processed.
+    pub events: u64,
+    /// Data-carrying packets (SEND/WRITE packets, READ responses) and READ requests sent by
+    /// NICs.
+    pub data_packets: u64,
+    /// ACK packets sent by NICs.
+    pub ack_packets: u64,
+    /// NAK packets sent by NICs (all syndromes).
+    pub nak_packets: u64,
+    /// RNR NAKs among `nak_packets`.
+    pub rnr_naks: u64,
+    /// CNPs queued by responders (notification points).
+    pub cnps_sent: u64,
+    /// CNPs received by requesters (reaction points).
+    pub cnps_received: u64,
+    /// Packets the switch marked ECN CE.
+    pub ecn_marks: u64,
+    /// PFC XOFF (PAUSE) frames the switch sent.
+    pub pfc_xoff_sent: u64,
+    /// PFC XON (RESUME) frames the switch sent.
+    pub pfc_xon_sent: u64,
+    /// Packets the switch dropped because the shared buffer was full.
+    pub drops: u64,
+    /// Data packets a responder discarded because their PSN was ahead of the expected PSN
+    /// (an earlier packet was lost or NAKed), plus packets for unknown or unconnected QPs.
+    pub out_of_sequence_drops: u64,
+    /// Largest shared-buffer occupancy seen, bytes (wire size of queued packets).
+    pub max_buffer_bytes: u64,
+    /// Largest single egress queue seen, bytes.
+    pub max_egress_queue_bytes: u64,
+    /// Payload bytes written into a receiver's memory (SEND, WRITE, READ response).
+    pub delivered_payload_bytes: u64,
+    /// Work completions pushed into CQs (all hosts, all statuses).
+    pub completions: u64,
+    /// Total time host NICs spent paused by PFC, summed over hosts.
+    pub paused_time: Time,
+    /// Packets allocated and not yet delivered or dropped (on wires, in queues, in NICs).
+    pub packets_in_flight: u64,
+}

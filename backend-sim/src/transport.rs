@@ -1,0 +1,245 @@
+//! [`HostTransport`]: the verbs interface of one simulated host.
+
+use crate::nic::{flush_wc, initial_psn, packets_for, Qp, QpState, QPN_BASE};
+use crate::packet::psn_add;
+use crate::{HostId, Simulation};
+use xrdma::{
+    LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendWr, Time, Transport,
+    TransportError, WcOpcode, WcStatus, WorkCompletion,
+};
+
+/// Largest number of QPs per host (QPNs are 24 bits).
+const MAX_QPS: usize = (1 << 24) - QPN_BASE as usize;
+
+/// The [`Transport`] of host `host` in a [`Simulation`], borrowed from
+/// [`Simulation::transport`]. Verbs calls act at the simulation's current time; posting a send
+/// starts the NIC at `now()` if its link is idle.
+#[derive(Debug)]
+pub struct HostTransport<'a> {
+    sim: &'a mut Simulation,
+    host: HostId,
+}
+
+/// The address of QP `qpn` (first PSN `psn`) on `host`: `lid` = host index, `gid` = zeros
+/// with the host index big-endian in the last four bytes.
+fn address(host: HostId, qpn: QpNum, psn: u32) -> QpAddress {
+    let mut gid = [0u8; 16];
+    gid[12..].copy_from_slice(&host.to_be_bytes());
+    QpAddress {
+        gid,
+        lid: host,
+        qpn,
+        psn,
+    }
+}
+
+impl<'a> HostTransport<'a> {
+    pub(crate) fn new(sim: &'a mut Simulation, host: HostId) -> Self {
+        HostTransport { sim, host }
+    }
+
+    /// The host this transport belongs to.
+    pub fn host(&self) -> HostId {
+        self.host
+    }
+
+    fn check_host(&self) -> Result<usize, TransportError> {
+        let h = self.host as usize;
+        if h < self.sim.hosts.len() {
+            Ok(h)
+        } else {
+            Err(TransportError::Unreachable(format!(
+                "host {} does not exist",
+                self.host
+            )))
+        }
+    }
+
+    fn qp_index(&self, qpn: QpNum) -> Result<(usize, usize), TransportError> {
+        let h = self.check_host()?;
+        let qi = self.sim.hosts[h]
+            .qp_index(qpn)
+            .ok_or(TransportError::NoSuchQp(qpn))?;
+        Ok((h, qi))
+    }
+
+    fn flush(&mut self, wc: WorkCompletion) {
+        self.sim.push_wc(self.host, wc);
+    }
+}
+
+impl LocalMemory for HostTransport<'_> {
+    fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
+        let h = self.check_host()?;
+        self.sim.hosts[h].mem.read(addr, len)
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+        let h = self.check_host()?;
+        self.sim.hosts[h].mem.write(addr, data)
+    }
+}
+
+impl Transport for HostTransport<'_> {
+    fn now(&self) -> Time {
+        self.sim.now
+    }
+
+    /// Registers zeroed memory at a fresh address; at most 16 GiB per region.
+    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
+        let h = self.check_host()?;
+        self.sim.hosts[h].mem.register(len)
+    }
+
+    /// QPNs are `0x100, 0x101, …` per host; the first PSN is drawn from the seed.
+    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError> {
+        let h = self.check_host()?;
+        let host = &mut self.sim.hosts[h];
+        if host.qps.len() >= MAX_QPS {
+            return Err(TransportError::Other {
+                verb: "create_qp",
+                reason: format!("host {h} already has {MAX_QPS} QPs"),
+            });
+        }
+        let qpn = QPN_BASE + host.qps.len() as u32;
+        let psn = initial_psn(self.sim.cfg.seed, self.host, qpn, 0);
+        host.qps.push(Qp::new(qpn, caps, psn));
+        Ok(address(self.host, qpn, psn))
+    }
+
+    /// `remote.lid` must be a host index and `remote.gid` must end in that index
+    /// (big-endian).
+    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
+        let (h, qi) = self.qp_index(qpn)?;
+        let hosts = self.sim.hosts.len();
+        let qp = &mut self.sim.hosts[h].qps[qi];
+        if qp.state != QpState::Init {
+            return Err(TransportError::BadQpState {
+                qpn,
+                state: qp.state.name(),
+                op: "connect_qp",
+            });
+        }
+        if remote.lid as usize >= hosts || remote.gid[12..] != remote.lid.to_be_bytes() {
+            return Err(TransportError::Unreachable(format!(
+                "lid {} / gid {:02x?} is not one of the {hosts} simulated hosts",
+                remote.lid, remote.gid
+            )));
+        }
+        qp.remote_host = remote.lid;
+        qp.remote_qpn = remote.qpn;
+        qp.epsn = remote.psn & crate::packet::PSN_MASK;
+        qp.state = QpState::Rts;
+        Ok(())
+    }
+
+    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
+        let (h, qi) = self.qp_index(qpn)?;
+        let qp = &mut self.sim.hosts[h].qps[qi];
+        let gen = qp.gen.wrapping_add(1);
+        qp.gen = gen;
+        let psn = initial_psn(self.sim.cfg.seed, self.host, qpn, gen);
+        qp.reset(psn);
+        Ok(address(self.host, qpn, psn))
+    }
+
+    /// On a QP in ERR the WR completes at once with `WrFlushErr` (verbs semantics).
+    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
+        let (h, qi) = self.qp_index(qpn)?;
+        let mtu = self.sim.cfg.mtu;
+        let host = &mut self.sim.hosts[h];
+        let qp = &host.qps[qi];
+        match qp.state {
+            QpState::Rts => {}
+            QpState::Err => {
+                let op = match wr.opcode {
+                    xrdma::SendOpcode::Send | xrdma::SendOpcode::SendWithImm => WcOpcode::Send,
+                    xrdma::SendOpcode::RdmaRead => WcOpcode::RdmaRead,
+                    _ => WcOpcode::RdmaWrite,
+                };
+                self.flush(flush_wc(wr.wr_id, WcStatus::WrFlushErr, op, qpn));
+                return Ok(());
+            }
+            s => {
+                return Err(TransportError::BadQpState {
+                    qpn,
+                    state: s.name(),
+                    op: "post_send",
+                })
+            }
+        }
+        if qp.sq.len() >= qp.caps.max_send_wr as usize {
+            return Err(TransportError::QueueFull {
+                qpn,
+                queue: "send",
+                depth: qp.caps.max_send_wr,
+            });
+        }
+        let s = wr.sge;
+        if s.len > 0 && !host.mem.check_lkey(s.lkey, s.addr, s.len as u64) {
+            return Err(TransportError::BadAddress {
+                addr: s.addr,
+                len: s.len as u64,
+                key: s.lkey,
+            });
+        }
+        let qp = &mut host.qps[qi];
+        let npkts = packets_for(s.len, mtu);
+        let first_psn = qp.sq_psn;
+        qp.sq_psn = psn_add(first_psn, npkts);
+        qp.sq.push_back(crate::nic::Wqe {
+            wr: *wr,
+            first_psn,
+            npkts,
+            resp_got: 0,
+        });
+        self.sim.schedule_qp(self.host, qi);
+        Ok(())
+    }
+
+    /// Allowed in INIT and RTS; on a QP in ERR the WR completes at once with `WrFlushErr`.
+    fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
+        let (h, qi) = self.qp_index(qpn)?;
+        let host = &mut self.sim.hosts[h];
+        let qp = &host.qps[qi];
+        if qp.state == QpState::Err {
+            self.flush(flush_wc(
+                wr.wr_id,
+                WcStatus::WrFlushErr,
+                WcOpcode::Recv,
+                qpn,
+            ));
+            return Ok(());
+        }
+        if qp.rq.len() >= qp.caps.max_recv_wr as usize {
+            return Err(TransportError::QueueFull {
+                qpn,
+                queue: "recv",
+                depth: qp.caps.max_recv_wr,
+            });
+        }
+        let s = wr.sge;
+        if s.len > 0 && !host.mem.check_lkey(s.lkey, s.addr, s.len as u64) {
+            return Err(TransportError::BadAddress {
+                addr: s.addr,
+                len: s.len as u64,
+                key: s.lkey,
+            });
+        }
+        host.qps[qi].rq.push_back(*wr);
+        Ok(())
+    }
+
+    fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
+        let Ok(h) = self.check_host() else { return 0 };
+        let cq = &mut self.sim.hosts[h].cq;
+        let n = max.min(cq.len());
+        out.extend(cq.drain(..n));
+        n
+    }
+
+    fn poll_congestion(&mut self) -> Option<QpNum> {
+        let h = self.check_host().ok()?;
+        self.sim.hosts[h].congestion.pop_front()
+    }
+}
