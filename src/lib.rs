@@ -1,0 +1,8 @@
+//! The xrdma test bed: runs YAML scenarios (see `scenarios/`) on a backend and produces
+//! latency reports (see `reports/`). The `xrdma` binary is a thin command line over this.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod incast;
+pub mod sim_run;

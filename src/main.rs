@@ -1,0 +1,97 @@
+//! `xrdma` — the test bed's command line: run YAML scenarios on the simulator and write
+//! latency reports.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use xrdma_testbed::sim_run;
+
+/// RDMA message middleware test bed: run scenarios, write latency reports and plots.
+#[derive(Parser, Debug)]
+#[command(name = "xrdma", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scenario on the simulator and write `result.json`, `summary.txt` and
+    /// `latency.svg` into the output directory.
+    Run {
+        /// The scenario file (YAML).
+        scenario: PathBuf,
+        /// Output directory [default: results/<scenario name>].
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+        /// Override the scenario's `sim.seed`.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Also write `messages.csv` with one row per message.
+        #[arg(long)]
+        csv: bool,
+    },
+    /// Check a scenario file (parse, units, ranges, PFC headroom) without running it.
+    Validate {
+        /// The scenario file (YAML).
+        scenario: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Run {
+            scenario,
+            out,
+            seed,
+            csv,
+        } => {
+            let mut sc = xrdma_scenario::load(&scenario)?;
+            if let Some(seed) = seed {
+                let mut s = sc.sim_or_default();
+                s.seed = seed;
+                sc.sim = Some(s);
+            }
+            sim_run::check(&sc)?;
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
+            eprintln!("running {} on the simulator ...", scenario.display());
+            let result = sim_run::run(&sc)?;
+            let files = xrdma_reports::write_run_dir(&out, &result, csv)
+                .with_context(|| format!("writing results to {}", out.display()))?;
+            print!("{}", xrdma_reports::summary_table(&result));
+            for problem in result.validate() {
+                eprintln!("inconsistent result: {problem:?}");
+            }
+            for f in [
+                Some(&files.result_json),
+                Some(&files.summary_txt),
+                Some(&files.latency_svg),
+                files.messages_csv.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                println!("wrote {}", f.display());
+            }
+            Ok(())
+        }
+        Command::Validate { scenario } => {
+            let sc = xrdma_scenario::load(&scenario)?;
+            sim_run::check(&sc)?;
+            println!("{}: ok ({} hosts)", scenario.display(), sc.workload.hosts());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! End-to-end runs of the shipped scenarios on the simulator.
+
+use std::path::Path;
+use xrdma_reports::RunResult;
+use xrdma_testbed::sim_run;
+
+fn run(path: &str, seed: Option<u64>) -> RunResult {
+    let mut sc = xrdma_scenario::load(Path::new(env!("CARGO_MANIFEST_DIR")).join(path).as_path())
+        .expect("scenario loads");
+    if let Some(seed) = seed {
+        let mut s = sc.sim_or_default();
+        s.seed = seed;
+        sc.sim = Some(s);
+    }
+    sim_run::run(&sc).expect("run succeeds")
+}
+
+#[test]
+fn incast_8_delivers_everything_intact_and_no_faster_than_ideal() {
+    let r = run("scenarios/incast-8.yaml", None);
+    // 8 senders x (4 + 1) messages.
+    assert_eq!(r.messages.len(), 40);
+    assert_eq!(r.delivery.delivered, 40);
+    assert_eq!(r.delivery.digest_mismatches, 0);
+    assert_eq!(r.delivery.duplicates, 0);
+    assert_eq!(r.delivery.missing, 0);
+    assert!(r.messages.iter().all(|m| m.completed_ps.is_some()));
+    assert_eq!(r.network.drops, 0, "PFC is on: the fabric is lossless");
+    let ideal = r.ideal.as_ref().expect("T* is defined");
+    // T* = N*S*(1 + 82/1024)*8/100e9 + base RTT with N = 8, S = 4*64 KiB + 1 MiB = 1310720 B.
+    let serialization_ps = (8u128 * 1_310_720 * (1024 + 82) * 8 * 1_000_000_000_000)
+        .div_ceil(1024 * 100_000_000_000) as u64;
+    assert_eq!(ideal.t_star_ps, serialization_ps + ideal.base_rtt_ps);
+    let last = r
+        .messages
+        .iter()
+        .filter_map(|m| m.completed_ps)
+        .max()
+        .unwrap();
+    assert!(
+        last >= ideal.t_star_ps,
+        "last completion {last} ps is below T* {} ps",
+        ideal.t_star_ps
+    );
+    assert!(r.validate().is_empty(), "{:?}", r.validate());
+}
+
+fn without_wall_clock(r: &RunResult) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    v.as_object_mut().unwrap().remove("wall-clock");
+    v
+}
+
+#[test]
+fn same_seed_gives_identical_results_and_another_seed_differs() {
+    let a = run("scenarios/incast-8.yaml", Some(7));
+    let b = run("scenarios/incast-8.yaml", Some(7));
+    assert_eq!(
+        serde_json::to_string(&without_wall_clock(&a)).unwrap(),
+        serde_json::to_string(&without_wall_clock(&b)).unwrap()
+    );
+    let c = run("scenarios/incast-8.yaml", Some(8));
+    assert!(
+        a.network.ecn_marks > 0,
+        "the 8:1 incast crosses Kmin, so marking is random"
+    );
+    assert_ne!(
+        a.sim.as_ref().unwrap().trace_hash,
+        c.sim.as_ref().unwrap().trace_hash
+    );
+}
