@@ -76,6 +76,11 @@ impl Sender {
         }
     }
 
+    /// The sizes of the messages this sender intends to send, in order.
+    pub fn sizes(&self) -> &[u64] {
+        &self.sizes
+    }
+
     fn record_ack(&mut self, msg: MsgId, now: Time, failed: bool) {
         if let Some(pos) = self.in_flight.iter().position(|(m, _)| *m == msg) {
             let (_, i) = self.in_flight.swap_remove(pos);

@@ -1,11 +1,14 @@
 //! `xrdma` — the test bed's command line: run YAML scenarios on the simulator and write
 //! latency reports.
+//!
+//! Exit status: 0 when the run finished and every message arrived intact; 2 when the run
+//! finished but its result shows a failure (a message undelivered, corrupted or duplicated,
+//! or an inconsistent result); 1 when nothing ran (bad scenario, unwritable output).
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
 use xrdma_testbed::sim_run;
 
 /// RDMA message middleware test bed: run scenarios, write latency reports and plots.
@@ -19,7 +22,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a scenario on the simulator and write `result.json`, `summary.txt` and
-    /// `latency.svg` into the output directory.
+    /// `latency.svg` into the output directory. Exits 2 if any message was not delivered
+    /// intact.
     Run {
         /// The scenario file (YAML).
         scenario: PathBuf,
@@ -40,9 +44,12 @@ enum Command {
     },
 }
 
+/// The run finished but its result shows a failure.
+const EXIT_RESULT_FAILED: u8 = 2;
+
 fn main() -> ExitCode {
     match real_main() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -50,7 +57,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn real_main() -> Result<()> {
+fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
         Command::Run {
             scenario,
@@ -66,14 +73,12 @@ fn real_main() -> Result<()> {
             }
             sim_run::check(&sc)?;
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
+            prepare_out_dir(&out)?;
             eprintln!("running {} on the simulator ...", scenario.display());
             let result = sim_run::run(&sc)?;
             let files = xrdma_reports::write_run_dir(&out, &result, csv)
                 .with_context(|| format!("writing results to {}", out.display()))?;
             print!("{}", xrdma_reports::summary_table(&result));
-            for problem in result.validate() {
-                eprintln!("inconsistent result: {problem:?}");
-            }
             for f in [
                 Some(&files.result_json),
                 Some(&files.summary_txt),
@@ -85,13 +90,43 @@ fn real_main() -> Result<()> {
             {
                 println!("wrote {}", f.display());
             }
-            Ok(())
+            let d = &result.delivery;
+            let mut failed = false;
+            if d.missing + d.digest_mismatches + d.duplicates > 0 {
+                eprintln!(
+                    "FAILED: {} message(s) missing, {} corrupted, {} duplicated",
+                    d.missing, d.digest_mismatches, d.duplicates
+                );
+                failed = true;
+            }
+            for problem in result.validate() {
+                eprintln!("FAILED: inconsistent result: {problem}");
+                failed = true;
+            }
+            Ok(if failed {
+                ExitCode::from(EXIT_RESULT_FAILED)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;
             sim_run::check(&sc)?;
             println!("{}: ok ({} hosts)", scenario.display(), sc.workload.hosts());
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Create the output directory before the run, so an unwritable path fails in a second, not
+/// after the simulation.
+fn prepare_out_dir(out: &Path) -> Result<()> {
+    if out.exists() && !out.is_dir() {
+        bail!(
+            "output path {} exists and is not a directory",
+            out.display()
+        );
+    }
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create output directory {}", out.display()))
 }

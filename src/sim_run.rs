@@ -81,9 +81,50 @@ pub fn check(sc: &Scenario) -> Result<(Config, SimConfig)> {
                 .collect()
         };
         let refs: Vec<&str> = key.iter().map(String::as_str).collect();
+        let reason = if field == "hosts" {
+            let hosts = sc.workload.hosts();
+            format!("the senders and the receiver make {hosts} hosts; the simulator's host count {reason}")
+        } else {
+            reason
+        };
         bail!("{}: {}: {reason}", where_is(sc, &refs), key.join("."));
     }
+    let need = memory_estimate(sc, &cfg);
+    if let Some(avail) = available_memory() {
+        if need > avail {
+            bail!(
+                "{}: the run needs about {} of memory (per sender: four {}-byte rings and two \
+                 copies of the largest message), but only {} is available; use fewer senders, \
+                 smaller messages or a smaller xrdma.max-window",
+                sc.source_path.display(),
+                xrdma_reports::format_bytes(need),
+                cfg.ring_bytes(),
+                xrdma_reports::format_bytes(avail)
+            );
+        }
+    }
     Ok((cfg, sim))
+}
+
+/// Upper estimate of the bytes a simulated incast touches: each connection has a staging and
+/// a landing ring at both ends, and each sender holds its current message while the receiver
+/// reassembles one per connection.
+pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
+    let Workload::Incast(i) = &sc.workload;
+    let largest = i.messages.iter().map(|m| m.size).max().unwrap_or(0);
+    let per_sender = cfg
+        .ring_bytes()
+        .saturating_mul(4)
+        .saturating_add(largest.saturating_mul(2));
+    per_sender.saturating_mul(u64::from(i.senders))
+}
+
+/// `MemAvailable` from `/proc/meminfo`, bytes; `None` where it cannot be read.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
 }
 
 /// `FILE:LINE:COLUMN` of the deepest written key of `path`, or `FILE` alone.
@@ -168,6 +209,21 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
     collect(sc, &sim, &sim_cfg, &apps, wall_seconds)
 }
 
+/// The base RTT used in T*: the round trip of a header-only packet and its ACK on
+/// idle links, `4·delay + 2·ser(header) + 2·ser(header + AETH)`.
+///
+/// Why header-only: the last byte of an N-to-1 incast is ACKed no earlier than
+/// `bottleneck bytes / B + 4·delay + ser(first packet on its first hop) + 2·ser(ACK)`. The
+/// `N·S·(1 + header/MTU)` term already charges every packet's bottleneck serialization, so
+/// charging a full data packet twice more (as the RTT of an MTU packet would) overstates the
+/// bound; with a header-only RTT, T* stays below the true bound whenever MTU ≥ header.
+pub fn ideal_base_rtt(cfg: &SimConfig) -> Time {
+    let ser = |b: u32| Time::serialization(u64::from(b), cfg.link_rate_bps);
+    let hdr = ser(cfg.header_bytes);
+    let ack = ser(cfg.header_bytes + xrdma_sim::AETH_BYTES);
+    Time(cfg.link_delay.as_ps().saturating_mul(4)) + hdr + hdr + ack + ack
+}
+
 fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     if a < b {
         let (x, y) = v.split_at_mut(b);
@@ -208,37 +264,30 @@ fn collect(
     let (mut delivered, mut mismatches, mut missing) = (0, 0, 0);
     for app in apps {
         let Role::Sender(s) = app else { continue };
-        for m in &s.sent {
-            let arrival = arrivals.remove(&(s.host, m.index));
-            match &arrival {
-                Some(a) if a.digest == m.digest && a.size == m.size => delivered += 1,
-                Some(_) => mismatches += 1,
-                None => missing += 1,
+        // One record per intended message, posted or not: a message the sender never got to
+        // post (its connection failed first) is missing, not invisible.
+        for (index, &size) in s.sizes().iter().enumerate() {
+            let index = index as u32;
+            let sent = s.sent.iter().find(|m| m.index == index);
+            let arrival = arrivals.remove(&(s.host, index));
+            match (sent, &arrival) {
+                (Some(m), Some(a)) if a.digest == m.digest && a.size == m.size => delivered += 1,
+                (_, Some(_)) => mismatches += 1,
+                (_, None) => missing += 1,
             }
             messages.push(rep::MessageRecord {
                 sender: s.host,
                 receiver: incast.receiver,
-                index: m.index,
-                size: m.size,
+                index,
+                size,
                 intended_ps: incast.start.as_ps(),
-                completed_ps: m.acked.map(Time::as_ps),
+                completed_ps: sent.and_then(|m| m.acked).map(Time::as_ps),
                 delivered_ps: arrival.map(|a| a.at.as_ps()),
             });
         }
-        let never_sent = incast
-            .messages_per_sender()
-            .saturating_sub(s.sent.len() as u64);
-        missing += never_sent;
     }
     // Arrivals no sender claims are duplicates or strays.
     duplicates += arrivals.len() as u64;
-    if !errors.is_empty() {
-        eprintln!(
-            "xrdma reported {} error(s); first: {}",
-            errors.len(),
-            errors[0]
-        );
-    }
     let st = sim.stats();
     let senders = incast.senders;
     let total_bytes = incast.bytes_per_sender() * u64::from(senders);
@@ -247,7 +296,7 @@ fn collect(
         u64::from(sim_cfg.header_bytes),
         u64::from(sim_cfg.mtu),
         sim_cfg.link_rate_bps,
-        sim_cfg.base_rtt().as_ps(),
+        ideal_base_rtt(sim_cfg).as_ps(),
     );
     let events = st.events;
     if senders == 0 {

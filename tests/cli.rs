@@ -23,6 +23,12 @@ sim:
 
 /// Run `xrdma run` on `yaml`; returns (success, stderr, whether the output dir exists).
 fn run_cli(name: &str, yaml: &str) -> (bool, String, bool) {
+    let (code, err, wrote) = run_cli_code(name, yaml);
+    (code == Some(0), err, wrote)
+}
+
+/// Like [`run_cli`], with the exit code.
+fn run_cli_code(name: &str, yaml: &str) -> (Option<i32>, String, bool) {
     let dir = scratch(name);
     let file = dir.join("s.yaml");
     std::fs::write(&file, yaml).unwrap();
@@ -35,10 +41,21 @@ fn run_cli(name: &str, yaml: &str) -> (bool, String, bool) {
         .output()
         .unwrap();
     (
-        o.status.success(),
+        o.status.code(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
         out.exists(),
     )
+}
+
+#[test]
+fn a_run_whose_messages_fail_exits_2_and_says_why() {
+    // An ACK timeout of 1 ns expires before any ACK can return: the connection fails and its
+    // message is reported missing, with the middleware's error in the result.
+    let yaml = format!("{GOOD}xrdma:\n  ack-timeout: 1ns\n");
+    let (code, err, wrote) = run_cli_code("fails", &yaml);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(wrote);
+    assert!(err.contains("FAILED: 2 message(s) missing"), "{err}");
 }
 
 #[test]

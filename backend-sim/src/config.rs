@@ -151,7 +151,7 @@ impl SimConfig {
     /// Base round-trip time of one MTU-sized packet between two idle hosts, store-and-forward:
     /// `4·link_delay + 2·ser(mtu + header_bytes) + 2·ser(header_bytes + 4)`, where `ser(b)` is
     /// `b·8/link_rate_bps` (the data packet crosses two links, its ACK (with a 4-byte AETH) two
-    /// links back). This is the base RTT of the incast bound in DESIGN §4.
+    /// links back). This is the base RTT of the incast bound T*.
     pub fn base_rtt(&self) -> Time {
         let data = Time::serialization((self.mtu + self.header_bytes) as u64, self.link_rate_bps);
         let ack = Time::serialization((self.header_bytes + AETH_BYTES) as u64, self.link_rate_bps);

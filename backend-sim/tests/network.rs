@@ -75,7 +75,7 @@ fn pfc_makes_an_8_to_1_incast_lossless() {
     // 2048 packets · 1106 B + 8 RETHs · 16 B = 2_265_216 B · 80 ps/B = 181_217_280 ps; the last
     // packet needs D to reach host 8 and its ACK (86 B) 2·6_880 + 2·D to come back:
     // 89_760 + 181_217_280 + 4·D + 13_760 = 185_320_800 ps.
-    // (DESIGN §4's T* = N·S·(1 + header/MTU)/B + base RTT = 185_397_760 ps counts the
+    // (The usual T* = N·S·(1 + header/MTU)/B + base RTT = 185_397_760 ps counts the
     // bottleneck serialization of one data packet twice, so it is not a strict bound.)
     let bound = 185_320_800u64;
     let last = seen.iter().map(|s| s.at).max().unwrap();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A file or directory could not be read, written or created.
-    #[error("{path}: {source}")]
+    #[error("cannot access {path}")]
     Io {
         /// The file or directory involved.
         path: PathBuf,
@@ -15,7 +15,7 @@ pub enum ReportError {
         source: std::io::Error,
     },
     /// A result file is not valid JSON for the schema (message includes line and column).
-    #[error("{path}: invalid run result: {source}")]
+    #[error("{path}: invalid run result")]
     Json {
         /// The file involved.
         path: PathBuf,

@@ -1,6 +1,6 @@
 //! Reports for xrdma test-bed runs: the versioned JSON result schema ([`RunResult`]),
 //! nearest-rank latency percentiles, a terminal summary table, per-message CSV and an SVG
-//! latency plot (DESIGN §5).
+//! latency plot.
 //!
 //! Conventions: times are integer picoseconds, sizes bytes, rates bits per second. Latency is
 //! measured from a message's *intended* send time, so stalls are not hidden (no coordinated

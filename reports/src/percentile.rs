@@ -4,7 +4,7 @@
 //! Engineering Statistics Handbook's discussion of order statistics): for `n` ascending samples
 //! and `0 < p ≤ 100`, the p-th percentile is the sample at 1-based rank `⌈p/100 · n⌉`. The
 //! result is always one of the samples (never interpolated), and an empty sample set has no
-//! percentile (DESIGN §5: never report 0 for "no data").
+//! percentile (never report 0 for "no data").
 
 /// Resolution to which `p` is taken: one millionth of a percentage point.
 ///

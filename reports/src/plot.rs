@@ -1,6 +1,6 @@
 //! SVG latency plot of a run: completion-time CDF and per-sender completion times.
 //!
-//! The plot is a pure function of the [`RunResult`] (DESIGN §5: plots can be redrawn from saved
+//! The plot is a pure function of the [`RunResult`] (plots can be redrawn from saved
 //! results without rerunning): equal inputs give byte-identical SVG. Text is measured with the
 //! embedded DejaVu Sans font (`assets/DejaVuSans.ttf`, Bitstream Vera license, see
 //! `assets/LICENSE-DejaVu.txt`), so layout does not depend on the fonts installed on the host.

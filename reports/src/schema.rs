@@ -80,7 +80,7 @@ pub struct WorkloadInfo {
 ///
 /// The latency of a message is `completed_ps - intended_ps`: it is measured from the time the
 /// workload *intended* to send it, not from when the sender got around to posting it, so a
-/// stalled sender or receiver cannot hide queueing delay (no coordinated omission; DESIGN §5).
+/// stalled sender or receiver cannot hide queueing delay (no coordinated omission).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct MessageRecord {
@@ -151,7 +151,7 @@ pub struct NetworkCounters {
     pub max_egress_queue_bytes: u64,
 }
 
-/// Analytical lower bound T* on the completion of an N-to-1 incast (DESIGN §4):
+/// Analytical lower bound T* on the completion of an N-to-1 incast:
 ///
 /// `T* = N·S·(1 + header/MTU) / B + base RTT`
 ///
@@ -176,7 +176,7 @@ pub struct IdealCompletion {
 }
 
 impl IdealCompletion {
-    /// Computes T* with the DESIGN §4 formula `total·(1 + header/mtu)·8 / B + base RTT`, in exact
+    /// Computes T* with the formula `total·(1 + header/mtu)·8 / B + base RTT`, in exact
     /// integer arithmetic rounded up to the next picosecond.
     ///
     /// `total_bytes` is N·S. Returns `None` when `mtu_bytes` or `bottleneck_bps` is 0 or the
@@ -256,7 +256,7 @@ pub enum Inconsistency {
         index: u32,
     },
     /// Every message was delivered, yet the last completion, measured from the first intended
-    /// send time, is below T* (DESIGN §4: a simulated completion below the ideal is a bug).
+    /// send time, is below T* (a completion below the ideal is a simulator bug).
     LastCompletionBelowIdeal {
         /// Last completion minus first intended send time, ps.
         completion_span_ps: u64,
@@ -303,7 +303,7 @@ impl RunResult {
     /// message order (empty when consistent):
     /// - no message completes before its intended send time;
     /// - when every message was delivered and `ideal` is set, the last completion minus the
-    ///   first intended send time is ≥ T* (DESIGN §4: a completion below the ideal is a bug);
+    ///   first intended send time is ≥ T* (a completion below the ideal is a simulator bug);
     /// - `delivery.delivered + delivery.missing` equals the number of message records.
     pub fn validate(&self) -> Vec<Inconsistency> {
         let mut problems = Vec::new();

@@ -123,7 +123,7 @@ fn opt_us(ps: Option<u64>) -> String {
 ///
 /// Shows messages sent/delivered (with a prominent warning line when any message is
 /// undelivered), delivery-check failures, p50/p90/p99/p99.9/max message completion time in µs,
-/// goodput in Gb/s, T* and (last completion − first intended) / T*, ECN marks, CNPs, PFC
+/// payload goodput in Gbps, T* and (last completion − first intended) / T*, ECN marks, CNPs, PFC
 /// XOFF/XON, drops, peak buffer and queue, simulated events and time, wall time and events per
 /// second. Statistics with no data are shown as `-`, never as 0.
 pub fn summary_table(r: &RunResult) -> String {
@@ -202,8 +202,13 @@ pub fn summary_table(r: &RunResult) -> String {
         .map_or_else(|| "-".to_string(), |m| format!("{:.3} µs", m / 1e6));
     let _ = writeln!(w, "  {:<8} {:>16}", "mean", mean);
     let goodput = goodput_bps(&r.messages)
-        .map_or_else(|| "-".to_string(), |g| format!("{:.2} Gb/s", g / 1e9));
-    let _ = writeln!(w, "goodput    {goodput}");
+        .map_or_else(|| "-".to_string(), |g| format!("{:.2} Gbps", g / 1e9));
+    // Payload bits only: per-packet headers and xrdma's own header and ACKs are excluded, so
+    // a 1 KiB MTU with 82 B of headers caps it near 92.6 Gbps on a 100 Gbps link.
+    let _ = writeln!(
+        w,
+        "goodput    {goodput} (payload bits / (last completion - first intended))"
+    );
     let span = completion_span_ps(&r.messages);
     match r.ideal {
         Some(ideal) => {

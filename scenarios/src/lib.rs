@@ -2,7 +2,7 @@
 //!
 //! A scenario file carries the workload, the middleware settings, and per-backend blocks
 //! (`sim:` for the packet-level simulator, `verbs:` for real RDMA devices), so one file runs
-//! unchanged on either backend (DESIGN.md §5):
+//! unchanged on either backend:
 //!
 //! ```yaml
 //! name: incast-8

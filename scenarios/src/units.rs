@@ -1,6 +1,6 @@
 //! Quantities with units, as written in scenario files.
 //!
-//! Three kinds of quantity are accepted (the conventions of DESIGN.md §5):
+//! Three kinds of quantity are accepted:
 //!
 //! | kind | result | units | bare number |
 //! | --- | --- | --- | --- |
@@ -399,7 +399,7 @@ mod tests {
         assert_eq!(parse_size("0"), Ok(0));
         assert_eq!(parse_size("4096"), Ok(4096));
         assert_eq!(parse_size("82B"), Ok(82));
-        // "64KB" is 64 * 1024 = 65536 bytes (the storage convention, DESIGN.md §5).
+        // "64KB" is 64 * 1024 = 65536 bytes (the storage convention).
         assert_eq!(parse_size("64KB"), Ok(65_536));
         assert_eq!(parse_size("64KiB"), Ok(65_536));
         assert_eq!(parse_size("64 KiB"), Ok(65_536));

@@ -7,7 +7,7 @@ use xrdma::Time;
 
 /// The middleware settings, every one with a default.
 ///
-/// Defaults follow the XRDMA description (DESIGN.md §2): 64 KiB fragments, β within
+/// Defaults follow the XRDMA description: 64 KiB fragments, β within
 /// [0.5, 0.8]. The window values are byte counts of unacknowledged payload per connection.
 #[derive(Clone, Debug, PartialEq)]
 pub struct XrdmaSection {

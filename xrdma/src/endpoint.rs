@@ -1,9 +1,11 @@
 //! The endpoint: one run-to-completion worker's connections and their protocol state.
 //!
 //! ## Wire protocol
-//! - Each message is split into fragments ([`crate::fragment`]); each fragment is one
-//!   RDMA WRITE with immediate of `HEADER_LEN + payload` bytes into the peer's receive ring
-//!   ([`crate::ring`]), its sequence number in the immediate data.
+//! - Each message is split into fragments ([`crate::fragment`]) of at most the fragment size,
+//!   and never more than the current send window; each fragment is one RDMA WRITE with
+//!   immediate into the peer's receive ring ([`crate::ring`]), its sequence number in the
+//!   immediate data. A message's first fragment starts with an 8-byte
+//!   [`crate::fragment::MessageHeader`] (the message length); later fragments are payload only.
 //! - Each WRITE with immediate consumes one receive WR at the peer; the peer reposts it at once
 //!   and answers with a cumulative ACK: a zero-length SEND with immediate whose immediate data
 //!   is the newest in-order sequence number received. ACKs are coalesced: one per connection
@@ -12,7 +14,7 @@
 //!   only then frees it and reports the message sent. If the oldest fragment waits longer than
 //!   the ACK timeout, the connection fails, its buffers are reclaimed and every pending message
 //!   is failed with a typed error.
-//! - Fragments in flight per connection are capped by the send window (bytes), by half the
+//! - Fragments in flight per connection are capped by the send window (payload bytes), by half the
 //!   receive depth (so data and ACKs together never find the peer's receive queue empty, which
 //!   would cost an RNR NAK), and by the send queue depth.
 //!
@@ -23,7 +25,7 @@
 //! [`Endpoint::poll_event`] (for the application), [`Endpoint::poll_timeout`] (next deadline).
 
 use crate::error::{ConnId, XrdmaError};
-use crate::fragment::{FragmentHeader, HEADER_LEN};
+use crate::fragment::{MessageHeader, HEADER_LEN};
 use crate::mr_pool::{MrPool, Region};
 use crate::ring::{place, SendRing};
 use crate::timer::TimerTable;
@@ -166,7 +168,7 @@ struct OutMessage {
 struct InflightFragment {
     seq: Seq,
     footprint: u64,
-    wire_len: u64,
+    payload_len: u64,
     posted_at: Time,
     /// Set on a message's last fragment: ACKing it completes the message.
     completes: Option<MsgId>,
@@ -541,26 +543,30 @@ impl Endpoint {
             return Ok(None);
         };
         let total = msg.data.len() as u64;
-        let len = (total - msg.next_off).min(frag_size);
-        let wire = HEADER_LEN as u64 + len;
-        let window_full = c.inflight_bytes > 0 && c.inflight_bytes + wire > c.window.bytes();
+        // A fragment never exceeds the window, so an ECN-shrunk window below the fragment size
+        // still limits the bytes in flight.
+        let window = c.window.bytes();
+        let len = (total - msg.next_off).min(frag_size).min(window);
+        let first = msg.next_off == 0;
+        let header_len = if first { HEADER_LEN as u64 } else { 0 };
+        let wire = header_len + len;
+        let window_full = c.inflight_bytes > 0 && c.inflight_bytes + len > window;
         if window_full || c.inflight.len() >= max_frags || c.sq_outstanding >= send_depth {
             return Ok(None);
         }
         let Some(slot) = c.ring.alloc(wire) else {
             return Ok(None);
         };
-        let header = FragmentHeader {
-            message_len: total,
-            offset: msg.next_off,
-        };
         let local = c.setup.send_ring.addr + slot.offset;
         let payload = msg
             .data
             .slice(msg.next_off as usize..(msg.next_off + len) as usize);
-        let staged = mem
-            .write(local, &header.encode())
-            .and_then(|()| mem.write(local + HEADER_LEN as u64, &payload));
+        let mut staged = Ok(());
+        if first {
+            let header = MessageHeader { message_len: total };
+            staged = mem.write(local, &header.encode());
+        }
+        let staged = staged.and_then(|()| mem.write(local + header_len, &payload));
         if let Err(source) = staged {
             return Err(XrdmaError::Memory { conn, source });
         }
@@ -579,12 +585,12 @@ impl Endpoint {
         c.inflight.push_back(InflightFragment {
             seq,
             footprint: slot.footprint,
-            wire_len: wire,
+            payload_len: len,
             posted_at: now,
             completes: done.then_some(id),
             msg: id,
         });
-        c.inflight_bytes += wire;
+        c.inflight_bytes += len;
         c.sq_outstanding += 1;
         c.stats.send_bytes += len;
         c.stats.fragments_sent += 1;
@@ -624,7 +630,7 @@ impl Endpoint {
         }
         let ring = c.setup.recv_ring;
         let len = u64::from(byte_len);
-        if len < HEADER_LEN as u64 || len > ring.len {
+        if len > ring.len {
             let reason = format!(
                 "fragment of {len} bytes does not fit a {} byte ring",
                 ring.len
@@ -641,29 +647,18 @@ impl Endpoint {
                 return;
             }
         };
-        let Some(h) = FragmentHeader::decode(bytes) else {
-            return;
-        };
-        let payload = &bytes[HEADER_LEN..];
-        let buf = match c.assembling.take() {
-            None if h.offset == 0 => (
-                h.message_len,
-                Vec::with_capacity(h.message_len.min(MAX_RESERVE) as usize),
-            ),
-            Some((mlen, buf)) if mlen == h.message_len && buf.len() as u64 == h.offset => {
-                (mlen, buf)
-            }
-            other => {
-                let have = other.map_or(0, |(_, b)| b.len());
-                let reason = format!(
-                    "fragment at offset {} of a {}-byte message, but {have} bytes are assembled",
-                    h.offset, h.message_len
-                );
-                self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
-                return;
+        let (mlen, mut buf, payload) = match c.assembling.take() {
+            Some((mlen, buf)) => (mlen, buf, bytes),
+            None => {
+                let Some(h) = MessageHeader::decode(bytes) else {
+                    let reason = format!("first fragment of {len} bytes has no message header");
+                    self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
+                    return;
+                };
+                let cap = h.message_len.min(MAX_RESERVE) as usize;
+                (h.message_len, Vec::with_capacity(cap), &bytes[HEADER_LEN..])
             }
         };
-        let (mlen, mut buf) = buf;
         if buf.len() as u64 + payload.len() as u64 > mlen {
             let reason = format!("fragments exceed the {mlen}-byte message length");
             self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
@@ -708,8 +703,8 @@ impl Endpoint {
                 break;
             }
             c.ring.free(f.footprint);
-            c.inflight_bytes -= f.wire_len;
-            acked_bytes += f.wire_len;
+            c.inflight_bytes -= f.payload_len;
+            acked_bytes += f.payload_len;
             newest = Some(f.posted_at);
             if let Some(msg) = f.completes {
                 c.stats.messages_sent += 1;

@@ -3,11 +3,11 @@
 //! A message larger than the fragment size (64 KiB by default, XRDMA's flow-control unit) is
 //! split into fragments of exactly that size plus one shorter tail; a message of 0 bytes is one
 //! fragment of 0 bytes, so every message costs at least one fragment and one sequence number.
-//! Each fragment travels as one RDMA WRITE with immediate whose payload is a
-//! [`FragmentHeader`] followed by the fragment's bytes.
+//! Each fragment travels as one RDMA WRITE with immediate; a message's first fragment starts
+//! with a [`MessageHeader`].
 
-/// Bytes of [`FragmentHeader`] on the wire.
-pub const HEADER_LEN: usize = 16;
+/// Bytes of [`MessageHeader`] on the wire.
+pub const HEADER_LEN: usize = 8;
 
 /// Split a message of `len` bytes into fragments of at most `fragment_size` bytes.
 ///
@@ -35,35 +35,26 @@ pub fn fragment_count(len: u64, fragment_size: u64) -> u64 {
     }
 }
 
-/// The 16-byte header in front of every fragment's payload.
-///
-/// Layout (big-endian): bytes 0..8 the message length, bytes 8..16 the offset of this
-/// fragment's first byte within the message. The fragment's own length is the RDMA WRITE's
-/// length less [`HEADER_LEN`]. The sequence number is not here: it is the immediate data.
+/// The 8-byte header in front of a message's first fragment: the message length in bytes,
+/// big-endian. Later fragments carry payload only; the receiver knows where a message ends
+/// from this length, and the sequence number (the immediate data) orders the fragments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FragmentHeader {
+pub struct MessageHeader {
     /// Length of the whole message, bytes.
     pub message_len: u64,
-    /// Offset of this fragment within the message, bytes.
-    pub offset: u64,
 }
 
-impl FragmentHeader {
+impl MessageHeader {
     /// Encode to the wire layout.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
-        let mut b = [0u8; HEADER_LEN];
-        b[..8].copy_from_slice(&self.message_len.to_be_bytes());
-        b[8..].copy_from_slice(&self.offset.to_be_bytes());
-        b
+        self.message_len.to_be_bytes()
     }
 
     /// Decode from the wire layout; `None` when fewer than [`HEADER_LEN`] bytes are given.
-    pub fn decode(bytes: &[u8]) -> Option<FragmentHeader> {
-        let m: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
-        let o: [u8; 8] = bytes.get(8..HEADER_LEN)?.try_into().ok()?;
-        Some(FragmentHeader {
+    pub fn decode(bytes: &[u8]) -> Option<MessageHeader> {
+        let m: [u8; HEADER_LEN] = bytes.get(..HEADER_LEN)?.try_into().ok()?;
+        Some(MessageHeader {
             message_len: u64::from_be_bytes(m),
-            offset: u64::from_be_bytes(o),
         })
     }
 }
@@ -106,14 +97,12 @@ mod tests {
 
     #[test]
     fn header_round_trip_is_big_endian() {
-        let h = FragmentHeader {
+        let h = MessageHeader {
             message_len: 0x0102,
-            offset: 0x0304,
         };
         let b = h.encode();
-        assert_eq!(&b[6..8], &[1, 2]);
-        assert_eq!(&b[14..16], &[3, 4]);
-        assert_eq!(FragmentHeader::decode(&b), Some(h));
-        assert_eq!(FragmentHeader::decode(&b[..15]), None);
+        assert_eq!(b, [0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(MessageHeader::decode(&b), Some(h));
+        assert_eq!(MessageHeader::decode(&b[..7]), None);
     }
 }

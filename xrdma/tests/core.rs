@@ -204,9 +204,9 @@ fn ecn_echo_shrinks_the_window_by_beta() {
 }
 
 #[test]
-fn window_limits_fragments_in_flight() {
-    // A 16 KiB window with 4 KiB fragments: at most 3 fragments of 4096 + 16 wire bytes
-    // (3 * 4112 = 12336 <= 16384 < 4 * 4112) are posted before the first ACK.
+fn window_limits_payload_in_flight() {
+    // A 16 KiB window with 4 KiB fragments: the window counts payload bytes, so exactly
+    // 4 fragments (4 * 4096 = 16384 <= 16384) are posted before the first ACK.
     let cfg = Config {
         fragment_size: 4096,
         initial_window: 16384,
@@ -214,14 +214,46 @@ fn window_limits_fragments_in_flight() {
         max_window: 16384,
         ..Config::default()
     };
-    let mut pair_w = World::new(cfg);
-    pair_w.pair.drop_sends_from = Some(1);
-    pair_w.eps[0]
-        .send(Time::ZERO, pair_w.conns[0], pattern(40_000, 3))
+    let mut w = World::new(cfg);
+    w.pair.drop_sends_from = Some(1);
+    w.eps[0]
+        .send(Time::ZERO, w.conns[0], pattern(40_000, 3))
         .unwrap();
-    pair_w.settle();
-    assert_eq!(
-        pair_w.eps[0].stats(pair_w.conns[0]).unwrap().fragments_sent,
-        3
+    w.settle();
+    let st = w.eps[0].stats(w.conns[0]).unwrap();
+    assert_eq!((st.fragments_sent, st.send_bytes), (4, 16384));
+}
+
+#[test]
+fn a_window_below_the_fragment_size_shrinks_the_fragments() {
+    // Window 16 KiB, fragments 64 KiB: one fragment of 16 KiB (not 64 KiB) may be in flight.
+    let cfg = Config {
+        initial_window: 16384,
+        ..Config::default()
+    };
+    let mut w = World::new(cfg);
+    w.pair.drop_sends_from = Some(1);
+    w.eps[0]
+        .send(Time::ZERO, w.conns[0], pattern(100_000, 4))
+        .unwrap();
+    w.settle();
+    let st = w.eps[0].stats(w.conns[0]).unwrap();
+    assert_eq!((st.fragments_sent, st.send_bytes), (1, 16384));
+    // With ACKs flowing the message still arrives whole: ceil(100000 / 16384) = 7 fragments
+    // at the initial window (the window may grow, so at most 7).
+    let mut w = World::new(Config {
+        initial_window: 16384,
+        ..Config::default()
+    });
+    w.eps[0]
+        .send(Time::ZERO, w.conns[0], pattern(100_000, 4))
+        .unwrap();
+    w.settle();
+    assert_eq!(w.received(1), vec![pattern(100_000, 4)]);
+    let st = w.eps[0].stats(w.conns[0]).unwrap();
+    assert!(
+        (2..=7).contains(&st.fragments_sent),
+        "{}",
+        st.fragments_sent
     );
 }
