@@ -1,5 +1,6 @@
 //! Simulation parameters, their defaults and validation.
 
+use crate::dcqcn::DcqcnConfig;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use xrdma::Time;
@@ -86,10 +87,28 @@ pub struct SimConfig {
     /// The responder ACKs every `ack_every` packets (and always a message's last packet).
     /// Default 1.
     pub ack_every: u32,
-    /// How long a requester waits after an RNR NAK before resending. Default 10 µs.
-    pub rnr_timer: Time,
+    /// Minimum RNR NAK timer, the 5-bit IB code (IB Spec vol. 1 Table 45, decoded by
+    /// [`crate::rnr_timer`]): how long a requester waits after an RNR NAK before resending.
+    /// Default 1 = 10 µs, the shortest non-zero value, so an RNR costs little simulated time;
+    /// code 0 means 655.36 ms.
+    pub min_rnr_timer: u8,
     /// RNR retries before `RnrRetryExcErr`; 7 means infinite (IB Spec 9.7.5.2.8). Default 7.
     pub rnr_retry: u8,
+    /// DCQCN reaction point on every QP; `None` = no rate control (every QP may send at line
+    /// rate). Default `None`.
+    pub dcqcn: Option<DcqcnConfig>,
+    /// Local ACK timeout, the 5-bit IB code (decoded by [`crate::local_ack_timeout`]:
+    /// 4.096 µs · 2^code, 0 = never): a requester with unacknowledged packets and no progress
+    /// for this long goes back to its oldest unacknowledged PSN. Default 8 ≈ 1.05 ms.
+    pub local_ack_timeout: u8,
+    /// Retransmissions after local ACK timeouts before the QP fails with `RetryExcErr`: the
+    /// `retry_cnt + 1`-th timeout without progress fails it (IB Spec vol. 1, the 3-bit Retry
+    /// Count QP attribute; unlike `rnr_retry`, 7 is not infinite). Default 7.
+    pub retry_cnt: u8,
+    /// Whether MRs hold real bytes. `false` makes MRs bookkeeping only: nothing is allocated,
+    /// reads return zeros, writes and DMA copies are skipped (for large benchmarks). Default
+    /// `true`.
+    pub carry_payload: bool,
 }
 
 impl Default for SimConfig {
@@ -106,8 +125,12 @@ impl Default for SimConfig {
             seed: 1,
             cnp_interval: Time::from_us(50),
             ack_every: 1,
-            rnr_timer: Time::from_us(10),
+            min_rnr_timer: 1,
             rnr_retry: 7,
+            dcqcn: None,
+            local_ack_timeout: 8,
+            retry_cnt: 7,
+            carry_payload: true,
         }
     }
 }
@@ -231,7 +254,8 @@ impl SimConfig {
     /// # Errors
     /// [`SimConfigError::Invalid`] naming the first offending field: `hosts` 0 or above 2^20,
     /// `link_rate_bps` 0, `mtu` 0 or above 65536, `switch_buffer_bytes` 0, `ack_every` 0,
-    /// `rnr_retry` above 7, `ecn.kmin_bytes > ecn.kmax_bytes`, `ecn.pmax` outside (0, 1], and
+    /// `rnr_retry` above 7, `min_rnr_timer` or `local_ack_timeout` above 31, `retry_cnt` above
+    /// 7, DCQCN parameters ([`DcqcnConfig::validate`]), `ecn.kmin_bytes > ecn.kmax_bytes`, `ecn.pmax` outside (0, 1], and
     /// PFC thresholds that do not fit (see [`SimConfig::pfc_thresholds`]).
     pub fn validate(&self) -> Result<(), SimConfigError> {
         if self.hosts == 0 || self.hosts > MAX_HOSTS {
@@ -263,6 +287,27 @@ impl SimConfig {
                     self.rnr_retry
                 ),
             ));
+        }
+        if self.min_rnr_timer > 31 {
+            return Err(invalid(
+                "min_rnr_timer",
+                format!("{} is not a 5-bit code (0..=31)", self.min_rnr_timer),
+            ));
+        }
+        if self.local_ack_timeout > 31 {
+            return Err(invalid(
+                "local_ack_timeout",
+                format!("{} is not a 5-bit code (0..=31)", self.local_ack_timeout),
+            ));
+        }
+        if self.retry_cnt > 7 {
+            return Err(invalid(
+                "retry_cnt",
+                format!("{} is above 7 (a 3-bit count)", self.retry_cnt),
+            ));
+        }
+        if let Some(d) = &self.dcqcn {
+            d.validate(self.link_rate_bps)?;
         }
         if let Some(ecn) = &self.ecn {
             if ecn.kmin_bytes > ecn.kmax_bytes {

@@ -32,6 +32,17 @@ pub(crate) enum Event {
         /// Wake generation.
         gen: u32,
     },
+    /// Host `0`'s NIC may send again: the earliest time a rate-limited QP becomes eligible
+    /// (at most one pending per NIC that matters; stale ones are ignored).
+    NicWake(u32),
+    /// The retransmission (local ACK) timer of QP index `qp` on `host` may have expired (at
+    /// most one pending per QP; the deadline is re-checked when it fires).
+    RetransmitTimer {
+        /// Host index.
+        host: u32,
+        /// QP index on that host.
+        qp: u32,
+    },
 }
 
 impl Event {
@@ -44,6 +55,8 @@ impl Event {
             Event::DownArrive(p) => (4, p as u64),
             Event::RnrTimer { host, qp } => (5, (host as u64) << 32 | qp as u64),
             Event::Wake { host, gen } => (6, (host as u64) << 32 | gen as u64),
+            Event::NicWake(h) => (10, h as u64),
+            Event::RetransmitTimer { host, qp } => (11, (host as u64) << 32 | qp as u64),
         }
     }
 }

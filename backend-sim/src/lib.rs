@@ -48,10 +48,14 @@
 #![warn(missing_docs)]
 
 mod config;
+mod dcqcn;
 mod engine;
+mod ib_timers;
 mod memory;
 mod nic;
+mod pacing;
 mod packet;
+mod retransmit;
 mod stats;
 mod switch;
 mod transport;
@@ -60,6 +64,8 @@ pub use config::{
     EcnConfig, PfcConfig, PfcThresholds, SimConfig, SimConfigError, AETH_BYTES, CNP_EXTRA_BYTES,
     IMMDT_BYTES, PFC_FRAME_BYTES, RETH_BYTES,
 };
+pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFERENCE_RATE_BPS};
+pub use ib_timers::{local_ack_timeout, rnr_timer};
 pub use stats::SimStats;
 pub use transport::HostTransport;
 
@@ -86,6 +92,8 @@ pub struct Simulation {
     stats: SimStats,
     ready_list: Vec<HostId>,
     scratch: Vec<u8>,
+    /// DCQCN parameters resolved for the line rate, when rate control is on.
+    dcqcn: Option<DcqcnParams>,
 }
 
 impl Simulation {
@@ -104,6 +112,11 @@ impl Simulation {
             .collect();
         let hosts = (0..cfg.hosts).map(Host::new).collect();
         let switch = Switch::new(&cfg, pfc);
+        let mut hosts: Vec<Host> = hosts;
+        for h in &mut hosts {
+            h.mem.set_carry_payload(cfg.carry_payload);
+        }
+        let dcqcn = cfg.dcqcn.map(|d| d.resolve(cfg.link_rate_bps));
         Ok(Simulation {
             now: Time::ZERO,
             queue: EventQueue::new(),
@@ -114,6 +127,7 @@ impl Simulation {
             stats: SimStats::default(),
             ready_list: Vec::new(),
             scratch: Vec::with_capacity(cfg.mtu as usize),
+            dcqcn,
             cfg,
         })
     }
@@ -201,6 +215,19 @@ impl Simulation {
             .map_or(Time::ZERO, |h| h.paused_time(self.now))
     }
 
+    /// The DCQCN reaction-point state of QP `qpn` on `host`, brought up to `now()` (elapsed
+    /// α-decay and rate-increase periods applied to a copy; the simulation is not changed).
+    /// A QP that has not received a CNP is at line rate with α = 1. `None` when DCQCN is off
+    /// ([`SimConfig::dcqcn`] is `None`) or the host or QP does not exist.
+    pub fn qp_rate(&self, host: HostId, qpn: xrdma::QpNum) -> Option<DcqcnState> {
+        let p = self.dcqcn.as_ref()?;
+        let h = self.hosts.get(host as usize)?;
+        let qp = &h.qps[h.qp_index(qpn)?];
+        let mut s = qp.cc.unwrap_or_else(|| DcqcnState::new(p));
+        s.advance(p, self.now);
+        Some(s)
+    }
+
     /// FNV-1a (over 64-bit words) of every processed event's time, kind and ids, in order.
     /// Equal for two runs exactly when they processed the same event sequence (up to hash
     /// collisions).
@@ -220,6 +247,8 @@ impl Simulation {
                     self.mark_ready(host);
                 }
             }
+            Event::NicWake(h) => self.on_nic_wake(h),
+            Event::RetransmitTimer { host, qp } => self.on_retransmit_timer(host, qp),
         }
     }
 

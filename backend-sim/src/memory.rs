@@ -19,6 +19,11 @@ pub(crate) struct Memory {
     mrs: Vec<Mr>,
     next_addr: u64,
     host: u32,
+    /// Whether MRs hold bytes; when false, `data` is empty and reads see `zeros`.
+    carry: bool,
+    /// Zeros as long as the largest MR (payload-free mode only; `vec![0; n]` maps pages
+    /// lazily, so untouched zeros cost no resident memory).
+    zeros: Vec<u8>,
 }
 
 /// Key layout: `(index + 1) << 8 | tag`, tag = low byte of `2·host` (lkey) or `2·host + 1`
@@ -35,7 +40,21 @@ impl Memory {
             mrs: Vec::new(),
             next_addr: (host as u64 + 1) << 36,
             host,
+            carry: true,
+            zeros: Vec::new(),
         }
+    }
+
+    /// Choose whether MRs hold real bytes (see `SimConfig::carry_payload`); set before any
+    /// registration.
+    pub(crate) fn set_carry_payload(&mut self, carry: bool) {
+        self.carry = carry;
+    }
+
+    /// Whether MRs hold real bytes.
+    #[inline]
+    pub(crate) fn carries_payload(&self) -> bool {
+        self.carry
     }
 
     /// Register `len` zeroed bytes.
@@ -62,10 +81,15 @@ impl Memory {
             rkey: key(idx, self.host, true),
         };
         // `vec![0; n]` maps zeroed pages lazily, so large idle registrations cost nothing.
-        self.mrs.push(Mr {
-            region,
-            data: vec![0u8; len as usize],
-        });
+        let data = if self.carry {
+            vec![0u8; len as usize]
+        } else {
+            if len as usize > self.zeros.len() {
+                self.zeros = vec![0u8; len as usize];
+            }
+            Vec::new()
+        };
+        self.mrs.push(Mr { region, data });
         Ok(region)
     }
 
@@ -111,6 +135,9 @@ impl Memory {
         let (i, off) = self
             .locate(addr, len as u64)
             .ok_or_else(|| Self::bad(addr, len as u64))?;
+        if !self.carry {
+            return Ok(&self.zeros[..len]);
+        }
         Ok(&self.mrs[i].data[off..off + len])
     }
 
@@ -120,7 +147,9 @@ impl Memory {
         let (i, off) = self
             .locate(addr, len as u64)
             .ok_or_else(|| Self::bad(addr, len as u64))?;
-        self.mrs[i].data[off..off + len].copy_from_slice(data);
+        if self.carry {
+            self.mrs[i].data[off..off + len].copy_from_slice(data);
+        }
         Ok(())
     }
 }
@@ -145,5 +174,16 @@ mod tests {
         assert_eq!(m.read(b.addr + 2, 5).unwrap(), &[0, 1, 2, 3, 0]);
         assert!(m.read(a.addr + 90, 20).is_err());
         assert!(m.read(a.addr - 1, 1).is_err());
+    }
+
+    #[test]
+    fn payload_free_mode_checks_ranges_and_reads_zeros() {
+        let mut m = Memory::new(0);
+        m.set_carry_payload(false);
+        let a = m.register(1 << 30).unwrap();
+        m.write(a.addr + 5, &[9, 9]).unwrap();
+        assert_eq!(m.read(a.addr + 4, 4).unwrap(), &[0, 0, 0, 0]);
+        assert!(m.write(a.addr + (1 << 30) - 1, &[1, 2]).is_err());
+        assert!(m.check_rkey(a.rkey, a.addr, 1 << 30));
     }
 }

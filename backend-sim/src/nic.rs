@@ -4,8 +4,9 @@
 //! Egress: one packet at a time at line rate. Control packets (ACK, NAK, CNP) go first, in
 //! FIFO order; data packets are taken round-robin, one packet per turn, from the QPs in the
 //! `ring` (QPs with something to send). Packets are built lazily when the link frees up, so a
-//! rewind (RNR) never has to recall queued packets. A per-QP rate limiter would gate a QP's
-//! turn in [`Simulation::next_data_packet`].
+//! rewind (RNR NAK, sequence-error NAK, retransmission timeout; see `retransmit.rs`) never has
+//! to recall queued packets. With DCQCN on, a QP whose next packet may not start yet (its
+//! rate limiter, see `pacing.rs`) is skipped in its turn.
 
 use crate::config::{AETH_BYTES, CNP_EXTRA_BYTES, IMMDT_BYTES, RETH_BYTES};
 use crate::engine::Event;
@@ -89,6 +90,18 @@ pub(crate) struct Qp {
     pub rnr_deadline: Time,
     pub rnr_count: u8,
     pub in_ring: bool,
+    /// PSN after the highest request PSN ever sent (ACKs and NAKs beyond it are invalid).
+    pub sent_psn: u32,
+    /// Retransmission timeouts since the last progress.
+    pub retry_count: u8,
+    /// When the retransmission timer expires; [`Time::MAX`] when disarmed.
+    pub rto_deadline: Time,
+    /// A `RetransmitTimer` event for this QP is in the event queue.
+    pub rto_pending: bool,
+    /// DCQCN reaction point, started by the first CNP.
+    pub cc: Option<crate::dcqcn::DcqcnState>,
+    /// Earliest start of this QP's next data packet (DCQCN pacing).
+    pub next_send: Time,
     // Responder.
     pub rq: VecDeque<RecvWr>,
     pub epsn: u32,
@@ -97,6 +110,9 @@ pub(crate) struct Qp {
     pub pending_ack: Option<u32>,
     pub last_cnp: Option<Time>,
     pub read_jobs: VecDeque<ReadJob>,
+    /// A NAK (sequence error or RNR) was sent for the current `epsn`; later out-of-sequence
+    /// packets are dropped silently until `epsn` arrives (one NAK per gap).
+    pub nak_sent: bool,
 }
 
 /// SplitMix64 finalizer (Steele, Lea & Flood, OOPSLA 2014).
@@ -131,6 +147,12 @@ impl Qp {
             rnr_deadline: Time::ZERO,
             rnr_count: 0,
             in_ring: false,
+            sent_psn: psn,
+            retry_count: 0,
+            rto_deadline: Time::MAX,
+            rto_pending: false,
+            cc: None,
+            next_send: Time::ZERO,
             rq: VecDeque::new(),
             epsn: 0,
             in_msg: None,
@@ -138,14 +160,18 @@ impl Qp {
             pending_ack: None,
             last_cnp: None,
             read_jobs: VecDeque::new(),
+            nak_sent: false,
         }
     }
 
     /// Back to INIT with a new first PSN; queued WRs are dropped without completions.
     pub(crate) fn reset(&mut self, psn: u32) {
         let (qpn, caps, gen, in_ring) = (self.qpn, self.caps, self.gen, self.in_ring);
+        let rto_pending = self.rto_pending;
         *self = Qp::new(qpn, caps, psn);
         self.gen = gen;
+        // A timer event still queued finds the timer disarmed and does nothing.
+        self.rto_pending = rto_pending;
         // The QP may still be listed in the NIC's round-robin ring; keep the flag so it is
         // never listed twice. A pending ACK still in the control queue is forgotten: it goes
         // out unchanged and nothing folds new ACKs into it.
@@ -157,8 +183,8 @@ impl Qp {
             && (!self.read_jobs.is_empty() || (!self.rnr_wait && self.cursor < self.sq.len()))
     }
 
-    /// PSN of the next packet not yet sent.
-    fn next_psn(&self) -> u32 {
+    /// PSN of the next packet to send (behind `sent_psn` after a rewind).
+    pub(crate) fn next_psn(&self) -> u32 {
         match self.sq.get(self.cursor) {
             Some(w) => psn_add(w.first_psn, self.cursor_pkt),
             None => self.sq_psn,
@@ -166,7 +192,7 @@ impl Qp {
     }
 
     /// Index of the WQE among the first `upto` whose PSN range holds `psn`.
-    fn find_wqe(&self, psn: u32, upto: usize) -> Option<usize> {
+    pub(crate) fn find_wqe(&self, psn: u32, upto: usize) -> Option<usize> {
         self.sq
             .iter()
             .take(upto)
@@ -191,6 +217,8 @@ pub(crate) struct Host {
     ring: VecDeque<u32>,
     tx_busy: bool,
     tx_pkt: u32,
+    /// Time of the NIC wake-up event that matters ([`Time::MAX`]: none pending).
+    pub pace_wake: Time,
     paused: bool,
     paused_since: Time,
     paused_total: Time,
@@ -211,6 +239,7 @@ impl Host {
             ring: VecDeque::new(),
             tx_busy: false,
             tx_pkt: 0,
+            pace_wake: Time::MAX,
             paused: false,
             paused_since: Time::ZERO,
             paused_total: Time::ZERO,
@@ -296,23 +325,47 @@ impl Simulation {
         self.queue.push(done, Event::HostTxDone(h));
     }
 
-    /// Round-robin over QPs with data: one packet from the first sendable QP.
+    /// Round-robin over QPs with data: one packet from the first sendable QP whose rate
+    /// limiter allows it to start now. When only rate-limited QPs are left, one NIC wake-up
+    /// is scheduled at the earliest time one of them may start.
     fn next_data_packet(&mut self, h: u32) -> Option<u32> {
-        loop {
+        let now = self.now;
+        let mut earliest = Time::MAX;
+        let turns = self.hosts[h as usize].ring.len();
+        for _ in 0..turns {
             let host = &mut self.hosts[h as usize];
-            let qi = host.ring.pop_front()? as usize;
+            let Some(qi) = host.ring.pop_front() else {
+                break;
+            };
+            let qi = qi as usize;
+            let at = host.qps[qi].next_send;
+            if at > now {
+                earliest = earliest.min(at);
+                host.ring.push_back(qi as u32);
+                continue;
+            }
             let Some(p) = self.build_packet(h, qi) else {
                 self.hosts[h as usize].qps[qi].in_ring = false;
                 continue;
             };
             let host = &mut self.hosts[h as usize];
-            if host.qps[qi].sendable() {
+            let qp = &mut host.qps[qi];
+            if let (Some(cc), Some(params)) = (qp.cc.as_mut(), self.dcqcn.as_ref()) {
+                cc.advance(params, now);
+                cc.on_sent(params, p.wire as u64);
+                qp.next_send = cc.next_start(now, p.wire);
+            }
+            if qp.sendable() {
                 host.ring.push_back(qi as u32);
             } else {
-                host.qps[qi].in_ring = false;
+                qp.in_ring = false;
             }
             return Some(self.pool.alloc(p));
         }
+        if earliest != Time::MAX {
+            self.schedule_nic_wake(h, earliest);
+        }
+        None
     }
 
     /// The next packet of QP `qi`: a READ response if one is owed, else the next request
@@ -361,6 +414,7 @@ impl Simulation {
             p.remote_addr = w.wr.remote_addr;
             qp.cursor += 1;
             qp.cursor_pkt = 0;
+            self.request_sent(h, qi, psn_add(w.first_psn, w.npkts));
             return Some(p);
         }
         let k = qp.cursor_pkt;
@@ -390,6 +444,7 @@ impl Simulation {
         } else {
             qp.cursor_pkt += 1;
         }
+        self.request_sent(h, qi, psn_add(p.psn, 1));
         Some(p)
     }
 
@@ -430,6 +485,9 @@ impl Simulation {
     /// either range is not registered memory.
     fn copy_bytes(&mut self, s: u32, src_addr: u64, d: u32, dst_addr: u64, len: u32) -> bool {
         let (s, d) = (s as usize, d as usize);
+        if !self.hosts[d].mem.carries_payload() {
+            return true;
+        }
         if s != d {
             // Two distinct hosts: borrow both memories and copy once.
             let (src_host, dst_host) = if s < d {
@@ -491,6 +549,7 @@ impl Simulation {
                 self.stats.cnps_received += 1;
                 self.hosts[h as usize].congestion.push_back(p.dst_qpn);
                 self.mark_ready(h);
+                self.dcqcn_on_cnp(h, qi);
             }
             PktKind::Ack => self.on_ack(h, qi, p.psn),
             PktKind::Nak => self.on_nak(h, qi, p.psn, p.nak),
@@ -545,9 +604,36 @@ impl Simulation {
         p.nak = code;
         self.queue_ctrl(h, p);
         self.stats.nak_packets += 1;
-        if code == NakCode::Rnr {
-            self.stats.rnr_naks += 1;
+        match code {
+            NakCode::Rnr => {
+                self.stats.rnr_naks += 1;
+                self.hosts[h as usize].qps[qi].nak_sent = true;
+            }
+            NakCode::SeqErr => self.stats.seq_naks += 1,
+            NakCode::RemAccess | NakCode::InvReq => {}
         }
+    }
+
+    /// Queue the responses of the READ request `p` (after checking its R_Key); a NAK and
+    /// `false` when the range is not accessible.
+    fn start_read(&mut self, h: u32, qi: usize, p: &Packet) -> bool {
+        if !self.hosts[h as usize]
+            .mem
+            .check_rkey(p.rkey, p.remote_addr, p.msg_len as u64)
+        {
+            self.send_nak(h, qi, p.psn, NakCode::RemAccess);
+            return false;
+        }
+        let n = packets_for(p.msg_len, self.cfg.mtu);
+        self.hosts[h as usize].qps[qi].read_jobs.push_back(ReadJob {
+            psn: p.psn,
+            pkts_left: n,
+            src_addr: p.remote_addr,
+            bytes_left: p.msg_len,
+            first: true,
+        });
+        self.schedule_qp(h, qi);
+        true
     }
 
     /// DCQCN notification point: at most one CNP per `cnp_interval` per QP.
@@ -572,10 +658,22 @@ impl Simulation {
         }
         let d = psn_diff(p.psn, qp.epsn);
         if d > 0 {
+            // A gap: one sequence-error NAK carrying the expected PSN (IB Spec 9.7.5.2.4),
+            // then silence until the expected packet arrives.
             self.stats.out_of_sequence_drops += 1;
+            if !qp.nak_sent {
+                let epsn = qp.epsn;
+                self.send_nak(h, qi, epsn, NakCode::SeqErr);
+                self.hosts[h as usize].qps[qi].nak_sent = true;
+            }
             return;
         }
         if d < 0 {
+            if p.kind == PktKind::ReadReq {
+                // A repeated READ is executed again (IB Spec 9.7.5.1.2, duplicate READ).
+                self.start_read(h, qi, p);
+                return;
+            }
             // Duplicate: re-acknowledge what was received.
             let last = psn_add(qp.epsn, PSN_MASK);
             self.queue_ack(h, qi, last);
@@ -584,24 +682,12 @@ impl Simulation {
         let first = p.has(F_FIRST);
         let last = p.has(F_LAST);
         if p.kind == PktKind::ReadReq {
-            if !self.hosts[h as usize]
-                .mem
-                .check_rkey(p.rkey, p.remote_addr, p.msg_len as u64)
-            {
-                self.send_nak(h, qi, p.psn, NakCode::RemAccess);
-                return;
+            if self.start_read(h, qi, p) {
+                let n = packets_for(p.msg_len, mtu);
+                let qp = &mut self.hosts[h as usize].qps[qi];
+                qp.epsn = psn_add(qp.epsn, n);
+                qp.nak_sent = false;
             }
-            let n = packets_for(p.msg_len, mtu);
-            let qp = &mut self.hosts[h as usize].qps[qi];
-            qp.read_jobs.push_back(ReadJob {
-                psn: p.psn,
-                pkts_left: n,
-                src_addr: p.remote_addr,
-                bytes_left: p.msg_len,
-                first: true,
-            });
-            qp.epsn = psn_add(qp.epsn, n);
-            self.schedule_qp(h, qi);
             return;
         }
         let mut recv_done: Option<WorkCompletion> = None;
@@ -690,6 +776,7 @@ impl Simulation {
         self.stats.delivered_payload_bytes += p.payload as u64;
         let qp = &mut self.hosts[h as usize].qps[qi];
         qp.epsn = psn_add(qp.epsn, 1);
+        qp.nak_sent = false;
         qp.ack_count += 1;
         if last || qp.ack_count >= ack_every {
             qp.ack_count = 0;
@@ -704,7 +791,7 @@ impl Simulation {
 
     /// Complete WQEs at the head of the send queue that are fully acknowledged (READs: all
     /// responses received), in order.
-    fn retire(&mut self, h: u32, qi: usize) {
+    pub(crate) fn retire(&mut self, h: u32, qi: usize) {
         loop {
             let qp = &mut self.hosts[h as usize].qps[qi];
             if qp.cursor == 0 {
@@ -737,11 +824,15 @@ impl Simulation {
         }
     }
 
-    /// Advance the acknowledged PSN to `psn` if it lies in the sent, unacknowledged range.
-    fn advance_acked(qp: &mut Qp, psn: u32) {
-        if psn_diff(psn, qp.acked_psn) > 0 && psn_diff(psn, qp.next_psn()) < 0 {
+    /// Advance the acknowledged PSN to `psn` if it lies in the sent, unacknowledged range;
+    /// true when it moved (progress).
+    fn advance_acked(qp: &mut Qp, psn: u32) -> bool {
+        if psn_diff(psn, qp.acked_psn) > 0 && psn_diff(psn, qp.sent_psn) < 0 {
             qp.acked_psn = psn;
             qp.rnr_count = 0;
+            true
+        } else {
+            false
         }
     }
 
@@ -750,20 +841,38 @@ impl Simulation {
         if qp.state != QpState::Rts {
             return;
         }
-        Self::advance_acked(qp, psn);
-        self.retire(h, qi);
+        if Self::advance_acked(qp, psn) {
+            Self::skip_acked(qp);
+            self.retire(h, qi);
+            self.on_progress(h, qi);
+        }
     }
 
     fn on_nak(&mut self, h: u32, qi: usize, psn: u32, code: NakCode) {
         let qp = &mut self.hosts[h as usize].qps[qi];
-        if qp.state != QpState::Rts || psn_diff(psn, qp.next_psn()) >= 0 {
+        if qp.state != QpState::Rts || psn_diff(psn, qp.sent_psn) >= 0 {
             return;
         }
         // A NAK of `psn` acknowledges everything before it.
-        Self::advance_acked(qp, psn_add(psn, PSN_MASK));
-        self.retire(h, qi);
+        if Self::advance_acked(qp, psn_add(psn, PSN_MASK)) {
+            self.retire(h, qi);
+            self.on_progress(h, qi);
+        }
         let qp = &mut self.hosts[h as usize].qps[qi];
+        if qp.state != QpState::Rts {
+            return;
+        }
         match code {
+            NakCode::SeqErr => {
+                // Go back to the expected PSN, unless the NAK is stale (its PSN is already
+                // acknowledged) or an RNR wait will resend from there anyway.
+                if qp.rnr_wait || psn != psn_add(qp.acked_psn, 1) {
+                    return;
+                }
+                Self::seek(qp, psn);
+                self.retire(h, qi);
+                self.schedule_qp(h, qi);
+            }
             NakCode::Rnr => {
                 if qp.rnr_wait {
                     return;
@@ -785,7 +894,9 @@ impl Simulation {
                         psn_diff(psn, w.first_psn) as u32
                     };
                 }
-                let at = self.now + self.cfg.rnr_timer;
+                let at = self.now + crate::ib_timers::rnr_timer(self.cfg.min_rnr_timer);
+                // Nothing is outstanding while waiting: the retry re-arms the timer.
+                qp.rto_deadline = Time::MAX;
                 qp.rnr_deadline = at;
                 self.queue.push(
                     at,
@@ -822,6 +933,7 @@ impl Simulation {
         self.copy_bytes(p.src_host, p.src_addr, h, dst, p.payload);
         self.stats.delivered_payload_bytes += p.payload as u64;
         self.retire(h, qi);
+        self.on_progress(h, qi);
     }
 
     /// Move QP `qi` to ERR: the WR holding `failed.0` completes with `failed.1`, every other
@@ -831,6 +943,7 @@ impl Simulation {
         let failed_idx = failed.and_then(|(psn, _)| qp.find_wqe(psn, qp.sq.len()));
         qp.state = QpState::Err;
         qp.rnr_wait = false;
+        qp.rto_deadline = Time::MAX;
         qp.in_msg = None;
         qp.read_jobs.clear();
         qp.cursor = 0;

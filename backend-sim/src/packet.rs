@@ -39,6 +39,9 @@ pub(crate) enum NakCode {
     RemAccess,
     /// Invalid request (here: a SEND longer than the receive buffer).
     InvReq,
+    /// PSN sequence error: a request packet arrived ahead of the expected PSN, which the
+    /// NAK carries (IB Spec 9.7.5.2.4).
+    SeqErr,
 }
 
 /// Packet flag: first packet of a message.

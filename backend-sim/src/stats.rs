@@ -44,4 +44,12 @@ pub struct SimStats {
     pub paused_time: Time,
     /// Packets allocated and not yet delivered or dropped (on wires, in queues, in NICs).
     pub packets_in_flight: u64,
+    /// Request packets (SEND/WRITE packets, READ requests) sent again after a go-back-N
+    /// rewind (sequence-error NAK, RNR NAK or retransmission timeout); counted in
+    /// `data_packets` too.
+    pub retransmitted_packets: u64,
+    /// Retransmission (local ACK) timer expiries with unacknowledged packets outstanding.
+    pub retransmit_timeouts: u64,
+    /// PSN sequence-error NAKs among `nak_packets` (one per gap a responder saw).
+    pub seq_naks: u64,
 }
