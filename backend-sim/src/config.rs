@@ -1,5 +1,6 @@
 //! Simulation parameters, their defaults and validation.
 
+use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use xrdma::Time;
@@ -57,11 +58,11 @@ pub struct PfcThresholds {
     pub headroom_bytes: u64,
 }
 
-/// Parameters of a star-topology simulation: `hosts` hosts with one NIC each, all on one
-/// output-queued switch (host `i` on switch port `i`).
+/// Parameters of a simulation: `hosts` hosts with one NIC each, on the output-queued
+/// switches of `topology` (by default one switch, host `i` on switch port `i`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
-    /// Number of hosts (= switch ports). Default 2.
+    /// Number of hosts (= switch ports in a star). Default 2.
     pub hosts: u32,
     /// Rate of every link direction, bits per second. Default 100 Gb/s.
     pub link_rate_bps: u64,
@@ -90,6 +91,10 @@ pub struct SimConfig {
     pub rnr_timer: Time,
     /// RNR retries before `RnrRetryExcErr`; 7 means infinite (IB Spec 9.7.5.2.8). Default 7.
     pub rnr_retry: u8,
+    /// Network shape. Default [`Topology::Star`]; for the others `hosts` must equal
+    /// [`Topology::host_count`].
+    #[serde(default)]
+    pub topology: Topology,
 }
 
 impl Default for SimConfig {
@@ -108,6 +113,7 @@ impl Default for SimConfig {
             ack_every: 1,
             rnr_timer: Time::from_us(10),
             rnr_retry: 7,
+            topology: Topology::Star,
         }
     }
 }
@@ -143,7 +149,12 @@ impl SimConfig {
     /// Bytes a link carries during `link_delay`: `ceil(link_delay · link_rate_bps / 8)`
     /// (bandwidth-delay product of one direction).
     pub fn link_bdp_bytes(&self) -> u64 {
-        let bits = self.link_delay.as_ps() as u128 * self.link_rate_bps as u128;
+        self.bdp_bytes_at(self.link_rate_bps)
+    }
+
+    /// Bytes a link at `rate_bps` carries during `link_delay`, rounded up.
+    fn bdp_bytes_at(&self, rate_bps: u64) -> u64 {
+        let bits = self.link_delay.as_ps() as u128 * rate_bps as u128;
         let bytes = bits.div_ceil(8 * 1_000_000_000_000u128);
         u64::try_from(bytes).unwrap_or(u64::MAX)
     }
@@ -167,15 +178,51 @@ impl SimConfig {
     /// `xoff = switch_buffer_bytes/hosts − headroom`; `xon = xoff − 2·(mtu + header_bytes)`
     /// (saturating at 0).
     ///
+    /// For a multi-switch [`Topology`] every kind of switch is checked with its own port
+    /// count and fastest link (see [`SimConfig::pfc_thresholds_for`]), and the thresholds of
+    /// the first kind (leaf, edge) are returned.
+    ///
     /// # Errors
     /// [`SimConfigError::Invalid`] when the static per-port reservation
     /// `hosts·(xoff + headroom)` exceeds `switch_buffer_bytes`, when `xon > xoff`, or when
-    /// `xoff` is 0.
+    /// `xoff` is 0; for a multi-switch topology the reason names the kind of switch.
     pub fn pfc_thresholds(&self) -> Result<Option<PfcThresholds>, SimConfigError> {
+        if self.topology == Topology::Star {
+            return self.pfc_thresholds_for(self.hosts as u64, self.link_rate_bps);
+        }
+        let mut first = None;
+        for k in self.topology.switch_kinds(self.hosts, self.link_rate_bps) {
+            let t = self
+                .pfc_thresholds_for(k.ports, k.max_rate_bps)
+                .map_err(|e| match e {
+                    SimConfigError::Invalid { field, reason } => SimConfigError::Invalid {
+                        field,
+                        reason: format!("{} switches ({} ports): {reason}", k.name, k.ports),
+                    },
+                })?;
+            first = first.or(Some(t));
+        }
+        Ok(first.flatten())
+    }
+
+    /// The PFC thresholds of one switch with `ports` ports whose fastest link runs at
+    /// `link_rate_bps`; `Ok(None)` when PFC is off. Same rules as
+    /// [`SimConfig::pfc_thresholds`] with `hosts` replaced by `ports` and the bandwidth-delay
+    /// product taken at `link_rate_bps`.
+    ///
+    /// # Errors
+    /// As [`SimConfig::pfc_thresholds`].
+    pub fn pfc_thresholds_for(
+        &self,
+        ports: u64,
+        link_rate_bps: u64,
+    ) -> Result<Option<PfcThresholds>, SimConfigError> {
         let Some(pfc) = self.pfc else { return Ok(None) };
-        let ports = self.hosts.max(1) as u64;
+        let ports = ports.max(1);
         let headroom = pfc.headroom_bytes.unwrap_or_else(|| {
-            2 * self.link_bdp_bytes() + 2 * self.max_packet_wire_bytes() + PFC_FRAME_BYTES as u64
+            2 * self.bdp_bytes_at(link_rate_bps)
+                + 2 * self.max_packet_wire_bytes()
+                + PFC_FRAME_BYTES as u64
         });
         let per_port = self.switch_buffer_bytes / ports;
         let xoff = match pfc.xoff_bytes {
@@ -231,8 +278,10 @@ impl SimConfig {
     /// # Errors
     /// [`SimConfigError::Invalid`] naming the first offending field: `hosts` 0 or above 2^20,
     /// `link_rate_bps` 0, `mtu` 0 or above 65536, `switch_buffer_bytes` 0, `ack_every` 0,
-    /// `rnr_retry` above 7, `ecn.kmin_bytes > ecn.kmax_bytes`, `ecn.pmax` outside (0, 1], and
-    /// PFC thresholds that do not fit (see [`SimConfig::pfc_thresholds`]).
+    /// `rnr_retry` above 7, `ecn.kmin_bytes > ecn.kmax_bytes`, `ecn.pmax` outside (0, 1], a
+    /// topology with bad parameters or a host count other than its own (`topology.*`,
+    /// `hosts`), and PFC thresholds that do not fit some switch (see
+    /// [`SimConfig::pfc_thresholds`]).
     pub fn validate(&self) -> Result<(), SimConfigError> {
         if self.hosts == 0 || self.hosts > MAX_HOSTS {
             return Err(invalid(
@@ -281,6 +330,7 @@ impl SimConfig {
                 ));
             }
         }
+        self.topology.validate(self.hosts)?;
         self.pfc_thresholds()?;
         Ok(())
     }
