@@ -171,12 +171,19 @@ impl SimConfig {
 
     /// The PFC thresholds in force, `Ok(None)` when PFC is off.
     ///
-    /// Defaults (per port, bytes): `headroom = 2·bdp + 2·max_packet + 84`, i.e. the data a
-    /// sender can still put on the wire after the switch decides XOFF: the bytes in flight on
-    /// the link both ways (2·`link_bdp_bytes`), one maximum packet the switch is sending ahead
-    /// of the PAUSE, one the host has just started, and the PAUSE frame's own serialization;
+    /// Defaults (per port, bytes): `headroom = 2·bdp + 3·max_packet + 84`, the most a port's
+    /// ingress count can exceed XOFF by (IEEE 802.1Qbb Annex O's delay budget, without the
+    /// interface and higher-layer delays the model does not have): the packet that crossed
+    /// XOFF (up to one `max_packet_wire_bytes` above it), then everything the peer can still
+    /// put on the wire: one maximum packet the switch port may be sending ahead of the PAUSE,
+    /// the PAUSE frame's serialization (84), its propagation (`bdp`), one maximum packet the
+    /// peer has just started, and the bytes in flight towards the switch (`bdp`), where `bdp`
+    /// is [`SimConfig::link_bdp_bytes`] at the port's link rate;
     /// `xoff = switch_buffer_bytes/hosts − headroom`; `xon = xoff − 2·(mtu + header_bytes)`
-    /// (saturating at 0).
+    /// (saturating at 0). More than two packets must arrive between an XON and the next
+    /// XOFF, while an XON waits at most one maximum packet, so a pending XON has always left
+    /// before the next XOFF is queued. Every port can therefore hold `xoff + headroom` at
+    /// once without overflowing the buffer: the fabric is lossless whatever the traffic.
     ///
     /// For a multi-switch [`Topology`] every kind of switch is checked with its own port
     /// count and fastest link (see [`SimConfig::pfc_thresholds_for`]), and the thresholds of
@@ -221,7 +228,7 @@ impl SimConfig {
         let ports = ports.max(1);
         let headroom = pfc.headroom_bytes.unwrap_or_else(|| {
             2 * self.bdp_bytes_at(link_rate_bps)
-                + 2 * self.max_packet_wire_bytes()
+                + 3 * self.max_packet_wire_bytes()
                 + PFC_FRAME_BYTES as u64
         });
         let per_port = self.switch_buffer_bytes / ports;
@@ -394,8 +401,8 @@ mod tests {
 
     #[test]
     fn pfc_defaults_and_headroom_that_cannot_fit() {
-        // 4 ports, 1 MiB: headroom = 2·12_500 + 2·(1024+82+20) + 84 = 27_336;
-        // xoff = 1_048_576/4 − 27_336 = 234_808; xon = xoff − 2·1106 = 232_596.
+        // 4 ports, 1 MiB: headroom = 2·12_500 + 3·(1024+82+20) + 84 = 28_462;
+        // xoff = 1_048_576/4 − 28_462 = 233_682; xon = xoff − 2·1106 = 231_470.
         let c = SimConfig {
             hosts: 4,
             switch_buffer_bytes: 1 << 20,
@@ -403,10 +410,10 @@ mod tests {
             ..Default::default()
         };
         let t = c.pfc_thresholds().unwrap().unwrap();
-        assert_eq!(t.headroom_bytes, 27_336);
-        assert_eq!(t.xoff_bytes, 234_808);
-        assert_eq!(t.xon_bytes, 232_596);
-        // 256 ports × 27_336 B headroom = 6.998 MB > 4 MiB: the headroom cannot fit.
+        assert_eq!(t.headroom_bytes, 28_462);
+        assert_eq!(t.xoff_bytes, 233_682);
+        assert_eq!(t.xon_bytes, 231_470);
+        // 256 ports × 28_462 B headroom = 7.286 MB > 4 MiB: the headroom cannot fit.
         let c = SimConfig {
             hosts: 256,
             switch_buffer_bytes: 4 << 20,
@@ -420,7 +427,7 @@ mod tests {
                 ..
             })
         ));
-        // Explicit xoff too large for the static reservation: 2 × (600_000 + 27_336) > 1 MiB.
+        // Explicit xoff too large for the static reservation: 2 × (600_000 + 28_462) > 1 MiB.
         let c = SimConfig {
             switch_buffer_bytes: 1 << 20,
             pfc: Some(PfcConfig {
