@@ -1,6 +1,7 @@
 //! Simulation parameters, their defaults and validation.
 
 use crate::dcqcn::DcqcnConfig;
+use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use xrdma::Time;
@@ -58,11 +59,11 @@ pub struct PfcThresholds {
     pub headroom_bytes: u64,
 }
 
-/// Parameters of a star-topology simulation: `hosts` hosts with one NIC each, all on one
-/// output-queued switch (host `i` on switch port `i`).
+/// Parameters of a simulation: `hosts` hosts with one NIC each, on the output-queued
+/// switches of `topology` (by default one switch, host `i` on switch port `i`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
-    /// Number of hosts (= switch ports). Default 2.
+    /// Number of hosts (= switch ports in a star). Default 2.
     pub hosts: u32,
     /// Rate of every link direction, bits per second. Default 100 Gb/s.
     pub link_rate_bps: u64,
@@ -109,6 +110,10 @@ pub struct SimConfig {
     /// reads return zeros, writes and DMA copies are skipped (for large benchmarks). Default
     /// `true`.
     pub carry_payload: bool,
+    /// Network shape. Default [`Topology::Star`]; for the others `hosts` must equal
+    /// [`Topology::host_count`].
+    #[serde(default)]
+    pub topology: Topology,
 }
 
 impl Default for SimConfig {
@@ -131,6 +136,7 @@ impl Default for SimConfig {
             local_ack_timeout: 8,
             retry_cnt: 7,
             carry_payload: true,
+            topology: Topology::Star,
         }
     }
 }
@@ -166,7 +172,12 @@ impl SimConfig {
     /// Bytes a link carries during `link_delay`: `ceil(link_delay · link_rate_bps / 8)`
     /// (bandwidth-delay product of one direction).
     pub fn link_bdp_bytes(&self) -> u64 {
-        let bits = self.link_delay.as_ps() as u128 * self.link_rate_bps as u128;
+        self.bdp_bytes_at(self.link_rate_bps)
+    }
+
+    /// Bytes a link at `rate_bps` carries during `link_delay`, rounded up.
+    fn bdp_bytes_at(&self, rate_bps: u64) -> u64 {
+        let bits = self.link_delay.as_ps() as u128 * rate_bps as u128;
         let bytes = bits.div_ceil(8 * 1_000_000_000_000u128);
         u64::try_from(bytes).unwrap_or(u64::MAX)
     }
@@ -183,22 +194,65 @@ impl SimConfig {
 
     /// The PFC thresholds in force, `Ok(None)` when PFC is off.
     ///
-    /// Defaults (per port, bytes): `headroom = 2·bdp + 2·max_packet + 84`, i.e. the data a
-    /// sender can still put on the wire after the switch decides XOFF: the bytes in flight on
-    /// the link both ways (2·`link_bdp_bytes`), one maximum packet the switch is sending ahead
-    /// of the PAUSE, one the host has just started, and the PAUSE frame's own serialization;
+    /// Defaults (per port, bytes): `headroom = 2·bdp + 3·max_packet + 84`, the most a port's
+    /// ingress count can exceed XOFF by (IEEE 802.1Qbb Annex O's delay budget, without the
+    /// interface and higher-layer delays the model does not have): the packet that crossed
+    /// XOFF (up to one `max_packet_wire_bytes` above it), then everything the peer can still
+    /// put on the wire: one maximum packet the switch port may be sending ahead of the PAUSE,
+    /// the PAUSE frame's serialization (84), its propagation (`bdp`), one maximum packet the
+    /// peer has just started, and the bytes in flight towards the switch (`bdp`), where `bdp`
+    /// is [`SimConfig::link_bdp_bytes`] at the port's link rate;
     /// `xoff = switch_buffer_bytes/hosts − headroom`; `xon = xoff − 2·(mtu + header_bytes)`
-    /// (saturating at 0).
+    /// (saturating at 0). More than two packets must arrive between an XON and the next
+    /// XOFF, while an XON waits at most one maximum packet, so a pending XON has always left
+    /// before the next XOFF is queued. Every port can therefore hold `xoff + headroom` at
+    /// once without overflowing the buffer: the fabric is lossless whatever the traffic.
+    ///
+    /// For a multi-switch [`Topology`] every kind of switch is checked with its own port
+    /// count and fastest link (see [`SimConfig::pfc_thresholds_for`]), and the thresholds of
+    /// the first kind (leaf, edge) are returned.
     ///
     /// # Errors
     /// [`SimConfigError::Invalid`] when the static per-port reservation
     /// `hosts·(xoff + headroom)` exceeds `switch_buffer_bytes`, when `xon > xoff`, or when
-    /// `xoff` is 0.
+    /// `xoff` is 0; for a multi-switch topology the reason names the kind of switch.
     pub fn pfc_thresholds(&self) -> Result<Option<PfcThresholds>, SimConfigError> {
+        if self.topology == Topology::Star {
+            return self.pfc_thresholds_for(self.hosts as u64, self.link_rate_bps);
+        }
+        let mut first = None;
+        for k in self.topology.switch_kinds(self.hosts, self.link_rate_bps) {
+            let t = self
+                .pfc_thresholds_for(k.ports, k.max_rate_bps)
+                .map_err(|e| match e {
+                    SimConfigError::Invalid { field, reason } => SimConfigError::Invalid {
+                        field,
+                        reason: format!("{} switches ({} ports): {reason}", k.name, k.ports),
+                    },
+                })?;
+            first = first.or(Some(t));
+        }
+        Ok(first.flatten())
+    }
+
+    /// The PFC thresholds of one switch with `ports` ports whose fastest link runs at
+    /// `link_rate_bps`; `Ok(None)` when PFC is off. Same rules as
+    /// [`SimConfig::pfc_thresholds`] with `hosts` replaced by `ports` and the bandwidth-delay
+    /// product taken at `link_rate_bps`.
+    ///
+    /// # Errors
+    /// As [`SimConfig::pfc_thresholds`].
+    pub fn pfc_thresholds_for(
+        &self,
+        ports: u64,
+        link_rate_bps: u64,
+    ) -> Result<Option<PfcThresholds>, SimConfigError> {
         let Some(pfc) = self.pfc else { return Ok(None) };
-        let ports = self.hosts.max(1) as u64;
+        let ports = ports.max(1);
         let headroom = pfc.headroom_bytes.unwrap_or_else(|| {
-            2 * self.link_bdp_bytes() + 2 * self.max_packet_wire_bytes() + PFC_FRAME_BYTES as u64
+            2 * self.bdp_bytes_at(link_rate_bps)
+                + 3 * self.max_packet_wire_bytes()
+                + PFC_FRAME_BYTES as u64
         });
         let per_port = self.switch_buffer_bytes / ports;
         let xoff = match pfc.xoff_bytes {
@@ -255,8 +309,10 @@ impl SimConfig {
     /// [`SimConfigError::Invalid`] naming the first offending field: `hosts` 0 or above 2^20,
     /// `link_rate_bps` 0, `mtu` 0 or above 65536, `switch_buffer_bytes` 0, `ack_every` 0,
     /// `rnr_retry` above 7, `min_rnr_timer` or `local_ack_timeout` above 31, `retry_cnt` above
-    /// 7, DCQCN parameters ([`DcqcnConfig::validate`]), `ecn.kmin_bytes > ecn.kmax_bytes`, `ecn.pmax` outside (0, 1], and
-    /// PFC thresholds that do not fit (see [`SimConfig::pfc_thresholds`]).
+    /// 7, DCQCN parameters ([`DcqcnConfig::validate`]), `ecn.kmin_bytes > ecn.kmax_bytes`,
+    /// `ecn.pmax` outside (0, 1], a topology with bad parameters or a host count other than its
+    /// own (`topology.*`, `hosts`), and PFC thresholds that do not fit some switch (see
+    /// [`SimConfig::pfc_thresholds`]).
     pub fn validate(&self) -> Result<(), SimConfigError> {
         if self.hosts == 0 || self.hosts > MAX_HOSTS {
             return Err(invalid(
@@ -326,6 +382,7 @@ impl SimConfig {
                 ));
             }
         }
+        self.topology.validate(self.hosts)?;
         self.pfc_thresholds()?;
         Ok(())
     }
@@ -389,8 +446,8 @@ mod tests {
 
     #[test]
     fn pfc_defaults_and_headroom_that_cannot_fit() {
-        // 4 ports, 1 MiB: headroom = 2·12_500 + 2·(1024+82+20) + 84 = 27_336;
-        // xoff = 1_048_576/4 − 27_336 = 234_808; xon = xoff − 2·1106 = 232_596.
+        // 4 ports, 1 MiB: headroom = 2·12_500 + 3·(1024+82+20) + 84 = 28_462;
+        // xoff = 1_048_576/4 − 28_462 = 233_682; xon = xoff − 2·1106 = 231_470.
         let c = SimConfig {
             hosts: 4,
             switch_buffer_bytes: 1 << 20,
@@ -398,10 +455,10 @@ mod tests {
             ..Default::default()
         };
         let t = c.pfc_thresholds().unwrap().unwrap();
-        assert_eq!(t.headroom_bytes, 27_336);
-        assert_eq!(t.xoff_bytes, 234_808);
-        assert_eq!(t.xon_bytes, 232_596);
-        // 256 ports × 27_336 B headroom = 6.998 MB > 4 MiB: the headroom cannot fit.
+        assert_eq!(t.headroom_bytes, 28_462);
+        assert_eq!(t.xoff_bytes, 233_682);
+        assert_eq!(t.xon_bytes, 231_470);
+        // 256 ports × 28_462 B headroom = 7.286 MB > 4 MiB: the headroom cannot fit.
         let c = SimConfig {
             hosts: 256,
             switch_buffer_bytes: 4 << 20,
@@ -415,7 +472,7 @@ mod tests {
                 ..
             })
         ));
-        // Explicit xoff too large for the static reservation: 2 × (600_000 + 27_336) > 1 MiB.
+        // Explicit xoff too large for the static reservation: 2 × (600_000 + 28_462) > 1 MiB.
         let c = SimConfig {
             switch_buffer_bytes: 1 << 20,
             pfc: Some(PfcConfig {

@@ -13,9 +13,10 @@ pub(crate) enum Event {
     HostTxDone(u32),
     /// The head packet in flight on host `0`'s uplink reaches the switch.
     UpArrive(u32),
-    /// Switch port `0` finished serializing its current packet onto the downlink.
+    /// Global switch port `0` finished serializing its current packet onto its link.
     SwitchTxDone(u32),
-    /// The head packet in flight on the downlink of port `0` reaches the host.
+    /// The head packet in flight on the link of global port `0` reaches its peer (a host or
+    /// another switch's port).
     DownArrive(u32),
     /// The RNR timer of QP index `qp` on `host` expires.
     RnrTimer {

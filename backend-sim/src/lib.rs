@@ -1,9 +1,11 @@
 //! # xrdma-sim — a deterministic packet-level RDMA network simulator
 //!
-//! A star topology: `hosts` hosts, each with one RoCEv2 NIC, on one output-queued switch with a
-//! shared buffer, RED-style ECN marking and PFC. Every NIC implements [`xrdma::Transport`]
-//! (through [`HostTransport`]) with RC semantics: PSNs, cumulative ACKs, RNR NAKs, CNPs, real
-//! bytes copied from the sender's memory into the receiver's at delivery.
+//! `hosts` hosts, each with one RoCEv2 NIC, on one output-queued switch (the default star) or
+//! on the switches of a leaf-spine or k-ary fat-tree with per-QP ECMP ([`Topology`]); every
+//! switch has a shared buffer, RED-style ECN marking and PFC (switch-to-switch too). Every NIC
+//! implements [`xrdma::Transport`] (through [`HostTransport`]) with RC semantics: PSNs,
+//! cumulative ACKs, RNR NAKs, CNPs, real bytes copied from the sender's memory into the
+//! receiver's at delivery.
 //!
 //! Time is integer picoseconds ([`xrdma::Time`]). Events sit in a binary heap keyed by
 //! `(time, insertion sequence)`, so equal-time events run in scheduling order and the same
@@ -56,8 +58,10 @@ mod nic;
 mod pacing;
 mod packet;
 mod retransmit;
+mod routing;
 mod stats;
 mod switch;
+mod topology;
 mod transport;
 
 pub use config::{
@@ -67,15 +71,17 @@ pub use config::{
 pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFERENCE_RATE_BPS};
 pub use ib_timers::{local_ack_timeout, rnr_timer};
 pub use stats::SimStats;
+pub use switch::{PortStats, SwitchStats};
+pub use topology::{PortPeer, Topology};
 pub use transport::HostTransport;
 
 use engine::{Event, EventQueue};
 use nic::Host;
 use packet::PacketPool;
-use switch::Switch;
+use switch::Fabric;
 use xrdma::Time;
 
-/// A host index; host `i` is on switch port `i`.
+/// A host index; in a star, host `i` is on switch port `i` (see [`Topology`] for the others).
 pub type HostId = u32;
 
 /// One simulated network: hosts, their NICs, the switch, and the event queue.
@@ -86,7 +92,7 @@ pub struct Simulation {
     queue: EventQueue,
     pool: PacketPool,
     hosts: Vec<Host>,
-    switch: Switch,
+    fabric: Fabric,
     /// Serialization time of a `b`-byte packet at the link rate, indexed by `b`.
     ser: Vec<Time>,
     stats: SimStats,
@@ -103,7 +109,6 @@ impl Simulation {
     /// [`SimConfigError`] when `cfg` does not validate ([`SimConfig::validate`]).
     pub fn new(cfg: SimConfig) -> Result<Self, SimConfigError> {
         cfg.validate()?;
-        let pfc = cfg.pfc_thresholds()?;
         let max_wire = (cfg.mtu + cfg.header_bytes + RETH_BYTES + IMMDT_BYTES + AETH_BYTES)
             .max(cfg.header_bytes + CNP_EXTRA_BYTES)
             .max(PFC_FRAME_BYTES);
@@ -111,7 +116,7 @@ impl Simulation {
             .map(|b| Time::serialization(b, cfg.link_rate_bps))
             .collect();
         let hosts = (0..cfg.hosts).map(Host::new).collect();
-        let switch = Switch::new(&cfg, pfc);
+        let fabric = Fabric::new(&cfg, max_wire)?;
         let mut hosts: Vec<Host> = hosts;
         for h in &mut hosts {
             h.mem.set_carry_payload(cfg.carry_payload);
@@ -122,7 +127,7 @@ impl Simulation {
             queue: EventQueue::new(),
             pool: PacketPool::default(),
             hosts,
-            switch,
+            fabric,
             ser,
             stats: SimStats::default(),
             ready_list: Vec::new(),

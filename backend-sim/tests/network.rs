@@ -36,8 +36,8 @@ fn incast(cfg: SimConfig, n: u32, bytes: u32) -> Incast {
     Incast { sim, senders, dst }
 }
 
-/// 9 hosts, per-port share 47_336 B: default headroom 2·12_500 + 2·1126 + 84 = 27_336 B, so
-/// XOFF = 20_000 B; the buffer (426_024 B) is a fifth of the 8 × 256 KiB burst.
+/// 9 hosts, per-port share 47_336 B: default headroom 2·12_500 + 3·1126 + 84 = 28_462 B, so
+/// XOFF = 18_874 B; the buffer (426_024 B) is a fifth of the 8 × 256 KiB burst.
 fn tiny_buffer(pfc: bool) -> SimConfig {
     SimConfig {
         switch_buffer_bytes: 9 * 47_336,
