@@ -32,7 +32,7 @@ pub struct DcqcnConfig {
     /// α decay period K: α ← (1 − g)·α for every `alpha_update` without a CNP. Default 55 µs
     /// (Zhu et al. 2015; HPCC artifact `ALPHA_RESUME_INTERVAL 55`).
     pub alpha_update: Time,
-    /// Rate-increase timer period T. Default 300 µs (DESIGN §4).
+    /// Rate-increase timer period T. Default 300 µs (the HPCC ns-3 artifact's DCQCN setting).
     pub rate_increase_timer: Time,
     /// Byte counter B: one rate-increase event per `byte_counter_bytes` wire bytes sent.
     /// Default 10 MB = 10^7 bytes (Zhu et al. 2015, B = 10 MB).
@@ -46,7 +46,7 @@ pub struct DcqcnConfig {
     /// Hyper increase step R_HAI, bits per second; `None` = 50 Mb/s scaled by
     /// `link_rate_bps / 25 Gb/s` (HPCC artifact `RATE_HAI 50Mb/s` at 25 Gb/s).
     pub rate_hai_bps: Option<u64>,
-    /// Floor of R_C, bits per second. Default 1 Gb/s (DESIGN §4).
+    /// Floor of R_C, bits per second. Default 1 Gb/s (the HPCC ns-3 artifact's minimum rate).
     pub min_rate_bps: u64,
 }
 
@@ -159,10 +159,10 @@ pub struct DcqcnParams {
 pub enum IncreasePhase {
     /// Both stage counts ≤ F: R_C ← (R_T + R_C)/2.
     FastRecovery,
-    /// One stage count > F: R_T ← R_T + R_AI, then R_C ← (R_T + R_C)/2.
+    /// Only the byte-counter stage BC > F: R_T ← R_T + R_AI, then R_C ← (R_T + R_C)/2.
     Additive,
-    /// Both stage counts > F: R_T ← R_T + i·R_HAI with i = min(T, BC) − F, then
-    /// R_C ← (R_T + R_C)/2.
+    /// The timer stage T > F (or both > F): R_T ← R_T + i·R_HAI, then R_C ← (R_T + R_C)/2
+    /// (see [`DcqcnState::increase`]).
     Hyper,
 }
 
@@ -271,21 +271,30 @@ impl DcqcnState {
         }
     }
 
-    /// One rate-increase event with the current stage counts; returns the rule applied.
-    /// R_T and R_C are capped at the line rate.
+    /// One rate-increase event with the current stage counts T (timer) and BC (byte counter);
+    /// returns the rule applied. R_T and R_C are capped at the line rate.
+    ///
+    /// - Fast recovery while both T ≤ F and BC ≤ F: R_C ← (R_T + R_C)/2.
+    /// - Hyper increase when the timer alone has passed F (T > F), or both have (Zhu et al.
+    ///   §3.3): R_T ← R_T + i·R_HAI with i = T − F, or min(T, BC) − F when both have, then
+    ///   R_C ← (R_T + R_C)/2. The timer-alone rule is the one of the HPCC ns-3 artifact's
+    ///   Mellanox model, whose 300 µs timer and 5/50 Mb/s steps are our defaults: with the
+    ///   paper's both-counters rule a 10 MB byte counter at a few Gb/s takes tens of
+    ///   milliseconds per stage, and a QP cut to the minimum rate would need seconds of
+    ///   5 Mb/s additive steps to return to line rate.
+    /// - Additive increase when only the byte counter has passed F: R_T ← R_T + R_AI, then
+    ///   R_C ← (R_T + R_C)/2.
     pub fn increase(&mut self, p: &DcqcnParams) -> IncreasePhase {
-        let (hi, lo) = (
-            self.timer_stage.max(self.byte_stage),
-            self.timer_stage.min(self.byte_stage),
-        );
-        let phase = if hi <= p.f {
+        let (t, bc) = (self.timer_stage, self.byte_stage);
+        let phase = if t <= p.f && bc <= p.f {
             IncreasePhase::FastRecovery
-        } else if lo <= p.f {
+        } else if t > p.f {
+            let i = if bc > p.f { t.min(bc) - p.f } else { t - p.f };
+            self.rt_bps += f64::from(i) * p.hai_bps;
+            IncreasePhase::Hyper
+        } else {
             self.rt_bps += p.ai_bps;
             IncreasePhase::Additive
-        } else {
-            self.rt_bps += (lo - p.f) as f64 * p.hai_bps;
-            IncreasePhase::Hyper
         };
         self.rt_bps = self.rt_bps.min(p.line_bps);
         self.rc_bps = ((self.rt_bps + self.rc_bps) / 2.0).min(p.line_bps);

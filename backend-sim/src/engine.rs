@@ -25,14 +25,9 @@ pub(crate) enum Event {
         /// QP index on that host.
         qp: u32,
     },
-    /// A wake-up requested for `host`; ignored unless `gen` is the host's current wake
-    /// generation.
-    Wake {
-        /// Host index.
-        host: u32,
-        /// Wake generation.
-        gen: u32,
-    },
+    /// A wake-up requested for host `0`; it counts only if it is the host's queued wake and
+    /// the host still wants to be woken at this time (see `Simulation::set_wake`).
+    Wake(u32),
     /// Host `0`'s NIC may send again: the earliest time a rate-limited QP becomes eligible
     /// (at most one pending per NIC that matters; stale ones are ignored).
     NicWake(u32),
@@ -55,7 +50,7 @@ impl Event {
             Event::SwitchTxDone(p) => (3, p as u64),
             Event::DownArrive(p) => (4, p as u64),
             Event::RnrTimer { host, qp } => (5, (host as u64) << 32 | qp as u64),
-            Event::Wake { host, gen } => (6, (host as u64) << 32 | gen as u64),
+            Event::Wake(host) => (6, host as u64),
             Event::NicWake(h) => (10, h as u64),
             Event::RetransmitTimer { host, qp } => (11, (host as u64) << 32 | qp as u64),
         }

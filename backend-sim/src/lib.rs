@@ -169,12 +169,17 @@ impl Simulation {
             let Some((t, ev)) = self.queue.pop() else {
                 break;
             };
-            // A wake that was replaced or cancelled is stale: it must not move the clock (a
-            // cancelled 100 ms ACK timer would otherwise stretch the simulated time).
-            if let Event::Wake { host, gen } = ev {
-                if self.hosts[host as usize].wake_gen != gen {
-                    continue;
-                }
+            // A lazy timer that is not due (replaced, postponed or cancelled) must not move the
+            // clock: a cancelled 100 ms ACK timer or a disarmed 67 ms retransmission timer
+            // would otherwise stretch the simulated time past the last real event.
+            let due = match ev {
+                Event::Wake(host) => self.wake_due(host, t),
+                Event::NicWake(h) => self.hosts[h as usize].pace_wake == t,
+                Event::RetransmitTimer { host, qp } => self.retransmit_due(host, qp, t),
+                _ => true,
+            };
+            if !due {
+                continue;
             }
             self.now = t;
             self.dispatch(ev);
@@ -190,15 +195,40 @@ impl Simulation {
 
     /// Ask to be woken for `host` at `at` (replaces an earlier request; [`Time::MAX`] cancels).
     /// A time in the past wakes at `now()`. Unknown hosts are ignored.
+    ///
+    /// At most one wake event per host counts at a time. A later request than the queued one
+    /// pushes nothing: when the queued event fires early it re-arms itself for the request, so
+    /// a driver that moves its deadline on every turn (an ACK timer) does not flood the heap.
     pub fn set_wake(&mut self, host: HostId, at: Time) {
+        let now = self.now;
         let Some(h) = self.hosts.get_mut(host as usize) else {
             return;
         };
-        h.wake_gen = h.wake_gen.wrapping_add(1);
-        if at != Time::MAX {
-            let gen = h.wake_gen;
-            self.queue.push(at.max(self.now), Event::Wake { host, gen });
+        let at = if at == Time::MAX { at } else { at.max(now) };
+        h.wake_at = at;
+        if at < h.wake_queued {
+            h.wake_queued = at;
+            self.queue.push(at, Event::Wake(host));
         }
+    }
+
+    /// A wake event for `host` fired at `t`: whether the host is due now. An event that is not
+    /// the queued one is stale; the queued one re-arms for a later request.
+    fn wake_due(&mut self, host: HostId, t: Time) -> bool {
+        let h = &mut self.hosts[host as usize];
+        if h.wake_queued != t {
+            return false;
+        }
+        h.wake_queued = Time::MAX;
+        if h.wake_at == t {
+            h.wake_at = Time::MAX;
+            return true;
+        }
+        if h.wake_at != Time::MAX {
+            h.wake_queued = h.wake_at;
+            self.queue.push(h.wake_at, Event::Wake(host));
+        }
+        false
     }
 
     /// Counters so far (see [`SimStats`] for each field's meaning).
@@ -247,11 +277,7 @@ impl Simulation {
             Event::SwitchTxDone(p) => self.on_switch_tx_done(p),
             Event::DownArrive(p) => self.on_down_arrive(p),
             Event::RnrTimer { host, qp } => self.on_rnr_timer(host, qp),
-            Event::Wake { host, gen } => {
-                if self.hosts[host as usize].wake_gen == gen {
-                    self.mark_ready(host);
-                }
-            }
+            Event::Wake(host) => self.mark_ready(host),
             Event::NicWake(h) => self.on_nic_wake(h),
             Event::RetransmitTimer { host, qp } => self.on_retransmit_timer(host, qp),
         }

@@ -224,7 +224,10 @@ pub(crate) struct Host {
     paused_total: Time,
     /// Packets on the uplink, with their arrival times at the switch.
     up: VecDeque<(Time, u32)>,
-    pub wake_gen: u32,
+    /// When the driver wants this host woken ([`Time::MAX`]: never).
+    pub wake_at: Time,
+    /// Time of the one wake event that counts ([`Time::MAX`]: none queued).
+    pub wake_queued: Time,
     pub ready: bool,
 }
 
@@ -244,7 +247,8 @@ impl Host {
             paused_since: Time::ZERO,
             paused_total: Time::ZERO,
             up: VecDeque::new(),
-            wake_gen: 0,
+            wake_at: Time::MAX,
+            wake_queued: Time::MAX,
             ready: false,
         }
     }

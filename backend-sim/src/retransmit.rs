@@ -69,28 +69,35 @@ impl Simulation {
         }
     }
 
-    /// The retransmission timer event of QP `qi` on host `h`.
+    /// A retransmission timer event of QP `qi` on host `h` fired at `t`: whether it is due.
+    /// A disarmed timer is dropped; one that fired before its (moved) deadline re-queues
+    /// itself at the deadline. Neither moves the clock.
+    pub(crate) fn retransmit_due(&mut self, h: u32, qi: u32, t: Time) -> bool {
+        let Some(qp) = self.hosts[h as usize].qps.get_mut(qi as usize) else {
+            return false;
+        };
+        qp.rto_pending = false;
+        if qp.state != crate::nic::QpState::Rts || qp.rto_deadline == Time::MAX {
+            return false;
+        }
+        if t < qp.rto_deadline {
+            qp.rto_pending = true;
+            let at = qp.rto_deadline;
+            self.queue
+                .push(at, Event::RetransmitTimer { host: h, qp: qi });
+            return false;
+        }
+        true
+    }
+
+    /// The retransmission timer of QP `qi` on host `h` expired (see
+    /// [`Simulation::retransmit_due`]): go back to the oldest unacknowledged PSN, or fail the
+    /// QP after `retry_cnt` retries.
     pub(crate) fn on_retransmit_timer(&mut self, h: u32, qi: u32) {
         let qi = qi as usize;
         let Some(qp) = self.hosts[h as usize].qps.get_mut(qi) else {
             return;
         };
-        qp.rto_pending = false;
-        if qp.state != crate::nic::QpState::Rts || qp.rto_deadline == Time::MAX {
-            return;
-        }
-        if self.now < qp.rto_deadline {
-            qp.rto_pending = true;
-            let at = qp.rto_deadline;
-            self.queue.push(
-                at,
-                Event::RetransmitTimer {
-                    host: h,
-                    qp: qi as u32,
-                },
-            );
-            return;
-        }
         self.stats.retransmit_timeouts += 1;
         qp.rto_deadline = Time::MAX;
         let Some(front) = qp.sq.front().copied() else {

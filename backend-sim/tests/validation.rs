@@ -1,5 +1,5 @@
 //! Validation suite: simulated times and counts against analytical values derived in the
-//! comments (store-and-forward timing, the incast bound of DESIGN §4, the RED marking law of
+//! comments (store-and-forward timing, the N-to-1 incast bound T*, the RED marking law of
 //! DCQCN, determinism), on a star and on multi-switch topologies.
 //!
 //! Notation: every link runs at B = 100 Gb/s (80 ps per byte) with D = 1 µs one way unless
@@ -154,7 +154,7 @@ fn incast_to(
 ///   to the receiver and its ACK at least two links back, 2·(ser(86) + D). With the nearest
 ///   sender one switch away: T_lb = ser(1122) + D + 80·n·(bytes/1024·1106 + 16) + D
 ///   + 2·(ser(86) + D).
-/// - DESIGN §4's T* = N·S·(1 + header/MTU)/B + base RTT, base RTT = 2m+2 links of data and
+/// - the usual T* = N·S·(1 + header/MTU)/B + base RTT, base RTT = 2m+2 links of data and
 ///   ACK serialization plus propagation: (m+1)·(ser(1106) + D) + (m+1)·(ser(86) + D). T*
 ///   counts the bottleneck serialization of one data packet twice (once in N·S·(1+h/MTU)/B,
 ///   once in the base RTT) and leaves out the RETH bytes, so it is not itself a strict lower
@@ -315,7 +315,7 @@ fn ecn_marking_threshold_end_to_end_is_exact() {
 
 #[test]
 fn ecn_marking_probability_follows_red_end_to_end() {
-    // Kmin 100_000, Kmax 400_000, Pmax 0.2 (DESIGN §4 / DCQCN). With q_k = (k−1)·1106:
+    // Kmin 100_000, Kmax 400_000, Pmax 0.2 (DCQCN defaults). With q_k = (k−1)·1106:
     // j = k − 1 ≤ 90 → p = 0 (q ≤ Kmin); 91 ≤ j ≤ 361 → p = 0.2·(1106·j − 100_000)/300_000;
     // j ≥ 362 → p = 1. Expected marks per run E = 2·Σ_j p(q_j), variance 2·Σ_j p(1−p)
     // (independent Bernoulli draws). Summed over 8 seeds, the count must lie within 4σ.
