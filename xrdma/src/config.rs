@@ -41,6 +41,10 @@ pub struct Config {
     /// First sequence number of each direction (default 0); tests set it near `u32::MAX` to
     /// exercise wrap-around.
     pub initial_seq: u32,
+    /// Whether the window adapts (grows with RTT, shrinks by β on ECN echoes). `false` keeps it
+    /// at `initial_window` for the connection's life (RTTs are still measured), to compare a
+    /// run with and without the middleware's own congestion reaction (default `true`).
+    pub adaptive_window: bool,
 }
 
 impl Default for Config {
@@ -57,6 +61,7 @@ impl Default for Config {
             recv_depth: 256,
             send_depth: 512,
             initial_seq: 0,
+            adaptive_window: true,
         }
     }
 }

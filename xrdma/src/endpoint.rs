@@ -275,14 +275,21 @@ impl Endpoint {
             queue: VecDeque::new(),
             inflight: VecDeque::new(),
             inflight_bytes: 0,
-            window: SendWindow::new(
-                c.initial_window,
-                c.min_window,
-                c.max_window,
-                c.alpha,
-                c.beta,
-                c.target_delay,
-            ),
+            window: {
+                let w = SendWindow::new(
+                    c.initial_window,
+                    c.min_window,
+                    c.max_window,
+                    c.alpha,
+                    c.beta,
+                    c.target_delay,
+                );
+                if c.adaptive_window {
+                    w
+                } else {
+                    w.fixed()
+                }
+            },
             sq_outstanding: 0,
             in_tx_ready: false,
             recv_cursor: 0,

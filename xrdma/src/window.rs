@@ -30,6 +30,7 @@ pub struct SendWindow {
     last_decrease: Option<Time>,
     growth_credit: f64,
     decreases: u64,
+    fixed: bool,
 }
 
 impl SendWindow {
@@ -54,7 +55,14 @@ impl SendWindow {
             last_decrease: None,
             growth_credit: 0.0,
             decreases: 0,
+            fixed: false,
         }
+    }
+
+    /// The same window, but fixed: RTTs are still recorded, the size never changes.
+    pub fn fixed(mut self) -> Self {
+        self.fixed = true;
+        self
     }
 
     /// Current window, bytes.
@@ -96,6 +104,9 @@ impl SendWindow {
             // srtt ← 7/8·srtt + 1/8·rtt, in integer picoseconds.
             Some(s) => Time((s.as_ps() / 8) * 7 + (s.as_ps() % 8) * 7 / 8 + rtt.as_ps() / 8),
         });
+        if self.fixed {
+            return;
+        }
         let a = self.growth_factor(rtt);
         // Whole bytes only; the fraction carries over so small ACKs still add up.
         self.growth_credit += a * acked as f64;
@@ -107,6 +118,9 @@ impl SendWindow {
     /// An ECN echo arrived at `now`. Applies `window ← max(min, β·window)` unless a decrease
     /// already happened less than one smoothed RTT ago; returns whether it applied.
     pub fn on_congestion(&mut self, now: Time) -> bool {
+        if self.fixed {
+            return false;
+        }
         if let (Some(last), Some(srtt)) = (self.last_decrease, self.srtt) {
             if now < last + srtt {
                 return false;
@@ -166,6 +180,15 @@ mod tests {
         w.on_ack(65536, Time::from_us(15));
         assert_eq!(w.bytes(), 65536 + 2048);
         assert_eq!(w.growth_factor(Time::from_us(30)), 0.0);
+    }
+
+    #[test]
+    fn a_fixed_window_never_moves_but_measures_rtt() {
+        let mut w = win(65536, 0.5).fixed();
+        w.on_ack(65536, Time::from_us(5));
+        assert!(!w.on_congestion(Time::from_us(100)));
+        assert_eq!((w.bytes(), w.decreases()), (65536, 0));
+        assert_eq!(w.min_rtt(), Some(Time::from_us(5)));
     }
 
     #[test]
