@@ -27,14 +27,18 @@
 #![warn(missing_docs)]
 
 mod check;
+mod dcqcn_section;
 mod error;
 mod sim_section;
+mod topology_section;
 pub mod units;
 mod workload;
 mod xrdma_section;
 
+pub use dcqcn_section::DcqcnSection;
 pub use error::{locate_key, Diagnostic, ScenarioError};
 pub use sim_section::{EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS};
+pub use topology_section::TopologySection;
 pub use workload::{Incast, MessageSpec, Workload};
 pub use xrdma_section::{XrdmaSection, MIN_FRAGMENT_SIZE};
 

@@ -1,6 +1,8 @@
 //! The `sim:` block: the simulated network (read by the simulator backend only).
 
 use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::dcqcn_section::DcqcnSection;
+use crate::topology_section::TopologySection;
 use crate::units::{Rate, Size, Span};
 use serde::{Deserialize, Deserializer};
 use xrdma::Time;
@@ -29,6 +31,21 @@ pub struct SimSection {
     /// At most one CNP per QP per this interval at the receiver (DCQCN NP). Default 50 µs
     /// (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015).
     pub cnp_interval: Time,
+    /// DCQCN rate control at every NIC; `None` (block absent) = none, `dcqcn: {}` = on with the
+    /// defaults.
+    pub dcqcn: Option<DcqcnSection>,
+    /// Minimum RNR NAK timer as the 5-bit IB code (IB Spec vol. 1 Table 45; 0 = 655.36 ms,
+    /// 1 = 10 µs). `None` = the simulator's default.
+    pub min_rnr_timer: Option<u8>,
+    /// RNR retries (3 bits, 7 = infinite). `None` = the simulator's default.
+    pub rnr_retry: Option<u8>,
+    /// Local ACK timeout as the 5-bit IB code (4.096 µs · 2^code, 0 = never): when the
+    /// go-back-N retransmission timer fires. `None` = the simulator's default.
+    pub local_ack_timeout: Option<u8>,
+    /// Retransmission retries before the QP fails (3 bits). `None` = the simulator's default.
+    pub retry_cnt: Option<u8>,
+    /// The fabric's shape. Default: every host on one switch.
+    pub topology: TopologySection,
 }
 
 impl Default for SimSection {
@@ -43,6 +60,12 @@ impl Default for SimSection {
             ecn: None,
             pfc: None,
             cnp_interval: Time::from_us(50),
+            dcqcn: None,
+            min_rnr_timer: None,
+            rnr_retry: None,
+            local_ack_timeout: None,
+            retry_cnt: None,
+            topology: TopologySection::Star,
         }
     }
 }
@@ -108,6 +131,12 @@ struct RawSim {
     ecn: Option<GivenEcn>,
     pfc: Option<PfcSection>,
     cnp_interval: Option<Span>,
+    dcqcn: Option<DcqcnSection>,
+    min_rnr_timer: Option<u8>,
+    rnr_retry: Option<u8>,
+    local_ack_timeout: Option<u8>,
+    retry_cnt: Option<u8>,
+    topology: Option<TopologySection>,
 }
 
 /// The keys an `ecn` mapping gave, checked on their own.
@@ -184,6 +213,12 @@ fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         ecn,
         pfc: raw.pfc,
         cnp_interval: raw.cnp_interval.map_or(d.cnp_interval, |t| t.0),
+        dcqcn: raw.dcqcn,
+        min_rnr_timer: raw.min_rnr_timer,
+        rnr_retry: raw.rnr_retry,
+        local_ack_timeout: raw.local_ack_timeout,
+        retry_cnt: raw.retry_cnt,
+        topology: raw.topology.unwrap_or_default(),
     })
 }
 

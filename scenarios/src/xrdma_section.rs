@@ -33,6 +33,9 @@ pub struct XrdmaSection {
     /// A fragment not ACKed within this time is reclaimed and reported as an error. Default
     /// 100 ms; > 0.
     pub ack_timeout: Time,
+    /// Whether the window adapts (grows with RTT, shrinks by β on ECN); `false` keeps it at
+    /// `initial-window`. Default `true`.
+    pub adaptive_window: bool,
 }
 
 impl Default for XrdmaSection {
@@ -49,6 +52,7 @@ impl Default for XrdmaSection {
             alpha: c.alpha,
             target_delay: c.target_delay,
             ack_timeout: c.ack_timeout,
+            adaptive_window: c.adaptive_window,
         }
     }
 }
@@ -64,6 +68,7 @@ struct RawXrdma {
     alpha: Option<f64>,
     target_delay: Option<Span>,
     ack_timeout: Option<Span>,
+    adaptive_window: Option<bool>,
 }
 
 /// The smallest fragment size accepted: 1 KiB, the smallest common RoCE MTU.
@@ -80,6 +85,7 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         alpha: raw.alpha.unwrap_or(d.alpha),
         target_delay: raw.target_delay.map_or(d.target_delay, |v| v.0),
         ack_timeout: raw.ack_timeout.map_or(d.ack_timeout, |v| v.0),
+        adaptive_window: raw.adaptive_window.unwrap_or(d.adaptive_window),
     };
     if s.fragment_size < MIN_FRAGMENT_SIZE {
         return Err(field_error(

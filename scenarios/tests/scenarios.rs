@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use xrdma::Time;
 use xrdma_scenario::{
-    load, parse, EcnSection, Incast, MessageSpec, PfcSection, Scenario, ScenarioError, SimSection,
-    Workload, XrdmaSection,
+    load, parse, DcqcnSection, EcnSection, Incast, MessageSpec, PfcSection, Scenario,
+    ScenarioError, SimSection, TopologySection, Workload, XrdmaSection,
 };
 
 const FILE: &str = "scenarios/x.yaml";
@@ -110,6 +110,7 @@ fn incast_256_is_as_specified() {
             }),
             pfc: Some(PfcSection::default()),
             cnp_interval: Time(50_000_000),
+            ..SimSection::default()
         }
     );
     assert_eq!(s.verbs, None);
@@ -149,6 +150,7 @@ fn defaults_are_filled_in() {
             alpha: 0.125,
             target_delay: Time(10_000_000),
             ack_timeout: Time(100_000_000_000),
+            adaptive_window: true,
         }
     );
     assert_eq!(s.sim, None);
@@ -170,6 +172,12 @@ fn defaults_are_filled_in() {
             ecn: None,
             pfc: None,
             cnp_interval: Time(50_000_000),
+            dcqcn: None,
+            min_rnr_timer: None,
+            rnr_retry: None,
+            local_ack_timeout: None,
+            retry_cnt: None,
+            topology: TopologySection::Star,
         })
     );
     // Partly given xrdma block: the rest keeps its defaults.
@@ -487,4 +495,62 @@ fn locate_key_finds_block_and_flow_keys_and_falls_back_to_parents() {
         Some((5, 3, 2))
     );
     assert_eq!(xrdma_scenario::locate_key(text, &["verbs"]), None);
+}
+
+#[test]
+fn dcqcn_block_and_ib_codes_are_read() {
+    let s = ok(&with(
+        "sim:\n  dcqcn: { g: 0.0625, min-rate: 2Gbps, rate-ai: 40Mbps, byte-counter: 1MiB }\n  min-rnr-timer: 12\n  local-ack-timeout: 14\n",
+    ));
+    let sim = s.sim.unwrap();
+    let d = sim.dcqcn.unwrap();
+    assert_eq!(d.g, Some(0.0625));
+    assert_eq!(d.min_rate_bps, Some(2_000_000_000));
+    assert_eq!(d.rate_ai_bps, Some(40_000_000));
+    assert_eq!(d.byte_counter_bytes, Some(1_048_576));
+    assert_eq!(d.alpha_update, None);
+    assert_eq!(
+        (sim.min_rnr_timer, sim.local_ack_timeout, sim.retry_cnt),
+        (Some(12), Some(14), None)
+    );
+    // `dcqcn: {}` turns it on with every default.
+    assert_eq!(
+        ok(&with("sim:\n  dcqcn: {}\n")).sim.unwrap().dcqcn,
+        Some(DcqcnSection::default())
+    );
+    let e = err(&with("sim:\n  dcqcn: { gain: 0.5 }\n"));
+    assert!(e.contains("unknown field `gain`"), "{e}");
+}
+
+#[test]
+fn topology_block_takes_exactly_one_kind() {
+    let t = |y: &str| {
+        ok(&with(&format!("sim:\n  topology: {y}\n")))
+            .sim
+            .unwrap()
+            .topology
+    };
+    assert_eq!(t("{ star: {} }"), TopologySection::Star);
+    assert_eq!(
+        t("{ leaf-spine: { leaves: 4, spines: 2, hosts-per-leaf: 8, uplink-rate: 40Gbps } }"),
+        TopologySection::LeafSpine {
+            leaves: 4,
+            spines: 2,
+            hosts_per_leaf: 8,
+            uplink_rate_bps: Some(40_000_000_000)
+        }
+    );
+    assert_eq!(
+        t("{ fat-tree: { k: 16 } }"),
+        TopologySection::FatTree {
+            k: 16,
+            hosts_per_edge: None
+        }
+    );
+    let e = err(&with(
+        "sim:\n  topology: { star: {}, fat-tree: { k: 4 } }\n",
+    ));
+    assert!(e.contains("exactly one topology kind"), "{e}");
+    let e = err(&with("sim:\n  topology: { torus: {} }\n"));
+    assert!(e.contains("unknown field `torus`"), "{e}");
 }
