@@ -200,6 +200,8 @@ pub enum Role {
     Sender(Sender),
     /// The receiver.
     Receiver(Receiver),
+    /// A host of the fabric that takes no part in the workload.
+    Idle,
 }
 
 impl Application for Role {
@@ -207,18 +209,21 @@ impl Application for Role {
         match self {
             Role::Sender(s) => s.on_event(now, ep, event),
             Role::Receiver(r) => r.on_event(now, ep, event),
+            Role::Idle => {}
         }
     }
     fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
         match self {
             Role::Sender(s) => s.on_turn(now, ep),
             Role::Receiver(r) => r.on_turn(now, ep),
+            Role::Idle => {}
         }
     }
     fn next_wake(&self) -> Option<Time> {
         match self {
             Role::Sender(s) => s.next_wake(),
             Role::Receiver(r) => r.next_wake(),
+            Role::Idle => None,
         }
     }
 }

@@ -4,5 +4,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod incast;
 pub mod sim_run;

@@ -42,6 +42,14 @@ enum Command {
         /// The scenario file (YAML).
         scenario: PathBuf,
     },
+    /// Benchmark the simulator: 256:1 x 2 MiB incasts (PFC only, DCQCN, through xrdma) and a
+    /// 1024-host fat-tree permutation; events, wall time, events/s and peak RSS per case, each
+    /// case in its own process.
+    Bench {
+        /// Run only this case (pfc-incast, dcqcn-incast, xrdma-incast, fattree-1024).
+        #[arg(long)]
+        case: Option<String>,
+    },
 }
 
 /// The run finished but its result shows a failure.
@@ -108,6 +116,29 @@ fn real_main() -> Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Bench { case: Some(case) } => {
+            let f = xrdma_testbed::bench::run_case(&case)?;
+            println!("{}", f.line());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { case: None } => {
+            let exe = std::env::current_exe().context("locating this executable")?;
+            println!("{}", xrdma_testbed::bench::BenchFigures::header());
+            for case in xrdma_testbed::bench::CASES {
+                let out = std::process::Command::new(&exe)
+                    .args(["bench", "--case", case])
+                    .output()
+                    .with_context(|| format!("running bench case {case}"))?;
+                if !out.status.success() {
+                    bail!(
+                        "bench case {case} failed: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                print!("{}", String::from_utf8_lossy(&out.stdout));
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;

@@ -11,8 +11,10 @@ use std::time::Instant;
 use xrdma::driver::{self, TurnScratch};
 use xrdma::{Config, Endpoint, Time};
 use xrdma_reports as rep;
-use xrdma_scenario::{Scenario, SimSection, Workload, XrdmaSection};
-use xrdma_sim::{EcnConfig, PfcConfig, SimConfig, SimConfigError, Simulation};
+use xrdma_scenario::{Scenario, SimSection, TopologySection, Workload, XrdmaSection};
+use xrdma_sim::{
+    DcqcnConfig, EcnConfig, PfcConfig, SimConfig, SimConfigError, Simulation, Topology,
+};
 
 /// The xrdma configuration a scenario asks for.
 pub fn xrdma_config(x: &XrdmaSection) -> Config {
@@ -25,12 +27,51 @@ pub fn xrdma_config(x: &XrdmaSection) -> Config {
         alpha: x.alpha,
         target_delay: x.target_delay,
         ack_timeout: x.ack_timeout,
+        adaptive_window: x.adaptive_window,
         ..Config::default()
     }
 }
 
-/// The simulator configuration for `hosts` hosts from a scenario's `sim:` block.
-pub fn sim_config(s: &SimSection, hosts: u32) -> SimConfig {
+/// The simulator configuration from a scenario's `sim:` block, for a workload of
+/// `workload_hosts` hosts. A star has exactly the workload's hosts; another topology has its own
+/// host count (checked against the workload in [`check`]).
+pub fn sim_config(s: &SimSection, workload_hosts: u32) -> SimConfig {
+    let d = SimConfig::default();
+    let topology = match &s.topology {
+        TopologySection::Star => Topology::Star,
+        TopologySection::LeafSpine {
+            leaves,
+            spines,
+            hosts_per_leaf,
+            uplink_rate_bps,
+        } => Topology::LeafSpine {
+            leaves: *leaves,
+            spines: *spines,
+            hosts_per_leaf: *hosts_per_leaf,
+            uplink_rate_bps: *uplink_rate_bps,
+        },
+        TopologySection::FatTree { k, hosts_per_edge } => Topology::FatTree {
+            k: *k,
+            hosts_per_edge: *hosts_per_edge,
+        },
+    };
+    let hosts = match topology.host_count() {
+        Some(n) if topology != Topology::Star => u32::try_from(n).unwrap_or(u32::MAX),
+        _ => workload_hosts,
+    };
+    let dcqcn = s.dcqcn.as_ref().map(|q| {
+        let d = DcqcnConfig::default();
+        DcqcnConfig {
+            g: q.g.unwrap_or(d.g),
+            alpha_update: q.alpha_update.unwrap_or(d.alpha_update),
+            rate_increase_timer: q.rate_increase_timer.unwrap_or(d.rate_increase_timer),
+            byte_counter_bytes: q.byte_counter_bytes.unwrap_or(d.byte_counter_bytes),
+            fast_recovery_steps: q.fast_recovery_steps.unwrap_or(d.fast_recovery_steps),
+            rate_ai_bps: q.rate_ai_bps.or(d.rate_ai_bps),
+            rate_hai_bps: q.rate_hai_bps.or(d.rate_hai_bps),
+            min_rate_bps: q.min_rate_bps.unwrap_or(d.min_rate_bps),
+        }
+    });
     SimConfig {
         hosts,
         link_rate_bps: s.link_rate_bps,
@@ -50,7 +91,13 @@ pub fn sim_config(s: &SimSection, hosts: u32) -> SimConfig {
         }),
         seed: s.seed,
         cnp_interval: s.cnp_interval,
-        ..SimConfig::default()
+        min_rnr_timer: s.min_rnr_timer.unwrap_or(d.min_rnr_timer),
+        rnr_retry: s.rnr_retry.unwrap_or(d.rnr_retry),
+        local_ack_timeout: s.local_ack_timeout.unwrap_or(d.local_ack_timeout),
+        retry_cnt: s.retry_cnt.unwrap_or(d.retry_cnt),
+        dcqcn,
+        topology,
+        ..d
     }
 }
 
@@ -66,6 +113,14 @@ pub fn check(sc: &Scenario) -> Result<(Config, SimConfig)> {
         bail!("{at}: xrdma.{}: {}", e.field, e.reason);
     }
     let sim = sim_config(&sc.sim_or_default(), sc.workload.hosts());
+    if sim.hosts < sc.workload.hosts() {
+        bail!(
+            "{}: workload.incast.senders: the workload needs {} hosts but the topology has {}",
+            where_is(sc, &["workload", "incast", "senders"]),
+            sc.workload.hosts(),
+            sim.hosts
+        );
+    }
     if let Err(SimConfigError::Invalid { field, reason }) = sim.validate() {
         // The simulator names its own fields (`pfc.headroom_bytes`); point at the scenario key
         // (`sim.pfc.headroom`) the user wrote, or its nearest written parent.
@@ -159,9 +214,15 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
         .collect();
     let seed = sim_cfg.seed;
     let mut apps: Vec<Role> = Vec::with_capacity(hosts as usize);
+    let workload_hosts = sc.workload.hosts();
     for h in 0..hosts {
         if h == recv_host {
             apps.push(Role::Receiver(Receiver::default()));
+            continue;
+        }
+        if h >= workload_hosts {
+            // A fabric larger than the workload: the remaining hosts stay silent.
+            apps.push(Role::Idle);
             continue;
         }
         let (s_ep, r_ep) = pair_mut(&mut eps, h as usize, recv_host as usize);
@@ -258,6 +319,7 @@ fn collect(
             Role::Sender(s) => {
                 errors.extend(s.errors.iter().map(|e| format!("host {}: {e}", s.host)))
             }
+            Role::Idle => {}
         }
     }
     let mut messages = Vec::new();
