@@ -5,6 +5,8 @@
 //! - `pfc-incast`: 256 hosts each RDMA WRITE 2 MiB to one receiver, no congestion control,
 //!   MRs without payload bytes (the engine's own cost).
 //! - `dcqcn-incast`: the same with ECN marking (Kmin/Kmax 400/1600 KB, Pmax 0.2) and DCQCN.
+//! - `lossy-incast`: the same as `pfc-incast` without PFC: the switch drops on a full buffer
+//!   and the NICs recover with go-back-N.
 //! - `xrdma-incast`: the same 256 × 2 MiB as xrdma messages (64 KiB fragments, the adaptive
 //!   window) with ECN and DCQCN, real bytes moved and digest-checked.
 //! - `fattree-1024`: a k = 16 fat-tree (1024 hosts, 320 switches), every host WRITEs 16 ×
@@ -17,7 +19,13 @@ use xrdma::{QpCaps, SendOpcode, SendWr, Sge, Time, Transport};
 use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, Simulation, Topology};
 
 /// The case names, in the order `xrdma bench` runs them.
-pub const CASES: [&str; 4] = ["pfc-incast", "dcqcn-incast", "xrdma-incast", "fattree-1024"];
+pub const CASES: [&str; 5] = [
+    "pfc-incast",
+    "dcqcn-incast",
+    "lossy-incast",
+    "xrdma-incast",
+    "fattree-1024",
+];
 
 /// What one case measured.
 #[derive(Clone, Debug, PartialEq)]
@@ -184,6 +192,13 @@ pub fn run_case(case: &str) -> Result<BenchFigures> {
             let cfg = SimConfig {
                 ecn: Some(ecn_100g()),
                 dcqcn: Some(DcqcnConfig::default()),
+                ..base_config(257)
+            };
+            raw_flows(case, cfg, &incast, 2 << 20, 1)
+        }
+        "lossy-incast" => {
+            let cfg = SimConfig {
+                pfc: None,
                 ..base_config(257)
             };
             raw_flows(case, cfg, &incast, 2 << 20, 1)

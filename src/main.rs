@@ -46,7 +46,8 @@ enum Command {
     /// 1024-host fat-tree permutation; events, wall time, events/s and peak RSS per case, each
     /// case in its own process.
     Bench {
-        /// Run only this case (pfc-incast, dcqcn-incast, xrdma-incast, fattree-1024).
+        /// Run only this case (pfc-incast, dcqcn-incast, lossy-incast, xrdma-incast,
+        /// fattree-1024).
         #[arg(long)]
         case: Option<String>,
     },
