@@ -6,4 +6,5 @@
 
 pub mod bench;
 pub mod incast;
+pub mod sim_config;
 pub mod sim_run;

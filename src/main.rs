@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use xrdma_testbed::sim_run;
+use xrdma_testbed::{sim_config, sim_run};
 
 /// RDMA message middleware test bed: run scenarios, write latency reports and plots.
 #[derive(Parser, Debug)]
@@ -67,7 +67,20 @@ fn main() -> ExitCode {
 }
 
 fn real_main() -> Result<ExitCode> {
-    match Cli::parse().command {
+    // Usage errors exit 1 like every other "nothing ran" case (clap's own default is 2, which
+    // here means "the run finished but failed"); --help and --version exit 0.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return Ok(if e.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            });
+        }
+    };
+    match cli.command {
         Command::Run {
             scenario,
             out,
@@ -80,7 +93,10 @@ fn real_main() -> Result<ExitCode> {
                 s.seed = seed;
                 sc.sim = Some(s);
             }
-            sim_run::check(&sc)?;
+            let checked = sim_config::check(&sc)?;
+            for w in &checked.warnings {
+                eprintln!("warning: {w}");
+            }
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
             prepare_out_dir(&out)?;
             eprintln!("running {} on the simulator ...", scenario.display());
@@ -143,8 +159,16 @@ fn real_main() -> Result<ExitCode> {
         }
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;
-            sim_run::check(&sc)?;
-            println!("{}: ok ({} hosts)", scenario.display(), sc.workload.hosts());
+            let checked = sim_config::check(&sc)?;
+            for w in &checked.warnings {
+                eprintln!("warning: {w}");
+            }
+            println!(
+                "{}: ok ({} hosts, about {} of memory)",
+                scenario.display(),
+                checked.sim.hosts,
+                xrdma_reports::format_bytes(checked.memory_bytes)
+            );
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -5,199 +5,23 @@
 //! advance virtual time and gives a driver turn to each host that needs one.
 
 use crate::incast::{Receiver, Role, Sender};
+use crate::sim_config::check;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::time::Instant;
 use xrdma::driver::{self, TurnScratch};
-use xrdma::{Config, Endpoint, Time};
+use xrdma::{Endpoint, Time};
 use xrdma_reports as rep;
-use xrdma_scenario::{Scenario, SimSection, TopologySection, Workload, XrdmaSection};
-use xrdma_sim::{
-    DcqcnConfig, EcnConfig, PfcConfig, SimConfig, SimConfigError, Simulation, Topology,
-};
-
-/// The xrdma configuration a scenario asks for.
-pub fn xrdma_config(x: &XrdmaSection) -> Config {
-    Config {
-        fragment_size: x.fragment_size,
-        initial_window: x.initial_window,
-        min_window: x.min_window,
-        max_window: x.max_window,
-        beta: x.beta,
-        alpha: x.alpha,
-        target_delay: x.target_delay,
-        ack_timeout: x.ack_timeout,
-        adaptive_window: x.adaptive_window,
-        ..Config::default()
-    }
-}
-
-/// The simulator configuration from a scenario's `sim:` block, for a workload of
-/// `workload_hosts` hosts. A star has exactly the workload's hosts; another topology has its own
-/// host count (checked against the workload in [`check`]).
-pub fn sim_config(s: &SimSection, workload_hosts: u32) -> SimConfig {
-    let d = SimConfig::default();
-    let topology = match &s.topology {
-        TopologySection::Star => Topology::Star,
-        TopologySection::LeafSpine {
-            leaves,
-            spines,
-            hosts_per_leaf,
-            uplink_rate_bps,
-        } => Topology::LeafSpine {
-            leaves: *leaves,
-            spines: *spines,
-            hosts_per_leaf: *hosts_per_leaf,
-            uplink_rate_bps: *uplink_rate_bps,
-        },
-        TopologySection::FatTree { k, hosts_per_edge } => Topology::FatTree {
-            k: *k,
-            hosts_per_edge: *hosts_per_edge,
-        },
-    };
-    let hosts = match topology.host_count() {
-        Some(n) if topology != Topology::Star => u32::try_from(n).unwrap_or(u32::MAX),
-        _ => workload_hosts,
-    };
-    let dcqcn = s.dcqcn.as_ref().map(|q| {
-        let d = DcqcnConfig::default();
-        DcqcnConfig {
-            g: q.g.unwrap_or(d.g),
-            alpha_update: q.alpha_update.unwrap_or(d.alpha_update),
-            rate_increase_timer: q.rate_increase_timer.unwrap_or(d.rate_increase_timer),
-            byte_counter_bytes: q.byte_counter_bytes.unwrap_or(d.byte_counter_bytes),
-            fast_recovery_steps: q.fast_recovery_steps.unwrap_or(d.fast_recovery_steps),
-            rate_ai_bps: q.rate_ai_bps.or(d.rate_ai_bps),
-            rate_hai_bps: q.rate_hai_bps.or(d.rate_hai_bps),
-            min_rate_bps: q.min_rate_bps.unwrap_or(d.min_rate_bps),
-        }
-    });
-    SimConfig {
-        hosts,
-        link_rate_bps: s.link_rate_bps,
-        link_delay: s.link_delay,
-        mtu: s.mtu,
-        header_bytes: s.header_bytes,
-        switch_buffer_bytes: s.switch_buffer_bytes,
-        ecn: s.ecn.as_ref().map(|e| EcnConfig {
-            kmin_bytes: e.kmin_bytes,
-            kmax_bytes: e.kmax_bytes,
-            pmax: e.pmax,
-        }),
-        pfc: s.pfc.as_ref().map(|p| PfcConfig {
-            xoff_bytes: p.xoff_bytes,
-            xon_bytes: p.xon_bytes,
-            headroom_bytes: p.headroom_bytes,
-        }),
-        seed: s.seed,
-        cnp_interval: s.cnp_interval,
-        min_rnr_timer: s.min_rnr_timer.unwrap_or(d.min_rnr_timer),
-        rnr_retry: s.rnr_retry.unwrap_or(d.rnr_retry),
-        local_ack_timeout: s.local_ack_timeout.unwrap_or(d.local_ack_timeout),
-        retry_cnt: s.retry_cnt.unwrap_or(d.retry_cnt),
-        dcqcn,
-        topology,
-        ..d
-    }
-}
-
-/// Check everything a run needs before starting it: the xrdma config and the simulator config
-/// (PFC headroom, ECN thresholds) as the backend will see them.
-///
-/// # Errors
-/// The first problem, prefixed with the scenario's path.
-pub fn check(sc: &Scenario) -> Result<(Config, SimConfig)> {
-    let cfg = xrdma_config(&sc.xrdma);
-    if let Err(e) = cfg.validate() {
-        let at = where_is(sc, &["xrdma", e.field]);
-        bail!("{at}: xrdma.{}: {}", e.field, e.reason);
-    }
-    let sim = sim_config(&sc.sim_or_default(), sc.workload.hosts());
-    if sim.hosts < sc.workload.hosts() {
-        bail!(
-            "{}: workload.incast.senders: the workload needs {} hosts but the topology has {}",
-            where_is(sc, &["workload", "incast", "senders"]),
-            sc.workload.hosts(),
-            sim.hosts
-        );
-    }
-    if let Err(SimConfigError::Invalid { field, reason }) = sim.validate() {
-        // The simulator names its own fields (`pfc.headroom_bytes`); point at the scenario key
-        // (`sim.pfc.headroom`) the user wrote, or its nearest written parent.
-        let key: Vec<String> = if field == "hosts" {
-            vec!["workload".into(), "incast".into(), "senders".into()]
-        } else {
-            std::iter::once("sim".to_string())
-                .chain(field.split('.').map(|f| {
-                    f.trim_end_matches("_bytes")
-                        .trim_end_matches("_bps")
-                        .replace('_', "-")
-                }))
-                .collect()
-        };
-        let refs: Vec<&str> = key.iter().map(String::as_str).collect();
-        let reason = if field == "hosts" {
-            let hosts = sc.workload.hosts();
-            format!("the senders and the receiver make {hosts} hosts; the simulator's host count {reason}")
-        } else {
-            reason
-        };
-        bail!("{}: {}: {reason}", where_is(sc, &refs), key.join("."));
-    }
-    let need = memory_estimate(sc, &cfg);
-    if let Some(avail) = available_memory() {
-        if need > avail {
-            bail!(
-                "{}: the run needs about {} of memory (per sender: four {}-byte rings and two \
-                 copies of the largest message), but only {} is available; use fewer senders, \
-                 smaller messages or a smaller xrdma.max-window",
-                sc.source_path.display(),
-                xrdma_reports::format_bytes(need),
-                cfg.ring_bytes(),
-                xrdma_reports::format_bytes(avail)
-            );
-        }
-    }
-    Ok((cfg, sim))
-}
-
-/// Upper estimate of the bytes a simulated incast touches: each connection has a staging and
-/// a landing ring at both ends, and each sender holds its current message while the receiver
-/// reassembles one per connection.
-pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
-    let Workload::Incast(i) = &sc.workload;
-    let largest = i.messages.iter().map(|m| m.size).max().unwrap_or(0);
-    let per_sender = cfg
-        .ring_bytes()
-        .saturating_mul(4)
-        .saturating_add(largest.saturating_mul(2));
-    per_sender.saturating_mul(u64::from(i.senders))
-}
-
-/// `MemAvailable` from `/proc/meminfo`, bytes; `None` where it cannot be read.
-fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
-}
-
-/// `FILE:LINE:COLUMN` of the deepest written key of `path`, or `FILE` alone.
-fn where_is(sc: &Scenario, path: &[&str]) -> String {
-    let file = sc.source_path.display();
-    let text = std::fs::read_to_string(&sc.source_path).unwrap_or_default();
-    match xrdma_scenario::locate_key(&text, path) {
-        Some((line, column, _)) => format!("{file}:{line}:{column}"),
-        None => file.to_string(),
-    }
-}
+use xrdma_scenario::{Scenario, Workload};
+use xrdma_sim::{SimConfig, Simulation, Topology};
 
 /// Run `sc` on the simulator and collect the result.
 ///
 /// # Errors
 /// An invalid configuration (nothing is run), or a transport failure during setup.
 pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
-    let (cfg, sim_cfg) = check(sc)?;
+    let checked = check(sc)?;
+    let (cfg, sim_cfg) = (checked.xrdma, checked.sim);
     let Workload::Incast(incast) = &sc.workload;
     let wall = Instant::now();
     let mut sim = Simulation::new(sim_cfg.clone())?;
@@ -353,13 +177,19 @@ fn collect(
     let st = sim.stats();
     let senders = incast.senders;
     let total_bytes = incast.bytes_per_sender() * u64::from(senders);
-    let ideal = rep::IdealCompletion::incast(
-        total_bytes,
-        u64::from(sim_cfg.header_bytes),
-        u64::from(sim_cfg.mtu),
-        sim_cfg.link_rate_bps,
-        ideal_base_rtt(sim_cfg).as_ps(),
-    );
+    // T* is the bound of the single-switch incast; on a multi-tier fabric the bottleneck may be
+    // an oversubscribed uplink and the base RTT crosses more hops, so no T* is claimed there.
+    let ideal = if sim_cfg.topology == Topology::Star {
+        rep::IdealCompletion::incast(
+            total_bytes,
+            u64::from(sim_cfg.header_bytes),
+            u64::from(sim_cfg.mtu),
+            sim_cfg.link_rate_bps,
+            ideal_base_rtt(sim_cfg).as_ps(),
+        )
+    } else {
+        None
+    };
     let events = st.events;
     if senders == 0 {
         bail!("no senders");
@@ -396,6 +226,10 @@ fn collect(
             drops: st.drops,
             max_buffer_bytes: st.max_buffer_bytes,
             max_egress_queue_bytes: st.max_egress_queue_bytes,
+            retransmitted_packets: st.retransmitted_packets,
+            retransmit_timeouts: st.retransmit_timeouts,
+            seq_naks: st.seq_naks,
+            rnr_naks: st.rnr_naks,
         },
         ideal,
         sim: Some(rep::SimInfo {

@@ -101,3 +101,37 @@ fn malformed_scenarios_fail_with_file_line_and_field() {
         "missing field `receiver`",
     );
 }
+
+#[test]
+fn usage_errors_exit_1_and_help_exits_0() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_xrdma"))
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    assert_eq!(run(&["run"]), Some(1));
+    assert_eq!(run(&["run", "x.yaml", "--seed", "abc"]), Some(1));
+    assert_eq!(run(&["bogus"]), Some(1));
+    assert_eq!(run(&["--help"]), Some(0));
+}
+
+#[test]
+fn legal_but_harmful_settings_warn_with_their_key() {
+    let dir = scratch("warn");
+    let file = dir.join("s.yaml");
+    std::fs::write(&file, GOOD.replace("pfc: {}", "pfc: { headroom: 1KiB }")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("s.yaml:9:10: sim.pfc.headroom: 1024 B is below"),
+        "{err}"
+    );
+}

@@ -170,7 +170,7 @@ impl Simulation {
                 break;
             };
             // A lazy timer that is not due (replaced, postponed or cancelled) must not move the
-            // clock: a cancelled 100 ms ACK timer or a disarmed 67 ms retransmission timer
+            // clock: a cancelled 100 ms ACK timer or a disarmed 17 ms retransmission timer
             // would otherwise stretch the simulated time past the last real event.
             let due = match ev {
                 Event::Wake(host) => self.wake_due(host, t),

@@ -21,7 +21,7 @@ pub struct SimStats {
     pub cnps_sent: u64,
     /// CNPs received by requesters (reaction points).
     pub cnps_received: u64,
-    /// Packets the switch marked ECN CE.
+    /// Packets that switches marked ECN CE; a packet marked at several hops counts once.
     pub ecn_marks: u64,
     /// PFC XOFF (PAUSE) frames the switch sent.
     pub pfc_xoff_sent: u64,

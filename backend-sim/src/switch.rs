@@ -284,8 +284,12 @@ impl Simulation {
         let p = self.pool.get_mut(id);
         p.ingress = port;
         if marked {
+            // Network-wide, a packet counts once however many hops mark it; each switch
+            // counts its own marking decisions.
+            if p.flags & F_CE == 0 {
+                self.stats.ecn_marks += 1;
+            }
             p.flags |= F_CE;
-            self.stats.ecn_marks += 1;
             fab.switches[sw_i].stats.ecn_marks += 1;
         }
         let eg = &mut fab.ports[dst as usize];

@@ -135,7 +135,7 @@ pub struct DeliveryCheck {
 pub struct NetworkCounters {
     /// Data packets transmitted by NICs (retransmissions included).
     pub data_packets: u64,
-    /// Packets ECN-marked (CE) by switches.
+    /// Packets ECN-marked (CE) by switches; a packet marked at several hops counts once.
     pub ecn_marks: u64,
     /// Congestion Notification Packets sent by receivers (DCQCN).
     pub cnps: u64,
@@ -149,6 +149,18 @@ pub struct NetworkCounters {
     pub max_buffer_bytes: u64,
     /// Peak length of any single egress queue, bytes.
     pub max_egress_queue_bytes: u64,
+    /// Data packets sent again by go-back-N (included in `data_packets`).
+    #[serde(default)]
+    pub retransmitted_packets: u64,
+    /// Retransmission (local ACK) timeouts that fired.
+    #[serde(default)]
+    pub retransmit_timeouts: u64,
+    /// PSN sequence-error NAKs sent by responders.
+    #[serde(default)]
+    pub seq_naks: u64,
+    /// RNR NAKs sent by responders (no receive WR posted).
+    #[serde(default)]
+    pub rnr_naks: u64,
 }
 
 /// Analytical lower bound T* on the completion of an N-to-1 incast:

@@ -149,12 +149,12 @@ pub fn summary_table(r: &RunResult) -> String {
     if s.undelivered > 0 {
         let _ = writeln!(
             w,
-            "!!! UNDELIVERED: {} of {} messages were not delivered before the run ended !!!",
+            "!!! NOT COMPLETED: {} of {} messages were not ACKed before the run ended !!!",
             s.undelivered, s.count
         );
         let _ = writeln!(
             w,
-            "!!! latency statistics below cover delivered messages only           !!!"
+            "!!! latency statistics below cover completed messages only       !!!"
         );
         let _ = writeln!(w);
     }
@@ -169,13 +169,14 @@ pub fn summary_table(r: &RunResult) -> String {
     }
     let _ = writeln!(
         w,
-        "messages   sent {:>8}   delivered {:>8}   undelivered {:>8}",
+        "messages   intended {:>8}   completed {:>8}   not completed {:>8}",
         s.count, s.delivered, s.undelivered
     );
     let d = &r.delivery;
     let _ = writeln!(
         w,
-        "delivery   digest mismatches {}   duplicates {}   missing {}{}",
+        "receiver   delivered intact {}   corrupted {}   duplicated {}   missing {}{}",
+        d.delivered,
         d.digest_mismatches,
         d.duplicates,
         d.missing,
@@ -246,6 +247,13 @@ pub fn summary_table(r: &RunResult) -> String {
         "           PFC XOFF {}   PFC XON {}   drops {}",
         n.pfc_xoff, n.pfc_xon, n.drops
     );
+    if n.retransmitted_packets + n.retransmit_timeouts + n.seq_naks + n.rnr_naks > 0 {
+        let _ = writeln!(
+            w,
+            "           retransmitted packets {}   timeouts {}   sequence NAKs {}   RNR NAKs {}",
+            n.retransmitted_packets, n.retransmit_timeouts, n.seq_naks, n.rnr_naks
+        );
+    }
     let _ = writeln!(
         w,
         "           max buffer {}   max egress queue {}",

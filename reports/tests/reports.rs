@@ -59,6 +59,10 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             drops: 0,
             max_buffer_bytes: 3 * 1024 * 1024,
             max_egress_queue_bytes: 512 * 1024,
+            retransmitted_packets: 0,
+            retransmit_timeouts: 0,
+            seq_naks: 0,
+            rnr_naks: 0,
         },
         ideal,
         sim: Some(SimInfo {
@@ -172,7 +176,7 @@ fn ideal_completion_formula() {
 fn summary_table_shows_undelivered_and_values() {
     let ideal = IdealCompletion::incast(4000, 0, 1000, 1_000_000_000, 0); // 32 000 bits at 1 Gb/s = 32 µs
     let t = summary_table(&result(with_undelivered(), ideal));
-    assert!(t.contains("UNDELIVERED: 1 of 5 messages"), "{t}");
+    assert!(t.contains("NOT COMPLETED: 1 of 5 messages"), "{t}");
     assert!(t.contains("p50"));
     assert!(t.contains("20.000 µs"), "{t}");
     assert!(t.contains("p99.9"));
@@ -192,12 +196,12 @@ fn summary_table_shows_undelivered_and_values() {
 
     let all = vec![msg(1, 0, 1000, 0, Some(10 * US))];
     let t = summary_table(&result(all, None));
-    assert!(!t.contains("UNDELIVERED"));
+    assert!(!t.contains("NOT COMPLETED"));
     assert!(t.contains("T* not defined"));
 
     let none = vec![msg(1, 0, 1000, 0, None)];
     let t = summary_table(&result(none, None));
-    assert!(t.contains("UNDELIVERED: 1 of 1"));
+    assert!(t.contains("NOT COMPLETED: 1 of 1"));
     assert!(t.contains("goodput    -"), "{t}");
 }
 

@@ -40,7 +40,9 @@ pub enum TopologySection {
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct RawTopology {
-    star: Option<RawStar>,
+    /// Present (as `star:`, `star: {}` or `star: ~`) or not.
+    #[serde(default, deserialize_with = "present")]
+    star: bool,
     leaf_spine: Option<RawLeafSpine>,
     fat_tree: Option<RawFatTree>,
 }
@@ -48,6 +50,11 @@ struct RawTopology {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStar {}
+
+/// A key that takes no parameters: written with an empty mapping or no value at all.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Option::<RawStar>::deserialize(d).map(|_| true)
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -66,11 +73,7 @@ struct RawFatTree {
 }
 
 fn check_topology(raw: RawTopology) -> Result<TopologySection, FieldError> {
-    let given = [
-        raw.star.is_some(),
-        raw.leaf_spine.is_some(),
-        raw.fat_tree.is_some(),
-    ];
+    let given = [raw.star, raw.leaf_spine.is_some(), raw.fat_tree.is_some()];
     if given.iter().filter(|g| **g).count() != 1 {
         return Err(FieldError {
             keys: vec![],

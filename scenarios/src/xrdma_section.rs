@@ -31,7 +31,7 @@ pub struct XrdmaSection {
     /// RTT above the minimum RTT beyond which the window stops growing. Default 10 µs; > 0.
     pub target_delay: Time,
     /// A fragment not ACKed within this time is reclaimed and reported as an error. Default
-    /// 100 ms; > 0.
+    /// 1 s; > 0.
     pub ack_timeout: Time,
     /// Whether the window adapts (grows with RTT, shrinks by β on ECN); `false` keeps it at
     /// `initial-window`. Default `true`.

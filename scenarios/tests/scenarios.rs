@@ -149,7 +149,7 @@ fn defaults_are_filled_in() {
             beta: 0.5,
             alpha: 0.125,
             target_delay: Time(10_000_000),
-            ack_timeout: Time(100_000_000_000),
+            ack_timeout: Time(1_000_000_000_000),
             adaptive_window: true,
         }
     );
@@ -531,6 +531,7 @@ fn topology_block_takes_exactly_one_kind() {
             .topology
     };
     assert_eq!(t("{ star: {} }"), TopologySection::Star);
+    assert_eq!(t("{ star: }"), TopologySection::Star);
     assert_eq!(
         t("{ leaf-spine: { leaves: 4, spines: 2, hosts-per-leaf: 8, uplink-rate: 40Gbps } }"),
         TopologySection::LeafSpine {

@@ -31,7 +31,9 @@ pub struct Config {
     /// Queueing delay above the smallest RTT seen at which growth stops (default 10 µs).
     pub target_delay: Time,
     /// A fragment not ACKed this long after it was posted fails its connection with
-    /// [`crate::XrdmaError::AckTimeout`] and its buffers are reclaimed (default 100 ms).
+    /// [`crate::XrdmaError::AckTimeout`] and its buffers are reclaimed (default 1 s: above a
+    /// NIC's whole retransmission budget, (retry count + 1) x local ACK timeout, so on a lossy
+    /// fabric go-back-N gets to recover a lost tail before the middleware gives up).
     pub ack_timeout: Time,
     /// Receive WRs kept posted per QP; also caps fragments in flight per connection, so a
     /// sender can never cause an RNR NAK (default 256).
@@ -57,7 +59,7 @@ impl Default for Config {
             beta: 0.5,
             alpha: 0.125,
             target_delay: Time::from_us(10),
-            ack_timeout: Time::from_ms(100),
+            ack_timeout: Time::from_ms(1000),
             recv_depth: 256,
             send_depth: 512,
             initial_seq: 0,

@@ -1,0 +1,290 @@
+//! From a scenario to the simulator's configuration: mapping the YAML sections, checking
+//! them before anything runs, and pointing every problem at the key that caused it.
+
+use anyhow::{bail, Result};
+use xrdma::{Config, Time};
+use xrdma_scenario::{Scenario, SimSection, TopologySection, Workload, XrdmaSection};
+use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, SimConfigError, Topology};
+
+/// The xrdma configuration a scenario asks for.
+pub fn xrdma_config(x: &XrdmaSection) -> Config {
+    Config {
+        fragment_size: x.fragment_size,
+        initial_window: x.initial_window,
+        min_window: x.min_window,
+        max_window: x.max_window,
+        beta: x.beta,
+        alpha: x.alpha,
+        target_delay: x.target_delay,
+        ack_timeout: x.ack_timeout,
+        adaptive_window: x.adaptive_window,
+        ..Config::default()
+    }
+}
+
+/// The simulator configuration from a scenario's `sim:` block, for a workload of
+/// `workload_hosts` hosts. A star has exactly the workload's hosts; another topology has its own
+/// host count (checked against the workload in [`check`]).
+pub fn sim_config(s: &SimSection, workload_hosts: u32) -> SimConfig {
+    let d = SimConfig::default();
+    let topology = match &s.topology {
+        TopologySection::Star => Topology::Star,
+        TopologySection::LeafSpine {
+            leaves,
+            spines,
+            hosts_per_leaf,
+            uplink_rate_bps,
+        } => Topology::LeafSpine {
+            leaves: *leaves,
+            spines: *spines,
+            hosts_per_leaf: *hosts_per_leaf,
+            uplink_rate_bps: *uplink_rate_bps,
+        },
+        TopologySection::FatTree { k, hosts_per_edge } => Topology::FatTree {
+            k: *k,
+            hosts_per_edge: *hosts_per_edge,
+        },
+    };
+    let hosts = match topology.host_count() {
+        Some(n) if topology != Topology::Star => u32::try_from(n).unwrap_or(u32::MAX),
+        _ => workload_hosts,
+    };
+    let dcqcn = s.dcqcn.as_ref().map(|q| {
+        let d = DcqcnConfig::default();
+        DcqcnConfig {
+            g: q.g.unwrap_or(d.g),
+            alpha_update: q.alpha_update.unwrap_or(d.alpha_update),
+            rate_increase_timer: q.rate_increase_timer.unwrap_or(d.rate_increase_timer),
+            byte_counter_bytes: q.byte_counter_bytes.unwrap_or(d.byte_counter_bytes),
+            fast_recovery_steps: q.fast_recovery_steps.unwrap_or(d.fast_recovery_steps),
+            rate_ai_bps: q.rate_ai_bps.or(d.rate_ai_bps),
+            rate_hai_bps: q.rate_hai_bps.or(d.rate_hai_bps),
+            min_rate_bps: q.min_rate_bps.unwrap_or(d.min_rate_bps),
+        }
+    });
+    SimConfig {
+        hosts,
+        link_rate_bps: s.link_rate_bps,
+        link_delay: s.link_delay,
+        mtu: s.mtu,
+        header_bytes: s.header_bytes,
+        switch_buffer_bytes: s.switch_buffer_bytes,
+        ecn: s.ecn.as_ref().map(|e| EcnConfig {
+            kmin_bytes: e.kmin_bytes,
+            kmax_bytes: e.kmax_bytes,
+            pmax: e.pmax,
+        }),
+        pfc: s.pfc.as_ref().map(|p| PfcConfig {
+            xoff_bytes: p.xoff_bytes,
+            xon_bytes: p.xon_bytes,
+            headroom_bytes: p.headroom_bytes,
+        }),
+        seed: s.seed,
+        cnp_interval: s.cnp_interval,
+        min_rnr_timer: s.min_rnr_timer.unwrap_or(d.min_rnr_timer),
+        rnr_retry: s.rnr_retry.unwrap_or(d.rnr_retry),
+        local_ack_timeout: s.local_ack_timeout.unwrap_or(d.local_ack_timeout),
+        retry_cnt: s.retry_cnt.unwrap_or(d.retry_cnt),
+        dcqcn,
+        topology,
+        ..d
+    }
+}
+
+/// A scenario checked for the simulator: the configurations to run with, the problems that do
+/// not stop a run but probably spoil it, and the memory the run needs.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// The xrdma configuration.
+    pub xrdma: Config,
+    /// The simulator configuration.
+    pub sim: SimConfig,
+    /// `FILE:LINE:COLUMN: FIELD: warning` lines, for settings that are legal but probably not
+    /// what was meant (a lossy fabric whose timers cannot recover, DCQCN without ECN, ...).
+    pub warnings: Vec<String>,
+    /// Estimated bytes the run touches ([`memory_estimate`]).
+    pub memory_bytes: u64,
+}
+
+/// Check everything a run needs before starting it: the xrdma config and the simulator config
+/// (topology, PFC headroom, ECN thresholds) as the backend will see them, the workload against
+/// the fabric, and the memory the run needs.
+///
+/// # Errors
+/// The first problem, as `FILE:LINE:COLUMN: FIELD: reason`.
+pub fn check(sc: &Scenario) -> Result<Checked> {
+    let cfg = xrdma_config(&sc.xrdma);
+    if let Err(e) = cfg.validate() {
+        let at = where_is(sc, &["xrdma", e.field]);
+        bail!("{at}: xrdma.{}: {}", e.field, e.reason);
+    }
+    let section = sc.sim_or_default();
+    let sim = sim_config(&section, sc.workload.hosts());
+    if let Err(SimConfigError::Invalid { field, reason }) = sim.validate() {
+        let key = scenario_key(&section, field);
+        let refs: Vec<&str> = key.iter().map(String::as_str).collect();
+        let reason = if field == "hosts" {
+            let hosts = sc.workload.hosts();
+            format!(
+                "the senders and the receiver make {hosts} hosts; the simulator's host count \
+                 {reason}"
+            )
+        } else {
+            reason
+        };
+        bail!("{}: {}: {reason}", where_is(sc, &refs), key.join("."));
+    }
+    if sim.hosts < sc.workload.hosts() {
+        bail!(
+            "{}: workload.incast.senders: the workload needs {} hosts but the topology has {}",
+            where_is(sc, &["workload", "incast", "senders"]),
+            sc.workload.hosts(),
+            sim.hosts
+        );
+    }
+    let need = memory_estimate(sc, &cfg);
+    if let Some(avail) = available_memory() {
+        if need > avail {
+            bail!(
+                "{}: the run needs about {} of memory (per sender: four {}-byte rings and two \
+                 copies of the largest message), but only {} is available; use fewer senders, \
+                 smaller messages or a smaller xrdma.max-window",
+                sc.source_path.display(),
+                xrdma_reports::format_bytes(need),
+                cfg.ring_bytes(),
+                xrdma_reports::format_bytes(avail)
+            );
+        }
+    }
+    let warnings = warnings(sc, &cfg, &sim);
+    Ok(Checked {
+        xrdma: cfg,
+        sim,
+        warnings,
+        memory_bytes: need,
+    })
+}
+
+/// The scenario key for a simulator field: `pfc.headroom_bytes` is `sim.pfc.headroom`,
+/// `topology.k` is `sim.topology.fat-tree.k`, `hosts` is the workload's sender count.
+fn scenario_key(section: &SimSection, field: &str) -> Vec<String> {
+    if field == "hosts" {
+        return vec!["workload".into(), "incast".into(), "senders".into()];
+    }
+    let mut key = vec!["sim".to_string()];
+    for (i, f) in field.split('.').enumerate() {
+        key.push(
+            f.trim_end_matches("_bytes")
+                .trim_end_matches("_bps")
+                .replace('_', "-"),
+        );
+        if i == 0 && f == "topology" {
+            match section.topology {
+                TopologySection::Star => key.push("star".into()),
+                TopologySection::LeafSpine { .. } => key.push("leaf-spine".into()),
+                TopologySection::FatTree { .. } => key.push("fat-tree".into()),
+            }
+        }
+    }
+    key
+}
+
+/// Settings that are legal but probably spoil the run.
+fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
+    let mut w = Vec::new();
+    let mut warn = |path: &[&str], text: String| {
+        w.push(format!(
+            "{}: {}: {text}",
+            where_is(sc, path),
+            path.join(".")
+        ));
+    };
+    if sim.pfc.is_none() {
+        let rto = xrdma_sim::local_ack_timeout(sim.local_ack_timeout);
+        let budget = Time(rto.as_ps().saturating_mul(u64::from(sim.retry_cnt) + 1));
+        if cfg.ack_timeout < budget {
+            warn(
+                &["xrdma", "ack-timeout"],
+                format!(
+                    "the fabric is lossy (no `pfc`), but the middleware gives up after {} while \
+                     the NIC may need (retry-cnt + 1) x local-ack-timeout = {} to recover a \
+                     lost tail; raise ack-timeout or lower sim.local-ack-timeout",
+                    cfg.ack_timeout, budget
+                ),
+            );
+        }
+    }
+    if let Some(pfc) = sim.pfc {
+        if let Some(given) = pfc.headroom_bytes {
+            let computed = SimConfig {
+                pfc: Some(xrdma_sim::PfcConfig {
+                    headroom_bytes: None,
+                    ..pfc
+                }),
+                ..sim.clone()
+            }
+            .pfc_thresholds();
+            if let Ok(Some(t)) = computed {
+                if given < t.headroom_bytes {
+                    warn(
+                        &["sim", "pfc", "headroom"],
+                        format!(
+                            "{given} B is below the {} B that can still arrive after XOFF \
+                             (2 x BDP + 3 packets + the PAUSE frame): the fabric can drop",
+                            t.headroom_bytes
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    if sim.dcqcn.is_some() && sim.ecn.is_none() {
+        warn(
+            &["sim", "dcqcn"],
+            "DCQCN reacts only to CNPs, and without `ecn` no packet is marked".into(),
+        );
+    }
+    if let Some(ecn) = sim.ecn {
+        if ecn.kmax_bytes > sim.switch_buffer_bytes {
+            warn(
+                &["sim", "ecn", "kmax"],
+                format!(
+                    "Kmax {} B is above the {} B switch buffer: marking never reaches Pmax",
+                    ecn.kmax_bytes, sim.switch_buffer_bytes
+                ),
+            );
+        }
+    }
+    w
+}
+
+/// Upper estimate of the bytes a simulated incast touches: each connection has a staging and
+/// a landing ring at both ends, and each sender holds its current message while the receiver
+/// reassembles one per connection.
+pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
+    let Workload::Incast(i) = &sc.workload;
+    let largest = i.messages.iter().map(|m| m.size).max().unwrap_or(0);
+    let per_sender = cfg
+        .ring_bytes()
+        .saturating_mul(4)
+        .saturating_add(largest.saturating_mul(2));
+    per_sender.saturating_mul(u64::from(i.senders))
+}
+
+/// `MemAvailable` from `/proc/meminfo`, bytes; `None` where it cannot be read.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// `FILE:LINE:COLUMN` of the deepest written key of `path`, or `FILE` alone.
+fn where_is(sc: &Scenario, path: &[&str]) -> String {
+    let file = sc.source_path.display();
+    let text = std::fs::read_to_string(&sc.source_path).unwrap_or_default();
+    match xrdma_scenario::locate_key(&text, path) {
+        Some((line, column, _)) => format!("{file}:{line}:{column}"),
+        None => file.to_string(),
+    }
+}
