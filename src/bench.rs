@@ -8,7 +8,8 @@
 //! - `lossy-incast`: the same as `pfc-incast` without PFC: the switch drops on a full buffer
 //!   and the NICs recover with go-back-N.
 //! - `xrdma-incast`: the same 256 × 2 MiB as xrdma messages (64 KiB fragments, the adaptive
-//!   window) with ECN and DCQCN, real bytes moved and digest-checked.
+//!   window) with ECN and DCQCN, real bytes moved and digest-checked; the receiver takes
+//!   fragments as they arrive (`deliver-fragments`), so it holds no reassembly buffers.
 //! - `fattree-1024`: a k = 16 fat-tree (1024 hosts, 320 switches), every host WRITEs 16 ×
 //!   64 KiB to the host half the fabric away (a permutation through the core), no payload.
 
@@ -168,6 +169,8 @@ fn raw_flows(
 }
 
 const XRDMA_INCAST: &str = "name: bench-xrdma-incast
+xrdma:
+  deliver-fragments: true
 workload:
   incast:
     senders: 256

@@ -1,9 +1,9 @@
 //! The N-to-1 incast workload as xrdma applications: every sender sends the same list of
 //! messages to one receiver, all intended at the same start time.
 //!
-//! Payloads are deterministic pseudo-random bytes (ChaCha8 seeded from the scenario seed, the
-//! sender and the message index); the sender records each message's XXH3-128 digest and the
-//! receiver digests what arrives, so the run checks end to end that every message arrived
+//! Payloads are deterministic pseudo-random bytes (slices of one ChaCha8 block seeded from the
+//! scenario seed, see [`PayloadPool`]); the sender records each message's XXH3-128 digest and
+//! the receiver digests what arrives, so the run checks end to end that every message arrived
 //! exactly once and intact. Senders hand a message to xrdma only when the previous one has
 //! been fully posted, which keeps memory at about one message per sender; latency still counts
 //! from the intended send time, so the queueing this causes is measured, not hidden.
@@ -13,7 +13,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xrdma::driver::Application;
 use xrdma::{ConnId, Endpoint, Event, MsgId, Time};
-use xxhash_rust::xxh3::xxh3_128;
+use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 /// One message a sender sent, as the sender saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,16 +32,46 @@ pub struct SentMessage {
     pub failed: bool,
 }
 
-/// Deterministic payload for message `index` of `sender`.
-pub fn payload(seed: u64, sender: u32, index: u32, size: u64) -> Bytes {
-    let mut key = [0u8; 32];
-    key[..8].copy_from_slice(&seed.to_le_bytes());
-    key[8..12].copy_from_slice(&sender.to_le_bytes());
-    key[12..16].copy_from_slice(&index.to_le_bytes());
-    let mut rng = ChaCha8Rng::from_seed(key);
-    let mut v = vec![0u8; size as usize];
-    rng.fill_bytes(&mut v);
-    Bytes::from(v)
+/// Distinct starting offsets a message can take in the pool: 1 MiB of them.
+const POOL_OFFSETS: u64 = 1 << 20;
+
+/// The payload bytes of a run: one block of pseudo-random bytes (ChaCha8 from the scenario
+/// seed), `largest message + 1 MiB` long, shared by every sender. Message `index` of `sender`
+/// is the slice starting at an offset drawn from (seed, sender, index), so messages differ
+/// (a swapped or misplaced message fails its digest) while the run holds one block instead of
+/// one buffer per message in flight.
+#[derive(Clone, Debug)]
+pub struct PayloadPool {
+    seed: u64,
+    bytes: Bytes,
+}
+
+impl PayloadPool {
+    /// A pool for messages of at most `largest` bytes.
+    pub fn new(seed: u64, largest: u64) -> Self {
+        let mut key = [0u8; 32];
+        key[..8].copy_from_slice(&seed.to_le_bytes());
+        let mut rng = ChaCha8Rng::from_seed(key);
+        let mut v = vec![0u8; (largest + POOL_OFFSETS) as usize];
+        rng.fill_bytes(&mut v);
+        PayloadPool {
+            seed,
+            bytes: Bytes::from(v),
+        }
+    }
+
+    /// The payload of message `index` of `sender` (`size` ≤ the pool's largest message).
+    pub fn message(&self, sender: u32, index: u32, size: u64) -> Bytes {
+        // SplitMix64 (Steele et al., OOPSLA 2014) of the three numbers: a well-mixed offset.
+        let mut z = self.seed ^ (u64::from(sender) << 32) ^ u64::from(index);
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let off = (z % POOL_OFFSETS) as usize;
+        let end = (off + size as usize).min(self.bytes.len());
+        self.bytes.slice(off..end)
+    }
 }
 
 /// A sender: one connection to the receiver, a list of message sizes, one start time.
@@ -49,7 +79,7 @@ pub struct Sender {
     /// This sender's host index.
     pub host: u32,
     conn: ConnId,
-    seed: u64,
+    pool: PayloadPool,
     start: Time,
     sizes: Vec<u64>,
     next: usize,
@@ -62,11 +92,11 @@ pub struct Sender {
 
 impl Sender {
     /// A sender on `host` that sends `sizes` over `conn`, all intended at `start`.
-    pub fn new(host: u32, conn: ConnId, seed: u64, start: Time, sizes: Vec<u64>) -> Self {
+    pub fn new(host: u32, conn: ConnId, pool: PayloadPool, start: Time, sizes: Vec<u64>) -> Self {
         Sender {
             host,
             conn,
-            seed,
+            pool,
             start,
             sizes,
             next: 0,
@@ -99,7 +129,7 @@ impl Application for Sender {
             Event::Sent { msg, .. } => self.record_ack(msg, now, false),
             Event::SendFailed { msg, .. } => self.record_ack(msg, now, true),
             Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
-            Event::Message { .. } => {}
+            Event::Message { .. } | Event::Fragment { .. } => {}
         }
     }
 
@@ -110,7 +140,7 @@ impl Application for Sender {
         while self.next < self.sizes.len() && ep.queued_bytes(self.conn) == 0 {
             let index = self.next as u32;
             let size = self.sizes[self.next];
-            let data = payload(self.seed, self.host, index, size);
+            let data = self.pool.message(self.host, index, size);
             let digest = xxh3_128(&data);
             match ep.send(now, self.conn, data) {
                 Ok(id) => {
@@ -154,33 +184,60 @@ pub struct Arrival {
     pub at: Time,
 }
 
-/// The receiver: records every arriving message.
+/// The receiver: records every arriving message, whole or as streamed fragments.
 #[derive(Default)]
 pub struct Receiver {
     per_conn: Vec<u32>,
+    /// Digest state of the message being streamed on each connection.
+    streams: Vec<Option<Xxh3>>,
     /// Everything that arrived, in arrival order.
     pub arrivals: Vec<Arrival>,
     /// Errors xrdma reported, as text.
     pub errors: Vec<String>,
 }
 
+impl Receiver {
+    fn arrived(&mut self, now: Time, ep: &Endpoint, conn: ConnId, size: u64, digest: u128) {
+        let c = conn as usize;
+        if self.per_conn.len() <= c {
+            self.per_conn.resize(c + 1, 0);
+        }
+        let index = self.per_conn[c];
+        self.per_conn[c] += 1;
+        self.arrivals.push(Arrival {
+            sender: ep.peer(conn).unwrap_or(u32::MAX),
+            index,
+            size,
+            digest,
+            at: now,
+        });
+    }
+}
+
 impl Application for Receiver {
     fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
         match event {
             Event::Message { conn, data } => {
+                let digest = xxh3_128(&data);
+                self.arrived(now, ep, conn, data.len() as u64, digest);
+            }
+            Event::Fragment {
+                conn,
+                message_len,
+                offset,
+                data,
+            } => {
                 let c = conn as usize;
-                if self.per_conn.len() <= c {
-                    self.per_conn.resize(c + 1, 0);
+                if self.streams.len() <= c {
+                    self.streams.resize_with(c + 1, || None);
                 }
-                let index = self.per_conn[c];
-                self.per_conn[c] += 1;
-                self.arrivals.push(Arrival {
-                    sender: ep.peer(conn).unwrap_or(u32::MAX),
-                    index,
-                    size: data.len() as u64,
-                    digest: xxh3_128(&data),
-                    at: now,
-                });
+                let h = self.streams[c].get_or_insert_with(Xxh3::new);
+                h.update(&data);
+                if offset + data.len() as u64 == message_len {
+                    let digest = h.digest128();
+                    self.streams[c] = None;
+                    self.arrived(now, ep, conn, message_len, digest);
+                }
             }
             Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
             Event::Sent { .. } | Event::SendFailed { .. } => {}

@@ -18,6 +18,7 @@ pub fn xrdma_config(x: &XrdmaSection) -> Config {
         target_delay: x.target_delay,
         ack_timeout: x.ack_timeout,
         adaptive_window: x.adaptive_window,
+        deliver_fragments: x.deliver_fragments,
         ..Config::default()
     }
 }

@@ -4,7 +4,7 @@
 //! pair each, exchanging [`xrdma::driver::ConnInfo`] in process), then lets the simulator
 //! advance virtual time and gives a driver turn to each host that needs one.
 
-use crate::incast::{Receiver, Role, Sender};
+use crate::incast::{PayloadPool, Receiver, Role, Sender};
 use crate::sim_config::check;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
@@ -36,7 +36,7 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
         .iter()
         .flat_map(|m| std::iter::repeat_n(m.size, m.count as usize))
         .collect();
-    let seed = sim_cfg.seed;
+    let pool = PayloadPool::new(sim_cfg.seed, sizes.iter().copied().max().unwrap_or(0));
     let mut apps: Vec<Role> = Vec::with_capacity(hosts as usize);
     let workload_hosts = sc.workload.hosts();
     for h in 0..hosts {
@@ -57,7 +57,7 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
         apps.push(Role::Sender(Sender::new(
             h,
             conn,
-            seed,
+            pool.clone(),
             incast.start,
             sizes.clone(),
         )));

@@ -36,6 +36,9 @@ pub struct XrdmaSection {
     /// Whether the window adapts (grows with RTT, shrinks by β on ECN); `false` keeps it at
     /// `initial-window`. Default `true`.
     pub adaptive_window: bool,
+    /// Deliver each fragment as it arrives instead of whole messages (no reassembly buffer at
+    /// the receiver; for large runs). Default `false`.
+    pub deliver_fragments: bool,
 }
 
 impl Default for XrdmaSection {
@@ -53,6 +56,7 @@ impl Default for XrdmaSection {
             target_delay: c.target_delay,
             ack_timeout: c.ack_timeout,
             adaptive_window: c.adaptive_window,
+            deliver_fragments: c.deliver_fragments,
         }
     }
 }
@@ -69,6 +73,7 @@ struct RawXrdma {
     target_delay: Option<Span>,
     ack_timeout: Option<Span>,
     adaptive_window: Option<bool>,
+    deliver_fragments: Option<bool>,
 }
 
 /// The smallest fragment size accepted: 1 KiB, the smallest common RoCE MTU.
@@ -86,6 +91,7 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         target_delay: raw.target_delay.map_or(d.target_delay, |v| v.0),
         ack_timeout: raw.ack_timeout.map_or(d.ack_timeout, |v| v.0),
         adaptive_window: raw.adaptive_window.unwrap_or(d.adaptive_window),
+        deliver_fragments: raw.deliver_fragments.unwrap_or(d.deliver_fragments),
     };
     if s.fragment_size < MIN_FRAGMENT_SIZE {
         return Err(field_error(

@@ -151,6 +151,7 @@ fn defaults_are_filled_in() {
             target_delay: Time(10_000_000),
             ack_timeout: Time(1_000_000_000_000),
             adaptive_window: true,
+            deliver_fragments: false,
         }
     );
     assert_eq!(s.sim, None);

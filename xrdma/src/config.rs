@@ -47,6 +47,10 @@ pub struct Config {
     /// at `initial_window` for the connection's life (RTTs are still measured), to compare a
     /// run with and without the middleware's own congestion reaction (default `true`).
     pub adaptive_window: bool,
+    /// Deliver each fragment as it arrives ([`crate::Event::Fragment`]) instead of whole
+    /// messages ([`crate::Event::Message`]): the receiver then holds no reassembly buffer, for
+    /// applications that consume large messages as a stream (default `false`).
+    pub deliver_fragments: bool,
 }
 
 impl Default for Config {
@@ -64,6 +68,7 @@ impl Default for Config {
             send_depth: 512,
             initial_seq: 0,
             adaptive_window: true,
+            deliver_fragments: false,
         }
     }
 }

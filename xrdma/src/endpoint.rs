@@ -102,6 +102,20 @@ pub enum Event {
         /// Its bytes.
         data: Bytes,
     },
+    /// One fragment of an arriving message, in order, when the endpoint streams fragments
+    /// ([`crate::Config::deliver_fragments`]) instead of delivering whole messages. The message
+    /// is complete when `offset + data.len() == message_len` (a 0-byte message is one empty
+    /// fragment).
+    Fragment {
+        /// The connection it came on.
+        conn: ConnId,
+        /// Length of the whole message, bytes.
+        message_len: u64,
+        /// Offset of `data` within the message, bytes.
+        offset: u64,
+        /// The fragment's bytes.
+        data: Bytes,
+    },
     /// Every fragment of a message was ACKed by the receiver; its buffers are free.
     Sent {
         /// The connection.
@@ -175,6 +189,16 @@ struct InflightFragment {
     msg: MsgId,
 }
 
+/// The message being received on a connection.
+struct Assembly {
+    /// Its length, from the header of its first fragment.
+    len: u64,
+    /// Payload bytes received so far.
+    received: u64,
+    /// The bytes, when whole messages are delivered (empty when fragments are streamed).
+    buf: Vec<u8>,
+}
+
 struct Connection {
     setup: ConnSetup,
     failed: bool,
@@ -190,7 +214,7 @@ struct Connection {
     // Receive side.
     recv_cursor: u64,
     expected_rx_seq: Seq,
-    assembling: Option<(u64, Vec<u8>)>,
+    assembling: Option<Assembly>,
     ack_due: bool,
     in_ack_list: bool,
     stats: ConnStats,
@@ -654,35 +678,59 @@ impl Endpoint {
                 return;
             }
         };
-        let (mlen, mut buf, payload) = match c.assembling.take() {
-            Some((mlen, buf)) => (mlen, buf, bytes),
+        let streaming = self.cfg.deliver_fragments;
+        let (mut asm, payload) = match c.assembling.take() {
+            Some(asm) => (asm, bytes),
             None => {
                 let Some(h) = MessageHeader::decode(bytes) else {
                     let reason = format!("first fragment of {len} bytes has no message header");
                     self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
                     return;
                 };
-                let cap = h.message_len.min(MAX_RESERVE) as usize;
-                (h.message_len, Vec::with_capacity(cap), &bytes[HEADER_LEN..])
+                let cap = if streaming {
+                    0
+                } else {
+                    h.message_len.min(MAX_RESERVE) as usize
+                };
+                let asm = Assembly {
+                    len: h.message_len,
+                    received: 0,
+                    buf: Vec::with_capacity(cap),
+                };
+                (asm, &bytes[HEADER_LEN..])
             }
         };
-        if buf.len() as u64 + payload.len() as u64 > mlen {
-            let reason = format!("fragments exceed the {mlen}-byte message length");
+        let n = payload.len() as u64;
+        if asm.received + n > asm.len {
+            let reason = format!("fragments exceed the {}-byte message length", asm.len);
             self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
             return;
         }
-        buf.extend_from_slice(payload);
-        c.expected_rx_seq = seq.next();
-        c.stats.recv_bytes += payload.len() as u64;
-        c.stats.fragments_received += 1;
-        if buf.len() as u64 == mlen {
-            c.stats.messages_received += 1;
-            self.events.push_back(Event::Message {
+        let offset = asm.received;
+        asm.received += n;
+        if streaming {
+            self.events.push_back(Event::Fragment {
                 conn,
-                data: Bytes::from(buf),
+                message_len: asm.len,
+                offset,
+                data: Bytes::copy_from_slice(payload),
             });
         } else {
-            c.assembling = Some((mlen, buf));
+            asm.buf.extend_from_slice(payload);
+        }
+        c.expected_rx_seq = seq.next();
+        c.stats.recv_bytes += n;
+        c.stats.fragments_received += 1;
+        if asm.received == asm.len {
+            c.stats.messages_received += 1;
+            if !streaming {
+                self.events.push_back(Event::Message {
+                    conn,
+                    data: Bytes::from(asm.buf),
+                });
+            }
+        } else {
+            c.assembling = Some(asm);
         }
         c.ack_due = true;
         self.queue_ack(conn);
