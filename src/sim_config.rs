@@ -147,9 +147,10 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
     if let Some(avail) = available_memory() {
         if need > avail {
             bail!(
-                "{}: the run needs about {} of memory (per sender: four {}-byte rings and two \
-                 copies of the largest message), but only {} is available; use fewer senders, \
-                 smaller messages or a smaller xrdma.max-window",
+                "{}: the run needs about {} of memory (per sender: four {}-byte rings and a \
+                 reassembly buffer for the largest message), but only {} is available; use \
+                 fewer senders, smaller messages, xrdma.deliver-fragments or a smaller \
+                 xrdma.max-window",
                 sc.source_path.display(),
                 xrdma_reports::format_bytes(need),
                 cfg.ring_bytes(),
@@ -260,16 +261,20 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
 }
 
 /// Upper estimate of the bytes a simulated incast touches: each connection has a staging and
-/// a landing ring at both ends, and each sender holds its current message while the receiver
-/// reassembles one per connection.
+/// a landing ring at both ends, the receiver reassembles one message per connection (unless
+/// fragments are delivered as they arrive), and the payload block is the largest message plus
+/// 1 MiB.
 pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
     let Workload::Incast(i) = &sc.workload;
     let largest = i.messages.iter().map(|m| m.size).max().unwrap_or(0);
+    let reassembly = if cfg.deliver_fragments { 0 } else { largest };
     let per_sender = cfg
         .ring_bytes()
         .saturating_mul(4)
-        .saturating_add(largest.saturating_mul(2));
-    per_sender.saturating_mul(u64::from(i.senders))
+        .saturating_add(reassembly);
+    per_sender
+        .saturating_mul(u64::from(i.senders))
+        .saturating_add(largest.saturating_add(1 << 20))
 }
 
 /// `MemAvailable` from `/proc/meminfo`, bytes; `None` where it cannot be read.
