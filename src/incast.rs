@@ -106,6 +106,11 @@ impl Sender {
         }
     }
 
+    /// Every message was handed to xrdma and then ACKed or failed.
+    pub fn finished(&self) -> bool {
+        (self.next == self.sizes.len() || !self.errors.is_empty()) && self.in_flight.is_empty()
+    }
+
     /// The sizes of the messages this sender intends to send, in order.
     pub fn sizes(&self) -> &[u64] {
         &self.sizes
@@ -259,6 +264,17 @@ pub enum Role {
     Receiver(Receiver),
     /// A host of the fabric that takes no part in the workload.
     Idle,
+}
+
+impl Role {
+    /// Whether this host has nothing left to do: a sender whose every message was ACKed or
+    /// failed; the receiver and idle hosts always are (they only react).
+    pub fn finished(&self) -> bool {
+        match self {
+            Role::Sender(s) => s.finished(),
+            Role::Receiver(_) | Role::Idle => true,
+        }
+    }
 }
 
 impl Application for Role {

@@ -1,19 +1,15 @@
-//! Running a scenario on the simulator backend.
-//!
-//! Builds one xrdma [`Endpoint`] per host, connects every sender to the receiver (one RC QP
-//! pair each, exchanging [`xrdma::driver::ConnInfo`] in process), then lets the simulator
-//! advance virtual time and gives a driver turn to each host that needs one.
+//! Running a scenario's workload on a [`Fabric`], and on the simulator by default.
 
+use crate::fabric::{Fabric, SimFabric};
 use crate::incast::{PayloadPool, Receiver, Role, Sender};
 use crate::sim_config::check;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::time::Instant;
 use xrdma::driver::{self, TurnScratch};
-use xrdma::{Endpoint, Time};
+use xrdma::{Config, Endpoint, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::{Scenario, Workload};
-use xrdma_sim::{SimConfig, Simulation, Topology};
 
 /// Run `sc` on the simulator and collect the result.
 ///
@@ -21,12 +17,37 @@ use xrdma_sim::{SimConfig, Simulation, Topology};
 /// An invalid configuration (nothing is run), or a transport failure during setup.
 pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
     let checked = check(sc)?;
-    let (cfg, sim_cfg) = (checked.xrdma, checked.sim);
+    let seed = checked.sim.seed;
+    let mut fabric = SimFabric::new(checked.sim)?;
+    run_on(sc, &checked.xrdma, seed, &mut fabric)
+}
+
+/// Run `sc`'s workload on any [`Fabric`] with the xrdma configuration `cfg`; `seed` seeds the
+/// payload bytes.
+///
+/// Builds one xrdma [`Endpoint`] per host, connects every sender to the receiver (one RC QP
+/// pair each, exchanging [`xrdma::driver::ConnInfo`] in process), then lets the fabric move
+/// time and gives a driver turn to each host that needs one.
+///
+/// # Errors
+/// A transport failure during setup, or a workload that does not fit the fabric.
+pub fn run_on<F: Fabric>(
+    sc: &Scenario,
+    cfg: &Config,
+    seed: u64,
+    fabric: &mut F,
+) -> Result<rep::RunResult> {
     let Workload::Incast(incast) = &sc.workload;
     let wall = Instant::now();
-    let mut sim = Simulation::new(sim_cfg.clone())?;
-    let hosts = sim_cfg.hosts;
+    let hosts = fabric.hosts();
     let recv_host = incast.receiver;
+    let workload_hosts = sc.workload.hosts();
+    if workload_hosts > hosts {
+        bail!(
+            "the workload needs {workload_hosts} hosts, the {} fabric has {hosts}",
+            fabric.backend()
+        );
+    }
     let mut eps = Vec::with_capacity(hosts as usize);
     for _ in 0..hosts {
         eps.push(Endpoint::new(cfg.clone())?);
@@ -36,9 +57,8 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
         .iter()
         .flat_map(|m| std::iter::repeat_n(m.size, m.count as usize))
         .collect();
-    let pool = PayloadPool::new(sim_cfg.seed, sizes.iter().copied().max().unwrap_or(0));
+    let pool = PayloadPool::new(seed, sizes.iter().copied().max().unwrap_or(0));
     let mut apps: Vec<Role> = Vec::with_capacity(hosts as usize);
-    let workload_hosts = sc.workload.hosts();
     for h in 0..hosts {
         if h == recv_host {
             apps.push(Role::Receiver(Receiver::default()));
@@ -50,63 +70,46 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
             continue;
         }
         let (s_ep, r_ep) = pair_mut(&mut eps, h as usize, recv_host as usize);
-        let half_s = driver::open(s_ep, &mut sim.transport(h))?;
-        let half_r = driver::open(r_ep, &mut sim.transport(recv_host))?;
-        let conn = driver::establish(s_ep, &mut sim.transport(h), half_s, &half_r.info, recv_host)?;
-        driver::establish(r_ep, &mut sim.transport(recv_host), half_r, &half_s.info, h)?;
-        apps.push(Role::Sender(Sender::new(
-            h,
-            conn,
-            pool.clone(),
-            incast.start,
-            sizes.clone(),
-        )));
+        let half_s = driver::open(s_ep, &mut fabric.host(h))?;
+        let half_r = driver::open(r_ep, &mut fabric.host(recv_host))?;
+        let conn = driver::establish(s_ep, &mut fabric.host(h), half_s, &half_r.info, recv_host)?;
+        driver::establish(r_ep, &mut fabric.host(recv_host), half_r, &half_s.info, h)?;
+        let sender = Sender::new(h, conn, pool.clone(), incast.start, sizes.clone());
+        apps.push(Role::Sender(sender));
     }
     let mut scratch = TurnScratch::default();
     for h in 0..hosts {
-        let now = sim.now();
+        let now = fabric.now();
+        let i = h as usize;
         let wake = driver::turn(
             now,
-            &mut eps[h as usize],
-            &mut sim.transport(h),
-            &mut apps[h as usize],
+            &mut eps[i],
+            &mut fabric.host(h),
+            &mut apps[i],
             &mut scratch,
         );
-        sim.set_wake(h, wake.unwrap_or(Time::MAX));
+        fabric.set_wake(h, wake.unwrap_or(Time::MAX));
     }
     let mut ready = Vec::new();
-    while sim.advance(&mut ready) {
-        let now = sim.now();
+    let mut settled = false;
+    while fabric.advance(&mut ready, settled) {
+        let now = fabric.now();
         for &h in &ready {
             let i = h as usize;
             let wake = driver::turn(
                 now,
                 &mut eps[i],
-                &mut sim.transport(h),
+                &mut fabric.host(h),
                 &mut apps[i],
                 &mut scratch,
             );
-            sim.set_wake(h, wake.unwrap_or(Time::MAX));
+            fabric.set_wake(h, wake.unwrap_or(Time::MAX));
         }
         ready.clear();
+        settled = apps.iter().all(Role::finished);
     }
     let wall_seconds = wall.elapsed().as_secs_f64();
-    collect(sc, &sim, &sim_cfg, &apps, wall_seconds)
-}
-
-/// The base RTT used in T*: the round trip of a header-only packet and its ACK on
-/// idle links, `4·delay + 2·ser(header) + 2·ser(header + AETH)`.
-///
-/// Why header-only: the last byte of an N-to-1 incast is ACKed no earlier than
-/// `bottleneck bytes / B + 4·delay + ser(first packet on its first hop) + 2·ser(ACK)`. The
-/// `N·S·(1 + header/MTU)` term already charges every packet's bottleneck serialization, so
-/// charging a full data packet twice more (as the RTT of an MTU packet would) overstates the
-/// bound; with a header-only RTT, T* stays below the true bound whenever MTU ≥ header.
-pub fn ideal_base_rtt(cfg: &SimConfig) -> Time {
-    let ser = |b: u32| Time::serialization(u64::from(b), cfg.link_rate_bps);
-    let hdr = ser(cfg.header_bytes);
-    let ack = ser(cfg.header_bytes + xrdma_sim::AETH_BYTES);
-    Time(cfg.link_delay.as_ps().saturating_mul(4)) + hdr + hdr + ack + ack
+    collect(sc, fabric, seed, &apps, wall_seconds)
 }
 
 fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
@@ -119,10 +122,10 @@ fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     }
 }
 
-fn collect(
+fn collect<F: Fabric>(
     sc: &Scenario,
-    sim: &Simulation,
-    sim_cfg: &SimConfig,
+    fabric: &F,
+    seed: u64,
     apps: &[Role],
     wall_seconds: f64,
 ) -> Result<rep::RunResult> {
@@ -174,34 +177,21 @@ fn collect(
     }
     // Arrivals no sender claims are duplicates or strays.
     duplicates += arrivals.len() as u64;
-    let st = sim.stats();
     let senders = incast.senders;
-    let total_bytes = incast.bytes_per_sender() * u64::from(senders);
-    // T* is the bound of the single-switch incast; on a multi-tier fabric the bottleneck may be
-    // an oversubscribed uplink and the base RTT crosses more hops, so no T* is claimed there.
-    let ideal = if sim_cfg.topology == Topology::Star {
-        rep::IdealCompletion::incast(
-            total_bytes,
-            u64::from(sim_cfg.header_bytes),
-            u64::from(sim_cfg.mtu),
-            sim_cfg.link_rate_bps,
-            ideal_base_rtt(sim_cfg).as_ps(),
-        )
-    } else {
-        None
-    };
-    let events = st.events;
     if senders == 0 {
         bail!("no senders");
     }
+    let total_bytes = incast.bytes_per_sender() * u64::from(senders);
+    let sim = fabric.sim_info();
+    let events = sim.as_ref().map_or(0, |s| s.events);
     Ok(rep::RunResult {
         schema_version: rep::SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         scenario: rep::ScenarioInfo {
             name: sc.name.clone(),
             path: sc.source_path.display().to_string(),
-            backend: "sim".into(),
-            seed: sim_cfg.seed,
+            backend: fabric.backend().into(),
+            seed,
         },
         workload: rep::WorkloadInfo {
             kind: sc.workload.kind().into(),
@@ -217,26 +207,9 @@ fn collect(
             duplicates,
             missing,
         },
-        network: rep::NetworkCounters {
-            data_packets: st.data_packets,
-            ecn_marks: st.ecn_marks,
-            cnps: st.cnps_sent,
-            pfc_xoff: st.pfc_xoff_sent,
-            pfc_xon: st.pfc_xon_sent,
-            drops: st.drops,
-            max_buffer_bytes: st.max_buffer_bytes,
-            max_egress_queue_bytes: st.max_egress_queue_bytes,
-            retransmitted_packets: st.retransmitted_packets,
-            retransmit_timeouts: st.retransmit_timeouts,
-            seq_naks: st.seq_naks,
-            rnr_naks: st.rnr_naks,
-        },
-        ideal,
-        sim: Some(rep::SimInfo {
-            events,
-            simulated_ps: sim.now().as_ps(),
-            trace_hash: format!("{:016x}", sim.trace_hash()),
-        }),
+        network: fabric.network(),
+        ideal: fabric.ideal(total_bytes),
+        sim,
         errors,
         wall_clock: rep::WallClock {
             wall_seconds,

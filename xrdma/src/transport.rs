@@ -313,3 +313,44 @@ pub trait Transport: LocalMemory {
     /// observe CNPs per QP returns `None`.
     fn poll_congestion(&mut self) -> Option<QpNum>;
 }
+
+impl<M: LocalMemory + ?Sized> LocalMemory for &mut M {
+    fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
+        (**self).read(addr, len)
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+        (**self).write(addr, data)
+    }
+}
+
+/// A mutable borrow of a transport is a transport, so a driver can hold `&mut T` where a
+/// backend hands out its transports by reference.
+impl<T: Transport + ?Sized> Transport for &mut T {
+    fn now(&self) -> Time {
+        (**self).now()
+    }
+    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
+        (**self).register_memory(len)
+    }
+    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError> {
+        (**self).create_qp(caps)
+    }
+    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
+        (**self).connect_qp(qpn, remote)
+    }
+    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
+        (**self).reset_qp(qpn)
+    }
+    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
+        (**self).post_send(qpn, wr)
+    }
+    fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
+        (**self).post_recv(qpn, wr)
+    }
+    fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
+        (**self).poll_cq(out, max)
+    }
+    fn poll_congestion(&mut self) -> Option<QpNum> {
+        (**self).poll_congestion()
+    }
+}

@@ -1,0 +1,134 @@
+//! The `Fabric` trait: a set of hosts, each with a `Transport`, and a clock that moves.
+//!
+//! The scenario runner is written once against this trait. The simulator's fabric moves
+//! virtual time from event to event and says which hosts need a turn; a real-RDMA fabric
+//! moves with the wall clock and polls its hosts. The same scenario therefore runs unchanged
+//! on either.
+
+use xrdma::{Time, Transport};
+use xrdma_reports as rep;
+use xrdma_sim::{SimConfig, Simulation, Topology};
+
+/// Hosts with transports, and time.
+pub trait Fabric {
+    /// A host's transport, borrowed from the fabric for one driver turn.
+    type Host<'a>: Transport
+    where
+        Self: 'a;
+
+    /// The backend's name in reports (`sim`, `verbs`).
+    fn backend(&self) -> &'static str;
+    /// Number of hosts.
+    fn hosts(&self) -> u32;
+    /// Host `h`'s transport.
+    fn host(&mut self, h: u32) -> Self::Host<'_>;
+    /// Now, on the fabric's clock.
+    fn now(&self) -> Time;
+    /// Move time forward until some hosts need a turn and push them into `ready` (each once).
+    /// `settled` says the workload has nothing left to do: a real-time fabric stops then; a
+    /// simulated one runs out its remaining events. Returns `false` when the run is over.
+    fn advance(&mut self, ready: &mut Vec<u32>, settled: bool) -> bool;
+    /// Host `h` wants a turn at `at` even if nothing arrives ([`Time::MAX`]: no wake).
+    fn set_wake(&mut self, h: u32, at: Time);
+    /// Network counters for the result (zeros where the backend cannot observe them).
+    fn network(&self) -> rep::NetworkCounters;
+    /// Simulator statistics, on a simulated fabric.
+    fn sim_info(&self) -> Option<rep::SimInfo>;
+    /// The ideal finish T* of an incast of `total_bytes`, where the fabric can state it.
+    fn ideal(&self, total_bytes: u64) -> Option<rep::IdealCompletion>;
+}
+
+/// The simulator as a [`Fabric`].
+pub struct SimFabric {
+    sim: Simulation,
+}
+
+impl SimFabric {
+    /// A fabric over a new simulation of `cfg`.
+    ///
+    /// # Errors
+    /// The simulator's configuration error.
+    pub fn new(cfg: SimConfig) -> Result<Self, xrdma_sim::SimConfigError> {
+        Ok(SimFabric {
+            sim: Simulation::new(cfg)?,
+        })
+    }
+}
+
+/// The base RTT used in T*: the round trip of a header-only packet and its ACK on
+/// idle links, `4·delay + 2·ser(header) + 2·ser(header + AETH)`.
+///
+/// Why header-only: the last byte of an N-to-1 incast is ACKed no earlier than
+/// `bottleneck bytes / B + 4·delay + ser(first packet on its first hop) + 2·ser(ACK)`. The
+/// `N·S·(1 + header/MTU)` term already charges every packet's bottleneck serialization, so
+/// charging a full data packet twice more (as the RTT of an MTU packet would) overstates the
+/// bound; with a header-only RTT, T* stays below the true bound whenever MTU ≥ header.
+pub fn ideal_base_rtt(cfg: &SimConfig) -> Time {
+    let ser = |b: u32| Time::serialization(u64::from(b), cfg.link_rate_bps);
+    let hdr = ser(cfg.header_bytes);
+    let ack = ser(cfg.header_bytes + xrdma_sim::AETH_BYTES);
+    Time(cfg.link_delay.as_ps().saturating_mul(4)) + hdr + hdr + ack + ack
+}
+
+impl Fabric for SimFabric {
+    type Host<'a> = xrdma_sim::HostTransport<'a>;
+
+    fn backend(&self) -> &'static str {
+        "sim"
+    }
+    fn hosts(&self) -> u32 {
+        self.sim.config().hosts
+    }
+    fn host(&mut self, h: u32) -> Self::Host<'_> {
+        self.sim.transport(h)
+    }
+    fn now(&self) -> Time {
+        self.sim.now()
+    }
+    fn advance(&mut self, ready: &mut Vec<u32>, _settled: bool) -> bool {
+        self.sim.advance(ready)
+    }
+    fn set_wake(&mut self, h: u32, at: Time) {
+        self.sim.set_wake(h, at);
+    }
+    fn network(&self) -> rep::NetworkCounters {
+        let st = self.sim.stats();
+        rep::NetworkCounters {
+            data_packets: st.data_packets,
+            ecn_marks: st.ecn_marks,
+            cnps: st.cnps_sent,
+            pfc_xoff: st.pfc_xoff_sent,
+            pfc_xon: st.pfc_xon_sent,
+            drops: st.drops,
+            max_buffer_bytes: st.max_buffer_bytes,
+            max_egress_queue_bytes: st.max_egress_queue_bytes,
+            retransmitted_packets: st.retransmitted_packets,
+            retransmit_timeouts: st.retransmit_timeouts,
+            seq_naks: st.seq_naks,
+            rnr_naks: st.rnr_naks,
+        }
+    }
+    fn sim_info(&self) -> Option<rep::SimInfo> {
+        Some(rep::SimInfo {
+            events: self.sim.stats().events,
+            simulated_ps: self.sim.now().as_ps(),
+            trace_hash: format!("{:016x}", self.sim.trace_hash()),
+        })
+    }
+    fn ideal(&self, total_bytes: u64) -> Option<rep::IdealCompletion> {
+        // T* is the bound of the single-switch incast; on a multi-tier fabric the bottleneck
+        // may be an oversubscribed uplink and the base RTT crosses more hops, so no T* is
+        // claimed there.
+        let cfg = self.sim.config();
+        if cfg.topology != Topology::Star {
+            return None;
+        }
+        rep::IdealCompletion::incast(
+            total_bytes,
+            u64::from(cfg.header_bytes),
+            u64::from(cfg.mtu),
+            cfg.link_rate_bps,
+            ideal_base_rtt(cfg).as_ps(),
+        )
+    }
+}
