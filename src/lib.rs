@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod conformance;
 pub mod fabric;
 pub mod incast;
 pub mod sim_config;

@@ -42,6 +42,13 @@ enum Command {
         /// The scenario file (YAML).
         scenario: PathBuf,
     },
+    /// Run the conformance suite (the same scenario-level cases on any backend) and print
+    /// `N passed, M failed`; exits 2 when a case fails.
+    Conformance {
+        /// The backend to run on.
+        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        backend: Backend,
+    },
     /// Benchmark the simulator: 256:1 x 2 MiB incasts (PFC only, DCQCN, through xrdma) and a
     /// 1024-host fat-tree permutation; events, wall time, events/s and peak RSS per case, each
     /// case in its own process.
@@ -51,6 +58,13 @@ enum Command {
         #[arg(long)]
         case: Option<String>,
     },
+}
+
+/// Where a scenario runs.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    /// The packet-level simulator (reads the scenario's `sim:` block).
+    Sim,
 }
 
 /// The run finished but its result shows a failure.
@@ -132,6 +146,21 @@ fn real_main() -> Result<ExitCode> {
                 ExitCode::from(EXIT_RESULT_FAILED)
             } else {
                 ExitCode::SUCCESS
+            })
+        }
+        Command::Conformance { backend } => {
+            let mut run = |sc: &xrdma_scenario::Scenario| match backend {
+                Backend::Sim => sim_run::run(sc),
+            };
+            let (passed, failures) = xrdma_testbed::conformance::run_all(&mut run);
+            for f in &failures {
+                eprintln!("FAILED {f}");
+            }
+            println!("conformance: {passed} passed, {} failed", failures.len());
+            Ok(if failures.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_RESULT_FAILED)
             })
         }
         Command::Bench { case: Some(case) } => {
