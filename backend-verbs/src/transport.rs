@@ -425,16 +425,19 @@ impl Transport for VerbsTransport {
         Ok(self.address(qpn, psn))
     }
 
+    /// Checks in the simulator's order: the QP exists, it is in RTS, the local SGE lies in
+    /// the MR of its `lkey`; then `ibv_post_send` (ENOMEM: queue full).
     fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
-        self.check_sge(&wr.sge)?;
-        let qp = self.qp(qpn)?;
-        if qp.state != QpState::Rts {
+        let state = self.qp(qpn)?.state;
+        if state != QpState::Rts {
             return Err(TransportError::BadQpState {
                 qpn,
-                state: qp.state.name(),
+                state: state.name(),
                 op: "post_send",
             });
         }
+        self.check_sge(&wr.sge)?;
+        let qp = self.qp(qpn)?;
         match qp.post_send(wr) {
             Ok(()) => {
                 self.posts += 1;
@@ -449,16 +452,18 @@ impl Transport for VerbsTransport {
         }
     }
 
+    /// Allowed from INIT on; checks the QP, its state and the SGE, then `ibv_post_recv`.
     fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
-        self.check_sge(&wr.sge)?;
-        let qp = self.qp(qpn)?;
-        if qp.state == QpState::Reset {
+        let state = self.qp(qpn)?.state;
+        if state == QpState::Reset {
             return Err(TransportError::BadQpState {
                 qpn,
-                state: qp.state.name(),
+                state: state.name(),
                 op: "post_recv",
             });
         }
+        self.check_sge(&wr.sge)?;
+        let qp = self.qp(qpn)?;
         match qp.post_recv(wr) {
             Ok(()) => {
                 self.posts += 1;
