@@ -1,0 +1,40 @@
+//! # xrdma-verbs — the real-RDMA backend of xrdma
+//!
+//! Implements [`xrdma::Transport`] over ibverbs (`rdma-sys`), for ConnectX NICs and
+//! Soft-RoCE (`rdma_rxe`):
+//!
+//! - [`Device`]: opens a device by name (or the first one), queries the port, chooses the
+//!   source GID (an explicit index, else the first RoCE v2 IPv4-mapped GID; an error listing
+//!   the GID table when none fits) and allocates the protection domain;
+//! - [`VerbsTransport`]: one worker's CQ (with a completion channel), RC QPs and MRs, with
+//!   the same verbs semantics as the simulator backend, so the same core runs on both;
+//! - [`HybridDriver`]: busy-poll while traffic flows, block on the completion channel when
+//!   idle ([`VerbsTransport::arm_and_wait`]).
+//!
+//! Device and GID can be chosen from the environment ([`DeviceConfig::from_env`]):
+//! `XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`, `XRDMA_VERBS_GID_INDEX`.
+//!
+//! This is the workspace's only crate with `unsafe`; every block states why it is sound.
+//! Verbs objects are owned by wrappers that destroy them on drop, and each child keeps its
+//! parent alive through an `Arc` (MR and QP → PD → context; QP → CQ → completion channel), so
+//! teardown runs in the order verbs requires.
+
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod device;
+pub mod error;
+pub mod gid;
+pub mod hybrid;
+pub mod qp;
+mod resources;
+pub mod transport;
+pub mod wc;
+
+pub use device::{device_names, Device, DeviceConfig, PortInfo};
+pub use error::VerbsError;
+pub use gid::{GidEntry, GidType};
+pub use hybrid::{HybridDriver, HybridPolicy, HybridStats, Step};
+pub use qp::ConnectParams;
+pub use resources::PAGE_BYTES;
+pub use transport::{TransportConfig, VerbsTransport};

@@ -1,0 +1,304 @@
+//! Owned ibverbs objects: device context, protection domain (PD), completion channel,
+//! completion queue (CQ) and memory region (MR).
+//!
+//! Each wrapper owns one raw object and destroys it on drop. Children hold their parents in
+//! an [`Arc`] (MR → PD → context, CQ → channel → context), so a parent is destroyed only
+//! after its last child, which is the order `ibv_dealloc_pd(3)` and `ibv_close_device(3)`
+//! require (they fail with `EBUSY` while children exist).
+
+use crate::error::VerbsError;
+use rdma_sys::*;
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Page size used to align registered memory, bytes.
+pub const PAGE_BYTES: usize = 4096;
+
+/// An open device context (`ibv_open_device`).
+#[derive(Debug)]
+pub(crate) struct Context {
+    pub(crate) raw: NonNull<ibv_context>,
+}
+
+// SAFETY: libibverbs contexts may be used from any thread (libibverbs is thread-safe; the
+// provider serialises internally), and the pointer is owned by this wrapper alone.
+unsafe impl Send for Context {}
+// SAFETY: as above; shared use only calls thread-safe verbs.
+unsafe impl Sync for Context {}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from `ibv_open_device` and every child holds an Arc to this
+        // context, so none is alive here; the pointer is not used after this call.
+        unsafe {
+            ibv_close_device(self.raw.as_ptr());
+        }
+    }
+}
+
+/// A protection domain (`ibv_alloc_pd`).
+#[derive(Debug)]
+pub(crate) struct Pd {
+    pub(crate) raw: NonNull<ibv_pd>,
+    _ctx: Arc<Context>,
+}
+
+// SAFETY: a PD is a kernel handle; verbs on it are thread-safe and the wrapper owns it.
+unsafe impl Send for Pd {}
+// SAFETY: as above.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    pub(crate) fn new(ctx: Arc<Context>) -> Result<Self, VerbsError> {
+        // SAFETY: `ctx.raw` is a live context (kept alive by the Arc we store).
+        let raw = unsafe { ibv_alloc_pd(ctx.raw.as_ptr()) };
+        let raw = NonNull::new(raw).ok_or_else(|| VerbsError::last("ibv_alloc_pd"))?;
+        Ok(Pd { raw, _ctx: ctx })
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: MRs and QPs hold an Arc to this PD, so none is alive; `raw` is ours.
+        unsafe {
+            ibv_dealloc_pd(self.raw.as_ptr());
+        }
+    }
+}
+
+/// A completion channel (`ibv_create_comp_channel`): a file descriptor that becomes readable
+/// when an armed CQ gets a completion.
+#[derive(Debug)]
+pub(crate) struct CompChannel {
+    pub(crate) raw: NonNull<ibv_comp_channel>,
+    _ctx: Arc<Context>,
+}
+
+// SAFETY: the channel is an fd owned by this wrapper; verbs on it are thread-safe.
+unsafe impl Send for CompChannel {}
+// SAFETY: as above.
+unsafe impl Sync for CompChannel {}
+
+impl CompChannel {
+    pub(crate) fn new(ctx: Arc<Context>) -> Result<Self, VerbsError> {
+        // SAFETY: `ctx.raw` is a live context.
+        let raw = unsafe { ibv_create_comp_channel(ctx.raw.as_ptr()) };
+        let raw = NonNull::new(raw).ok_or_else(|| VerbsError::last("ibv_create_comp_channel"))?;
+        // SAFETY: `raw` is a live channel; reading its `fd` field is a plain load.
+        let fd = unsafe { (*raw.as_ptr()).fd };
+        let chan = CompChannel { raw, _ctx: ctx };
+        // Non-blocking, so draining events never blocks (`ibv_get_cq_event` returns EAGAIN).
+        // SAFETY: `fd` is the channel's open descriptor; F_GETFL/F_SETFL take no pointers.
+        let rc = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags < 0 {
+                flags
+            } else {
+                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK)
+            }
+        };
+        if rc < 0 {
+            return Err(VerbsError::last(
+                "fcntl(O_NONBLOCK) on the completion channel",
+            ));
+        }
+        Ok(chan)
+    }
+
+    pub(crate) fn fd(&self) -> i32 {
+        // SAFETY: `raw` is live while `self` is; `fd` is a plain field.
+        unsafe { (*self.raw.as_ptr()).fd }
+    }
+}
+
+impl Drop for CompChannel {
+    fn drop(&mut self) {
+        // SAFETY: every CQ using the channel holds an Arc to it, so none is alive.
+        unsafe {
+            ibv_destroy_comp_channel(self.raw.as_ptr());
+        }
+    }
+}
+
+/// A completion queue bound to a completion channel (`ibv_create_cq`).
+#[derive(Debug)]
+pub(crate) struct Cq {
+    pub(crate) raw: NonNull<ibv_cq>,
+    pub(crate) channel: Arc<CompChannel>,
+    _ctx: Arc<Context>,
+}
+
+// SAFETY: a CQ may be polled from any thread (one at a time, which `&mut` on the owning
+// transport guarantees); the wrapper owns it.
+unsafe impl Send for Cq {}
+// SAFETY: shared references only read the immutable `cqe` field or call thread-safe verbs.
+unsafe impl Sync for Cq {}
+
+impl Cq {
+    pub(crate) fn new(
+        ctx: Arc<Context>,
+        channel: Arc<CompChannel>,
+        depth: u32,
+    ) -> Result<Self, VerbsError> {
+        let cqe = i32::try_from(depth).unwrap_or(i32::MAX);
+        // SAFETY: context and channel are live (held by the Arcs stored below); a null
+        // `cq_context` is allowed.
+        let raw = unsafe {
+            ibv_create_cq(
+                ctx.raw.as_ptr(),
+                cqe,
+                std::ptr::null_mut(),
+                channel.raw.as_ptr(),
+                0,
+            )
+        };
+        let raw = NonNull::new(raw).ok_or_else(|| VerbsError::last("ibv_create_cq"))?;
+        Ok(Cq {
+            raw,
+            channel,
+            _ctx: ctx,
+        })
+    }
+
+    /// The CQ's real capacity (the provider may round the request up).
+    pub(crate) fn capacity(&self) -> u32 {
+        // SAFETY: `raw` is live; `cqe` is a plain field the provider keeps current.
+        let cqe = unsafe { (*self.raw.as_ptr()).cqe };
+        u32::try_from(cqe).unwrap_or(0)
+    }
+
+    /// Grow the CQ to at least `depth` entries (`ibv_resize_cq`).
+    pub(crate) fn resize(&self, depth: u32) -> Result<(), VerbsError> {
+        let cqe = i32::try_from(depth).unwrap_or(i32::MAX);
+        // SAFETY: `raw` is live; resizing keeps the completions already queued.
+        let rc = unsafe { ibv_resize_cq(self.raw.as_ptr(), cqe) };
+        if rc != 0 {
+            return Err(VerbsError::verb("ibv_resize_cq", rc));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        // SAFETY: QPs hold an Arc to the CQ, so none is alive; every CQ event was acked
+        // right after `ibv_get_cq_event` (see `VerbsTransport::arm_and_wait`).
+        unsafe {
+            ibv_destroy_cq(self.raw.as_ptr());
+        }
+    }
+}
+
+/// Page-aligned zeroed memory registered with a PD (`ibv_reg_mr`), owned together.
+#[derive(Debug)]
+pub(crate) struct Mr {
+    raw: NonNull<ibv_mr>,
+    buf: NonNull<u8>,
+    layout: Layout,
+    /// Length the caller asked for, bytes (the allocation may be rounded up to a page).
+    pub(crate) len: u64,
+    _pd: Arc<Pd>,
+}
+
+// SAFETY: the buffer and the MR handle are owned by this wrapper alone; moving them to
+// another thread is fine.
+unsafe impl Send for Mr {}
+
+impl Mr {
+    /// Allocate `len` zeroed bytes aligned to [`PAGE_BYTES`] and register them with local
+    /// write, remote write and remote read access.
+    pub(crate) fn new(pd: Arc<Pd>, len: u64) -> Result<Self, String> {
+        let alloc_len = usize::try_from(len)
+            .map_err(|_| "length does not fit this machine's address space".to_string())?
+            .max(1)
+            .checked_next_multiple_of(PAGE_BYTES)
+            .ok_or_else(|| "length overflows".to_string())?;
+        let layout = Layout::from_size_align(alloc_len, PAGE_BYTES).map_err(|e| e.to_string())?;
+        // SAFETY: `layout` has a non-zero size.
+        let buf = unsafe { alloc_zeroed(layout) };
+        let buf = NonNull::new(buf).ok_or_else(|| "out of memory".to_string())?;
+        let access = ibv_access_flags::IBV_ACCESS_LOCAL_WRITE
+            | ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
+            | ibv_access_flags::IBV_ACCESS_REMOTE_READ;
+        // SAFETY: `pd.raw` is live (Arc stored below); `buf` points to `alloc_len` bytes we own
+        // and keep until after `ibv_dereg_mr` in Drop.
+        let raw = unsafe {
+            ibv_reg_mr(
+                pd.raw.as_ptr(),
+                buf.as_ptr().cast(),
+                alloc_len,
+                access.0 as i32,
+            )
+        };
+        let Some(raw) = NonNull::new(raw) else {
+            let err = VerbsError::last("ibv_reg_mr").to_string();
+            // SAFETY: `buf` came from `alloc_zeroed(layout)` and was not registered.
+            unsafe { dealloc(buf.as_ptr(), layout) };
+            return Err(err);
+        };
+        Ok(Mr {
+            raw,
+            buf,
+            layout,
+            len,
+            _pd: pd,
+        })
+    }
+
+    /// Virtual address of the first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.buf.as_ptr() as u64
+    }
+
+    pub(crate) fn lkey(&self) -> u32 {
+        // SAFETY: `raw` is live while `self` is; `lkey` is a plain field.
+        unsafe { (*self.raw.as_ptr()).lkey }
+    }
+
+    pub(crate) fn rkey(&self) -> u32 {
+        // SAFETY: as for `lkey`.
+        unsafe { (*self.raw.as_ptr()).rkey }
+    }
+
+    /// Offset of `addr..addr+len` inside this MR, if it lies inside.
+    pub(crate) fn offset_of(&self, addr: u64, len: u64) -> Option<usize> {
+        let off = addr.checked_sub(self.addr())?;
+        (off.checked_add(len)? <= self.len).then_some(off as usize)
+    }
+
+    /// The bytes `off..off+len` (the range was checked by [`Mr::offset_of`]).
+    pub(crate) fn slice(&self, off: usize, len: usize) -> &[u8] {
+        debug_assert!(off as u64 + len as u64 <= self.len);
+        // SAFETY: `off + len <= self.len <= layout.size()` (checked by `offset_of`), the buffer
+        // is live and initialised (zeroed at allocation). The NIC may write into registered
+        // memory concurrently; the xrdma core reads a range only after the completion that
+        // ends the device's writes to it (or before it hands the range to the device), so no
+        // DMA overlaps the borrow.
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr().add(off), len) }
+    }
+
+    /// Copy `data` to `off` (the range was checked by [`Mr::offset_of`]).
+    pub(crate) fn write(&mut self, off: usize, data: &[u8]) {
+        debug_assert!(off as u64 + data.len() as u64 <= self.len);
+        // SAFETY: the destination range lies inside our buffer (checked by `offset_of`), the
+        // source is a distinct Rust slice so they cannot overlap, and `&mut self` excludes
+        // other Rust borrows of the buffer.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.buf.as_ptr().add(off), data.len());
+        }
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from `ibv_reg_mr` over `buf`; deregistering first means the
+        // device no longer uses the memory when it is freed; `buf`/`layout` match the
+        // allocation. QPs that might still reference the MR are dropped before MRs (see
+        // field order in `VerbsTransport`).
+        unsafe {
+            ibv_dereg_mr(self.raw.as_ptr());
+            dealloc(self.buf.as_ptr(), self.layout);
+        }
+    }
+}

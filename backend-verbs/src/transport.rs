@@ -1,0 +1,499 @@
+//! [`VerbsTransport`]: the [`xrdma::Transport`] of one worker on a real RDMA device.
+
+use crate::device::Device;
+use crate::error::VerbsError;
+use crate::qp::{ConnectParams, PortCtx, Qp, QpState};
+use crate::resources::{CompChannel, Cq, Mr};
+use crate::wc::{to_completion, RawWc};
+use rdma_sys::*;
+use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use xrdma::{
+    LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendWr, Sge, Time, Transport,
+    TransportError, WorkCompletion,
+};
+
+/// Work completions read per `ibv_poll_cq` call.
+const WC_BATCH: usize = 64;
+
+/// Settings of one transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransportConfig {
+    /// Initial CQ depth, entries (default 4096). The CQ grows (`ibv_resize_cq`) when the
+    /// QPs' send + receive depths would exceed it, so it can never overrun.
+    pub cq_depth: u32,
+    /// RC attributes used by [`Transport::connect_qp`].
+    pub connect: ConnectParams,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            cq_depth: 4096,
+            connect: ConnectParams::default(),
+        }
+    }
+}
+
+/// One worker's verbs resources on a device port: one CQ with a completion channel, its RC
+/// QPs and its MRs. Implements [`Transport`] with the same semantics as the simulator's
+/// `HostTransport`:
+///
+/// - `register_memory` allocates page-aligned zeroed memory and registers it (local write,
+///   remote write, remote read); `MemoryRegion.addr` is the real virtual address;
+/// - `create_qp` returns a QP in INIT with a random 24-bit first PSN; `connect_qp` moves it
+///   INIT → RTR → RTS; `reset_qp` moves it to RESET (outstanding WRs vanish without
+///   completions) and back to INIT with a new PSN;
+/// - `post_send` on a QP the device moved to ERR succeeds and the WR completes with
+///   `WrFlushErr`, as verbs does;
+/// - `poll_congestion` always returns `None`: rxe and mlx5 expose CNPs only as port counters
+///   (`hw_counters/np_cnp_sent`, `rp_cnp_handled`), never per QP;
+/// - `now` is a monotonic clock: picoseconds since the transport was created.
+///
+/// Fields drop in order: QPs before MRs (a QP may reference MRs), then the CQ, then the
+/// device (PD, context); the `Arc` parent chain enforces the same order for the verbs
+/// objects themselves.
+#[derive(Debug)]
+pub struct VerbsTransport {
+    qps: BTreeMap<QpNum, Qp>,
+    mrs: BTreeMap<u64, Mr>,
+    cq: Arc<Cq>,
+    device: Device,
+    cfg: TransportConfig,
+    epoch: Instant,
+    wc_buf: Box<[MaybeUninit<ibv_wc>]>,
+    /// Completions taken by `arm_and_wait`'s re-poll, handed out first by `poll_cq`.
+    pending: Vec<WorkCompletion>,
+    /// Sum of the QPs' granted send and receive depths (what the CQ must hold).
+    cq_committed: u64,
+    completions: u64,
+    posts: u64,
+    poll_errors: u64,
+}
+
+fn other(verb: &'static str, errno: i32) -> TransportError {
+    VerbsError::verb(verb, errno).into()
+}
+
+impl VerbsTransport {
+    /// Create the CQ (with its completion channel) on `device`.
+    ///
+    /// # Errors
+    /// [`VerbsError::Verb`] when the channel or CQ cannot be created.
+    pub fn new(device: &Device, cfg: TransportConfig) -> Result<Self, VerbsError> {
+        let channel = Arc::new(CompChannel::new(device.ctx.clone())?);
+        let cq = Arc::new(Cq::new(device.ctx.clone(), channel, cfg.cq_depth.max(1))?);
+        let wc_buf = (0..WC_BATCH).map(|_| MaybeUninit::uninit()).collect();
+        Ok(VerbsTransport {
+            qps: BTreeMap::new(),
+            mrs: BTreeMap::new(),
+            cq,
+            device: device.clone(),
+            cfg,
+            epoch: Instant::now(),
+            wc_buf,
+            pending: Vec::with_capacity(WC_BATCH),
+            cq_committed: 0,
+            completions: 0,
+            posts: 0,
+            poll_errors: 0,
+        })
+    }
+
+    /// The device this transport runs on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Number of registered MRs.
+    pub fn mr_count(&self) -> usize {
+        self.mrs.len()
+    }
+
+    /// Bytes registered over all MRs.
+    pub fn registered_bytes(&self) -> u64 {
+        self.mrs.values().map(|m| m.len).sum()
+    }
+
+    /// Number of QPs (connected, idle in INIT, or reset for reuse).
+    pub fn qp_count(&self) -> usize {
+        self.qps.len()
+    }
+
+    /// Completions handed out by `poll_cq` since creation.
+    pub fn completions_polled(&self) -> u64 {
+        self.completions
+    }
+
+    /// Work requests accepted by `post_send` and `post_recv` since creation.
+    pub fn work_requests_posted(&self) -> u64 {
+        self.posts
+    }
+
+    /// Times `ibv_poll_cq` returned an error (the CQ overran or the device failed).
+    pub fn poll_errors(&self) -> u64 {
+        self.poll_errors
+    }
+
+    /// The completion channel's file descriptor (readable when an armed CQ has a
+    /// completion), for callers that wait on several sources with `epoll`.
+    pub fn completion_fd(&self) -> i32 {
+        self.cq.channel.fd()
+    }
+
+    /// The granted capacities of `qpn`.
+    pub fn qp_caps(&self, qpn: QpNum) -> Option<QpCaps> {
+        self.qps.get(&qpn).map(|q| q.caps)
+    }
+
+    fn port_ctx(&self) -> PortCtx {
+        let p = self.device.port();
+        PortCtx {
+            port: p.port,
+            gid_index: u8::try_from(self.device.gid().index).unwrap_or(u8::MAX),
+            active_mtu: p.active_mtu,
+            infiniband: p.is_infiniband(),
+        }
+    }
+
+    fn address(&self, qpn: QpNum, psn: u32) -> QpAddress {
+        QpAddress {
+            gid: self.device.gid().gid,
+            lid: u32::from(self.device.port().lid),
+            qpn,
+            psn,
+        }
+    }
+
+    fn mr_at(&self, addr: u64, len: u64) -> Option<(&Mr, usize)> {
+        let (_, mr) = self.mrs.range(..=addr).next_back()?;
+        mr.offset_of(addr, len).map(|off| (mr, off))
+    }
+
+    fn check_sge(&self, s: &Sge) -> Result<(), TransportError> {
+        if s.len == 0 {
+            return Ok(());
+        }
+        match self.mr_at(s.addr, u64::from(s.len)) {
+            Some((mr, _)) if mr.lkey() == s.lkey => Ok(()),
+            _ => Err(TransportError::BadAddress {
+                addr: s.addr,
+                len: u64::from(s.len),
+                key: s.lkey,
+            }),
+        }
+    }
+
+    fn qp(&mut self, qpn: QpNum) -> Result<&mut Qp, TransportError> {
+        self.qps.get_mut(&qpn).ok_or(TransportError::NoSuchQp(qpn))
+    }
+
+    /// Read up to `max` completions from the device into `out`.
+    fn poll_hw(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
+        let mut moved = 0;
+        while moved < max {
+            let want = (max - moved).min(self.wc_buf.len());
+            // SAFETY: the CQ is live; `wc_buf` has room for `want` (≤ its length) entries,
+            // which `MaybeUninit<ibv_wc>` lays out exactly like `ibv_wc`.
+            let n = unsafe {
+                ibv_poll_cq(
+                    self.cq.raw.as_ptr(),
+                    want as i32,
+                    self.wc_buf.as_mut_ptr().cast::<ibv_wc>(),
+                )
+            };
+            if n < 0 {
+                self.poll_errors += 1;
+                break;
+            }
+            let n = n as usize;
+            for i in 0..n {
+                // SAFETY: `ibv_poll_cq` initialised the first `n` entries.
+                let wc = unsafe { self.wc_buf[i].assume_init_ref() };
+                let raw = RawWc {
+                    status: wc.status,
+                    opcode: wc.opcode,
+                    qp_num: wc.qp_num,
+                    byte_len: wc.byte_len,
+                    wc_flags: wc.wc_flags,
+                    // SAFETY: both union members are a plain u32; reading either is defined.
+                    imm_be: unsafe { wc.imm_data_invalidated_rkey_union.imm_data },
+                };
+                let wr_id = wc.wr_id;
+                let Some(qp) = self.qps.get_mut(&raw.qp_num) else {
+                    continue;
+                };
+                let Some(wr) = qp.retire(wr_id) else {
+                    continue; // a WR discarded by a reset
+                };
+                out.push(to_completion(&raw, &wr));
+                moved += 1;
+            }
+            if n < want {
+                break;
+            }
+        }
+        self.completions += moved as u64;
+        moved
+    }
+
+    /// Read and acknowledge every pending completion-channel event; returns how many.
+    fn drain_events(&mut self) -> Result<u32, VerbsError> {
+        let mut count = 0;
+        loop {
+            let mut cq: *mut ibv_cq = std::ptr::null_mut();
+            let mut ctx: *mut libc::c_void = std::ptr::null_mut();
+            // SAFETY: the channel is live and non-blocking; `cq`/`ctx` are valid out-pointers.
+            let rc = unsafe { ibv_get_cq_event(self.cq.channel.raw.as_ptr(), &mut cq, &mut ctx) };
+            if rc != 0 {
+                let err = std::io::Error::last_os_error();
+                if err.kind() == std::io::ErrorKind::WouldBlock {
+                    return Ok(count);
+                }
+                return Err(VerbsError::verb(
+                    "ibv_get_cq_event",
+                    err.raw_os_error().unwrap_or(0),
+                ));
+            }
+            // SAFETY: `cq` is the CQ the event was for (ours: only our CQ uses this channel);
+            // acknowledging it at once keeps `ibv_destroy_cq` from waiting.
+            unsafe { ibv_ack_cq_events(cq, 1) };
+            count += 1;
+        }
+    }
+
+    /// The blocking half of hybrid polling: wait up to `timeout` for a completion.
+    ///
+    /// Arms the CQ (`ibv_req_notify_cq`), polls once more to close the race with a
+    /// completion that arrived before arming (such a completion raises no event), and if
+    /// none is there blocks in `ppoll(2)` on the completion channel, then reads and
+    /// acknowledges the event (`ibv_get_cq_event`, `ibv_ack_cq_events`). Returns `true` when
+    /// completions are ready for [`Transport::poll_cq`] (possibly already taken by the
+    /// re-poll and queued inside), `false` on timeout. A wake-up can be spurious (an event
+    /// left from an earlier arming); callers just poll again.
+    ///
+    /// A worker builds hybrid polling on it ([`crate::HybridDriver`]): busy-poll while
+    /// completions flow (lowest latency), and after a short idle spin block here until the
+    /// next completion or the core's next timer, so an idle worker costs no CPU.
+    ///
+    /// # Errors
+    /// [`VerbsError::Verb`] when arming, `ppoll` or reading the event fails.
+    pub fn arm_and_wait(&mut self, timeout: Duration) -> Result<bool, VerbsError> {
+        if !self.pending.is_empty() {
+            return Ok(true);
+        }
+        self.drain_events()?;
+        // SAFETY: the CQ is live; solicited_only = 0 asks for an event on any completion.
+        let rc = unsafe { ibv_req_notify_cq(self.cq.raw.as_ptr(), 0) };
+        if rc != 0 {
+            return Err(VerbsError::verb("ibv_req_notify_cq", rc));
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        // Counted when handed out by `poll_cq`, not here.
+        let got = self.poll_hw(&mut pending, WC_BATCH);
+        self.completions -= got as u64;
+        self.pending = pending;
+        if got > 0 {
+            return Ok(true);
+        }
+        let mut pfd = libc::pollfd {
+            fd: self.cq.channel.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+        };
+        // SAFETY: `pfd` is one valid pollfd, `ts` a valid timespec, no signal mask.
+        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        if rc < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(true); // let the caller poll and decide
+            }
+            return Err(VerbsError::verb("ppoll", err.raw_os_error().unwrap_or(0)));
+        }
+        if rc == 0 {
+            return Ok(false);
+        }
+        self.drain_events()?;
+        Ok(true)
+    }
+
+    fn new_psn() -> u32 {
+        rand::random::<u32>() & 0x00FF_FFFF
+    }
+}
+
+impl LocalMemory for VerbsTransport {
+    fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
+        let (mr, off) = self
+            .mr_at(addr, len as u64)
+            .ok_or(TransportError::BadAddress {
+                addr,
+                len: len as u64,
+                key: 0,
+            })?;
+        Ok(mr.slice(off, len))
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+        let len = data.len() as u64;
+        let bad = TransportError::BadAddress { addr, len, key: 0 };
+        let (_, mr) = self.mrs.range_mut(..=addr).next_back().ok_or(bad.clone())?;
+        let off = mr.offset_of(addr, len).ok_or(bad)?;
+        mr.write(off, data);
+        Ok(())
+    }
+}
+
+impl Transport for VerbsTransport {
+    fn now(&self) -> Time {
+        let ps = self.epoch.elapsed().as_nanos().saturating_mul(1000);
+        Time::from_ps(u64::try_from(ps).unwrap_or(u64::MAX))
+    }
+
+    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
+        let mr = Mr::new(self.device.pd.clone(), len)
+            .map_err(|reason| TransportError::RegistrationFailed { len, reason })?;
+        let region = MemoryRegion {
+            addr: mr.addr(),
+            len,
+            lkey: mr.lkey(),
+            rkey: mr.rkey(),
+        };
+        self.mrs.insert(region.addr, mr);
+        Ok(region)
+    }
+
+    /// The CQ grows first if the new QP's depths would not fit; the QP is created with one
+    /// SGE per WR and moved RESET → INIT on the device's port.
+    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError> {
+        let mut qp = Qp::create(self.device.pd.clone(), self.cq.clone(), caps)?;
+        let need =
+            self.cq_committed + u64::from(qp.caps.max_send_wr) + u64::from(qp.caps.max_recv_wr);
+        if need > u64::from(self.cq.capacity()) {
+            let depth = u32::try_from(need).map_err(|_| TransportError::Other {
+                verb: "ibv_resize_cq",
+                reason: format!("{need} CQ entries needed"),
+            })?;
+            self.cq.resize(depth)?;
+        }
+        qp.modify_to_init(self.port_ctx().port)?;
+        qp.psn = Self::new_psn();
+        self.cq_committed = need;
+        let addr = self.address(qp.qpn, qp.psn);
+        self.qps.insert(qp.qpn, qp);
+        Ok(addr)
+    }
+
+    /// A QP in RESET is first moved to INIT. On RoCE `remote.gid` must be non-zero.
+    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
+        let port = self.port_ctx();
+        let params = self.cfg.connect;
+        let qp = self.qp(qpn)?;
+        if qp.state == QpState::Reset {
+            qp.modify_to_init(port.port)?;
+        }
+        if qp.state != QpState::Init {
+            return Err(TransportError::BadQpState {
+                qpn,
+                state: qp.state.name(),
+                op: "connect_qp",
+            });
+        }
+        if !port.infiniband && remote.gid.iter().all(|&b| b == 0) {
+            return Err(TransportError::Unreachable(format!(
+                "QP {:#x}: an all-zero GID cannot be reached over RoCE",
+                remote.qpn
+            )));
+        }
+        qp.connect(remote, &port, &params)?;
+        Ok(())
+    }
+
+    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
+        let port = self.port_ctx().port;
+        let qp = self.qp(qpn)?;
+        qp.modify_to_reset()?;
+        qp.modify_to_init(port)?;
+        qp.psn = Self::new_psn();
+        let psn = qp.psn;
+        Ok(self.address(qpn, psn))
+    }
+
+    /// Checks in the simulator's order: the QP exists, it is in RTS, the local SGE lies in
+    /// the MR of its `lkey`; then `ibv_post_send` (ENOMEM: queue full).
+    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
+        let state = self.qp(qpn)?.state;
+        if state != QpState::Rts {
+            return Err(TransportError::BadQpState {
+                qpn,
+                state: state.name(),
+                op: "post_send",
+            });
+        }
+        self.check_sge(&wr.sge)?;
+        let qp = self.qp(qpn)?;
+        match qp.post_send(wr) {
+            Ok(()) => {
+                self.posts += 1;
+                Ok(())
+            }
+            Err(libc::ENOMEM) => Err(TransportError::QueueFull {
+                qpn,
+                queue: "send",
+                depth: qp.caps.max_send_wr,
+            }),
+            Err(e) => Err(other("ibv_post_send", e)),
+        }
+    }
+
+    /// Allowed from INIT on; checks the QP, its state and the SGE, then `ibv_post_recv`.
+    fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
+        let state = self.qp(qpn)?.state;
+        if state == QpState::Reset {
+            return Err(TransportError::BadQpState {
+                qpn,
+                state: state.name(),
+                op: "post_recv",
+            });
+        }
+        self.check_sge(&wr.sge)?;
+        let qp = self.qp(qpn)?;
+        match qp.post_recv(wr) {
+            Ok(()) => {
+                self.posts += 1;
+                Ok(())
+            }
+            Err(libc::ENOMEM) => Err(TransportError::QueueFull {
+                qpn,
+                queue: "recv",
+                depth: qp.caps.max_recv_wr,
+            }),
+            Err(e) => Err(other("ibv_post_recv", e)),
+        }
+    }
+
+    fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
+        let mut moved = 0;
+        if !self.pending.is_empty() {
+            let n = self.pending.len().min(max);
+            out.extend(self.pending.drain(..n));
+            self.completions += n as u64;
+            moved = n;
+        }
+        if moved < max {
+            moved += self.poll_hw(out, max - moved);
+        }
+        moved
+    }
+
+    /// Always `None`: see the type's documentation.
+    fn poll_congestion(&mut self) -> Option<QpNum> {
+        None
+    }
+}
