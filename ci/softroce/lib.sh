@@ -5,8 +5,14 @@
 # read from sysfs (the same table `ibv_devinfo -v` prints). Returns 1, with the whole table on
 # stderr, when there is none.
 softroce_gid_index() { # DEVICE [PORT]
-  local dev=$1 port=${2:-1} dir f i gid type
+  local dev=$1 port=${2:-1} dir f i gid type devs
   dir=/sys/class/infiniband/$dev/ports/$port
+  if [[ ! -d $dir/gids ]]; then
+    devs=(/sys/class/infiniband/*)
+    printf 'no RDMA device %s with port %s; devices in /sys/class/infiniband: %s\n' \
+      "$dev" "$port" "${devs[*]##*/}" >&2
+    return 1
+  fi
   for f in "$dir"/gids/*; do
     i=${f##*/}
     gid=$(cat "$f" 2>/dev/null) || continue
