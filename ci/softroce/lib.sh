@@ -1,0 +1,89 @@
+# shellcheck shell=bash
+# Helpers for scripts that run INSIDE the Soft-RoCE guest (sourced, not executed).
+
+# Prints the index of the RoCE v2 GID of DEVICE's PORT that is IPv4-mapped (::ffff:a.b.c.d),
+# read from sysfs (the same table `ibv_devinfo -v` prints). Returns 1, with the whole table on
+# stderr, when there is none.
+softroce_gid_index() { # DEVICE [PORT]
+  local dev=$1 port=${2:-1} dir f i gid type devs
+  dir=/sys/class/infiniband/$dev/ports/$port
+  if [[ ! -d $dir/gids ]]; then
+    devs=(/sys/class/infiniband/*)
+    printf 'no RDMA device %s with port %s; devices in /sys/class/infiniband: %s\n' \
+      "$dev" "$port" "${devs[*]##*/}" >&2
+    return 1
+  fi
+  for f in "$dir"/gids/*; do
+    i=${f##*/}
+    gid=$(cat "$f" 2>/dev/null) || continue
+    type=$(cat "$dir/gid_attrs/types/$i" 2>/dev/null) || continue
+    if [[ $gid == 0000:0000:0000:0000:0000:ffff:* && $type == "RoCE v2" ]]; then
+      printf '%s\n' "$i"
+      return 0
+    fi
+  done
+  {
+    printf 'no IPv4-mapped RoCE v2 GID on %s port %s; its GID table:\n' "$dev" "$port"
+    for f in "$dir"/gids/*; do
+      i=${f##*/}
+      gid=$(cat "$f" 2>/dev/null) || continue
+      [[ $gid == 0000:0000:0000:0000:0000:0000:0000:0000 ]] && continue
+      printf '  %s %s %s\n' "$i" "$gid" "$(cat "$dir/gid_attrs/types/$i" 2>/dev/null)"
+    done
+  } >&2
+  return 1
+}
+
+# Prints the IPv4 address a.b.c.d held in the IPv4-mapped GID at INDEX.
+softroce_gid_ipv4() { # DEVICE PORT INDEX
+  local gid hi lo
+  gid=$(cat "/sys/class/infiniband/$1/ports/$2/gids/$3") || return 1
+  hi=${gid:30:4}
+  lo=${gid:35:4}
+  printf '%d.%d.%d.%d\n' "0x${hi:0:2}" "0x${hi:2:2}" "0x${lo:0:2}" "0x${lo:2:2}"
+}
+
+# Waits until a TCP socket listens on PORT (IPv4 or IPv6), while process PID lives.
+# Returns 1 after SECONDS (default 20) or when PID is gone.
+softroce_wait_listening() { # PORT PID [SECONDS]
+  local hex deadline
+  hex=$(printf ':%04X' "$1")
+  deadline=$((SECONDS + ${3:-20}))
+  while ((SECONDS < deadline)); do
+    # /proc/net/tcp{,6}: field 2 is local ADDRESS:PORT in hex, field 4 the state (0A: LISTEN).
+    if awk -v p="$hex" 'substr($2, length($2) - 4) == p && $4 == "0A" { f = 1 } END { exit !f }' \
+      /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
+      return 0
+    fi
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
+# Runs one client/server pair of a perftest or libibverbs example program, both ends on the
+# same device: COMMAND ARGS... -p PORT in the background as the server, then
+# COMMAND ARGS... -p PORT ADDRESS as the client. Outputs go to OUTDIR/NAME.server.txt and
+# OUTDIR/NAME.client.txt. Each end is bounded by SECONDS (timeout). Returns 0 when both ends
+# exit 0.
+softroce_run_pair() { # NAME OUTDIR PORT ADDRESS SECONDS -- COMMAND ARGS...
+  local name=$1 out=$2 port=$3 addr=$4 secs=$5 spid src=0 crc=0
+  shift 6
+  timeout "$secs" "$@" -p "$port" > "$out/$name.server.txt" 2>&1 &
+  spid=$!
+  if ! softroce_wait_listening "$port" "$spid" 20; then
+    printf '%s: the server did not listen on port %s (see %s)\n' \
+      "$name" "$port" "$out/$name.server.txt" >&2
+    kill "$spid" 2>/dev/null || true
+    wait "$spid" 2>/dev/null || true
+    return 1
+  fi
+  timeout "$secs" "$@" -p "$port" "$addr" > "$out/$name.client.txt" 2>&1 || crc=$?
+  wait "$spid" || src=$?
+  if ((crc != 0 || src != 0)); then
+    printf '%s: client exit %s, server exit %s (see %s/%s.*.txt)\n' \
+      "$name" "$crc" "$src" "$out" "$name" >&2
+    return 1
+  fi
+  return 0
+}
