@@ -10,3 +10,5 @@ pub mod fabric;
 pub mod incast;
 pub mod sim_config;
 pub mod sim_run;
+#[cfg(feature = "verbs")]
+pub mod verbs_fabric;

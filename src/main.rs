@@ -36,6 +36,9 @@ enum Command {
         /// Also write `messages.csv` with one row per message.
         #[arg(long)]
         csv: bool,
+        /// Where to run it.
+        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        backend: Backend,
     },
     /// Check a scenario file (parse, units, ranges, PFC headroom) without running it.
     Validate {
@@ -65,6 +68,27 @@ enum Command {
 enum Backend {
     /// The packet-level simulator (reads the scenario's `sim:` block).
     Sim,
+    /// A real RDMA device through ibverbs (reads the `verbs:` block); builds made with
+    /// `--features verbs` only.
+    Verbs,
+}
+
+/// Run `sc` on `backend`.
+fn run_scenario(
+    backend: Backend,
+    sc: &xrdma_scenario::Scenario,
+) -> Result<xrdma_reports::RunResult> {
+    match backend {
+        Backend::Sim => sim_run::run(sc),
+        #[cfg(feature = "verbs")]
+        Backend::Verbs => xrdma_testbed::verbs_fabric::run(sc),
+        #[cfg(not(feature = "verbs"))]
+        Backend::Verbs => bail!(
+            "this build has no verbs backend: build it with `cargo build --release --features \
+             verbs` (needs libibverbs-dev, librdmacm-dev and libclang-dev; ci/softroce.sh \
+             installs them)"
+        ),
+    }
 }
 
 /// The run finished but its result shows a failure.
@@ -100,6 +124,7 @@ fn real_main() -> Result<ExitCode> {
             out,
             seed,
             csv,
+            backend,
         } => {
             let mut sc = xrdma_scenario::load(&scenario)?;
             if let Some(seed) = seed {
@@ -107,14 +132,28 @@ fn real_main() -> Result<ExitCode> {
                 s.seed = seed;
                 sc.sim = Some(s);
             }
-            let checked = sim_config::check(&sc)?;
-            for w in &checked.warnings {
-                eprintln!("warning: {w}");
+            if backend == Backend::Sim {
+                let checked = sim_config::check(&sc)?;
+                for w in &checked.warnings {
+                    eprintln!("warning: {w}");
+                }
+            } else {
+                sim_config::check_xrdma(&sc)?;
+                if sc.sim.is_some() {
+                    eprintln!(
+                        "note: the verbs backend ignores the `sim:` block (but for its seed)"
+                    );
+                }
             }
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
             prepare_out_dir(&out)?;
-            eprintln!("running {} on the simulator ...", scenario.display());
-            let result = sim_run::run(&sc)?;
+            let on = if backend == Backend::Sim {
+                "the simulator"
+            } else {
+                "the RDMA device"
+            };
+            eprintln!("running {} on {on} ...", scenario.display());
+            let result = run_scenario(backend, &sc)?;
             let files = xrdma_reports::write_run_dir(&out, &result, csv)
                 .with_context(|| format!("writing results to {}", out.display()))?;
             print!("{}", xrdma_reports::summary_table(&result));
@@ -149,9 +188,7 @@ fn real_main() -> Result<ExitCode> {
             })
         }
         Command::Conformance { backend } => {
-            let mut run = |sc: &xrdma_scenario::Scenario| match backend {
-                Backend::Sim => sim_run::run(sc),
-            };
+            let mut run = |sc: &xrdma_scenario::Scenario| run_scenario(backend, sc);
             let (passed, failures) = xrdma_testbed::conformance::run_all(&mut run);
             for f in &failures {
                 eprintln!("FAILED {f}");

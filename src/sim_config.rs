@@ -114,11 +114,7 @@ pub struct Checked {
 /// # Errors
 /// The first problem, as `FILE:LINE:COLUMN: FIELD: reason`.
 pub fn check(sc: &Scenario) -> Result<Checked> {
-    let cfg = xrdma_config(&sc.xrdma);
-    if let Err(e) = cfg.validate() {
-        let at = where_is(sc, &["xrdma", e.field]);
-        bail!("{at}: xrdma.{}: {}", e.field, e.reason);
-    }
+    let cfg = check_xrdma(sc)?;
     let section = sc.sim_or_default();
     let sim = sim_config(&section, sc.workload.hosts());
     if let Err(SimConfigError::Invalid { field, reason }) = sim.validate() {
@@ -165,6 +161,19 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
         warnings,
         memory_bytes: need,
     })
+}
+
+/// The scenario's xrdma configuration, checked (every backend runs the same core).
+///
+/// # Errors
+/// The first field out of range, as `FILE:LINE:COLUMN: xrdma.FIELD: reason`.
+pub fn check_xrdma(sc: &Scenario) -> Result<Config> {
+    let cfg = xrdma_config(&sc.xrdma);
+    if let Err(e) = cfg.validate() {
+        let at = where_is(sc, &["xrdma", e.field]);
+        bail!("{at}: xrdma.{}: {}", e.field, e.reason);
+    }
+    Ok(cfg)
 }
 
 /// The scenario key for a simulator field: `pfc.headroom_bytes` is `sim.pfc.headroom`,

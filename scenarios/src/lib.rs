@@ -32,6 +32,7 @@ mod error;
 mod sim_section;
 mod topology_section;
 pub mod units;
+mod verbs_section;
 mod workload;
 mod xrdma_section;
 
@@ -39,6 +40,7 @@ pub use dcqcn_section::DcqcnSection;
 pub use error::{locate_key, Diagnostic, ScenarioError};
 pub use sim_section::{EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS};
 pub use topology_section::TopologySection;
+pub use verbs_section::VerbsSection;
 pub use workload::{Incast, MessageSpec, Workload};
 pub use xrdma_section::{XrdmaSection, MIN_FRAGMENT_SIZE};
 
@@ -62,8 +64,8 @@ pub struct Scenario {
     /// The simulated network (`sim:`); `None` when the block is absent (the simulator then uses
     /// [`SimSection::default`]).
     pub sim: Option<SimSection>,
-    /// The `verbs:` block, kept as written for the verbs backend (not checked here).
-    pub verbs: Option<serde_yaml_ng::Value>,
+    /// The `verbs:` block (the real-RDMA backend reads it; the simulator ignores it).
+    pub verbs: Option<VerbsSection>,
     /// The file the scenario was read from (as given to [`load`] or [`parse`]).
     pub source_path: PathBuf,
 }
@@ -132,7 +134,7 @@ struct Body {
     workload: Workload,
     xrdma: XrdmaSection,
     sim: Option<SimSection>,
-    verbs: Option<serde_yaml_ng::Value>,
+    verbs: Option<VerbsSection>,
 }
 
 #[derive(Deserialize)]
@@ -144,7 +146,7 @@ struct RawBody {
     #[serde(default)]
     xrdma: XrdmaSection,
     sim: Option<SimSection>,
-    verbs: Option<serde_yaml_ng::Value>,
+    verbs: Option<VerbsSection>,
 }
 
 fn check_body(raw: RawBody) -> Result<Body, FieldError> {

@@ -246,11 +246,20 @@ fn pfc_absent_empty_and_given() {
 }
 
 #[test]
-fn verbs_block_is_kept_as_written() {
+fn verbs_block_is_read_and_checked() {
     let s = ok(&with("verbs:\n  device: rxe0\n  gid-index: 1\n"));
     let v = s.verbs.unwrap();
-    assert_eq!(v.get("device").and_then(|d| d.as_str()), Some("rxe0"));
-    assert_eq!(v.get("gid-index").and_then(|d| d.as_u64()), Some(1));
+    assert_eq!(v.device.as_deref(), Some("rxe0"));
+    assert_eq!(v.gid_index, Some(1));
+    assert_eq!(v.port, None);
+    assert_eq!(v.run_timeout, Time::from_ms(60_000));
+    let e = err(&with("verbs:\n  device: rxe0\n  gid: 1\n"));
+    assert!(
+        e.contains("scenarios/x.yaml:6:3: verbs: unknown field `gid`"),
+        "{e}"
+    );
+    let e = err(&with("verbs:\n  port: 0\n"));
+    assert!(e.contains("verbs.port: ports are numbered from 1"), "{e}");
 }
 
 #[test]
