@@ -31,6 +31,7 @@ mount -t devtmpfs devtmpfs /dev
 
 TOKEN=none
 RESULTS=
+WORKDIR=
 CMD=
 IP_CIDR=10.99.0.1/24
 DEV=rxe0
@@ -40,6 +41,7 @@ for word in $(cat /proc/cmdline); do
   case "$word" in
     softroce_token=*) TOKEN=${word#*=} ;;
     softroce_results=*) RESULTS=${word#*=} ;;
+    softroce_workdir=*) WORKDIR=${word#*=} ;;
     softroce_cmd=*) CMD=${word#*=} ;;
     softroce_ip=*) IP_CIDR=${word#*=} ;;
   esac
@@ -94,6 +96,14 @@ mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm
 mount -t tmpfs -o mode=1777 tmpfs /host/tmp || setup_failed "tmpfs on /tmp"
 mount -t tmpfs -o mode=755 tmpfs /host/run || setup_failed "tmpfs on /run"
 [ -n "$RESULTS" ] || setup_failed "no softroce_results= on the kernel command line"
+# The command's working directory (a checkout, say) is shared read-only at its own path: under
+# the host's /tmp it would otherwise be hidden by the guest's fresh /tmp.
+if [ -n "$WORKDIR" ] && [ ! -d "/host$WORKDIR" ]; then
+  mkdir -p "/host$WORKDIR" \
+    && mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose workdir \
+      "/host$WORKDIR" \
+    || setup_failed "mount of the working directory share at $WORKDIR"
+fi
 # A results directory under the host's /tmp does not exist in the guest's fresh /tmp.
 mkdir -p "/host$RESULTS" 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results "/host$RESULTS" \

@@ -47,6 +47,9 @@ results=$(cd "$results" && pwd)
 [[ $results =~ ^/[A-Za-z0-9._/+@:-]*$ ]] \
   || die "RESULTS_DIR $results: only letters, digits and ._/+@:- are allowed in its path"
 rm -f "$results/.softroce-status" "$results/console.log" "$results/run-times.env"
+workdir_path=$PWD
+[[ $workdir_path =~ ^/[A-Za-z0-9._/+@:-]*$ ]] \
+  || die "working directory $workdir_path: only letters, digits and ._/+@:- are allowed in its path"
 
 # The generated script the guest runs (bash: printf %q quoting).
 token=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
@@ -66,7 +69,8 @@ script=$results/guest-command.sh
 } > "$script"
 chmod 755 "$script"
 
-append="console=ttyS0 panic=-1 softroce_token=$token softroce_results=$results softroce_cmd=$script"
+append="console=ttyS0 panic=-1 softroce_token=$token softroce_results=$results"
+append="$append softroce_workdir=$workdir_path softroce_cmd=$script"
 if [[ ${SOFTROCE_VERBOSE_KERNEL:-0} != 1 ]]; then
   append="quiet loglevel=3 $append"
 fi
@@ -97,6 +101,7 @@ timeout -k 10 "$timeout_s" qemu-system-x86_64 \
   -kernel "$KERNEL" -initrd "$INITRD" -append "$append" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=$results,mount_tag=results,security_model=none" \
+  -virtfs "local,path=$workdir_path,mount_tag=workdir,security_model=none,readonly=on,multidevs=remap" \
   < /dev/null 2>&1 | console
 codes=("${PIPESTATUS[@]}")
 set -e
