@@ -99,10 +99,9 @@ mount -t tmpfs -o mode=755 tmpfs /host/run || setup_failed "tmpfs on /run"
 # The command's working directory (a checkout, say) is shared read-only at its own path: under
 # the host's /tmp it would otherwise be hidden by the guest's fresh /tmp.
 if [ -n "$WORKDIR" ] && [ ! -d "/host$WORKDIR" ]; then
-  mkdir -p "/host$WORKDIR" \
-    && mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose workdir \
-      "/host$WORKDIR" \
-    || setup_failed "mount of the working directory share at $WORKDIR"
+  mkdir -p "/host$WORKDIR" || setup_failed "mkdir of $WORKDIR in the guest's /tmp"
+  mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose workdir \
+    "/host$WORKDIR" || setup_failed "mount of the working directory share at $WORKDIR"
 fi
 # A results directory under the host's /tmp does not exist in the guest's fresh /tmp.
 mkdir -p "/host$RESULTS" 2>/dev/null
