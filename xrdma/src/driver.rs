@@ -8,8 +8,12 @@
 use crate::endpoint::{ConnSetup, Endpoint, Event, Op, RemoteRing};
 use crate::error::ConnId;
 use crate::mr_pool::Region;
-use crate::{QpAddress, QpCaps, Time, Transport, TransportError, WorkCompletion, MR_CHUNK_BYTES};
+use crate::{
+    Config, QpAddress, QpCaps, Time, Transport, TransportError, WorkCompletion, MR_CHUNK_BYTES,
+};
 use serde::{Deserialize, Serialize};
+
+pub use crate::qp_cache::QpCache;
 
 /// An application running on one endpoint.
 pub trait Application {
@@ -62,6 +66,16 @@ pub fn alloc_region<T: Transport + ?Sized>(
         })
 }
 
+/// The QP capacities a connection of an endpoint with `cfg` asks for: `send_depth` send WRs,
+/// `recv_depth` receive WRs, no inline data.
+pub fn qp_caps(cfg: &Config) -> QpCaps {
+    QpCaps {
+        max_send_wr: cfg.send_depth,
+        max_recv_wr: cfg.recv_depth,
+        max_inline_data: 0,
+    }
+}
+
 /// Create a QP and carve this connection's two rings; send the returned
 /// [`HalfConn::info`] to the peer.
 ///
@@ -71,16 +85,39 @@ pub fn open<T: Transport + ?Sized>(
     ep: &mut Endpoint,
     t: &mut T,
 ) -> Result<HalfConn, TransportError> {
+    open_with(ep, t, |t, caps| t.create_qp(caps))
+}
+
+/// [`open`], taking the QP from `cache` when it holds one with this endpoint's capacities
+/// ([`qp_caps`]) and creating one otherwise: the QP-cache reuse path. Returns the half
+/// connection and whether its QP came from the cache.
+///
+/// # Errors
+/// The transport's error from registration or QP creation.
+pub fn open_cached<T: Transport + ?Sized>(
+    ep: &mut Endpoint,
+    t: &mut T,
+    cache: &mut QpCache,
+) -> Result<(HalfConn, bool), TransportError> {
+    let mut reused = false;
+    let half = open_with(ep, t, |t, caps| {
+        let (qp, hit) = cache.take(t, caps)?;
+        reused = hit;
+        Ok(qp)
+    })?;
+    Ok((half, reused))
+}
+
+fn open_with<T: Transport + ?Sized>(
+    ep: &mut Endpoint,
+    t: &mut T,
+    get_qp: impl FnOnce(&mut T, QpCaps) -> Result<QpAddress, TransportError>,
+) -> Result<HalfConn, TransportError> {
     let ring_len = ep.config().ring_bytes();
-    let cfg = ep.config();
-    let caps = QpCaps {
-        max_send_wr: cfg.send_depth,
-        max_recv_wr: cfg.recv_depth,
-        max_inline_data: 0,
-    };
+    let caps = qp_caps(ep.config());
     let send_ring = alloc_region(ep, t, ring_len)?;
     let recv_ring = alloc_region(ep, t, ring_len)?;
-    let qp = t.create_qp(caps)?;
+    let qp = get_qp(t, caps)?;
     let ring = RemoteRing {
         addr: recv_ring.addr,
         len: recv_ring.len,

@@ -25,6 +25,7 @@ pub mod endpoint;
 pub mod error;
 pub mod fragment;
 pub mod mr_pool;
+pub mod qp_cache;
 pub mod ring;
 pub mod seq;
 pub mod timer;
