@@ -10,5 +10,6 @@ pub mod fabric;
 pub mod incast;
 pub mod sim_config;
 pub mod sim_run;
+pub mod tools;
 #[cfg(feature = "verbs")]
 pub mod verbs_fabric;

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use xrdma_testbed::{sim_config, sim_run};
+use xrdma_testbed::{sim_config, sim_run, tools};
 
 /// RDMA message middleware test bed: run scenarios, write latency reports and plots.
 #[derive(Parser, Debug)]
@@ -61,6 +61,70 @@ enum Command {
         #[arg(long)]
         case: Option<String>,
     },
+    /// Message latency through xrdma, like `ib_send_lat`: the client sends, the server echoes,
+    /// half of each round trip is reported (fabric clock: virtual on the simulator, wall on a
+    /// device).
+    Ping {
+        /// Where to run it.
+        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        backend: Backend,
+        /// Message size (`64B`, `4KiB`, ...).
+        #[arg(long, default_value = "64B", value_parser = parse_size)]
+        size: u64,
+        /// Round trips measured.
+        #[arg(long, default_value_t = 10_000)]
+        iters: u32,
+        /// Round trips run first and not measured.
+        #[arg(long, default_value_t = 1_000)]
+        warmup: u32,
+    },
+    /// One-way streaming throughput through xrdma, like `ib_write_bw` (MB/sec = MiB/s).
+    Bw {
+        /// Where to run it.
+        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        backend: Backend,
+        /// Message size.
+        #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+        size: u64,
+        /// Messages sent.
+        #[arg(long, default_value_t = 5_000)]
+        iters: u32,
+    },
+    /// CPU use of an idle, connected worker pair under hybrid polling (RDMA device only).
+    Idle {
+        /// Where to run it (the simulator has no CPU cost to measure).
+        #[arg(long, value_enum, default_value_t = Backend::Verbs)]
+        backend: Backend,
+        /// Length of the idle period, seconds.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+    },
+    /// QP pair connection time: fresh QPs vs QPs from the QP cache (reset and reconnected).
+    QpSetup {
+        /// Where to run it (on the simulator the times are only its book-keeping).
+        #[arg(long, value_enum, default_value_t = Backend::Verbs)]
+        backend: Backend,
+        /// Pairs set up each way.
+        #[arg(long, default_value_t = 100)]
+        iters: u32,
+    },
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    xrdma_scenario::units::parse_size(text).map_err(|e| e.to_string())
+}
+
+/// Wall-clock limit of one tool run on an RDMA device.
+#[cfg(feature = "verbs")]
+const TOOL_TIMEOUT: xrdma::Time = xrdma::Time::from_ms(300_000);
+
+#[cfg(not(feature = "verbs"))]
+fn no_verbs<T>() -> Result<T> {
+    bail!(
+        "this build has no verbs backend: build it with `cargo build --release --features \
+         verbs` (needs libibverbs-dev, librdmacm-dev and libclang-dev; ci/softroce.sh \
+         installs them)"
+    )
 }
 
 /// Where a scenario runs.
@@ -83,11 +147,7 @@ fn run_scenario(
         #[cfg(feature = "verbs")]
         Backend::Verbs => xrdma_testbed::verbs_fabric::run(sc),
         #[cfg(not(feature = "verbs"))]
-        Backend::Verbs => bail!(
-            "this build has no verbs backend: build it with `cargo build --release --features \
-             verbs` (needs libibverbs-dev, librdmacm-dev and libclang-dev; ci/softroce.sh \
-             installs them)"
-        ),
+        Backend::Verbs => no_verbs(),
     }
 }
 
@@ -223,6 +283,87 @@ fn real_main() -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Ping {
+            backend,
+            size,
+            iters,
+            warmup,
+        } => {
+            let opts = tools::ping::PingOptions {
+                size,
+                iters,
+                warmup,
+            };
+            let r = match backend {
+                Backend::Sim => tools::ping::run(&mut tools::sim_fabric()?, &opts)?,
+                #[cfg(feature = "verbs")]
+                Backend::Verbs => tools::ping::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
+                #[cfg(not(feature = "verbs"))]
+                Backend::Verbs => no_verbs()?,
+            };
+            println!("xrdma ping ({backend:?}): half round trip (RTT/2), one xrdma connection");
+            println!("{}", tools::stats::LatencyStats::header());
+            println!("{}", r.stats.row());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bw {
+            backend,
+            size,
+            iters,
+        } => {
+            let opts = tools::bw::BwOptions { size, iters };
+            let r = match backend {
+                Backend::Sim => tools::bw::run(&mut tools::sim_fabric()?, &opts)?,
+                #[cfg(feature = "verbs")]
+                Backend::Verbs => tools::bw::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
+                #[cfg(not(feature = "verbs"))]
+                Backend::Verbs => no_verbs()?,
+            };
+            println!(
+                "xrdma bw ({backend:?}): one-way stream, {} messages outstanding",
+                tools::bw::TX_DEPTH
+            );
+            println!("{}", tools::bw::BwReport::header());
+            println!("{}", r.row());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Idle { backend, seconds } => {
+            if backend == Backend::Sim {
+                bail!(
+                    "idle measures the CPU a real worker burns while it waits for completions; \
+                     the simulator has no such cost: use --backend verbs"
+                );
+            }
+            idle(seconds)
+        }
+        Command::QpSetup { backend, iters } => {
+            let r = match backend {
+                Backend::Sim => tools::qp_setup::run(tools::sim_fabric, iters)?,
+                #[cfg(feature = "verbs")]
+                Backend::Verbs => {
+                    let dev = tools::verbs_device()?;
+                    tools::qp_setup::run(
+                        || {
+                            xrdma_testbed::verbs_fabric::VerbsFabric::with_device(
+                                &dev,
+                                2,
+                                TOOL_TIMEOUT,
+                            )
+                        },
+                        iters,
+                    )?
+                }
+                #[cfg(not(feature = "verbs"))]
+                Backend::Verbs => no_verbs()?,
+            };
+            println!(
+                "xrdma qp-setup ({backend:?}): QP pair connect, fresh (create_qp + connect_qp) vs \
+                 from the QP cache (reset_qp + connect_qp); wall clock"
+            );
+            println!("{}", tools::qp_setup::QpSetupReport::header());
+            println!("{}", r.row());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;
             let checked = sim_config::check(&sc)?;
@@ -238,6 +379,30 @@ fn real_main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `xrdma idle` on the RDMA device: run and print the figures.
+#[cfg(feature = "verbs")]
+fn idle(seconds: f64) -> Result<ExitCode> {
+    let r = tools::idle::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, seconds)?;
+    println!("xrdma idle (Verbs): a connected worker pair, idle, hybrid polling");
+    println!(" wall[s]  cpu[s]  cpu[% of one core]  blocks  wakeups");
+    let blocks: u64 = r.workers.iter().map(|w| w.blocks).sum();
+    let wakeups: u64 = r.workers.iter().map(|w| w.wakeups).sum();
+    println!(
+        " {:<8.2} {:<7.2} {:<19.2} {:<7} {}",
+        r.wall_seconds,
+        r.cpu_seconds,
+        r.cpu_percent(),
+        blocks,
+        wakeups
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "verbs"))]
+fn idle(_seconds: f64) -> Result<ExitCode> {
+    no_verbs()
 }
 
 /// Create the output directory before the run, so an unwritable path fails in a second, not

@@ -48,16 +48,25 @@ impl VerbsFabric {
             gid_index: section.gid_index.or(env.gid_index),
         };
         let device = Device::open(&cfg)?;
+        Self::with_device(&device, hosts, section.run_timeout)
+    }
+
+    /// `hosts` new transports (each its own CQ and completion channel) on an open `device`,
+    /// stopping `run_timeout` after creation.
+    ///
+    /// # Errors
+    /// A verb that fails while creating a CQ.
+    pub fn with_device(device: &Device, hosts: u32, run_timeout: Time) -> anyhow::Result<Self> {
         let mut transports = Vec::with_capacity(hosts as usize);
         for _ in 0..hosts {
-            transports.push(VerbsTransport::new(&device, TransportConfig::default())?);
+            transports.push(VerbsTransport::new(device, TransportConfig::default())?);
         }
-        let counters_at_start = read_counters(&device);
+        let counters_at_start = read_counters(device);
         Ok(VerbsFabric {
-            device,
+            device: device.clone(),
             hosts: transports,
             start: Instant::now(),
-            deadline: section.run_timeout,
+            deadline: run_timeout,
             counters_at_start,
         })
     }

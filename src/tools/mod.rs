@@ -1,0 +1,133 @@
+//! perftest-like measurement tools on any [`Fabric`]: message latency ([`ping`]), streaming
+//! throughput ([`bw`]), QP setup fresh vs from the QP cache ([`qp_setup`]) and, on an RDMA
+//! device, the CPU use of an idle worker in hybrid polling mode (`idle`, feature `verbs`).
+//!
+//! Each tool puts two xrdma endpoints on hosts 0 and 1 of a fabric, joined by one connection,
+//! and drives them with [`xrdma::driver::turn`] exactly as a scenario run does: on the
+//! simulator time is virtual, on a device it is the wall clock.
+
+pub mod bw;
+pub mod cpu;
+#[cfg(feature = "verbs")]
+pub mod idle;
+pub mod ping;
+pub mod qp_setup;
+pub mod stats;
+
+use crate::fabric::{Fabric, SimFabric};
+use anyhow::{bail, Context, Result};
+use xrdma::driver::{self, Application, TurnScratch};
+use xrdma::{Config, ConnId, Endpoint, Time};
+use xrdma_sim::SimConfig;
+
+/// The simulator fabric the tools use: [`SimConfig::default`], two hosts behind one switch,
+/// 100 Gb/s links with 1 µs propagation delay each, 1 KiB MTU, 82 B of headers per packet.
+///
+/// # Errors
+/// The simulator's configuration error (none for the default).
+pub fn sim_fabric() -> Result<SimFabric> {
+    Ok(SimFabric::new(SimConfig::default())?)
+}
+
+/// The verbs fabric the tools use: two workers on the device the environment names
+/// (`XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`, `XRDMA_VERBS_GID_INDEX`; else the first device
+/// and its first RoCE v2 IPv4-mapped GID), with a wall-clock limit of `timeout`.
+///
+/// # Errors
+/// No device, no usable GID, or a verb that fails.
+#[cfg(feature = "verbs")]
+pub fn verbs_fabric(timeout: Time) -> Result<crate::verbs_fabric::VerbsFabric> {
+    let section = xrdma_scenario::VerbsSection {
+        run_timeout: timeout,
+        ..Default::default()
+    };
+    crate::verbs_fabric::VerbsFabric::new(2, &section)
+}
+
+/// The device the environment names (`XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`,
+/// `XRDMA_VERBS_GID_INDEX`; else the first device and its first RoCE v2 IPv4-mapped GID).
+///
+/// # Errors
+/// No device, no usable GID, or a malformed variable.
+#[cfg(feature = "verbs")]
+pub fn verbs_device() -> Result<xrdma_verbs::Device> {
+    let cfg = xrdma_verbs::DeviceConfig::from_env()?;
+    Ok(xrdma_verbs::Device::open(&cfg)?)
+}
+
+/// Two endpoints on hosts 0 and 1 of a fabric, joined by one connection.
+pub struct Pair {
+    /// The endpoints of host 0 (client, sender) and host 1 (server, receiver).
+    pub eps: [Endpoint; 2],
+    /// The connection's id on each endpoint.
+    pub conns: [ConnId; 2],
+}
+
+/// Make an endpoint with `cfg` on hosts 0 and 1 of `fabric` and connect them (one RC QP each,
+/// rings exchanged in process, receives posted).
+///
+/// # Errors
+/// A fabric with fewer than two hosts, an invalid `cfg`, or a transport error during setup.
+pub fn connect_pair<F: Fabric>(fabric: &mut F, cfg: &Config) -> Result<Pair> {
+    if fabric.hosts() < 2 {
+        bail!(
+            "the tools need two hosts; the fabric has {}",
+            fabric.hosts()
+        );
+    }
+    let mut a = Endpoint::new(cfg.clone())?;
+    let mut b = Endpoint::new(cfg.clone())?;
+    let ha = driver::open(&mut a, &mut fabric.host(0)).context("opening host 0's QP")?;
+    let hb = driver::open(&mut b, &mut fabric.host(1)).context("opening host 1's QP")?;
+    let ca = driver::establish(&mut a, &mut fabric.host(0), ha, &hb.info, 1)
+        .context("connecting host 0's QP")?;
+    let cb = driver::establish(&mut b, &mut fabric.host(1), hb, &ha.info, 0)
+        .context("connecting host 1's QP")?;
+    Ok(Pair {
+        eps: [a, b],
+        conns: [ca, cb],
+    })
+}
+
+/// Give host 0 (running `a`) and host 1 (running `b`) driver turns as the fabric asks, until
+/// `done(a, b)` holds and the fabric stops (a simulated fabric first runs out its remaining
+/// events; a real one stops at once). Each turn reads the fabric's clock just before it runs.
+///
+/// # Errors
+/// The fabric stopped (its run timeout passed, or no event was left) before `done` held.
+pub fn drive<F: Fabric, A: Application, B: Application>(
+    fabric: &mut F,
+    pair: &mut Pair,
+    a: &mut A,
+    b: &mut B,
+    mut done: impl FnMut(&A, &B) -> bool,
+) -> Result<()> {
+    let mut scratch = TurnScratch::default();
+    let mut ready: Vec<u32> = vec![0, 1];
+    let mut settled = false;
+    loop {
+        for &h in &ready {
+            let now = fabric.now();
+            let (ep, app): (&mut Endpoint, &mut dyn Application) = if h == 0 {
+                (&mut pair.eps[0], a)
+            } else {
+                (&mut pair.eps[1], b)
+            };
+            let wake = driver::turn(now, ep, &mut fabric.host(h), app, &mut scratch);
+            fabric.set_wake(h, wake.unwrap_or(Time::MAX));
+        }
+        ready.clear();
+        settled = settled || done(a, b);
+        if !fabric.advance(&mut ready, settled) {
+            break;
+        }
+    }
+    if !settled {
+        bail!(
+            "the {} fabric stopped at {} before the run finished",
+            fabric.backend(),
+            fabric.now()
+        );
+    }
+    Ok(())
+}

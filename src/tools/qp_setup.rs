@@ -1,0 +1,158 @@
+//! `xrdma qp-setup`: the cost of connecting a QP pair, fresh vs from the QP cache.
+//!
+//! Each iteration takes a new fabric (its hosts' CQs and protection domain are made before
+//! the clock starts, so CQ creation and growth are not charged to QP creation), then times
+//! on the wall clock:
+//!
+//! - **fresh**: a QP on each host from an empty [`QpCache`] (so `create_qp`: RESET → INIT),
+//!   then `connect_qp` on both (INIT → RTR → RTS);
+//! - **cached**: both QPs returned to their hosts' caches ([`QpCache::put`]: `reset_qp`,
+//!   → RESET → INIT with a new PSN), taken again ([`QpCache::take`]) and connected to each
+//!   other's new address: XRDMA's reuse path for a closed connection's QP.
+//!
+//! Medians of both and their ratio are reported. On the simulator the control path costs no
+//! virtual time; the wall times there are only the simulator's book-keeping.
+
+use super::stats::median;
+use crate::fabric::Fabric;
+use anyhow::{bail, Context, Result};
+use std::time::Instant;
+use xrdma::driver::{qp_caps, QpCache};
+use xrdma::{Config, QpCaps, Transport};
+
+/// What a QP-setup run measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QpSetupReport {
+    /// Capacities of the QPs (what an xrdma connection with the default config asks for).
+    pub caps: QpCaps,
+    /// Fresh pair setups, ns of wall time, in order.
+    pub fresh_ns: Vec<u64>,
+    /// Setups from the cache (reset included), ns of wall time, in order.
+    pub cached_ns: Vec<u64>,
+}
+
+impl QpSetupReport {
+    /// Median fresh setup, µs.
+    pub fn fresh_median_us(&self) -> f64 {
+        median(&self.fresh_ns).unwrap_or(0) as f64 / 1e3
+    }
+
+    /// Median setup from the cache, µs.
+    pub fn cached_median_us(&self) -> f64 {
+        median(&self.cached_ns).unwrap_or(0) as f64 / 1e3
+    }
+
+    /// How many times faster the cache is: fresh median / cached median (∞ when the cached
+    /// median is 0).
+    pub fn speedup(&self) -> f64 {
+        self.fresh_median_us() / self.cached_median_us()
+    }
+
+    /// The header line of [`QpSetupReport::row`].
+    pub fn header() -> &'static str {
+        " #pairs  fresh_median[usec]  cached_median[usec]  speedup"
+    }
+
+    /// One data line under [`QpSetupReport::header`].
+    pub fn row(&self) -> String {
+        format!(
+            " {:<7} {:<19.2} {:<20.2} {:.2}",
+            self.fresh_ns.len(),
+            self.fresh_median_us(),
+            self.cached_median_us(),
+            self.speedup()
+        )
+    }
+}
+
+fn elapsed_ns(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Run `iters` iterations, each on a fabric from `make` (at least two hosts; hosts 0 and 1
+/// are used).
+///
+/// # Errors
+/// `make`'s error, a verb that fails, or a cached QP that is not the one returned (the cache
+/// must hand back the same QP number).
+pub fn run<F: Fabric>(mut make: impl FnMut() -> Result<F>, iters: u32) -> Result<QpSetupReport> {
+    if iters == 0 {
+        bail!("--iters must be at least 1");
+    }
+    let caps = qp_caps(&Config::default());
+    let mut fresh_ns = Vec::with_capacity(iters as usize);
+    let mut cached_ns = Vec::with_capacity(iters as usize);
+    for i in 0..iters {
+        let mut fabric = make().with_context(|| format!("iteration {i}: making the fabric"))?;
+        if fabric.hosts() < 2 {
+            bail!(
+                "qp-setup needs two hosts; the fabric has {}",
+                fabric.hosts()
+            );
+        }
+        let mut cache = [QpCache::new(), QpCache::new()];
+
+        let t = Instant::now();
+        let (a, _) = cache[0].take(&mut fabric.host(0), caps)?;
+        let (b, _) = cache[1].take(&mut fabric.host(1), caps)?;
+        fabric.host(0).connect_qp(a.qpn, &b)?;
+        fabric.host(1).connect_qp(b.qpn, &a)?;
+        fresh_ns.push(elapsed_ns(t));
+
+        let t = Instant::now();
+        cache[0].put(&mut fabric.host(0), a.qpn, caps)?;
+        cache[1].put(&mut fabric.host(1), b.qpn, caps)?;
+        let (a2, hit_a) = cache[0].take(&mut fabric.host(0), caps)?;
+        let (b2, hit_b) = cache[1].take(&mut fabric.host(1), caps)?;
+        fabric.host(0).connect_qp(a2.qpn, &b2)?;
+        fabric.host(1).connect_qp(b2.qpn, &a2)?;
+        cached_ns.push(elapsed_ns(t));
+
+        if !(hit_a && hit_b && a2.qpn == a.qpn && b2.qpn == b.qpn) {
+            bail!(
+                "iteration {i}: the cache did not hand back the reset QPs ({:#x}, {:#x} → \
+                 {:#x}, {:#x})",
+                a.qpn,
+                b.qpn,
+                a2.qpn,
+                b2.qpn
+            );
+        }
+    }
+    Ok(QpSetupReport {
+        caps,
+        fresh_ns,
+        cached_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::sim_fabric;
+
+    #[test]
+    fn every_iteration_reuses_the_reset_qps_on_the_simulator() {
+        let r = run(sim_fabric, 5).unwrap();
+        assert_eq!(r.fresh_ns.len(), 5);
+        assert_eq!(r.cached_ns.len(), 5);
+        // An xrdma connection's QP: send_depth 512, recv_depth 256 (Config defaults).
+        assert_eq!(r.caps.max_send_wr, 512);
+        assert_eq!(r.caps.max_recv_wr, 256);
+    }
+
+    #[test]
+    fn report_row_states_medians_and_their_ratio() {
+        // Medians (nearest rank, rank ⌈1.5⌉ = 2 of 3): fresh 300 ns, cached 10 ns → 30×.
+        let r = QpSetupReport {
+            caps: QpCaps::default(),
+            fresh_ns: vec![900, 100, 300],
+            cached_ns: vec![10, 5, 20],
+        };
+        assert_eq!(r.fresh_median_us(), 0.3);
+        assert_eq!(r.cached_median_us(), 0.01);
+        assert!((r.speedup() - 30.0).abs() < 1e-9);
+        let cols: Vec<String> = r.row().split_whitespace().map(String::from).collect();
+        assert_eq!(cols, ["3", "0.30", "0.01", "30.00"]);
+    }
+}
