@@ -13,6 +13,9 @@
 #   incast-8        `xrdma run --backend verbs scenarios/incast-8.yaml`: the shipped scenario,
 #                   unedited, writing the same report as on the simulator (RESULTS_DIR/incast-8)
 #   perftest        ci/softroce/perftest.sh RESULTS_DIR (ib_send_lat, ib_write_lat, ib_write_bw)
+#   figures         ci/softroce/figures.sh RESULTS_DIR XRDMA_BIN: xrdma's ping, bw, qp-setup and
+#                   idle tools against perftest's figures (RESULTS_DIR/figures.env); passes when
+#                   the tools ran and gave numbers, whether or not the targets are met
 # Ends with the line "softroce: N passed, M failed"; exit status 0 only when none failed.
 set -euo pipefail
 
@@ -52,6 +55,7 @@ check conformance "$results/conformance.log" timeout 300 "$xrdma" conformance --
 check incast-8 "$results/incast-8.log" \
   timeout 300 "$xrdma" run --backend verbs "$repo/scenarios/incast-8.yaml" --out "$results/incast-8"
 check perftest "$results/perftest.log" "$here/perftest.sh" "$results"
+check figures "$results/figures.log" "$here/figures.sh" "$results" "$xrdma"
 
 echo "softroce: $passed passed, $failed failed"
 ((failed == 0))

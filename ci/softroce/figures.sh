@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The four issue-4 figures of xrdma on the Soft-RoCE device, INSIDE the guest, after
+# ci/softroce/perftest.sh has written RESULTS_DIR/perftest.env.
+#
+# usage: ci/softroce/figures.sh RESULTS_DIR XRDMA_BIN
+#
+#   XRDMA_BIN  the `xrdma` binary built with `--features verbs`
+#
+# Runs on SOFTROCE_DEV (default rxe0; XRDMA_VERBS_* pick device and GID as for every verbs run),
+# each tool's output in RESULTS_DIR/figures/<tool>.txt:
+#   ping      xrdma ping --backend verbs --size 64B --iters FIG_PING_ITERS (10000) --warmup 1000
+#   bw        xrdma bw --backend verbs --size 64KiB --iters FIG_BW_ITERS (5000)
+#   qp-setup  xrdma qp-setup --backend verbs --iters FIG_QP_ITERS (100)
+#   idle      xrdma idle --backend verbs --seconds FIG_IDLE_SECONDS (3)
+# and writes RESULTS_DIR/figures.env (key=value lines; µs, MiB/s as perftest's MB/sec, %):
+#   xrdma_half_rtt_64_typical_us  send_lat_typical_us  half_rtt_ratio      (target <= 1.2)
+#   xrdma_bw_64k_MBps             write_bw_64k_MBps    bw_ratio            (target >= 0.9)
+#   qp_setup_fresh_us             qp_setup_cached_us   qp_setup_speedup    (target >= 20)
+#   idle_cpu_percent                                                       (target < 5)
+#   <each ratio>_target, <each ratio>_met (yes / no / unknown)
+# It reports figures and never fails on a missed target. Exit status: 0 when every tool ran
+# and gave its figure, 1 otherwise (a perftest figure missing makes its ratio empty, not a
+# failure here: perftest.sh reports that itself).
+set -euo pipefail
+
+(($# == 2)) || { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+results=$1
+xrdma=$2
+out=$results/figures
+mkdir -p "$out"
+export XRDMA_VERBS_DEVICE=${XRDMA_VERBS_DEVICE:-${SOFTROCE_DEV:-rxe0}}
+
+failed=0
+tool() { # NAME ARGS...
+  local name=$1
+  shift
+  echo "figures: $name: xrdma $*"
+  if ! timeout 300 "$xrdma" "$@" > "$out/$name.txt" 2>&1; then
+    echo "figures: $name failed:" >&2
+    tail -n 20 "$out/$name.txt" >&2
+    failed=1
+  fi
+  cat "$out/$name.txt"
+}
+tool ping ping --backend verbs --size 64B --iters "${FIG_PING_ITERS:-10000}" --warmup 1000
+tool bw bw --backend verbs --size 64KiB --iters "${FIG_BW_ITERS:-5000}"
+tool qp-setup qp-setup --backend verbs --iters "${FIG_QP_ITERS:-100}"
+tool idle idle --backend verbs --seconds "${FIG_IDLE_SECONDS:-3}"
+
+# The column under header word WORD on the line after the header (the tools print a header
+# line and one data line; headers with "[" name their units).
+column() { # FILE WORD
+  awk -v want="$2" '
+    !col { for (i = 1; i <= NF; i++) if ($i == want) col = i; next }
+    NF >= col { print $col; exit }' "$1" 2>/dev/null
+}
+# Data line fields by position (for headers whose words hold spaces).
+field() { # FILE HEADER_REGEX N
+  awk -v re="$2" -v n="$3" '$0 ~ re { h = 1; next } h && NF >= n { print $n; exit }' "$1" \
+    2>/dev/null
+}
+env_value() { # FILE KEY
+  sed -n "s/^$2=//p" "$1" 2>/dev/null | tail -n 1
+}
+
+half_rtt=$(column "$out/ping.txt" 't_typical[usec]')
+bw=$(field "$out/bw.txt" 'average.MB.sec' 3)
+fresh=$(field "$out/qp-setup.txt" 'fresh_median' 2)
+cached=$(field "$out/qp-setup.txt" 'fresh_median' 3)
+speedup=$(field "$out/qp-setup.txt" 'fresh_median' 4)
+idle=$(field "$out/idle.txt" 'of one core' 3)
+send_lat=$(env_value "$results/perftest.env" send_lat_typical_us)
+write_bw=$(env_value "$results/perftest.env" write_bw_64k_MBps)
+
+num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+for v in half_rtt bw fresh cached speedup idle; do
+  if ! num "${!v}"; then
+    echo "figures: no figure for $v (see $out)" >&2
+    failed=1
+  fi
+done
+ratio() { # A B -> A/B, or empty
+  if num "$1" && num "$2" && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
+    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'
+  fi
+}
+met() { # VALUE OP LIMIT -> yes / no / unknown
+  if ! num "$1"; then
+    echo unknown
+  elif awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN {
+      exit !((op == "<=" && v <= l) || (op == ">=" && v >= l) || (op == "<" && v < l)) }'; then
+    echo yes
+  else
+    echo no
+  fi
+}
+half_rtt_ratio=$(ratio "$half_rtt" "$send_lat")
+bw_ratio=$(ratio "$bw" "$write_bw")
+# The tool's own ratio of the unrounded medians.
+qp_setup_speedup=$speedup
+
+{
+  echo "xrdma_half_rtt_64_typical_us=$half_rtt"
+  echo "send_lat_typical_us=$send_lat"
+  echo "half_rtt_ratio=$half_rtt_ratio"
+  echo "half_rtt_ratio_target=<=1.2"
+  echo "half_rtt_ratio_met=$(met "$half_rtt_ratio" '<=' 1.2)"
+  echo "xrdma_bw_64k_MBps=$bw"
+  echo "write_bw_64k_MBps=$write_bw"
+  echo "bw_ratio=$bw_ratio"
+  echo "bw_ratio_target=>=0.9"
+  echo "bw_ratio_met=$(met "$bw_ratio" '>=' 0.9)"
+  echo "qp_setup_fresh_us=$fresh"
+  echo "qp_setup_cached_us=$cached"
+  echo "qp_setup_speedup=$qp_setup_speedup"
+  echo "qp_setup_speedup_target=>=20"
+  echo "qp_setup_speedup_met=$(met "$qp_setup_speedup" '>=' 20)"
+  echo "idle_cpu_percent=$idle"
+  echo "idle_cpu_percent_target=<5"
+  echo "idle_cpu_percent_met=$(met "$idle" '<' 5)"
+} > "$results/figures.env"
+echo "figures: $results/figures.env"
+cat "$results/figures.env"
+exit "$failed"
