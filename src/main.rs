@@ -89,6 +89,10 @@ enum Command {
         /// Messages sent.
         #[arg(long, default_value_t = 5_000)]
         iters: u32,
+        /// Pin the send window at this size (not adaptive) [default: xrdma's adaptive window,
+        /// 64 KiB growing to 256 KiB].
+        #[arg(long, value_parser = parse_size)]
+        window: Option<u64>,
     },
     /// CPU use of an idle, connected worker pair under hybrid polling (RDMA device only).
     Idle {
@@ -304,14 +308,20 @@ fn real_main() -> Result<ExitCode> {
             println!("xrdma ping ({backend:?}): half round trip (RTT/2), one xrdma connection");
             println!("{}", tools::stats::LatencyStats::header());
             println!("{}", r.stats.row());
+            println!("driver rounds per round trip: {:.1}", r.rounds_per_rtt);
             Ok(ExitCode::SUCCESS)
         }
         Command::Bw {
             backend,
             size,
             iters,
+            window,
         } => {
-            let opts = tools::bw::BwOptions { size, iters };
+            let opts = tools::bw::BwOptions {
+                size,
+                iters,
+                window,
+            };
             let r = match backend {
                 Backend::Sim => tools::bw::run(&mut tools::sim_fabric()?, &opts)?,
                 #[cfg(feature = "verbs")]
@@ -319,9 +329,16 @@ fn real_main() -> Result<ExitCode> {
                 #[cfg(not(feature = "verbs"))]
                 Backend::Verbs => no_verbs()?,
             };
+            let w = tools::bw::config(window);
             println!(
-                "xrdma bw ({backend:?}): one-way stream, {} messages outstanding",
-                tools::bw::TX_DEPTH
+                "xrdma bw ({backend:?}): one-way stream, {} messages outstanding, window {} B{}",
+                tools::bw::TX_DEPTH,
+                w.initial_window,
+                if w.adaptive_window {
+                    format!(" growing to {} B", w.max_window)
+                } else {
+                    " (pinned)".into()
+                }
             );
             println!("{}", tools::bw::BwReport::header());
             println!("{}", r.row());

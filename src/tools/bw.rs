@@ -24,6 +24,10 @@ pub struct BwOptions {
     pub size: u64,
     /// Messages sent.
     pub iters: u32,
+    /// Pin the send window at this many bytes (`initial-window` = `max-window`, not
+    /// adaptive); `None`: xrdma's default window (64 KiB growing to 256 KiB while the RTT stays
+    /// within `target-delay` of its minimum).
+    pub window: Option<u64>,
 }
 
 impl Default for BwOptions {
@@ -33,6 +37,7 @@ impl Default for BwOptions {
         BwOptions {
             size: 64 << 10,
             iters: 5000,
+            window: None,
         }
     }
 }
@@ -153,9 +158,21 @@ impl Application for Sink {
     }
 }
 
+/// The endpoint configuration of a bandwidth run: [`Config::default`], with the window pinned
+/// at `window` bytes when given.
+pub fn config(window: Option<u64>) -> Config {
+    let mut cfg = Config::default();
+    if let Some(w) = window {
+        cfg.initial_window = w;
+        cfg.max_window = w;
+        cfg.min_window = cfg.min_window.min(w);
+        cfg.adaptive_window = false;
+    }
+    cfg
+}
+
 /// Stream `opts.iters` messages of `opts.size` bytes from host 0 to host 1 of `fabric` over
-/// one xrdma connection with the default [`Config`] (adaptive window, 64 KiB initial,
-/// 256 KiB max).
+/// one xrdma connection configured by [`config`].
 ///
 /// # Errors
 /// Setup failures, a connection failure, a message that did not arrive whole, or a fabric
@@ -164,7 +181,7 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwReport> {
     if opts.iters == 0 || opts.size == 0 {
         bail!("--iters and --size must be at least 1");
     }
-    let mut pair = connect_pair(fabric, &Config::default())?;
+    let mut pair = connect_pair(fabric, &config(opts.window))?;
     let mut tx = Streamer {
         conn: pair.conns[0],
         payload: Bytes::from(vec![0xA5; opts.size as usize]),
@@ -218,6 +235,7 @@ mod tests {
             &BwOptions {
                 size: 64 << 10,
                 iters: 500,
+                window: None,
             },
         )
         .unwrap();
@@ -242,5 +260,31 @@ mod tests {
         );
         assert!((r.gbps() - r.bytes_per_second * 8.0 / 1e9).abs() < 1e-9);
         assert!((r.mib_per_second() * 1_048_576.0 - r.bytes_per_second).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_window_below_the_bandwidth_delay_product_caps_throughput() {
+        // With the window pinned at 16 KiB, 64 KiB messages go out as 16 KiB fragments (a
+        // fragment is never larger than the window) and at most 16 KiB of payload is in
+        // flight. A fragment's round trip (data to the receiver, its ACK back) crosses four
+        // 1 µs links, so throughput ≤ 16384 B / 4 µs = 4.096 GB/s, well under the link's
+        // ~11.5 GB/s payload cap.
+        let r = run(
+            &mut sim_fabric().unwrap(),
+            &BwOptions {
+                size: 64 << 10,
+                iters: 50,
+                window: Some(16 << 10),
+            },
+        )
+        .unwrap();
+        assert!(
+            r.bytes_per_second <= 16384.0 / 4e-6,
+            "{}",
+            r.bytes_per_second
+        );
+        let cfg = config(Some(16 << 10));
+        assert_eq!((cfg.initial_window, cfg.max_window), (16 << 10, 16 << 10));
+        assert!(!cfg.adaptive_window);
     }
 }

@@ -91,7 +91,10 @@ pub fn connect_pair<F: Fabric>(fabric: &mut F, cfg: &Config) -> Result<Pair> {
 
 /// Give host 0 (running `a`) and host 1 (running `b`) driver turns as the fabric asks, until
 /// `done(a, b)` holds and the fabric stops (a simulated fabric first runs out its remaining
-/// events; a real one stops at once). Each turn reads the fabric's clock just before it runs.
+/// events; a real one stops at once). The fabric's clock is read once per round of turns, as
+/// the scenario runner does: on a device both hosts' turns of a round see the same `now`.
+///
+/// Returns the number of rounds of turns run.
 ///
 /// # Errors
 /// The fabric stopped (its run timeout passed, or no event was left) before `done` held.
@@ -101,13 +104,15 @@ pub fn drive<F: Fabric, A: Application, B: Application>(
     a: &mut A,
     b: &mut B,
     mut done: impl FnMut(&A, &B) -> bool,
-) -> Result<()> {
+) -> Result<u64> {
     let mut scratch = TurnScratch::default();
     let mut ready: Vec<u32> = vec![0, 1];
     let mut settled = false;
+    let mut rounds = 0u64;
     loop {
+        rounds += 1;
+        let now = fabric.now();
         for &h in &ready {
-            let now = fabric.now();
             let (ep, app): (&mut Endpoint, &mut dyn Application) = if h == 0 {
                 (&mut pair.eps[0], a)
             } else {
@@ -129,5 +134,5 @@ pub fn drive<F: Fabric, A: Application, B: Application>(
             fabric.now()
         );
     }
-    Ok(())
+    Ok(rounds)
 }

@@ -44,6 +44,9 @@ pub struct PingReport {
     pub half_rtt_ps: Vec<u64>,
     /// Their statistics.
     pub stats: LatencyStats,
+    /// Rounds of driver turns (each host one turn) per round trip, warm-up included: how
+    /// often the fabric polled while a message was out.
+    pub rounds_per_rtt: f64,
 }
 
 /// The client: one message in flight, timed from the turn that sends it to the turn that sees
@@ -157,7 +160,7 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &PingOptions) -> Result<PingReport> 
         errors: Vec::new(),
     };
     let mut server = Echo::default();
-    drive(fabric, &mut pair, &mut client, &mut server, |c, s| {
+    let rounds = drive(fabric, &mut pair, &mut client, &mut server, |c, s| {
         c.finished() || !s.errors.is_empty()
     })?;
     if let Some(e) = client.errors.first().or(server.errors.first()) {
@@ -170,7 +173,12 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &PingOptions) -> Result<PingReport> 
     let Some(stats) = LatencyStats::from_ps(opts.size, &half_rtt_ps) else {
         bail!("no round trip was measured");
     };
-    Ok(PingReport { half_rtt_ps, stats })
+    let rounds_per_rtt = rounds as f64 / client.rtts.len().max(1) as f64;
+    Ok(PingReport {
+        half_rtt_ps,
+        stats,
+        rounds_per_rtt,
+    })
 }
 
 #[cfg(test)]

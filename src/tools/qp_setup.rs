@@ -29,6 +29,8 @@ pub struct QpSetupReport {
     pub fresh_ns: Vec<u64>,
     /// Setups from the cache (reset included), ns of wall time, in order.
     pub cached_ns: Vec<u64>,
+    /// The part of each cached setup after the resets (take + connect), ns, in order.
+    pub cached_connect_ns: Vec<u64>,
 }
 
 impl QpSetupReport {
@@ -42,6 +44,11 @@ impl QpSetupReport {
         median(&self.cached_ns).unwrap_or(0) as f64 / 1e3
     }
 
+    /// Median of the cached setups' take + connect part, µs.
+    pub fn cached_connect_median_us(&self) -> f64 {
+        median(&self.cached_connect_ns).unwrap_or(0) as f64 / 1e3
+    }
+
     /// How many times faster the cache is: fresh median / cached median (∞ when the cached
     /// median is 0).
     pub fn speedup(&self) -> f64 {
@@ -50,17 +57,19 @@ impl QpSetupReport {
 
     /// The header line of [`QpSetupReport::row`].
     pub fn header() -> &'static str {
-        " #pairs  fresh_median[usec]  cached_median[usec]  speedup"
+        " #pairs  fresh_median[usec]  cached_median[usec]  speedup  \
+         cached_without_reset_median[usec]"
     }
 
     /// One data line under [`QpSetupReport::header`].
     pub fn row(&self) -> String {
         format!(
-            " {:<7} {:<19.2} {:<20.2} {:.2}",
+            " {:<7} {:<19.2} {:<20.2} {:<8.2} {:.2}",
             self.fresh_ns.len(),
             self.fresh_median_us(),
             self.cached_median_us(),
-            self.speedup()
+            self.speedup(),
+            self.cached_connect_median_us()
         )
     }
 }
@@ -82,6 +91,7 @@ pub fn run<F: Fabric>(mut make: impl FnMut() -> Result<F>, iters: u32) -> Result
     let caps = qp_caps(&Config::default());
     let mut fresh_ns = Vec::with_capacity(iters as usize);
     let mut cached_ns = Vec::with_capacity(iters as usize);
+    let mut cached_connect_ns = Vec::with_capacity(iters as usize);
     for i in 0..iters {
         let mut fabric = make().with_context(|| format!("iteration {i}: making the fabric"))?;
         if fabric.hosts() < 2 {
@@ -102,11 +112,13 @@ pub fn run<F: Fabric>(mut make: impl FnMut() -> Result<F>, iters: u32) -> Result
         let t = Instant::now();
         cache[0].put(&mut fabric.host(0), a.qpn, caps)?;
         cache[1].put(&mut fabric.host(1), b.qpn, caps)?;
+        let t_connect = Instant::now();
         let (a2, hit_a) = cache[0].take(&mut fabric.host(0), caps)?;
         let (b2, hit_b) = cache[1].take(&mut fabric.host(1), caps)?;
         fabric.host(0).connect_qp(a2.qpn, &b2)?;
         fabric.host(1).connect_qp(b2.qpn, &a2)?;
         cached_ns.push(elapsed_ns(t));
+        cached_connect_ns.push(elapsed_ns(t_connect));
 
         if !(hit_a && hit_b && a2.qpn == a.qpn && b2.qpn == b.qpn) {
             bail!(
@@ -123,6 +135,7 @@ pub fn run<F: Fabric>(mut make: impl FnMut() -> Result<F>, iters: u32) -> Result
         caps,
         fresh_ns,
         cached_ns,
+        cached_connect_ns,
     })
 }
 
@@ -136,6 +149,13 @@ mod tests {
         let r = run(sim_fabric, 5).unwrap();
         assert_eq!(r.fresh_ns.len(), 5);
         assert_eq!(r.cached_ns.len(), 5);
+        assert_eq!(r.cached_connect_ns.len(), 5);
+        // The take + connect part is part of the whole cached setup.
+        assert!(r
+            .cached_ns
+            .iter()
+            .zip(&r.cached_connect_ns)
+            .all(|(a, b)| b <= a));
         // An xrdma connection's QP: send_depth 512, recv_depth 256 (Config defaults).
         assert_eq!(r.caps.max_send_wr, 512);
         assert_eq!(r.caps.max_recv_wr, 256);
@@ -148,11 +168,13 @@ mod tests {
             caps: QpCaps::default(),
             fresh_ns: vec![900, 100, 300],
             cached_ns: vec![10, 5, 20],
+            cached_connect_ns: vec![4, 2, 8],
         };
         assert_eq!(r.fresh_median_us(), 0.3);
         assert_eq!(r.cached_median_us(), 0.01);
         assert!((r.speedup() - 30.0).abs() < 1e-9);
         let cols: Vec<String> = r.row().split_whitespace().map(String::from).collect();
-        assert_eq!(cols, ["3", "0.30", "0.01", "30.00"]);
+        assert_eq!(r.cached_connect_median_us(), 0.004);
+        assert_eq!(cols, ["3", "0.30", "0.01", "30.00", "0.00"]);
     }
 }
