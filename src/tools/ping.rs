@@ -191,16 +191,15 @@ mod tests {
     /// 1 µs per link, store and forward), for a message whose packets have wire sizes
     /// `packets` (bytes): the last bit arrives after 2·delay + ser(all packets) + ser(the
     /// largest packet) (the pipeline's second hop waits for that packet's second
-    /// serialization). Ahead of each message its sender also puts two header-only packets on
-    /// the wire — the xrdma ACK of the last message it received (a zero-length SEND with
-    /// immediate: 82 + 4 ImmDt = 86 B) and the NIC's transport ACK of that message (82 + 4
-    /// AETH = 86 B) — which delay it by ser(172 B) = 13.76 ns. The hosts take no virtual time
-    /// to react, so RTT/2 equals one direction.
+    /// serialization). Ahead of each message its sender also puts the NIC's transport ACK of
+    /// the message it just received on the wire (82 + 4 AETH = 86 B, ser = 6.88 ns); the xrdma
+    /// ACK of that message travels in the reply's header, not as a packet of its own. The
+    /// hosts take no virtual time to react, so RTT/2 equals one direction.
     fn one_way_ps(packets: &[u64]) -> u64 {
         let ser = |b: u64| Time::serialization(b, SimConfig::default().link_rate_bps).as_ps();
         let total: u64 = packets.iter().sum();
         let largest = packets.iter().copied().max().unwrap_or(0);
-        2 * 1_000_000 + ser(total) + ser(largest) + ser(86 + 86)
+        2 * 1_000_000 + ser(total) + ser(largest) + ser(86)
     }
 
     #[test]
@@ -212,34 +211,34 @@ mod tests {
         };
         let r = run(&mut sim_fabric().unwrap(), &opts).unwrap();
         assert_eq!(r.half_rtt_ps.len(), 200);
-        // One WRITE with immediate of the 8-byte xrdma header + 64 B: one packet of
-        // 82 (headers) + 72 + 16 (RETH) + 4 (ImmDt) = 174 B. 2·1000 ns + 2·ser(174 B)
-        // (13.92 ns each) + 13.76 ns = 2041.60 ns.
-        let want = one_way_ps(&[174]);
-        assert_eq!(want, 2_041_600);
+        // One WRITE with immediate of the 16-byte xrdma header + 64 B: one packet of
+        // 82 (headers) + 80 + 16 (RETH) + 4 (ImmDt) = 182 B. 2·1000 ns + 2·ser(182 B)
+        // (14.56 ns each) + 6.88 ns = 2036.00 ns.
+        let want = one_way_ps(&[182]);
+        assert_eq!(want, 2_036_000);
         assert!(
             r.half_rtt_ps.iter().all(|&h| h == want),
             "{:?}",
             &r.half_rtt_ps[..5]
         );
-        assert_eq!(r.stats.typical_us, 2.0416);
+        assert_eq!(r.stats.typical_us, 2.036);
         assert_eq!(r.stats.stdev_us, 0.0);
     }
 
     #[test]
     fn larger_messages_take_their_serialization_time() {
-        // 4096 B + the 8-byte header = 4104 B in one WRITE with immediate: 5 packets at a
+        // 4096 B + the 16-byte header = 4112 B in one WRITE with immediate: 5 packets at a
         // 1 KiB MTU, 82 + 1024 + 16 (RETH) = 1122 B, three of 82 + 1024 = 1106 B, and a last
-        // of 82 + 8 + 4 (ImmDt) = 94 B: 4534 B. 2000 + ser(4534 B) 362.72 + ser(1122 B) 89.76
-        // + 13.76 = 2466.24 ns.
+        // of 82 + 16 + 4 (ImmDt) = 102 B: 4542 B. 2000 + ser(4542 B) 363.36 + ser(1122 B)
+        // 89.76 + 6.88 = 2460.00 ns.
         let opts = PingOptions {
             size: 4096,
             iters: 20,
             warmup: 2,
         };
         let r = run(&mut sim_fabric().unwrap(), &opts).unwrap();
-        let want = one_way_ps(&[1122, 1106, 1106, 1106, 94]);
-        assert_eq!(want, 2_466_240);
+        let want = one_way_ps(&[1122, 1106, 1106, 1106, 102]);
+        assert_eq!(want, 2_460_000);
         assert!(
             r.half_rtt_ps.iter().all(|&h| h == want),
             "{:?}",

@@ -4,12 +4,14 @@
 //! - Each message is split into fragments ([`crate::fragment`]) of at most the fragment size,
 //!   and never more than the current send window; each fragment is one RDMA WRITE with
 //!   immediate into the peer's receive ring ([`crate::ring`]), its sequence number in the
-//!   immediate data. A message's first fragment starts with an 8-byte
-//!   [`crate::fragment::MessageHeader`] (the message length); later fragments are payload only.
+//!   immediate data. A message's first fragment starts with a 16-byte
+//!   [`crate::fragment::MessageHeader`] (the message length, and a cumulative ACK of the
+//!   other direction when one is due); later fragments are payload only.
 //! - Each WRITE with immediate consumes one receive WR at the peer; the peer reposts it at once
-//!   and answers with a cumulative ACK: a zero-length SEND with immediate whose immediate data
-//!   is the newest in-order sequence number received. ACKs are coalesced: one per connection
-//!   per batch of completions.
+//!   and answers with a cumulative ACK: carried in the header of its next message's first
+//!   fragment when it has one ready in the same turn (request/response), else a zero-length
+//!   SEND with immediate whose immediate data is the newest in-order sequence number received.
+//!   ACKs are coalesced: one per connection per batch of completions.
 //! - The sender keeps every fragment's staging buffer until the ACK covering it arrives, and
 //!   only then frees it and reports the message sent. If the oldest fragment waits longer than
 //!   the ACK timeout, the connection fails, its buffers are reclaimed and every pending message
@@ -159,8 +161,10 @@ pub struct ConnStats {
     pub messages_received: u64,
     /// ACKs sent.
     pub acks_sent: u64,
-    /// ACKs received.
+    /// ACKs received (separate or carried on data).
     pub acks_received: u64,
+    /// ACKs carried in a message header instead of a separate ACK SEND.
+    pub acks_piggybacked: u64,
     /// ECN echoes (CNPs) reported for this connection's QP.
     pub ecn_echoes: u64,
     /// Window decreases applied (at most one per RTT).
@@ -431,7 +435,7 @@ impl Endpoint {
                 self.ops.push_back(recv_op(conn, &setup));
                 let imm = Seq(wc.imm.unwrap_or(0));
                 match wc.opcode {
-                    WcOpcode::RecvRdmaWithImm => self.on_fragment(conn, imm, wc.byte_len, mem),
+                    WcOpcode::RecvRdmaWithImm => self.on_fragment(now, conn, imm, wc.byte_len, mem),
                     _ => self.on_ack(now, conn, imm),
                 }
             }
@@ -500,6 +504,32 @@ impl Endpoint {
         if let Some(op) = self.ops.pop_front() {
             return Some(op);
         }
+        while let Some(&conn) = self.tx_ready.front() {
+            match self.next_fragment(now, conn, mem) {
+                Ok(Some(op)) => {
+                    self.tx_ready.pop_front();
+                    let c = &mut self.conns[conn as usize];
+                    if c.queue.is_empty() {
+                        c.in_tx_ready = false;
+                    } else {
+                        self.tx_ready.push_back(conn);
+                    }
+                    return Some(op);
+                }
+                Ok(None) => {
+                    self.tx_ready.pop_front();
+                    self.conns[conn as usize].in_tx_ready = false;
+                }
+                Err(e) => {
+                    self.tx_ready.pop_front();
+                    self.conns[conn as usize].in_tx_ready = false;
+                    self.fail(conn, e);
+                    return self.ops.pop_front();
+                }
+            }
+        }
+        // Separate ACK SENDs last: a connection that just posted a message's first fragment
+        // has carried its ACK on it.
         while let Some(conn) = self.ack_list.pop_front() {
             let c = &mut self.conns[conn as usize];
             c.in_ack_list = false;
@@ -527,30 +557,6 @@ impl Endpoint {
                 signaled: true,
             };
             return Some(Op::PostSend { qpn: s.qpn, wr });
-        }
-        while let Some(&conn) = self.tx_ready.front() {
-            match self.next_fragment(now, conn, mem) {
-                Ok(Some(op)) => {
-                    self.tx_ready.pop_front();
-                    let c = &mut self.conns[conn as usize];
-                    if c.queue.is_empty() {
-                        c.in_tx_ready = false;
-                    } else {
-                        self.tx_ready.push_back(conn);
-                    }
-                    return Some(op);
-                }
-                Ok(None) => {
-                    self.tx_ready.pop_front();
-                    self.conns[conn as usize].in_tx_ready = false;
-                }
-                Err(e) => {
-                    self.tx_ready.pop_front();
-                    self.conns[conn as usize].in_tx_ready = false;
-                    self.fail(conn, e);
-                    return self.ops.pop_front();
-                }
-            }
         }
         None
     }
@@ -594,7 +600,15 @@ impl Endpoint {
             .slice(msg.next_off as usize..(msg.next_off + len) as usize);
         let mut staged = Ok(());
         if first {
-            let header = MessageHeader { message_len: total };
+            let ack = c.ack_due.then(|| c.expected_rx_seq.add(u32::MAX));
+            if ack.is_some() {
+                c.ack_due = false;
+                c.stats.acks_piggybacked += 1;
+            }
+            let header = MessageHeader {
+                message_len: total,
+                ack,
+            };
             staged = mem.write(local, &header.encode());
         }
         let staged = staged.and_then(|()| mem.write(local + header_len, &payload));
@@ -644,6 +658,7 @@ impl Endpoint {
 
     fn on_fragment<M: LocalMemory + ?Sized>(
         &mut self,
+        now: Time,
         conn: ConnId,
         seq: Seq,
         byte_len: u32,
@@ -679,6 +694,7 @@ impl Endpoint {
             }
         };
         let streaming = self.cfg.deliver_fragments;
+        let mut piggybacked = None;
         let (mut asm, payload) = match c.assembling.take() {
             Some(asm) => (asm, bytes),
             None => {
@@ -687,6 +703,7 @@ impl Endpoint {
                     self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
                     return;
                 };
+                piggybacked = h.ack;
                 let cap = if streaming {
                     0
                 } else {
@@ -734,6 +751,9 @@ impl Endpoint {
         }
         c.ack_due = true;
         self.queue_ack(conn);
+        if let Some(acked) = piggybacked {
+            self.on_ack(now, conn, acked);
+        }
     }
 
     fn on_ack(&mut self, now: Time, conn: ConnId, acked: Seq) {

@@ -7,7 +7,7 @@
 //! with a [`MessageHeader`].
 
 /// Bytes of [`MessageHeader`] on the wire.
-pub const HEADER_LEN: usize = 8;
+pub const HEADER_LEN: usize = 16;
 
 /// Split a message of `len` bytes into fragments of at most `fragment_size` bytes.
 ///
@@ -35,26 +35,45 @@ pub fn fragment_count(len: u64, fragment_size: u64) -> u64 {
     }
 }
 
-/// The 8-byte header in front of a message's first fragment: the message length in bytes,
-/// big-endian. Later fragments carry payload only; the receiver knows where a message ends
-/// from this length, and the sequence number (the immediate data) orders the fragments.
+/// The 16-byte header in front of a message's first fragment. Later fragments carry payload
+/// only; the receiver knows where a message ends from the length, and the sequence number
+/// (the immediate data) orders the fragments.
+///
+/// Layout (big-endian): bytes 0..8 the message length; bytes 8..12 a cumulative ACK of the
+/// other direction (the newest in-order sequence number received), valid when bit 0 of bytes
+/// 12..16 is set. Carrying the ACK on data saves the separate ACK SEND whenever a reply is
+/// ready when the request arrives (request/response, ping-pong).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MessageHeader {
     /// Length of the whole message, bytes.
     pub message_len: u64,
+    /// A piggybacked cumulative ACK of the reverse direction.
+    pub ack: Option<crate::Seq>,
 }
+
+const ACK_VALID: u32 = 1;
 
 impl MessageHeader {
     /// Encode to the wire layout.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
-        self.message_len.to_be_bytes()
+        let mut b = [0u8; HEADER_LEN];
+        b[..8].copy_from_slice(&self.message_len.to_be_bytes());
+        if let Some(ack) = self.ack {
+            b[8..12].copy_from_slice(&ack.to_wire());
+            b[12..].copy_from_slice(&ACK_VALID.to_be_bytes());
+        }
+        b
     }
 
     /// Decode from the wire layout; `None` when fewer than [`HEADER_LEN`] bytes are given.
     pub fn decode(bytes: &[u8]) -> Option<MessageHeader> {
-        let m: [u8; HEADER_LEN] = bytes.get(..HEADER_LEN)?.try_into().ok()?;
+        let m: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
+        let a: [u8; 4] = bytes.get(8..12)?.try_into().ok()?;
+        let f: [u8; 4] = bytes.get(12..HEADER_LEN)?.try_into().ok()?;
+        let ack = (u32::from_be_bytes(f) & ACK_VALID != 0).then(|| crate::Seq::from_wire(a));
         Some(MessageHeader {
             message_len: u64::from_be_bytes(m),
+            ack,
         })
     }
 }
@@ -99,10 +118,18 @@ mod tests {
     fn header_round_trip_is_big_endian() {
         let h = MessageHeader {
             message_len: 0x0102,
+            ack: None,
         };
         let b = h.encode();
-        assert_eq!(b, [0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(b, [0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(MessageHeader::decode(&b), Some(h));
-        assert_eq!(MessageHeader::decode(&b[..7]), None);
+        assert_eq!(MessageHeader::decode(&b[..15]), None);
+        let h = MessageHeader {
+            message_len: 3,
+            ack: Some(crate::Seq(0xFFFF_FFFF)),
+        };
+        let b = h.encode();
+        assert_eq!(&b[8..], &[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 1]);
+        assert_eq!(MessageHeader::decode(&b), Some(h));
     }
 }

@@ -302,3 +302,53 @@ fn streamed_fragments_rebuild_every_message_in_order() {
         assert_eq!(got[i], pattern(n, i as u8).to_vec(), "message {i}");
     }
 }
+
+/// Echoes every message back on its connection.
+#[derive(Default)]
+struct Echo;
+
+impl Application for Echo {
+    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+        if let Event::Message { conn, data } = event {
+            ep.send(now, conn, data).unwrap();
+        }
+    }
+    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
+    fn next_wake(&self) -> Option<Time> {
+        None
+    }
+}
+
+#[test]
+fn a_reply_carries_the_ack_of_its_request() {
+    let mut w = World::new(Config::default());
+    let mut echo = Echo;
+    w.eps[0]
+        .send(Time::ZERO, w.conns[0], pattern(64, 1))
+        .unwrap();
+    for _ in 0..10 {
+        let now = w.pair.now;
+        driver::turn(
+            now,
+            &mut w.eps[0],
+            &mut w.pair.side(0),
+            &mut w.apps[0],
+            &mut w.scratch,
+        );
+        driver::turn(
+            now,
+            &mut w.eps[1],
+            &mut w.pair.side(1),
+            &mut echo,
+            &mut w.scratch,
+        );
+    }
+    // Host 1 answered the request with its reply, whose header carried the ACK: no separate
+    // ACK SEND. Host 0 has nothing to send back, so it ACKs the reply with a separate SEND.
+    let server = w.eps[1].stats(w.conns[1]).unwrap();
+    assert_eq!((server.acks_piggybacked, server.acks_sent), (1, 0));
+    let client = w.eps[0].stats(w.conns[0]).unwrap();
+    assert_eq!((client.acks_piggybacked, client.acks_sent), (0, 1));
+    assert_eq!((client.acks_received, client.messages_sent), (1, 1));
+    assert_eq!(w.received(0), vec![pattern(64, 1)]);
+}
