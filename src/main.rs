@@ -21,9 +21,9 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run a scenario on the simulator and write `result.json`, `summary.txt` and
-    /// `latency.svg` into the output directory. Exits 2 if any message was not delivered
-    /// intact.
+    /// Run a scenario (on the simulator, or with `--backend verbs` on an RDMA device) and write
+    /// `result.json`, `summary.txt` and `latency.svg` into the output directory. Exits 2 if
+    /// any message was not delivered intact.
     Run {
         /// The scenario file (YAML).
         scenario: PathBuf,
@@ -134,11 +134,45 @@ fn no_verbs<T>() -> Result<T> {
 /// Where a scenario runs.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Backend {
-    /// The packet-level simulator (reads the scenario's `sim:` block).
+    /// The packet-level simulator.
     Sim,
-    /// A real RDMA device through ibverbs (reads the `verbs:` block); builds made with
-    /// `--features verbs` only.
+    /// A real RDMA device through ibverbs (builds made with `--features verbs` only).
     Verbs,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Sim => "sim",
+            Backend::Verbs => "verbs",
+        }
+    }
+
+    /// Fail at once, before anything is printed or run, when this build lacks the backend.
+    fn require(self) -> Result<()> {
+        #[cfg(not(feature = "verbs"))]
+        if self == Backend::Verbs {
+            return no_verbs();
+        }
+        Ok(())
+    }
+}
+
+/// Refuse a message size whose buffers (payload, staging rings, reassembly, about six copies)
+/// would not fit in the memory available.
+fn ensure_fits(size: u64) -> Result<()> {
+    let need = size.saturating_mul(6);
+    if let Some(avail) = sim_config::available_memory() {
+        if need > avail {
+            bail!(
+                "--size {size} B needs about {} of memory for its buffers, but only {} is \
+                 available",
+                xrdma_reports::format_bytes(need),
+                xrdma_reports::format_bytes(avail)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Run `sc` on `backend`.
@@ -154,6 +188,9 @@ fn run_scenario(
         Backend::Verbs => no_verbs(),
     }
 }
+
+/// Set for the child processes of `xrdma bench`, which print their row without the header.
+const BENCH_CHILD: &str = "XRDMA_BENCH_CHILD";
 
 /// The run finished but its result shows a failure.
 const EXIT_RESULT_FAILED: u8 = 2;
@@ -190,6 +227,7 @@ fn real_main() -> Result<ExitCode> {
             csv,
             backend,
         } => {
+            backend.require()?;
             let mut sc = xrdma_scenario::load(&scenario)?;
             if let Some(seed) = seed {
                 let mut s = sc.sim_or_default();
@@ -252,6 +290,7 @@ fn real_main() -> Result<ExitCode> {
             })
         }
         Command::Conformance { backend } => {
+            backend.require()?;
             let mut run = |sc: &xrdma_scenario::Scenario| run_scenario(backend, sc);
             let (passed, failures) = xrdma_testbed::conformance::run_all(&mut run);
             for f in &failures {
@@ -266,6 +305,9 @@ fn real_main() -> Result<ExitCode> {
         }
         Command::Bench { case: Some(case) } => {
             let f = xrdma_testbed::bench::run_case(&case)?;
+            if std::env::var_os(BENCH_CHILD).is_none() {
+                println!("{}", xrdma_testbed::bench::BenchFigures::header());
+            }
             println!("{}", f.line());
             Ok(ExitCode::SUCCESS)
         }
@@ -275,6 +317,7 @@ fn real_main() -> Result<ExitCode> {
             for case in xrdma_testbed::bench::CASES {
                 let out = std::process::Command::new(&exe)
                     .args(["bench", "--case", case])
+                    .env(BENCH_CHILD, "1")
                     .output()
                     .with_context(|| format!("running bench case {case}"))?;
                 if !out.status.success() {
@@ -293,6 +336,8 @@ fn real_main() -> Result<ExitCode> {
             iters,
             warmup,
         } => {
+            backend.require()?;
+            ensure_fits(size)?;
             let opts = tools::ping::PingOptions {
                 size,
                 iters,
@@ -305,10 +350,16 @@ fn real_main() -> Result<ExitCode> {
                 #[cfg(not(feature = "verbs"))]
                 Backend::Verbs => no_verbs()?,
             };
-            println!("xrdma ping ({backend:?}): half round trip (RTT/2), one xrdma connection");
+            println!(
+                "xrdma ping ({}): half round trip (RTT/2), one xrdma connection",
+                backend.name()
+            );
             println!("{}", tools::stats::LatencyStats::header());
             println!("{}", r.stats.row());
-            println!("driver rounds per round trip: {:.1}", r.rounds_per_rtt);
+            println!(
+                "driver rounds per round trip: {:.1} (turns of both hosts needed per exchange)",
+                r.rounds_per_rtt
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Bw {
@@ -317,6 +368,8 @@ fn real_main() -> Result<ExitCode> {
             iters,
             window,
         } => {
+            backend.require()?;
+            ensure_fits(size)?;
             let opts = tools::bw::BwOptions {
                 size,
                 iters,
@@ -331,7 +384,8 @@ fn real_main() -> Result<ExitCode> {
             };
             let w = tools::bw::config(window);
             println!(
-                "xrdma bw ({backend:?}): one-way stream, {} messages outstanding, window {} B{}",
+                "xrdma bw ({}): one-way stream, {} messages outstanding, window {} B{}",
+                backend.name(),
                 tools::bw::TX_DEPTH,
                 w.initial_window,
                 if w.adaptive_window {

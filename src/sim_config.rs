@@ -249,6 +249,24 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
             }
         }
     }
+    if sim.mtu < 256 || sim.mtu < sim.header_bytes {
+        warn(
+            &["sim", "mtu"],
+            format!(
+                "{} B is below RoCE's smallest MTU (256 B){}: every packet carries more header \
+                 than payload, and T* no longer bounds the run",
+                sim.mtu,
+                if sim.mtu < sim.header_bytes {
+                    format!(
+                        " and below the {} B of headers per packet",
+                        sim.header_bytes
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        );
+    }
     if sim.dcqcn.is_some() && sim.ecn.is_none() {
         warn(
             &["sim", "dcqcn"],
@@ -287,7 +305,7 @@ pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
 }
 
 /// `MemAvailable` from `/proc/meminfo`, bytes; `None` where it cannot be read.
-fn available_memory() -> Option<u64> {
+pub fn available_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -208,7 +208,12 @@ pub fn summary_table(r: &RunResult) -> String {
     // a 1 KiB MTU with 82 B of headers caps it near 92.6 Gbps on a 100 Gbps link.
     let _ = writeln!(
         w,
-        "goodput    {goodput} (payload bits / (last completion - first intended))"
+        "goodput    {goodput} (payload bits / (last completion - first intended)){}",
+        if s.undelivered > 0 {
+            "  (incomplete run)"
+        } else {
+            ""
+        }
     );
     let span = completion_span_ps(&r.messages);
     match r.ideal {
@@ -232,11 +237,28 @@ pub fn summary_table(r: &RunResult) -> String {
             );
         }
         None => {
-            let _ = writeln!(w, "ideal      T* not defined for this workload");
+            let _ = writeln!(
+                w,
+                "ideal      T* not defined (it is stated for the simulator's single-switch incast)"
+            );
         }
     }
     let _ = writeln!(w);
     let n = &r.network;
+    if r.sim.is_none() {
+        // A real device: only what its port counters expose; the fabric is not observable.
+        let _ = writeln!(
+            w,
+            "device     packets sent {}   sequence errors {}   RNR NAKs sent {}",
+            n.data_packets, n.seq_naks, n.rnr_naks
+        );
+        let _ = writeln!(
+            w,
+            "           (ECN marks, PFC pauses, drops and switch buffers are not observable here)"
+        );
+        let _ = writeln!(w, "wall clock {:.3} s", r.wall_clock.wall_seconds);
+        return o;
+    }
     let _ = writeln!(
         w,
         "network    data packets {}   ECN marks {}   CNPs {}",
