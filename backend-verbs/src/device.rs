@@ -199,7 +199,16 @@ impl Device {
             let raw = NonNull::new(raw).ok_or_else(|| VerbsError::last("ibv_open_device"))?;
             Ok((pick.0.clone(), Arc::new(Context { raw })))
         })?;
-        let port = query_port(&ctx, cfg.port.unwrap_or(1))?;
+        let port_num = cfg.port.unwrap_or(1);
+        let port = query_port(&ctx, port_num).map_err(|e| match e {
+            // EINVAL from the port query: the device has no such port.
+            VerbsError::Verb { errno: 22, .. } => VerbsError::BadSetting {
+                name: crate::device::ENV_PORT,
+                value: port_num.to_string(),
+                reason: format!("{name} has no port {port_num} (ports are numbered from 1; see `ibv_devinfo -d {name}`)"),
+            },
+            other => other,
+        })?;
         if port.state != ibv_port_state::IBV_PORT_ACTIVE {
             return Err(VerbsError::PortNotActive {
                 device: name,

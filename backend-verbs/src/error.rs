@@ -56,7 +56,7 @@ pub enum VerbsError {
         reason: String,
     },
     /// A verb failed; `errno` and its text as the OS gives them.
-    #[error("{verb} failed: {reason} (errno {errno})")]
+    #[error("{verb} failed: {reason}")]
     Verb {
         /// The verb, e.g. `ibv_alloc_pd`.
         verb: &'static str,

@@ -52,6 +52,18 @@ fn an_empty_gid_index_is_an_error_that_lists_the_table() {
         }
         other => panic!("expected DeviceNotFound, got {other:?}"),
     }
+    // rxe and most NICs have one or two ports; port 9 does not exist.
+    let no_port = DeviceConfig {
+        name: Some(dev.name().to_string()),
+        port: Some(9),
+        gid_index: None,
+    };
+    match Device::open(&no_port) {
+        Err(VerbsError::BadSetting { reason, .. }) => {
+            assert!(reason.contains("has no port 9"), "{reason}")
+        }
+        other => panic!("expected BadSetting for port 9, got {other:?}"),
+    }
 }
 
 #[test]
