@@ -42,18 +42,6 @@ echo "perftest: $dev port $port, GID index $idx (::ffff:$addr)"
 common=(-d "$dev" -i "$port" -x "$idx" -F)
 
 failed=0
-run() { # NAME TCP_PORT COMMAND ARGS...
-  local name=$1 tcp=$2
-  shift 2
-  echo "perftest: $name: $*"
-  if ! softroce_run_pair "$name" "$out" "$tcp" "$addr" 120 -- "$@"; then
-    failed=1
-  fi
-}
-run send_lat 18515 ib_send_lat "${common[@]}" -s 64 -n "$lat_iters"
-run write_lat 18516 ib_write_lat "${common[@]}" -s 64 -n "$lat_iters"
-run write_bw 18517 ib_write_bw "${common[@]}" -s 65536 -n "$bw_iters"
-
 # Latency table (perftest 4.5):
 #   #bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec] t_stdev[usec]
 #   99% percentile[usec] 99.9% percentile[usec]
@@ -69,6 +57,34 @@ bw_average() { # FILE
     "$1" 2>/dev/null
 }
 
+num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+# Whether NAME's client output holds the figure this script reads.
+has_figure() { # NAME
+  if [[ $1 == *_bw ]]; then
+    num "$(bw_average "$out/$1.client.txt")"
+  else
+    num "$(lat_field "$out/$1.client.txt" 't_typical[usec]')"
+  fi
+}
+# Runs one perftest pair; retried (twice, on another TCP port) when perftest's own timing
+# yields no figure, as it occasionally prints `inf` for every column under TCG.
+run() { # NAME TCP_PORT COMMAND ARGS...
+  local name=$1 tcp=$2 attempt
+  shift 2
+  for attempt in 1 2 3; do
+    echo "perftest: $name: $* (attempt $attempt)"
+    if softroce_run_pair "$name" "$out" "$((tcp + 10 * (attempt - 1)))" "$addr" 120 -- "$@" \
+      && has_figure "$name"; then
+      return 0
+    fi
+    echo "perftest: $name gave no usable figure (see $out/$name.client.txt)" >&2
+  done
+  failed=1
+}
+run send_lat 18515 ib_send_lat "${common[@]}" -s 64 -n "$lat_iters"
+run write_lat 18516 ib_write_lat "${common[@]}" -s 64 -n "$lat_iters"
+run write_bw 18517 ib_write_bw "${common[@]}" -s 65536 -n "$bw_iters"
+
 send_typ=$(lat_field "$out/send_lat.client.txt" 't_typical[usec]')
 send_p99=$(lat_field "$out/send_lat.client.txt" '99%')
 write_typ=$(lat_field "$out/write_lat.client.txt" 't_typical[usec]')
@@ -80,7 +96,6 @@ if [[ -n $bw ]]; then
 fi
 duration=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 
-num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
 for v in send_typ send_p99 write_typ write_p99 bw; do
   if ! num "${!v}"; then
     echo "perftest: no figure for $v (see $out)" >&2
