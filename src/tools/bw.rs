@@ -181,6 +181,9 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwReport> {
     if opts.iters == 0 || opts.size == 0 {
         bail!("--iters and --size must be at least 1");
     }
+    if opts.window == Some(0) {
+        bail!("--window must be at least 1 byte");
+    }
     let mut pair = connect_pair(fabric, &config(opts.window))?;
     let mut tx = Streamer {
         conn: pair.conns[0],
@@ -227,6 +230,17 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwReport> {
 mod tests {
     use super::*;
     use crate::tools::sim_fabric;
+
+    #[test]
+    fn a_zero_window_is_refused_by_its_own_name() {
+        let opts = BwOptions {
+            size: 4096,
+            iters: 1,
+            window: Some(0),
+        };
+        let e = run(&mut sim_fabric().unwrap(), &opts).unwrap_err();
+        assert_eq!(e.to_string(), "--window must be at least 1 byte");
+    }
 
     #[test]
     fn streaming_64k_on_the_simulator_fills_the_link() {
