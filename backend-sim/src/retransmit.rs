@@ -31,17 +31,24 @@ impl Simulation {
             self.stats.retransmitted_packets += 1;
         }
         if qp.rto_deadline == Time::MAX && timeout != Time::MAX {
-            qp.rto_deadline = self.now + timeout;
-            if !qp.rto_pending {
-                qp.rto_pending = true;
-                self.queue.push(
-                    qp.rto_deadline,
-                    Event::RetransmitTimer {
-                        host: h,
-                        qp: qi as u32,
-                    },
-                );
-            }
+            self.arm_rto(h, qi, self.now + timeout);
+        }
+    }
+
+    /// Set QP `qi`'s retransmission deadline to `at`, queueing its one timer event if none is
+    /// pending (a pending event that fires early re-queues itself at the deadline).
+    fn arm_rto(&mut self, h: u32, qi: usize, at: Time) {
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        qp.rto_deadline = at;
+        if !qp.rto_pending {
+            qp.rto_pending = true;
+            self.queue.push(
+                at,
+                Event::RetransmitTimer {
+                    host: h,
+                    qp: qi as u32,
+                },
+            );
         }
     }
 
@@ -56,17 +63,7 @@ impl Simulation {
             qp.rto_deadline = Time::MAX;
             return;
         }
-        qp.rto_deadline = self.now + timeout;
-        if !qp.rto_pending {
-            qp.rto_pending = true;
-            self.queue.push(
-                qp.rto_deadline,
-                Event::RetransmitTimer {
-                    host: h,
-                    qp: qi as u32,
-                },
-            );
-        }
+        self.arm_rto(h, qi, self.now + timeout);
     }
 
     /// A retransmission timer event of QP `qi` on host `h` fired at `t`: whether it is due.
@@ -81,10 +78,8 @@ impl Simulation {
             return false;
         }
         if t < qp.rto_deadline {
-            qp.rto_pending = true;
             let at = qp.rto_deadline;
-            self.queue
-                .push(at, Event::RetransmitTimer { host: h, qp: qi });
+            self.arm_rto(h, qi as usize, at);
             return false;
         }
         true

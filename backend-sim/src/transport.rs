@@ -176,13 +176,7 @@ impl Transport for HostTransport<'_> {
             });
         }
         let s = wr.sge;
-        if s.len > 0 && !host.mem.check_lkey(s.lkey, s.addr, s.len as u64) {
-            return Err(TransportError::BadAddress {
-                addr: s.addr,
-                len: s.len as u64,
-                key: s.lkey,
-            });
-        }
+        check_sge(&host.mem, &s)?;
         let qp = &mut host.qps[qi];
         let npkts = packets_for(s.len, mtu);
         let first_psn = qp.sq_psn;
@@ -218,14 +212,7 @@ impl Transport for HostTransport<'_> {
                 depth: qp.caps.max_recv_wr,
             });
         }
-        let s = wr.sge;
-        if s.len > 0 && !host.mem.check_lkey(s.lkey, s.addr, s.len as u64) {
-            return Err(TransportError::BadAddress {
-                addr: s.addr,
-                len: s.len as u64,
-                key: s.lkey,
-            });
-        }
+        check_sge(&host.mem, &wr.sge)?;
         host.qps[qi].rq.push_back(*wr);
         Ok(())
     }
@@ -242,4 +229,17 @@ impl Transport for HostTransport<'_> {
         let h = self.check_host().ok()?;
         self.sim.hosts[h].congestion.pop_front()
     }
+}
+
+/// A non-empty SGE must lie inside the MR its local key names (`IBV_WC_LOC_PROT_ERR` in verbs;
+/// reported synchronously here).
+fn check_sge(mem: &crate::memory::Memory, s: &xrdma::Sge) -> Result<(), TransportError> {
+    if s.len > 0 && !mem.check_lkey(s.lkey, s.addr, u64::from(s.len)) {
+        return Err(TransportError::BadAddress {
+            addr: s.addr,
+            len: u64::from(s.len),
+            key: s.lkey,
+        });
+    }
+    Ok(())
 }
