@@ -134,7 +134,10 @@ impl Application for Sender {
             Event::Sent { msg, .. } => self.record_ack(msg, now, false),
             Event::SendFailed { msg, .. } => self.record_ack(msg, now, true),
             Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
-            Event::Message { .. } | Event::Fragment { .. } => {}
+            Event::Message { .. }
+            | Event::Fragment { .. }
+            | Event::PeerClosed { .. }
+            | Event::Closed { .. } => {}
         }
     }
 
@@ -245,7 +248,10 @@ impl Application for Receiver {
                 }
             }
             Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
-            Event::Sent { .. } | Event::SendFailed { .. } => {}
+            Event::Sent { .. }
+            | Event::SendFailed { .. }
+            | Event::PeerClosed { .. }
+            | Event::Closed { .. } => {}
         }
     }
 

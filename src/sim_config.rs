@@ -10,6 +10,7 @@ use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, SimConfigError, To
 pub fn xrdma_config(x: &XrdmaSection) -> Config {
     Config {
         fragment_size: x.fragment_size,
+        eager_limit: x.eager_limit,
         initial_window: x.initial_window,
         min_window: x.min_window,
         max_window: x.max_window,
@@ -143,13 +144,12 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
     if let Some(avail) = available_memory() {
         if need > avail {
             bail!(
-                "{}: the run needs about {} of memory (per sender: four {}-byte rings and a \
-                 reassembly buffer for the largest message), but only {} is available; use \
-                 fewer senders, smaller messages, xrdma.deliver-fragments or a smaller \
-                 xrdma.max-window",
+                "{}: the run needs about {} of memory (per sender: a staging ring and receive \
+                 buffers at both ends, a landing buffer for the largest message and its copy \
+                 for the application), but only {} is available; use fewer senders, smaller \
+                 messages, xrdma.deliver-fragments or a smaller xrdma.max-window",
                 sc.source_path.display(),
                 xrdma_reports::format_bytes(need),
-                cfg.ring_bytes(),
                 xrdma_reports::format_bytes(avail)
             );
         }
@@ -287,17 +287,24 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
     w
 }
 
-/// Upper estimate of the bytes a simulated incast touches: each connection has a staging and
-/// a landing ring at both ends, the receiver reassembles one message per connection (unless
-/// fragments are delivered as they arrive), and the payload block is the largest message plus
-/// 1 MiB.
+/// Upper estimate of the bytes a simulated incast touches: each connection has a staging ring
+/// and receive buffers at both ends, the receiver a landing buffer of the largest message's
+/// size class per connection and (unless fragments are delivered as they arrive) a copy of the
+/// whole message for the application, and the payload block is the largest message plus 1 MiB.
 pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
     let Workload::Incast(i) = &sc.workload;
     let largest = i.messages.iter().map(|m| m.size).max().unwrap_or(0);
+    let landing = if largest > cfg.eager_limit {
+        xrdma::landing::class_of(largest)
+    } else {
+        0
+    };
     let reassembly = if cfg.deliver_fragments { 0 } else { largest };
     let per_sender = cfg
         .ring_bytes()
-        .saturating_mul(4)
+        .saturating_add(cfg.recv_buffer_bytes())
+        .saturating_mul(2)
+        .saturating_add(landing)
         .saturating_add(reassembly);
     per_sender
         .saturating_mul(u64::from(i.senders))

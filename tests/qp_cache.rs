@@ -1,24 +1,26 @@
-//! The QP cache on the simulator: a closed connection's QPs are reset, handed to the next
-//! connection, and carry its traffic.
+//! The QP cache on the simulator: a cleanly closed connection's QPs are reset, handed to the
+//! next connection of the same endpoints, and carry its traffic.
 
 use bytes::Bytes;
-use xrdma::driver::{self, open_cached, qp_caps, Application, QpCache};
+use xrdma::driver::{self, qp_caps, Application};
 use xrdma::{Config, ConnId, Endpoint, Event, QpAddress, QpCaps, Time};
 use xrdma_testbed::fabric::{Fabric, SimFabric};
 use xrdma_testbed::tools::{drive, Pair};
 
-/// Sends one message at its first turn.
-struct One {
+/// Sends one message at its first turn and closes the connection once it is ACKed.
+struct SendThenClose {
     conn: ConnId,
     data: Bytes,
     sent: bool,
-    acked: bool,
+    closed: bool,
 }
 
-impl Application for One {
-    fn on_event(&mut self, _now: Time, _ep: &mut Endpoint, event: Event) {
-        if let Event::Sent { .. } = event {
-            self.acked = true;
+impl Application for SendThenClose {
+    fn on_event(&mut self, _now: Time, ep: &mut Endpoint, event: Event) {
+        match event {
+            Event::Sent { conn, .. } => ep.close(conn).unwrap(),
+            Event::Closed { .. } => self.closed = true,
+            _ => {}
         }
     }
     fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
@@ -32,13 +34,21 @@ impl Application for One {
     }
 }
 
+/// Records messages and whether the peer closed and the close completed.
 #[derive(Default)]
-struct Got(Vec<Bytes>);
+struct Got {
+    messages: Vec<Bytes>,
+    peer_closed: bool,
+    closed: bool,
+}
 
 impl Application for Got {
     fn on_event(&mut self, _now: Time, _ep: &mut Endpoint, event: Event) {
-        if let Event::Message { data, .. } = event {
-            self.0.push(data);
+        match event {
+            Event::Message { data, .. } => self.messages.push(data),
+            Event::PeerClosed { .. } => self.peer_closed = true,
+            Event::Closed { .. } => self.closed = true,
+            _ => {}
         }
     }
     fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
@@ -47,75 +57,84 @@ impl Application for Got {
     }
 }
 
-/// Connect a new endpoint pair through the caches; returns the pair, each side's QP address
-/// and whether it came from that side's cache.
-fn connect(fabric: &mut SimFabric, caches: &mut [QpCache; 2]) -> (Pair, [QpAddress; 2], [bool; 2]) {
-    let cfg = Config::default();
-    let mut a = Endpoint::new(cfg.clone()).unwrap();
-    let mut b = Endpoint::new(cfg).unwrap();
-    let (ha, ra) = open_cached(&mut a, &mut fabric.host(0), &mut caches[0]).unwrap();
-    let (hb, rb) = open_cached(&mut b, &mut fabric.host(1), &mut caches[1]).unwrap();
-    let qps = [ha.info.qp, hb.info.qp];
-    let ca = driver::establish(&mut a, &mut fabric.host(0), ha, &hb.info, 1).unwrap();
-    let cb = driver::establish(&mut b, &mut fabric.host(1), hb, &ha.info, 0).unwrap();
-    let pair = Pair {
-        eps: [a, b],
-        conns: [ca, cb],
-    };
-    (pair, qps, [ra, rb])
+/// Connect the pair's endpoints (hosts 0 and 1) again; returns each side's QP address and
+/// whether it came from that endpoint's QP cache.
+fn connect(fabric: &mut SimFabric, pair: &mut Pair) -> ([QpAddress; 2], [bool; 2]) {
+    let [a, b] = &mut pair.eps;
+    let ha = driver::open(a, &mut fabric.host(0)).unwrap();
+    let hb = driver::open(b, &mut fabric.host(1)).unwrap();
+    let ca = driver::establish(a, &mut fabric.host(0), ha, &hb.info, 1).unwrap();
+    let cb = driver::establish(b, &mut fabric.host(1), hb, &ha.info, 0).unwrap();
+    pair.conns = [ca, cb];
+    ([ha.info.qp, hb.info.qp], [ha.reused_qp, hb.reused_qp])
 }
 
-fn exchange(fabric: &mut SimFabric, pair: &mut Pair, data: &[u8]) -> Vec<Bytes> {
-    let mut tx = One {
+/// Send `data` from host 0 to host 1 on the pair's connection, close it, and return what
+/// arrived once both sides have closed.
+fn exchange_and_close(fabric: &mut SimFabric, pair: &mut Pair, data: &[u8]) -> Vec<Bytes> {
+    let mut tx = SendThenClose {
         conn: pair.conns[0],
         data: Bytes::copy_from_slice(data),
         sent: false,
-        acked: false,
+        closed: false,
     };
     let mut rx = Got::default();
-    drive(fabric, pair, &mut tx, &mut rx, |t, _| t.acked).unwrap();
-    rx.0
+    drive(fabric, pair, &mut tx, &mut rx, |t, r| t.closed && r.closed).unwrap();
+    assert!(rx.peer_closed, "the receiver heard the close");
+    rx.messages
 }
 
 #[test]
-fn a_reset_qp_is_reused_by_the_next_connection_and_carries_its_traffic() {
+fn a_closed_connections_qps_are_reused_by_the_next_connection() {
     let mut fabric = SimFabric::new(xrdma_sim::SimConfig::default()).unwrap();
-    let mut caches = [QpCache::new(), QpCache::new()];
-
-    let (mut first, qps, reused) = connect(&mut fabric, &mut caches);
+    let cfg = Config::default();
+    let mut pair = Pair {
+        eps: [
+            Endpoint::new(cfg.clone()).unwrap(),
+            Endpoint::new(cfg.clone()).unwrap(),
+        ],
+        conns: [0, 0],
+    };
+    let (qps, reused) = connect(&mut fabric, &mut pair);
     assert_eq!(reused, [false, false], "an empty cache creates QPs");
-    assert_eq!(exchange(&mut fabric, &mut first, b"first"), [&b"first"[..]]);
-
-    // Close the first connection: its QPs go back to the caches (RESET → INIT, new PSN).
-    let caps = qp_caps(&Config::default());
-    let mut reset = Vec::new();
-    for h in 0..2u32 {
-        let i = h as usize;
-        reset.push(
-            caches[i]
-                .put(&mut fabric.host(h), qps[i].qpn, caps)
-                .unwrap(),
+    let got = exchange_and_close(&mut fabric, &mut pair, b"first");
+    assert_eq!(got, [&b"first"[..]]);
+    for (h, ep) in pair.eps.iter_mut().enumerate() {
+        assert_eq!(
+            ep.qp_cache().len(),
+            1,
+            "host {h}'s QP went back to its cache"
         );
-        assert_eq!(reset[i].qpn, qps[i].qpn);
     }
-    assert_eq!(caches[0].len() + caches[1].len(), 2);
+
     // A QP asked for with other capacities is not served from the cache.
     let other = QpCaps {
         max_send_wr: 8,
-        ..caps
+        ..qp_caps(&cfg)
     };
-    let (fresh, hit) = caches[0].take(&mut fabric.host(0), other).unwrap();
+    let (fresh, hit) = pair.eps[0]
+        .qp_cache()
+        .take(&mut fabric.host(0), other)
+        .unwrap();
     assert!(!hit);
     assert_ne!(fresh.qpn, qps[0].qpn);
 
-    let (mut second, qps2, reused) = connect(&mut fabric, &mut caches);
+    let (qps2, reused) = connect(&mut fabric, &mut pair);
     assert_eq!(reused, [true, true], "both QPs come from the caches");
-    assert!(caches.iter().all(QpCache::is_empty));
-    assert_eq!([caches[0].hits(), caches[0].misses()], [1, 2]);
-    assert_eq!([caches[1].hits(), caches[1].misses()], [1, 1]);
-    // The second connection runs on the very QPs of the first, with the PSNs the reset drew,
-    // and a message crosses it intact.
-    assert_eq!(qps2.to_vec(), reset);
+    assert_eq!([qps2[0].qpn, qps2[1].qpn], [qps[0].qpn, qps[1].qpn]);
+    for ep in &mut pair.eps {
+        assert!(ep.qp_cache().is_empty());
+    }
+    assert_eq!(
+        [
+            pair.eps[0].qp_cache().hits(),
+            pair.eps[0].qp_cache().misses()
+        ],
+        [1, 2]
+    );
+    // The second connection runs on the very QPs of the first, with new PSNs, and a message
+    // that goes by rendezvous (5000 B > the 4 KiB eager limit) crosses it intact.
     let payload: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
-    assert_eq!(exchange(&mut fabric, &mut second, &payload), [&payload[..]]);
+    let got = exchange_and_close(&mut fabric, &mut pair, &payload);
+    assert_eq!(got, [&payload[..]]);
 }

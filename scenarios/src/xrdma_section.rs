@@ -14,12 +14,16 @@ pub struct XrdmaSection {
     /// Messages larger than this are split into fragments of this many bytes.
     /// Default 64 KiB (65536); ≥ 1 KiB and ≤ `max_window`.
     pub fragment_size: u64,
+    /// Messages of at most this many bytes go eagerly (one SEND into a receive buffer posted in
+    /// advance); larger ones by rendezvous (RTS, the receiver's grant, RDMA WRITEs into the
+    /// granted buffer). Default 4 KiB (XRDMA's small/large split); ≤ 64 KiB.
+    pub eager_limit: u64,
     /// Send window at connection start, bytes. Default 64 KiB; `min_window ≤ initial_window ≤
     /// max_window`.
     pub initial_window: u64,
     /// The window never shrinks below this, bytes. Default 4 KiB; ≥ 1.
     pub min_window: u64,
-    /// The window never grows above this, bytes; also the per-connection receive ring size.
+    /// The window never grows above this, bytes; also sizes the per-connection staging ring.
     /// Default 256 KiB.
     pub max_window: u64,
     /// Multiplicative decrease on an ECN signal: window ← β × window. Default 0.5;
@@ -48,6 +52,7 @@ impl Default for XrdmaSection {
         let c = xrdma::Config::default();
         XrdmaSection {
             fragment_size: c.fragment_size,
+            eager_limit: c.eager_limit,
             initial_window: c.initial_window,
             min_window: c.min_window,
             max_window: c.max_window,
@@ -65,6 +70,7 @@ impl Default for XrdmaSection {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct RawXrdma {
     fragment_size: Option<Size>,
+    eager_limit: Option<Size>,
     initial_window: Option<Size>,
     min_window: Option<Size>,
     max_window: Option<Size>,
@@ -83,6 +89,7 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
     let d = XrdmaSection::default();
     let s = XrdmaSection {
         fragment_size: raw.fragment_size.map_or(d.fragment_size, |v| v.0),
+        eager_limit: raw.eager_limit.map_or(d.eager_limit, |v| v.0),
         initial_window: raw.initial_window.map_or(d.initial_window, |v| v.0),
         min_window: raw.min_window.map_or(d.min_window, |v| v.0),
         max_window: raw.max_window.map_or(d.max_window, |v| v.0),
@@ -99,6 +106,16 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
             format!(
                 "{} bytes is below the minimum of 1 KiB ({MIN_FRAGMENT_SIZE} bytes)",
                 s.fragment_size
+            ),
+        ));
+    }
+    if s.eager_limit > xrdma::config::MAX_EAGER_LIMIT {
+        return Err(field_error(
+            "eager-limit",
+            format!(
+                "{} bytes is above the largest receive buffer of 64 KiB ({} bytes)",
+                s.eager_limit,
+                xrdma::config::MAX_EAGER_LIMIT
             ),
         ));
     }
@@ -129,8 +146,8 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         return Err(FieldError {
             keys: vec!["fragment-size", "max-window"],
             message: format!(
-                "fragment-size ({} bytes) is above max-window ({} bytes), the receive ring a \
-                 fragment must fit in",
+                "fragment-size ({} bytes) is above max-window ({} bytes): a fragment never \
+                 exceeds the window, so fragments that large would never be sent",
                 s.fragment_size, s.max_window
             ),
         });

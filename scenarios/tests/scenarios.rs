@@ -137,12 +137,13 @@ fn defaults_are_filled_in() {
         }]
     );
     assert_eq!(i.sender_hosts().collect::<Vec<_>>(), vec![0, 1, 3]);
-    // xrdma defaults: 64 KiB fragments and initial window, 4 KiB..256 KiB window,
-    // beta 0.5, alpha 1/8, target delay 10 us = 1e7 ps, ACK timeout 100 ms = 1e11 ps.
+    // xrdma defaults: 4 KiB eager limit, 64 KiB fragments and initial window, 4 KiB..256 KiB
+    // window, beta 0.5, alpha 1/8, target delay 10 us = 1e7 ps, ACK timeout 1 s = 1e12 ps.
     assert_eq!(
         s.xrdma,
         XrdmaSection {
             fragment_size: 65_536,
+            eager_limit: 4_096,
             initial_window: 65_536,
             min_window: 4_096,
             max_window: 262_144,
@@ -402,6 +403,11 @@ fn semantic_checks_are_located_at_their_key() {
         err(&with("xrdma:\n  max-window: 32KiB\n")),
         "scenarios/x.yaml:5:3: xrdma.max-window: initial-window (65536 bytes) is above \
          max-window (32768 bytes): need min-window ≤ initial-window ≤ max-window"
+    );
+    assert_eq!(
+        err(&with("xrdma:\n  eager-limit: 128KiB\n")),
+        "scenarios/x.yaml:5:3: xrdma.eager-limit: 131072 bytes is above the largest receive \
+         buffer of 64 KiB (65536 bytes)"
     );
     assert_eq!(
         err(&with("xrdma:\n  fragment-size: 512B\n")),

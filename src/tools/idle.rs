@@ -55,7 +55,10 @@ impl Application for Pinger {
             Event::SendFailed { error, .. } | Event::ConnectionFailed { error, .. } => {
                 self.errors.push(error.to_string())
             }
-            Event::Sent { .. } | Event::Fragment { .. } => {}
+            Event::Sent { .. }
+            | Event::Fragment { .. }
+            | Event::PeerClosed { .. }
+            | Event::Closed { .. } => {}
         }
     }
 

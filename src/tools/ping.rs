@@ -85,7 +85,10 @@ impl Application for Client {
             Event::SendFailed { error, .. } | Event::ConnectionFailed { error, .. } => {
                 self.errors.push(error.to_string())
             }
-            Event::Sent { .. } | Event::Fragment { .. } => {}
+            Event::Sent { .. }
+            | Event::Fragment { .. }
+            | Event::PeerClosed { .. }
+            | Event::Closed { .. } => {}
         }
     }
 
@@ -124,7 +127,10 @@ impl Application for Echo {
             Event::SendFailed { error, .. } | Event::ConnectionFailed { error, .. } => {
                 self.errors.push(error.to_string())
             }
-            Event::Sent { .. } | Event::Fragment { .. } => {}
+            Event::Sent { .. }
+            | Event::Fragment { .. }
+            | Event::PeerClosed { .. }
+            | Event::Closed { .. } => {}
         }
     }
 
@@ -211,34 +217,34 @@ mod tests {
         };
         let r = run(&mut sim_fabric().unwrap(), &opts).unwrap();
         assert_eq!(r.half_rtt_ps.len(), 200);
-        // One WRITE with immediate of the 16-byte xrdma header + 64 B: one packet of
-        // 82 (headers) + 80 + 16 (RETH) + 4 (ImmDt) = 182 B. 2·1000 ns + 2·ser(182 B)
-        // (14.56 ns each) + 6.88 ns = 2036.00 ns.
-        let want = one_way_ps(&[182]);
-        assert_eq!(want, 2_036_000);
+        // One eager SEND with immediate of the 16-byte xrdma header + 64 B: one packet of
+        // 82 (headers) + 80 + 4 (ImmDt) = 166 B. 2·1000 ns + 2·ser(166 B) (13.28 ns each) +
+        // 6.88 ns = 2033.44 ns.
+        let want = one_way_ps(&[166]);
+        assert_eq!(want, 2_033_440);
         assert!(
             r.half_rtt_ps.iter().all(|&h| h == want),
             "{:?}",
             &r.half_rtt_ps[..5]
         );
-        assert_eq!(r.stats.typical_us, 2.036);
+        assert_eq!(r.stats.typical_us, 2.03344);
         assert_eq!(r.stats.stdev_us, 0.0);
     }
 
     #[test]
     fn larger_messages_take_their_serialization_time() {
-        // 4096 B + the 16-byte header = 4112 B in one WRITE with immediate: 5 packets at a
-        // 1 KiB MTU, 82 + 1024 + 16 (RETH) = 1122 B, three of 82 + 1024 = 1106 B, and a last
-        // of 82 + 16 + 4 (ImmDt) = 102 B: 4542 B. 2000 + ser(4542 B) 363.36 + ser(1122 B)
-        // 89.76 + 6.88 = 2460.00 ns.
+        // 4096 B (the eager limit) + the 16-byte header = 4112 B in one SEND with immediate:
+        // 5 packets at a 1 KiB MTU, four of 82 + 1024 = 1106 B and a last of 82 + 16 + 4
+        // (ImmDt) = 102 B: 4526 B. 2000 + ser(4526 B) 362.08 + ser(1106 B) 88.48 + 6.88 =
+        // 2457.44 ns.
         let opts = PingOptions {
             size: 4096,
             iters: 20,
             warmup: 2,
         };
         let r = run(&mut sim_fabric().unwrap(), &opts).unwrap();
-        let want = one_way_ps(&[1122, 1106, 1106, 1106, 102]);
-        assert_eq!(want, 2_460_000);
+        let want = one_way_ps(&[1106, 1106, 1106, 1106, 102]);
+        assert_eq!(want, 2_457_440);
         assert!(
             r.half_rtt_ps.iter().all(|&h| h == want),
             "{:?}",

@@ -8,17 +8,26 @@ use thiserror::Error;
 /// chunks to keep the number of MRs, and so the NIC's MTT cache pressure, small).
 pub const MR_CHUNK_BYTES: u64 = 4 << 20;
 
+/// The largest [`Config::eager_limit`], bytes: one posted receive buffer never exceeds it.
+pub const MAX_EAGER_LIMIT: u64 = 64 << 10;
+
 /// Configuration of an [`crate::Endpoint`]. All sizes in bytes, all times in [`Time`] (ps).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     /// Largest fragment payload, bytes; larger messages are split (default 64 KiB, XRDMA's
     /// flow-control unit).
     pub fragment_size: u64,
+    /// Largest message sent eagerly, bytes: a message of at most this many bytes travels as one
+    /// SEND into a receive buffer the peer posted in advance; a larger one moves by rendezvous
+    /// (request to send, the receiver's grant of a landing buffer, then RDMA WRITEs into it).
+    /// Every posted receive buffer holds `eager_limit` bytes plus the 16-byte header
+    /// (default 4 KiB, XRDMA's split between small and large buffers).
+    pub eager_limit: u64,
     /// Send window of a new connection, bytes of fragments in flight (default 64 KiB).
     pub initial_window: u64,
     /// The window never shrinks below this, bytes (default 4 KiB).
     pub min_window: u64,
-    /// The window never grows beyond this, bytes; also sizes the per-connection receive ring
+    /// The window never grows beyond this, bytes; also sizes the per-connection staging ring
     /// (default 256 KiB).
     pub max_window: u64,
     /// Multiplicative decrease on an ECN echo: `window ← β·window`, β ∈ [0.5, 0.8]
@@ -57,6 +66,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             fragment_size: 64 << 10,
+            eager_limit: 4 << 10,
             initial_window: 64 << 10,
             min_window: 4 << 10,
             max_window: 256 << 10,
@@ -123,6 +133,15 @@ impl Config {
         if self.ack_timeout == Time::ZERO {
             return err("ack-timeout", "must be greater than 0".into());
         }
+        if self.eager_limit > MAX_EAGER_LIMIT {
+            return err(
+                "eager-limit",
+                format!(
+                    "{} bytes is above the {MAX_EAGER_LIMIT}-byte largest receive buffer",
+                    self.eager_limit
+                ),
+            );
+        }
         if self.recv_depth < 2 {
             return err("recv-depth", format!("{} is below 2", self.recv_depth));
         }
@@ -132,11 +151,23 @@ impl Config {
         Ok(())
     }
 
-    /// Bytes of the per-connection receive ring (and the sender's mirrored staging ring):
-    /// `max_window + fragment_size + HEADER_LEN`, so a full window fits even when the ring
-    /// wastes its tail before wrapping.
+    /// Bytes of the per-connection staging ring the sender copies frames and fragments into
+    /// before posting them: `max_window + fragment_size + HEADER_LEN`, so a full window fits
+    /// even when the ring wastes its tail before wrapping.
     pub fn ring_bytes(&self) -> u64 {
         self.max_window + self.fragment_size + crate::fragment::HEADER_LEN as u64
+    }
+
+    /// Bytes of one posted receive buffer: the header plus the larger of `eager_limit` and a
+    /// CTS grant, rounded up to 64 bytes (a cache line) so buffers do not share lines.
+    pub fn recv_slot_bytes(&self) -> u64 {
+        let body = self.eager_limit.max(crate::fragment::GRANT_LEN as u64);
+        (crate::fragment::HEADER_LEN as u64 + body).div_ceil(64) * 64
+    }
+
+    /// Bytes of a connection's receive buffers: `recv_depth` × [`Config::recv_slot_bytes`].
+    pub fn recv_buffer_bytes(&self) -> u64 {
+        u64::from(self.recv_depth) * self.recv_slot_bytes()
     }
 }
 

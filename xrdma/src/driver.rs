@@ -5,7 +5,7 @@
 //! the core produced. The simulator calls [`turn`] with virtual time whenever a host needs
 //! attention; the verbs backend calls it from its polling loop with real time.
 
-use crate::endpoint::{ConnSetup, Endpoint, Event, Op, RemoteRing};
+use crate::endpoint::{ConnSetup, Endpoint, Event, Op};
 use crate::error::ConnId;
 use crate::mr_pool::Region;
 use crate::{
@@ -25,22 +25,24 @@ pub trait Application {
     fn next_wake(&self) -> Option<Time>;
 }
 
-/// What a peer needs to connect to one of our connections: exchanged out of band.
+/// What a peer needs to connect to one of our connections: exchanged out of band (in process,
+/// or over TCP between processes). Landing buffers are granted per message (CTS frames), so
+/// the QP's address is all a connection needs up front.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnInfo {
     /// Our QP's address.
     pub qp: QpAddress,
-    /// Our landing ring (the peer WRITEs its fragments here).
-    pub ring: RemoteRing,
 }
 
-/// One side of a connection being set up: QP created, rings carved, not yet connected.
+/// One side of a connection being set up: QP taken, buffers carved, not yet connected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HalfConn {
     /// What to send to the peer.
     pub info: ConnInfo,
+    /// Whether the QP came from the endpoint's QP cache (a closed connection's QP, reset).
+    pub reused_qp: bool,
     send_ring: Region,
-    recv_ring: Region,
+    recv_buffers: Region,
 }
 
 /// Carve `len` bytes from the endpoint's MR pool, registering a new chunk of
@@ -76,7 +78,9 @@ pub fn qp_caps(cfg: &Config) -> QpCaps {
     }
 }
 
-/// Create a QP and carve this connection's two rings; send the returned
+/// Take a QP for a new connection — from the endpoint's QP cache when it holds one with this
+/// endpoint's capacities ([`qp_caps`]), else a new one — and its staging ring and receive
+/// buffers (a closed connection's, else carved from the MR pool); send the returned
 /// [`HalfConn::info`] to the peer.
 ///
 /// # Errors
@@ -85,48 +89,24 @@ pub fn open<T: Transport + ?Sized>(
     ep: &mut Endpoint,
     t: &mut T,
 ) -> Result<HalfConn, TransportError> {
-    open_with(ep, t, |t, caps| t.create_qp(caps))
-}
-
-/// [`open`], taking the QP from `cache` when it holds one with this endpoint's capacities
-/// ([`qp_caps`]) and creating one otherwise: the QP-cache reuse path. Returns the half
-/// connection and whether its QP came from the cache.
-///
-/// # Errors
-/// The transport's error from registration or QP creation.
-pub fn open_cached<T: Transport + ?Sized>(
-    ep: &mut Endpoint,
-    t: &mut T,
-    cache: &mut QpCache,
-) -> Result<(HalfConn, bool), TransportError> {
-    let mut reused = false;
-    let half = open_with(ep, t, |t, caps| {
-        let (qp, hit) = cache.take(t, caps)?;
-        reused = hit;
-        Ok(qp)
-    })?;
-    Ok((half, reused))
-}
-
-fn open_with<T: Transport + ?Sized>(
-    ep: &mut Endpoint,
-    t: &mut T,
-    get_qp: impl FnOnce(&mut T, QpCaps) -> Result<QpAddress, TransportError>,
-) -> Result<HalfConn, TransportError> {
-    let ring_len = ep.config().ring_bytes();
     let caps = qp_caps(ep.config());
-    let send_ring = alloc_region(ep, t, ring_len)?;
-    let recv_ring = alloc_region(ep, t, ring_len)?;
-    let qp = get_qp(t, caps)?;
-    let ring = RemoteRing {
-        addr: recv_ring.addr,
-        len: recv_ring.len,
-        rkey: recv_ring.rkey,
+    let (qp, reused_qp) = ep.qp_cache().take(t, caps)?;
+    let (send_ring, recv_buffers) = match ep.take_spare_buffers() {
+        Some(b) => b,
+        None => {
+            let ring_len = ep.config().ring_bytes();
+            let recv_len = ep.config().recv_buffer_bytes();
+            (
+                alloc_region(ep, t, ring_len)?,
+                alloc_region(ep, t, recv_len)?,
+            )
+        }
     };
     Ok(HalfConn {
-        info: ConnInfo { qp, ring },
+        info: ConnInfo { qp },
+        reused_qp,
         send_ring,
-        recv_ring,
+        recv_buffers,
     })
 }
 
@@ -147,8 +127,7 @@ pub fn establish<T: Transport + ?Sized>(
         qpn: half.info.qp.qpn,
         peer,
         send_ring: half.send_ring,
-        recv_ring: half.recv_ring,
-        remote_ring: remote.ring,
+        recv_buffers: half.recv_buffers,
     });
     let now = t.now();
     flush(now, ep, t);
@@ -210,9 +189,12 @@ pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
             Op::PostSend { qpn, wr } => t.post_send(*qpn, wr),
             Op::PostRecv { qpn, wr } => t.post_recv(*qpn, wr),
             Op::ResetQp { qpn } => t.reset_qp(*qpn).map(|_| ()),
+            Op::ReleaseQp { qpn } => ep.release_qp(t, *qpn).map(|_| ()),
+            Op::RegisterMemory { len } => t.register_memory(*len).map(|mr| ep.add_memory(mr)),
         };
         if let Err(e) = r {
-            if !matches!(op, Op::ResetQp { .. }) {
+            // A QP that cannot be reset is left alone: its connection is gone already.
+            if !matches!(op, Op::ResetQp { .. } | Op::ReleaseQp { .. }) {
                 ep.handle_post_error(&op, e);
             }
         }

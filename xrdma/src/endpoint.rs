@@ -1,246 +1,152 @@
 //! The endpoint: one run-to-completion worker's connections and their protocol state.
 //!
 //! ## Wire protocol
-//! - Each message is split into fragments ([`crate::fragment`]) of at most the fragment size,
-//!   and never more than the current send window; each fragment is one RDMA WRITE with
-//!   immediate into the peer's receive ring ([`crate::ring`]), its sequence number in the
-//!   immediate data. A message's first fragment starts with a 16-byte
-//!   [`crate::fragment::MessageHeader`] (the message length, and a cumulative ACK of the
-//!   other direction when one is due); later fragments are payload only.
-//! - Each WRITE with immediate consumes one receive WR at the peer; the peer reposts it at once
-//!   and answers with a cumulative ACK: carried in the header of its next message's first
-//!   fragment when it has one ready in the same turn (request/response), else a zero-length
-//!   SEND with immediate whose immediate data is the newest in-order sequence number received.
-//!   ACKs are coalesced: one per connection per batch of completions.
-//! - The sender keeps every fragment's staging buffer until the ACK covering it arrives, and
-//!   only then frees it and reports the message sent. If the oldest fragment waits longer than
-//!   the ACK timeout, the connection fails, its buffers are reclaimed and every pending message
-//!   is failed with a typed error.
-//! - Fragments in flight per connection are capped by the send window (payload bytes), by half the
-//!   receive depth (so data and ACKs together never find the peer's receive queue empty, which
-//!   would cost an RNR NAK), and by the send queue depth.
+//! - Every frame is a SEND with immediate into a receive buffer the peer posted in advance
+//!   (`recv_depth` buffers of [`crate::Config::recv_slot_bytes`] per connection), starting with
+//!   a 16-byte [`MessageHeader`] (kind, length, and a cumulative ACK of the other direction
+//!   when one is due). The immediate data is the frame's sequence number.
+//! - **Small messages** (at most [`crate::Config::eager_limit`] bytes, 4 KiB by default) go
+//!   eagerly: one `Eager` frame holds the header and the whole payload.
+//! - **Large messages** go by rendezvous: an `Rts` frame announces the length; the receiver
+//!   takes a landing buffer of the message's size class from its pool
+//!   ([`crate::landing`]) — registering more memory first if it must — and answers with a
+//!   `Cts` frame carrying the buffer's address and rkey ([`Grant`]); the sender then RDMA
+//!   WRITEs the payload straight into it as fragments of at most the fragment size (64 KiB)
+//!   and never more than the current send window, each a WRITE with immediate whose immediate
+//!   data is its sequence number. The receiver delivers the message when its last byte has
+//!   landed and puts the buffer back in the pool. RTS and CTS are answered in order, so they
+//!   need no tag.
+//! - Every frame and WRITE with immediate consumes one receive WR at the peer; the peer reposts
+//!   it at once and answers with a cumulative ACK: carried in the header of its next frame when
+//!   it has one ready in the same turn (request/response), else a zero-length SEND with
+//!   immediate whose immediate data is the newest in-order sequence number received. ACKs are
+//!   coalesced: one per connection per batch of completions.
+//! - The sender keeps every frame's and fragment's staging buffer until the ACK covering it
+//!   arrives, and only then frees it and reports the message sent. If the oldest one waits
+//!   longer than the ACK timeout, the connection fails, its buffers are reclaimed and every
+//!   pending message is failed with a typed error.
+//! - Frames and fragments in flight per connection are capped by the send window (payload
+//!   bytes), by half the receive depth (so data and ACKs together never find the peer's
+//!   receive queue empty, which would cost an RNR NAK), and by the send queue depth.
+//! - **Close**: [`Endpoint::close`] lets the queued messages go out, then sends a `Fin` frame;
+//!   the peer reports [`Event::PeerClosed`], sends what it has queued and its own `Fin`. A side
+//!   whose `Fin` is ACKed, which has the peer's `Fin`, and whose last ACK has completed reports
+//!   [`Event::Closed`]; its buffers serve the next connection and its QP goes, reset, to the
+//!   endpoint's [`QpCache`] ([`Op::ReleaseQp`]).
 //!
 //! ## Driving it (sans-IO)
-//! Inputs: [`Endpoint::send`], [`Endpoint::handle_completion`],
+//! Inputs: [`Endpoint::send`], [`Endpoint::close`], [`Endpoint::handle_completion`],
 //! [`Endpoint::handle_congestion`], [`Endpoint::handle_timeout`],
-//! [`Endpoint::handle_post_error`]. Outputs: [`Endpoint::poll_op`] (work requests to post),
-//! [`Endpoint::poll_event`] (for the application), [`Endpoint::poll_timeout`] (next deadline).
+//! [`Endpoint::handle_post_error`], [`Endpoint::add_memory`]. Outputs: [`Endpoint::poll_op`]
+//! (work requests to post), [`Endpoint::poll_event`] (for the application),
+//! [`Endpoint::poll_timeout`] (next deadline).
 
 use crate::error::{ConnId, XrdmaError};
-use crate::fragment::{MessageHeader, HEADER_LEN};
+use crate::fragment::{FrameKind, Grant, MessageHeader, GRANT_LEN, HEADER_LEN};
+use crate::landing::{class_of, LandingPool};
 use crate::mr_pool::{MrPool, Region};
-use crate::ring::{place, SendRing};
+use crate::qp_cache::QpCache;
+use crate::ring::SendRing;
 use crate::timer::TimerTable;
 use crate::window::SendWindow;
 use crate::{
-    Config, ConfigError, LocalMemory, QpNum, RecvWr, SendOpcode, SendWr, Seq, Sge, Time, WcOpcode,
-    WcStatus, WorkCompletion,
+    Config, ConfigError, LocalMemory, MemoryRegion, QpAddress, QpNum, RecvWr, SendOpcode, SendWr,
+    Seq, Sge, Time, Transport, TransportError, WcOpcode, WcStatus, WorkCompletion, MR_CHUNK_BYTES,
 };
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
-/// Identifier of a message handed to [`Endpoint::send`], unique within the endpoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct MsgId(pub u64);
-
-/// The peer's receive ring, as learned at connection setup.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RemoteRing {
-    /// Virtual address of the ring in the peer's address space.
-    pub addr: u64,
-    /// Ring length, bytes; must equal the local send ring's length.
-    pub len: u64,
-    /// Remote key of the peer's MR that holds the ring.
-    pub rkey: u32,
-}
-
-/// Everything the core needs to run a connection whose QP is already connected (RTS).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConnSetup {
-    /// The local QP.
-    pub qpn: QpNum,
-    /// An application label for the peer (host index, rank).
-    pub peer: u32,
-    /// Local staging ring; same length as `remote_ring`.
-    pub send_ring: Region,
-    /// Local landing ring the peer WRITEs into.
-    pub recv_ring: Region,
-    /// The peer's landing ring.
-    pub remote_ring: RemoteRing,
-}
-
-/// A work request (or QP state change) the driver must hand to the transport.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    /// `ibv_post_send` on `qpn`.
-    PostSend {
-        /// The QP.
-        qpn: QpNum,
-        /// The WR.
-        wr: SendWr,
-    },
-    /// `ibv_post_recv` on `qpn`.
-    PostRecv {
-        /// The QP.
-        qpn: QpNum,
-        /// The WR.
-        wr: RecvWr,
-    },
-    /// Move `qpn` to RESET: its connection failed and its buffers were reclaimed.
-    ResetQp {
-        /// The QP.
-        qpn: QpNum,
-    },
-}
-
-/// What the core tells the application.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// A whole message arrived.
-    Message {
-        /// The connection it came on.
-        conn: ConnId,
-        /// Its bytes.
-        data: Bytes,
-    },
-    /// One fragment of an arriving message, in order, when the endpoint streams fragments
-    /// ([`crate::Config::deliver_fragments`]) instead of delivering whole messages. The message
-    /// is complete when `offset + data.len() == message_len` (a 0-byte message is one empty
-    /// fragment).
-    Fragment {
-        /// The connection it came on.
-        conn: ConnId,
-        /// Length of the whole message, bytes.
-        message_len: u64,
-        /// Offset of `data` within the message, bytes.
-        offset: u64,
-        /// The fragment's bytes.
-        data: Bytes,
-    },
-    /// Every fragment of a message was ACKed by the receiver; its buffers are free.
-    Sent {
-        /// The connection.
-        conn: ConnId,
-        /// The message.
-        msg: MsgId,
-    },
-    /// A message will never be ACKed: its connection failed.
-    SendFailed {
-        /// The connection.
-        conn: ConnId,
-        /// The message.
-        msg: MsgId,
-        /// Why.
-        error: XrdmaError,
-    },
-    /// The connection failed; its buffers were reclaimed and its QP is being reset.
-    ConnectionFailed {
-        /// The connection.
-        conn: ConnId,
-        /// Why.
-        error: XrdmaError,
-    },
-}
-
-/// Per-connection counters (the `stat` tool's columns). Bytes are payload bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct ConnStats {
-    /// Payload bytes posted.
-    pub send_bytes: u64,
-    /// Payload bytes received in order.
-    pub recv_bytes: u64,
-    /// Fragments posted.
-    pub fragments_sent: u64,
-    /// Fragments received.
-    pub fragments_received: u64,
-    /// Messages fully ACKed.
-    pub messages_sent: u64,
-    /// Messages delivered to the application.
-    pub messages_received: u64,
-    /// ACKs sent.
-    pub acks_sent: u64,
-    /// ACKs received (separate or carried on data).
-    pub acks_received: u64,
-    /// ACKs carried in a message header instead of a separate ACK SEND.
-    pub acks_piggybacked: u64,
-    /// ECN echoes (CNPs) reported for this connection's QP.
-    pub ecn_echoes: u64,
-    /// Window decreases applied (at most one per RTT).
-    pub window_decreases: u64,
-    /// Current send window, bytes.
-    pub window: u64,
-    /// Smoothed RTT, ps (0 before the first sample).
-    pub srtt_ps: u64,
-    /// Smallest RTT seen, ps (0 before the first sample).
-    pub min_rtt_ps: u64,
-}
+pub use crate::event::{ConnSetup, ConnStats, Event, MsgId, Op};
 
 struct OutMessage {
     id: MsgId,
     data: Bytes,
     next_off: u64,
+    /// A large message whose RTS has gone out.
+    rts_sent: bool,
+    /// The landing buffer the receiver granted (large messages).
+    grant: Option<Grant>,
 }
 
-struct InflightFragment {
+struct InflightFrame {
     seq: Seq,
     footprint: u64,
     payload_len: u64,
     posted_at: Time,
-    /// Set on a message's last fragment: ACKing it completes the message.
+    /// Set on a message's last frame or fragment: ACKing it completes the message.
     completes: Option<MsgId>,
-    msg: MsgId,
+    /// The message this belongs to (`None` for CTS and FIN frames).
+    msg: Option<MsgId>,
+    fin: bool,
 }
 
-/// The message being received on a connection.
-struct Assembly {
-    /// Its length, from the header of its first fragment.
+/// A large message landing in a granted buffer.
+struct Landing {
+    buf: Region,
     len: u64,
-    /// Payload bytes received so far.
     received: u64,
-    /// The bytes, when whole messages are delivered (empty when fragments are streamed).
-    buf: Vec<u8>,
 }
 
 struct Connection {
     setup: ConnSetup,
     failed: bool,
+    closed: bool,
+    /// No more application messages are accepted; a FIN follows the queued ones.
+    closing: bool,
     // Send side.
     ring: SendRing,
     next_tx_seq: Seq,
     queue: VecDeque<OutMessage>,
-    inflight: VecDeque<InflightFragment>,
+    inflight: VecDeque<InflightFrame>,
     inflight_bytes: u64,
     window: SendWindow,
     sq_outstanding: u32,
     in_tx_ready: bool,
+    grants_out: VecDeque<(Grant, u64)>,
+    fin_sent: bool,
+    fin_acked: bool,
     // Receive side.
-    recv_cursor: u64,
     expected_rx_seq: Seq,
-    assembling: Option<Assembly>,
+    /// Lengths of RTSs not yet granted, oldest first.
+    pending_rts: VecDeque<u64>,
+    /// Granted landing buffers, in the order their messages arrive.
+    landings: VecDeque<Landing>,
+    fin_received: bool,
     ack_due: bool,
     in_ack_list: bool,
     stats: ConnStats,
 }
 
+impl Connection {
+    fn has_tx_work(&self) -> bool {
+        !self.grants_out.is_empty()
+            || !self.queue.is_empty()
+            || (self.closing && !self.fin_sent && self.pending_rts.is_empty())
+    }
+}
+
+/// Queued large messages (the head included) whose RTS may be out before their turn.
+const RTS_AHEAD: usize = 4;
+
 const KIND_RECV: u64 = 1;
 const KIND_DATA: u64 = 2;
 const KIND_ACK: u64 = 3;
 
-fn wr_id(conn: ConnId, kind: u64) -> u64 {
-    (u64::from(conn) << 8) | kind
+/// `wr_id` layout: connection in bits 32..64, receive slot in bits 8..32, kind in bits 0..8.
+fn wr_id(conn: ConnId, slot: u32, kind: u64) -> u64 {
+    (u64::from(conn) << 32) | (u64::from(slot & 0xFF_FFFF) << 8) | kind
 }
 
-fn split_wr_id(id: u64) -> (ConnId, u64) {
-    ((id >> 8) as ConnId, id & 0xFF)
+fn split_wr_id(id: u64) -> (ConnId, u32, u64) {
+    (
+        (id >> 32) as ConnId,
+        ((id >> 8) & 0xFF_FFFF) as u32,
+        id & 0xFF,
+    )
 }
 
-/// The largest capacity reserved up front for a message being reassembled; longer messages
-/// grow as their fragments arrive, so a corrupt length cannot allocate unbounded memory.
-const MAX_RESERVE: u64 = 16 << 20;
-
-/// One worker's protocol state: its connections, timers and MR pool books.
+/// One worker's protocol state: its connections, timers, MR pool, landing buffers and QP
+/// cache.
 pub struct Endpoint {
     cfg: Config,
     conns: Vec<Connection>,
@@ -252,6 +158,13 @@ pub struct Endpoint {
     timers: TimerTable,
     next_msg: u64,
     pool: MrPool,
+    landing: LandingPool,
+    /// Connections with an RTS waiting for registered memory.
+    waiting_memory: Vec<ConnId>,
+    memory_requested: bool,
+    /// Staging rings and receive buffers of closed connections, for the next ones.
+    spare_buffers: Vec<(Region, Region)>,
+    qp_cache: QpCache,
 }
 
 impl Endpoint {
@@ -272,6 +185,11 @@ impl Endpoint {
             timers: TimerTable::new(),
             next_msg: 0,
             pool: MrPool::new(),
+            landing: LandingPool::new(),
+            waiting_memory: Vec::new(),
+            memory_requested: false,
+            spare_buffers: Vec::new(),
+            qp_cache: QpCache::new(),
         })
     }
 
@@ -285,20 +203,38 @@ impl Endpoint {
         &mut self.pool
     }
 
+    /// The landing buffers of large messages (books only; the memory is in the MR pool).
+    pub fn landing_pool(&self) -> &LandingPool {
+        &self.landing
+    }
+
+    /// The QP cache: QPs of this endpoint's closed connections, reset for reuse.
+    pub fn qp_cache(&mut self) -> &mut QpCache {
+        &mut self.qp_cache
+    }
+
+    /// The staging ring and receive buffers of a closed connection, if one is waiting for
+    /// reuse (the driver uses them before carving new ones).
+    pub fn take_spare_buffers(&mut self) -> Option<(Region, Region)> {
+        self.spare_buffers.pop()
+    }
+
     /// Number of connections ever added.
     pub fn connection_count(&self) -> usize {
         self.conns.len()
     }
 
     /// Add a connection whose QP is in RTS (or at least INIT: receives are posted first).
-    /// Queues `recv_depth` receive WRs for the driver to post.
+    /// Queues `recv_depth` receive WRs, one per receive buffer slot, for the driver to post.
     pub fn add_connection(&mut self, setup: ConnSetup) -> ConnId {
         let id = self.conns.len() as ConnId;
         let c = &self.cfg;
         self.conns.push(Connection {
             setup,
             failed: false,
-            ring: SendRing::new(setup.send_ring.len.min(setup.remote_ring.len)),
+            closed: false,
+            closing: false,
+            ring: SendRing::new(setup.send_ring.len),
             next_tx_seq: Seq(c.initial_seq),
             queue: VecDeque::new(),
             inflight: VecDeque::new(),
@@ -320,9 +256,13 @@ impl Endpoint {
             },
             sq_outstanding: 0,
             in_tx_ready: false,
-            recv_cursor: 0,
+            grants_out: VecDeque::new(),
+            fin_sent: false,
+            fin_acked: false,
             expected_rx_seq: Seq(c.initial_seq),
-            assembling: None,
+            pending_rts: VecDeque::new(),
+            landings: VecDeque::new(),
+            fin_received: false,
             ack_due: false,
             in_ack_list: false,
             stats: ConnStats {
@@ -331,15 +271,45 @@ impl Endpoint {
             },
         });
         self.by_qp.insert(setup.qpn, id);
-        for _ in 0..self.cfg.recv_depth {
-            self.ops.push_back(recv_op(id, &setup));
+        let slots = self.recv_slots(&setup);
+        for slot in 0..slots {
+            let op = self.recv_op(id, &setup, slot);
+            self.ops.push_back(op);
         }
         id
+    }
+
+    /// Receive slots of a connection: `recv_depth`, or fewer when its buffers are shorter.
+    fn recv_slots(&self, setup: &ConnSetup) -> u32 {
+        let fit = setup.recv_buffers.len / self.cfg.recv_slot_bytes();
+        fit.min(u64::from(self.cfg.recv_depth)) as u32
+    }
+
+    fn recv_op(&self, conn: ConnId, s: &ConnSetup, slot: u32) -> Op {
+        let slot_len = self.cfg.recv_slot_bytes();
+        Op::PostRecv {
+            qpn: s.qpn,
+            wr: RecvWr {
+                wr_id: wr_id(conn, slot, KIND_RECV),
+                sge: Sge {
+                    addr: s.recv_buffers.addr + u64::from(slot) * slot_len,
+                    len: slot_len as u32,
+                    lkey: s.recv_buffers.lkey,
+                },
+            },
+        }
     }
 
     /// The peer label given at setup.
     pub fn peer(&self, conn: ConnId) -> Option<u32> {
         self.conns.get(conn as usize).map(|c| c.setup.peer)
+    }
+
+    /// Whether `conn` is open: not failed and not fully closed.
+    pub fn is_open(&self, conn: ConnId) -> bool {
+        self.conns
+            .get(conn as usize)
+            .is_some_and(|c| !c.failed && !c.closed)
     }
 
     /// Counters of one connection.
@@ -354,11 +324,12 @@ impl Endpoint {
         })
     }
 
-    /// Queue a message on `conn`. It is fragmented and posted as the window allows; the
-    /// application hears [`Event::Sent`] once every fragment is ACKed.
+    /// Queue a message on `conn`. It is sent eagerly or by rendezvous, fragmented and posted
+    /// as the window allows; the application hears [`Event::Sent`] once all of it is ACKed.
     ///
     /// # Errors
-    /// [`XrdmaError::UnknownConnection`], [`XrdmaError::ConnectionFailed`].
+    /// [`XrdmaError::UnknownConnection`], [`XrdmaError::ConnectionFailed`],
+    /// [`XrdmaError::ConnectionClosed`].
     pub fn send(&mut self, _now: Time, conn: ConnId, data: Bytes) -> Result<MsgId, XrdmaError> {
         let c = self
             .conns
@@ -367,18 +338,41 @@ impl Endpoint {
         if c.failed {
             return Err(XrdmaError::ConnectionFailed { conn });
         }
+        if c.closing || c.closed {
+            return Err(XrdmaError::ConnectionClosed { conn });
+        }
         let id = MsgId(self.next_msg);
         self.next_msg += 1;
         c.queue.push_back(OutMessage {
             id,
             data,
             next_off: 0,
+            rts_sent: false,
+            grant: None,
         });
-        if !c.in_tx_ready {
-            c.in_tx_ready = true;
-            self.tx_ready.push_back(conn);
-        }
+        self.wake_tx(conn);
         Ok(id)
+    }
+
+    /// Close `conn` gracefully: messages already queued still go out; then a FIN. The
+    /// application hears [`Event::Closed`] once both sides have closed and everything was
+    /// ACKed. Closing a closing connection does nothing.
+    ///
+    /// # Errors
+    /// [`XrdmaError::UnknownConnection`], [`XrdmaError::ConnectionFailed`].
+    pub fn close(&mut self, conn: ConnId) -> Result<(), XrdmaError> {
+        let c = self
+            .conns
+            .get_mut(conn as usize)
+            .ok_or(XrdmaError::UnknownConnection(conn))?;
+        if c.failed {
+            return Err(XrdmaError::ConnectionFailed { conn });
+        }
+        if !c.closing {
+            c.closing = true;
+            self.wake_tx(conn);
+        }
+        Ok(())
     }
 
     /// Bytes queued on `conn` and not yet posted (for applications that feed lazily).
@@ -391,23 +385,49 @@ impl Endpoint {
         })
     }
 
-    /// A work completion from the transport's CQ. `mem` gives access to the rings.
+    /// Registered memory the driver obtained for an [`Op::RegisterMemory`]: landing buffers
+    /// waiting for it are granted now.
+    pub fn add_memory(&mut self, mr: MemoryRegion) {
+        self.pool.add_chunk(mr);
+        self.memory_requested = false;
+        let waiting = std::mem::take(&mut self.waiting_memory);
+        for conn in waiting {
+            self.grant_pending(conn);
+        }
+    }
+
+    /// Reset `qpn` (a cleanly closed connection's QP) through `t` and keep it in the QP cache
+    /// for the next connection with the same capacities: what a driver does with
+    /// [`Op::ReleaseQp`].
+    ///
+    /// # Errors
+    /// The transport's error from `reset_qp` (the QP is then not cached).
+    pub fn release_qp<T: Transport + ?Sized>(
+        &mut self,
+        t: &mut T,
+        qpn: QpNum,
+    ) -> Result<QpAddress, TransportError> {
+        let caps = crate::driver::qp_caps(&self.cfg);
+        self.qp_cache.put(t, qpn, caps)
+    }
+
+    /// A work completion from the transport's CQ. `mem` gives access to the buffers.
     pub fn handle_completion<M: LocalMemory + ?Sized>(
         &mut self,
         now: Time,
         wc: &WorkCompletion,
         mem: &M,
     ) {
-        let (conn, kind) = split_wr_id(wc.wr_id);
+        let (conn, slot, kind) = split_wr_id(wc.wr_id);
         let Some(c) = self.conns.get_mut(conn as usize) else {
             return;
         };
-        if c.failed {
+        if c.failed || c.closed {
             return; // flushed WRs of a reclaimed connection
         }
         if wc.status != WcStatus::Success {
             let op = match kind {
-                KIND_DATA => "data WRITE",
+                KIND_DATA => "data WR",
                 KIND_ACK => "ACK SEND",
                 _ => "receive",
             };
@@ -429,14 +449,21 @@ impl Endpoint {
                 if ack_due {
                     self.queue_ack(conn);
                 }
+                self.maybe_closed(conn);
             }
             _ => {
                 let setup = c.setup;
-                self.ops.push_back(recv_op(conn, &setup));
+                let op = self.recv_op(conn, &setup, slot);
+                self.ops.push_back(op);
                 let imm = Seq(wc.imm.unwrap_or(0));
                 match wc.opcode {
-                    WcOpcode::RecvRdmaWithImm => self.on_fragment(now, conn, imm, wc.byte_len, mem),
-                    _ => self.on_ack(now, conn, imm),
+                    WcOpcode::RecvRdmaWithImm => self.on_fragment(conn, imm, wc.byte_len, mem),
+                    _ if wc.byte_len == 0 => self.on_ack(now, conn, imm),
+                    _ => {
+                        let slot_len = self.cfg.recv_slot_bytes();
+                        let addr = setup.recv_buffers.addr + u64::from(slot) * slot_len;
+                        self.on_frame(now, conn, imm, addr, wc.byte_len, mem);
+                    }
                 }
             }
         }
@@ -467,10 +494,22 @@ impl Endpoint {
         }
     }
 
-    /// The transport refused `op`: the connection fails.
-    pub fn handle_post_error(&mut self, op: &Op, error: crate::TransportError) {
+    /// The transport refused `op`: its connection fails (for a refused registration, every
+    /// connection waiting for landing memory fails).
+    pub fn handle_post_error(&mut self, op: &Op, error: TransportError) {
         let qpn = match op {
-            Op::PostSend { qpn, .. } | Op::PostRecv { qpn, .. } | Op::ResetQp { qpn } => *qpn,
+            Op::PostSend { qpn, .. }
+            | Op::PostRecv { qpn, .. }
+            | Op::ResetQp { qpn }
+            | Op::ReleaseQp { qpn } => *qpn,
+            Op::RegisterMemory { .. } => {
+                self.memory_requested = false;
+                for conn in std::mem::take(&mut self.waiting_memory) {
+                    let source = error.clone();
+                    self.fail(conn, XrdmaError::Memory { conn, source });
+                }
+                return;
+            }
         };
         if let Some(&conn) = self.by_qp.get(&qpn) {
             self.fail(
@@ -498,21 +537,21 @@ impl Endpoint {
         self.events.pop_front()
     }
 
-    /// The next work request to post. Fragments are staged into the send ring through `mem`
-    /// as they are produced. Connections with data take turns, one fragment each.
+    /// The next work request to post. Frames and fragments are staged into the send ring
+    /// through `mem` as they are produced. Connections with data take turns, one each.
     pub fn poll_op<M: LocalMemory + ?Sized>(&mut self, now: Time, mem: &mut M) -> Option<Op> {
         if let Some(op) = self.ops.pop_front() {
             return Some(op);
         }
         while let Some(&conn) = self.tx_ready.front() {
-            match self.next_fragment(now, conn, mem) {
+            match self.next_send(now, conn, mem) {
                 Ok(Some(op)) => {
                     self.tx_ready.pop_front();
                     let c = &mut self.conns[conn as usize];
-                    if c.queue.is_empty() {
-                        c.in_tx_ready = false;
-                    } else {
+                    if c.has_tx_work() {
                         self.tx_ready.push_back(conn);
+                    } else {
+                        c.in_tx_ready = false;
                     }
                     return Some(op);
                 }
@@ -528,12 +567,12 @@ impl Endpoint {
                 }
             }
         }
-        // Separate ACK SENDs last: a connection that just posted a message's first fragment
-        // has carried its ACK on it.
+        // Separate ACK SENDs last: a connection that just posted a frame has carried its ACK
+        // on it.
         while let Some(conn) = self.ack_list.pop_front() {
             let c = &mut self.conns[conn as usize];
             c.in_ack_list = false;
-            if c.failed || !c.ack_due {
+            if c.failed || c.closed || !c.ack_due {
                 continue;
             }
             if c.sq_outstanding >= self.cfg.send_depth {
@@ -544,7 +583,7 @@ impl Endpoint {
             c.stats.acks_sent += 1;
             let s = &c.setup;
             let wr = SendWr {
-                wr_id: wr_id(conn, KIND_ACK),
+                wr_id: wr_id(conn, 0, KIND_ACK),
                 opcode: SendOpcode::SendWithImm,
                 sge: Sge {
                     addr: s.send_ring.addr,
@@ -561,109 +600,275 @@ impl Endpoint {
         None
     }
 
-    /// Produce one fragment of `conn`'s head message if window, credits, send queue and ring
-    /// allow; `Ok(None)` when blocked (the connection is re-queued when something frees).
-    fn next_fragment<M: LocalMemory + ?Sized>(
+    /// Produce `conn`'s next frame or fragment if window, credits, send queue and ring allow:
+    /// a CTS first (it unblocks the peer), then the head message (eager frame, RTS, or the
+    /// next fragment of a granted one), then a FIN once the queue is empty and closing.
+    /// `Ok(None)` when blocked (the connection is re-queued when something frees).
+    fn next_send<M: LocalMemory + ?Sized>(
         &mut self,
         now: Time,
         conn: ConnId,
         mem: &mut M,
     ) -> Result<Option<Op>, XrdmaError> {
+        let eager_limit = self.cfg.eager_limit;
         let frag_size = self.cfg.fragment_size;
-        let max_frags = (self.cfg.recv_depth / 2) as usize;
-        let send_depth = self.cfg.send_depth;
-        let c = &mut self.conns[conn as usize];
-        if c.failed {
+        let c = &self.conns[conn as usize];
+        if c.failed || c.closed {
             return Ok(None);
         }
+        if let Some(&(grant, len)) = c.grants_out.front() {
+            let mut body = [0u8; GRANT_LEN];
+            body.copy_from_slice(&grant.encode());
+            let op = self.post_frame(now, conn, FrameKind::Cts, len, &body, None, false, mem)?;
+            if op.is_some() {
+                let c = &mut self.conns[conn as usize];
+                c.grants_out.pop_front();
+                c.stats.grants_sent += 1;
+            }
+            return Ok(op);
+        }
+        // Requests to send go out ahead of the data, for up to RTS_AHEAD queued large
+        // messages, so their grants are back by the time the head message's last fragment
+        // is posted (a message per round trip otherwise).
+        let ahead = c
+            .queue
+            .iter()
+            .take(RTS_AHEAD)
+            .position(|m| m.data.len() as u64 > eager_limit && !m.rts_sent);
+        if let Some(i) = ahead {
+            let (id, total) = (c.queue[i].id, c.queue[i].data.len() as u64);
+            let op =
+                self.post_frame(now, conn, FrameKind::Rts, total, &[], Some(id), false, mem)?;
+            if op.is_some() {
+                let c = &mut self.conns[conn as usize];
+                c.queue[i].rts_sent = true;
+                c.stats.rendezvous_messages += 1;
+                return Ok(op);
+            }
+        }
+        let c = &self.conns[conn as usize];
+        let Some(msg) = c.queue.front() else {
+            if c.closing && !c.fin_sent && c.pending_rts.is_empty() {
+                let op = self.post_frame(now, conn, FrameKind::Fin, 0, &[], None, false, mem)?;
+                if op.is_some() {
+                    self.conns[conn as usize].fin_sent = true;
+                }
+                return Ok(op);
+            }
+            return Ok(None);
+        };
+        let total = msg.data.len() as u64;
+        let id = msg.id;
+        if total <= eager_limit {
+            let data = msg.data.clone();
+            let op = self.post_frame(
+                now,
+                conn,
+                FrameKind::Eager,
+                total,
+                &data,
+                Some(id),
+                true,
+                mem,
+            )?;
+            if op.is_some() {
+                let c = &mut self.conns[conn as usize];
+                c.queue.pop_front();
+                c.stats.eager_messages += 1;
+                c.stats.send_bytes += total;
+                c.stats.fragments_sent += 1;
+            }
+            return Ok(op);
+        }
+        let Some(grant) = msg.grant else {
+            return Ok(None); // its RTS is out (above); woken by the CTS
+        };
+        self.next_fragment(now, conn, grant, frag_size, mem)
+    }
+
+    /// Whether `conn` may post one more signalled WR carrying `payload` bytes now.
+    fn can_post(&self, c: &Connection, payload: u64) -> bool {
+        let max_frames = (self.cfg.recv_depth / 2) as usize;
+        let window_full = c.inflight_bytes > 0 && c.inflight_bytes + payload > c.window.bytes();
+        !window_full && c.inflight.len() < max_frames && c.sq_outstanding < self.cfg.send_depth
+    }
+
+    /// Stage and post one frame (header, then `body`): a SEND with immediate into the peer's
+    /// next receive buffer. `owner` is the message the frame belongs to (eager, RTS);
+    /// `completes` says its ACK completes that message (eager).
+    #[allow(clippy::too_many_arguments)]
+    fn post_frame<M: LocalMemory + ?Sized>(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        kind: FrameKind,
+        message_len: u64,
+        body: &[u8],
+        owner: Option<MsgId>,
+        completes: bool,
+        mem: &mut M,
+    ) -> Result<Option<Op>, XrdmaError> {
+        let payload = if kind == FrameKind::Eager {
+            body.len() as u64
+        } else {
+            0
+        };
+        if !self.can_post(&self.conns[conn as usize], payload) {
+            return Ok(None);
+        }
+        let c = &mut self.conns[conn as usize];
+        let wire = (HEADER_LEN + body.len()) as u64;
+        let Some(slot) = c.ring.alloc(wire) else {
+            return Ok(None);
+        };
+        let local = c.setup.send_ring.addr + slot.offset;
+        let ack = c.ack_due.then(|| c.expected_rx_seq.add(u32::MAX));
+        let header = MessageHeader {
+            kind,
+            message_len,
+            ack,
+        };
+        let staged = mem
+            .write(local, &header.encode())
+            .and_then(|()| mem.write(local + HEADER_LEN as u64, body));
+        if let Err(source) = staged {
+            c.ring.free(slot.footprint);
+            return Err(XrdmaError::Memory { conn, source });
+        }
+        if ack.is_some() {
+            c.ack_due = false;
+            c.stats.acks_piggybacked += 1;
+        }
+        let fin = kind == FrameKind::Fin;
+        let done = if completes { owner } else { None };
+        let seq = self.push_inflight(now, conn, slot.footprint, payload, done, owner, fin);
+        let c = &self.conns[conn as usize];
+        let wr = SendWr {
+            wr_id: wr_id(conn, 0, KIND_DATA),
+            opcode: SendOpcode::SendWithImm,
+            sge: Sge {
+                addr: local,
+                len: wire as u32,
+                lkey: c.setup.send_ring.lkey,
+            },
+            imm: seq.to_imm(),
+            remote_addr: 0,
+            rkey: 0,
+            signaled: true,
+        };
+        Ok(Some(Op::PostSend {
+            qpn: c.setup.qpn,
+            wr,
+        }))
+    }
+
+    /// Book a posted frame or fragment as in flight and return its sequence number.
+    #[allow(clippy::too_many_arguments)]
+    fn push_inflight(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        footprint: u64,
+        payload_len: u64,
+        completes: Option<MsgId>,
+        msg: Option<MsgId>,
+        fin: bool,
+    ) -> Seq {
+        let c = &mut self.conns[conn as usize];
+        let seq = c.next_tx_seq;
+        c.next_tx_seq = seq.next();
+        if c.inflight.is_empty() {
+            self.timers.set(conn, Some(now + self.cfg.ack_timeout));
+        }
+        c.inflight.push_back(InflightFrame {
+            seq,
+            footprint,
+            payload_len,
+            posted_at: now,
+            completes,
+            msg,
+            fin,
+        });
+        c.inflight_bytes += payload_len;
+        c.sq_outstanding += 1;
+        seq
+    }
+
+    /// The next fragment of the granted head message: an RDMA WRITE with immediate into the
+    /// landing buffer at the fragment's offset, never longer than the window.
+    fn next_fragment<M: LocalMemory + ?Sized>(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        grant: Grant,
+        frag_size: u64,
+        mem: &mut M,
+    ) -> Result<Option<Op>, XrdmaError> {
+        let c = &self.conns[conn as usize];
         let Some(msg) = c.queue.front() else {
             return Ok(None);
         };
         let total = msg.data.len() as u64;
         // A fragment never exceeds the window, so an ECN-shrunk window below the fragment size
         // still limits the bytes in flight.
-        let window = c.window.bytes();
-        let len = (total - msg.next_off).min(frag_size).min(window);
-        let first = msg.next_off == 0;
-        let header_len = if first { HEADER_LEN as u64 } else { 0 };
-        let wire = header_len + len;
-        let window_full = c.inflight_bytes > 0 && c.inflight_bytes + len > window;
-        if window_full || c.inflight.len() >= max_frags || c.sq_outstanding >= send_depth {
+        let len = (total - msg.next_off).min(frag_size).min(c.window.bytes());
+        if !self.can_post(c, len) {
             return Ok(None);
         }
-        let Some(slot) = c.ring.alloc(wire) else {
+        let c = &mut self.conns[conn as usize];
+        let Some(slot) = c.ring.alloc(len) else {
+            return Ok(None);
+        };
+        let Some(msg) = c.queue.front_mut() else {
             return Ok(None);
         };
         let local = c.setup.send_ring.addr + slot.offset;
-        let payload = msg
-            .data
-            .slice(msg.next_off as usize..(msg.next_off + len) as usize);
-        let mut staged = Ok(());
-        if first {
-            let ack = c.ack_due.then(|| c.expected_rx_seq.add(u32::MAX));
-            if ack.is_some() {
-                c.ack_due = false;
-                c.stats.acks_piggybacked += 1;
-            }
-            let header = MessageHeader {
-                message_len: total,
-                ack,
-            };
-            staged = mem.write(local, &header.encode());
-        }
-        let staged = staged.and_then(|()| mem.write(local + header_len, &payload));
-        if let Err(source) = staged {
+        let off = msg.next_off;
+        let payload = msg.data.slice(off as usize..(off + len) as usize);
+        if let Err(source) = mem.write(local, &payload) {
+            c.ring.free(slot.footprint);
             return Err(XrdmaError::Memory { conn, source });
         }
-        let seq = c.next_tx_seq;
-        c.next_tx_seq = seq.next();
         let id = msg.id;
-        let done = msg.next_off + len >= total;
-        if done {
-            c.queue.pop_front();
-        } else if let Some(m) = c.queue.front_mut() {
-            m.next_off += len;
-        }
-        if c.inflight.is_empty() {
-            self.timers.set(conn, Some(now + self.cfg.ack_timeout));
-        }
-        c.inflight.push_back(InflightFragment {
-            seq,
-            footprint: slot.footprint,
-            payload_len: len,
-            posted_at: now,
-            completes: done.then_some(id),
-            msg: id,
-        });
-        c.inflight_bytes += len;
-        c.sq_outstanding += 1;
+        let done = off + len >= total;
+        msg.next_off += len;
         c.stats.send_bytes += len;
         c.stats.fragments_sent += 1;
-        let s = &c.setup;
+        let seq = self.push_inflight(
+            now,
+            conn,
+            slot.footprint,
+            len,
+            done.then_some(id),
+            Some(id),
+            false,
+        );
+        let c = &mut self.conns[conn as usize];
+        if done {
+            c.queue.pop_front();
+        }
         let wr = SendWr {
-            wr_id: wr_id(conn, KIND_DATA),
+            wr_id: wr_id(conn, 0, KIND_DATA),
             opcode: SendOpcode::RdmaWriteWithImm,
             sge: Sge {
                 addr: local,
-                len: wire as u32,
-                lkey: s.send_ring.lkey,
+                len: len as u32,
+                lkey: c.setup.send_ring.lkey,
             },
             imm: seq.to_imm(),
-            remote_addr: s.remote_ring.addr + slot.offset,
-            rkey: s.remote_ring.rkey,
+            remote_addr: grant.addr + off,
+            rkey: grant.rkey,
             signaled: true,
         };
-        Ok(Some(Op::PostSend { qpn: s.qpn, wr }))
+        Ok(Some(Op::PostSend {
+            qpn: c.setup.qpn,
+            wr,
+        }))
     }
 
-    fn on_fragment<M: LocalMemory + ?Sized>(
-        &mut self,
-        now: Time,
-        conn: ConnId,
-        seq: Seq,
-        byte_len: u32,
-        mem: &M,
-    ) {
+    /// Check `seq` is the next one expected on `conn` and advance; fails the connection and
+    /// returns `false` otherwise.
+    fn accept_seq(&mut self, conn: ConnId, seq: Seq) -> bool {
         let c = &mut self.conns[conn as usize];
         if seq != c.expected_rx_seq {
             let err = XrdmaError::OutOfSequence {
@@ -672,93 +877,226 @@ impl Endpoint {
                 got: seq,
             };
             self.fail(conn, err);
+            return false;
+        }
+        c.expected_rx_seq = seq.next();
+        c.ack_due = true;
+        self.queue_ack(conn);
+        true
+    }
+
+    fn malformed(&mut self, conn: ConnId, reason: String) {
+        self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
+    }
+
+    /// A frame arrived in the receive buffer at `addr`.
+    fn on_frame<M: LocalMemory + ?Sized>(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        seq: Seq,
+        addr: u64,
+        byte_len: u32,
+        mem: &M,
+    ) {
+        if !self.accept_seq(conn, seq) {
             return;
         }
-        let ring = c.setup.recv_ring;
-        let len = u64::from(byte_len);
-        if len > ring.len {
-            let reason = format!(
-                "fragment of {len} bytes does not fit a {} byte ring",
-                ring.len
-            );
-            self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
-            return;
-        }
-        let (slot, cursor) = place(c.recv_cursor, len, ring.len);
-        c.recv_cursor = cursor;
-        let bytes = match mem.read(ring.addr + slot.offset, len as usize) {
+        let bytes = match mem.read(addr, byte_len as usize) {
             Ok(b) => b,
             Err(source) => {
                 self.fail(conn, XrdmaError::Memory { conn, source });
                 return;
             }
         };
-        let streaming = self.cfg.deliver_fragments;
-        let mut piggybacked = None;
-        let (mut asm, payload) = match c.assembling.take() {
-            Some(asm) => (asm, bytes),
-            None => {
-                let Some(h) = MessageHeader::decode(bytes) else {
-                    let reason = format!("first fragment of {len} bytes has no message header");
-                    self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
+        let Some(h) = MessageHeader::decode(bytes) else {
+            self.malformed(conn, format!("a {byte_len}-byte frame has no valid header"));
+            return;
+        };
+        let body = &bytes[HEADER_LEN..];
+        match h.kind {
+            FrameKind::Eager => {
+                if body.len() as u64 != h.message_len {
+                    let reason = format!(
+                        "an eager frame says {} bytes and carries {}",
+                        h.message_len,
+                        body.len()
+                    );
+                    self.malformed(conn, reason);
+                    return;
+                }
+                let data = Bytes::copy_from_slice(body);
+                let c = &mut self.conns[conn as usize];
+                c.stats.recv_bytes += h.message_len;
+                c.stats.fragments_received += 1;
+                self.deliver(conn, h.message_len, 0, data, true);
+            }
+            FrameKind::Rts => {
+                if h.message_len <= self.cfg.eager_limit {
+                    let reason = format!("an RTS for {} bytes, an eager size", h.message_len);
+                    self.malformed(conn, reason);
+                    return;
+                }
+                self.conns[conn as usize]
+                    .pending_rts
+                    .push_back(h.message_len);
+                self.grant_pending(conn);
+            }
+            FrameKind::Cts => {
+                let Some(grant) = Grant::decode(body) else {
+                    self.malformed(conn, "a CTS frame without its grant".into());
                     return;
                 };
-                piggybacked = h.ack;
-                let cap = if streaming {
-                    0
-                } else {
-                    h.message_len.min(MAX_RESERVE) as usize
-                };
-                let asm = Assembly {
-                    len: h.message_len,
-                    received: 0,
-                    buf: Vec::with_capacity(cap),
-                };
-                (asm, &bytes[HEADER_LEN..])
+                let c = &mut self.conns[conn as usize];
+                // Grants answer RTSs in order: the oldest queued message waiting for one.
+                let oldest = c.queue.iter_mut().find(|m| m.rts_sent && m.grant.is_none());
+                match oldest {
+                    Some(m) if m.data.len() as u64 == h.message_len => m.grant = Some(grant),
+                    _ => {
+                        let reason = format!("a CTS for {} bytes matches no RTS", h.message_len);
+                        self.malformed(conn, reason);
+                        return;
+                    }
+                }
+                self.wake_tx(conn);
             }
-        };
-        let n = payload.len() as u64;
-        if asm.received + n > asm.len {
-            let reason = format!("fragments exceed the {}-byte message length", asm.len);
-            self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
-            return;
-        }
-        let offset = asm.received;
-        asm.received += n;
-        if streaming {
-            self.events.push_back(Event::Fragment {
-                conn,
-                message_len: asm.len,
-                offset,
-                data: Bytes::copy_from_slice(payload),
-            });
-        } else {
-            asm.buf.extend_from_slice(payload);
-        }
-        c.expected_rx_seq = seq.next();
-        c.stats.recv_bytes += n;
-        c.stats.fragments_received += 1;
-        if asm.received == asm.len {
-            c.stats.messages_received += 1;
-            if !streaming {
-                self.events.push_back(Event::Message {
-                    conn,
-                    data: Bytes::from(asm.buf),
-                });
+            FrameKind::Fin => {
+                let c = &mut self.conns[conn as usize];
+                c.fin_received = true;
+                self.events.push_back(Event::PeerClosed { conn });
+                if !c.closing {
+                    c.closing = true;
+                }
+                self.wake_tx(conn);
             }
-        } else {
-            c.assembling = Some(asm);
         }
-        c.ack_due = true;
-        self.queue_ack(conn);
-        if let Some(acked) = piggybacked {
-            self.on_ack(now, conn, acked);
+        if let Some(acked) = h.ack {
+            self.conns[conn as usize].stats.acks_received += 1;
+            self.on_ack_inner(now, conn, acked);
         }
     }
 
-    fn on_ack(&mut self, now: Time, conn: ConnId, acked: Seq) {
+    /// A fragment of a large message landed (WRITE with immediate).
+    fn on_fragment<M: LocalMemory + ?Sized>(
+        &mut self,
+        conn: ConnId,
+        seq: Seq,
+        byte_len: u32,
+        mem: &M,
+    ) {
+        if !self.accept_seq(conn, seq) {
+            return;
+        }
+        let streaming = self.cfg.deliver_fragments;
         let c = &mut self.conns[conn as usize];
-        c.stats.acks_received += 1;
+        let n = u64::from(byte_len);
+        let Some(l) = c.landings.front_mut() else {
+            let reason = format!("a {n}-byte WRITE with no granted landing buffer");
+            self.malformed(conn, reason);
+            return;
+        };
+        if l.received + n > l.len {
+            let reason = format!("fragments exceed the {}-byte message length", l.len);
+            self.malformed(conn, reason);
+            return;
+        }
+        let offset = l.received;
+        l.received += n;
+        let done = l.received == l.len;
+        let (buf, len) = (l.buf, l.len);
+        let range = if streaming {
+            Some((buf.addr + offset, n))
+        } else if done {
+            Some((buf.addr, len))
+        } else {
+            None
+        };
+        if done {
+            c.landings.pop_front();
+        }
+        if let Some((addr, n)) = range {
+            let data = match mem.read(addr, n as usize) {
+                Ok(b) => Bytes::copy_from_slice(b),
+                Err(source) => {
+                    self.fail(conn, XrdmaError::Memory { conn, source });
+                    return;
+                }
+            };
+            let data_offset = if streaming { offset } else { 0 };
+            self.deliver(conn, len, data_offset, data, done);
+        }
+        let c = &mut self.conns[conn as usize];
+        c.stats.recv_bytes += n;
+        c.stats.fragments_received += 1;
+        if done {
+            self.landing.free(buf);
+        }
+    }
+
+    /// Hand received bytes to the application: a whole message, or (streaming) one fragment.
+    /// `last` marks the message's final bytes.
+    fn deliver(&mut self, conn: ConnId, message_len: u64, offset: u64, data: Bytes, last: bool) {
+        let c = &mut self.conns[conn as usize];
+        if self.cfg.deliver_fragments {
+            self.events.push_back(Event::Fragment {
+                conn,
+                message_len,
+                offset,
+                data,
+            });
+        } else {
+            self.events.push_back(Event::Message { conn, data });
+        }
+        if last {
+            c.stats.messages_received += 1;
+        }
+    }
+
+    /// Grant landing buffers to `conn`'s pending RTSs, in order, while memory allows; ask the
+    /// driver for more registered memory when it does not.
+    fn grant_pending(&mut self, conn: ConnId) {
+        loop {
+            let c = &self.conns[conn as usize];
+            if c.failed || c.closed {
+                return;
+            }
+            let Some(&len) = c.pending_rts.front() else {
+                break;
+            };
+            let Some(buf) = self.landing.alloc(len, &mut self.pool) else {
+                if !self.waiting_memory.contains(&conn) {
+                    self.waiting_memory.push(conn);
+                }
+                if !self.memory_requested {
+                    self.memory_requested = true;
+                    let len = class_of(len).max(MR_CHUNK_BYTES);
+                    self.ops.push_back(Op::RegisterMemory { len });
+                }
+                return;
+            };
+            let c = &mut self.conns[conn as usize];
+            c.pending_rts.pop_front();
+            c.landings.push_back(Landing {
+                buf,
+                len,
+                received: 0,
+            });
+            let grant = Grant {
+                addr: buf.addr,
+                rkey: buf.rkey,
+            };
+            c.grants_out.push_back((grant, len));
+        }
+        self.wake_tx(conn);
+    }
+
+    fn on_ack(&mut self, now: Time, conn: ConnId, acked: Seq) {
+        self.conns[conn as usize].stats.acks_received += 1;
+        self.on_ack_inner(now, conn, acked);
+    }
+
+    fn on_ack_inner(&mut self, now: Time, conn: ConnId, acked: Seq) {
+        let c = &mut self.conns[conn as usize];
         let last_sent = c.next_tx_seq.add(u32::MAX);
         if !acked.serial_le(last_sent) {
             self.fail(
@@ -780,10 +1118,17 @@ impl Endpoint {
             c.ring.free(f.footprint);
             c.inflight_bytes -= f.payload_len;
             acked_bytes += f.payload_len;
-            newest = Some(f.posted_at);
+            // RTT samples come from payload only: a control frame's RTT has no serialization
+            // in it and would read as a smaller minimum, so full fragments would look queued.
+            if f.payload_len > 0 {
+                newest = Some(f.posted_at);
+            }
             if let Some(msg) = f.completes {
                 c.stats.messages_sent += 1;
                 self.events.push_back(Event::Sent { conn, msg });
+            }
+            if f.fin {
+                c.fin_acked = true;
             }
             c.inflight.pop_front();
         }
@@ -796,11 +1141,12 @@ impl Endpoint {
             .map(|f| f.posted_at + self.cfg.ack_timeout);
         self.timers.set(conn, deadline);
         self.wake_tx(conn);
+        self.maybe_closed(conn);
     }
 
     fn wake_tx(&mut self, conn: ConnId) {
         let c = &mut self.conns[conn as usize];
-        if !c.in_tx_ready && !c.queue.is_empty() && !c.failed {
+        if !c.in_tx_ready && !c.failed && !c.closed && c.has_tx_work() {
             c.in_tx_ready = true;
             self.tx_ready.push_back(conn);
         }
@@ -814,28 +1160,58 @@ impl Endpoint {
         }
     }
 
-    /// Fail `conn`: reclaim its rings, fail every pending message, ask for a QP reset.
+    /// Finish a close when both FINs are through, everything sent was ACKed and the last
+    /// ACK SEND has completed: the peer has nothing more to hear from this QP.
+    fn maybe_closed(&mut self, conn: ConnId) {
+        let c = &mut self.conns[conn as usize];
+        let done = c.fin_acked
+            && c.fin_received
+            && c.inflight.is_empty()
+            && c.sq_outstanding == 0
+            && !c.ack_due
+            && c.landings.is_empty()
+            && c.pending_rts.is_empty()
+            && c.grants_out.is_empty();
+        if !done || c.closed || c.failed {
+            return;
+        }
+        c.closed = true;
+        let qpn = c.setup.qpn;
+        let buffers = (c.setup.send_ring, c.setup.recv_buffers);
+        self.by_qp.remove(&qpn);
+        self.timers.set(conn, None);
+        self.spare_buffers.push(buffers);
+        self.events.push_back(Event::Closed { conn });
+        self.ops.push_back(Op::ReleaseQp { qpn });
+    }
+
+    /// Fail `conn`: reclaim its buffers, fail every pending message, ask for a QP reset.
     fn fail(&mut self, conn: ConnId, error: XrdmaError) {
         let c = &mut self.conns[conn as usize];
-        if c.failed {
+        if c.failed || c.closed {
             return;
         }
         c.failed = true;
         let mut pending: Vec<MsgId> = Vec::new();
-        for f in c.inflight.drain(..) {
-            if pending.last() != Some(&f.msg) {
-                pending.push(f.msg);
-            }
-        }
-        for m in c.queue.drain(..) {
-            if pending.last() != Some(&m.id) {
-                pending.push(m.id);
+        // In flight first (oldest first), then queued; an RTS sent ahead names a queued
+        // message, which is failed once.
+        let ids = c.inflight.drain(..).filter_map(|f| f.msg);
+        for m in ids.chain(c.queue.drain(..).map(|m| m.id)) {
+            if !pending.contains(&m) {
+                pending.push(m);
             }
         }
         c.inflight_bytes = 0;
         c.ring.reset();
-        c.assembling = None;
+        c.pending_rts.clear();
+        c.grants_out.clear();
         c.ack_due = false;
+        let landings: Vec<Region> = c.landings.drain(..).map(|l| l.buf).collect();
+        let qpn = c.setup.qpn;
+        for buf in landings {
+            self.landing.free(buf);
+        }
+        self.waiting_memory.retain(|&w| w != conn);
         self.timers.set(conn, None);
         for msg in pending {
             self.events.push_back(Event::SendFailed {
@@ -846,20 +1222,6 @@ impl Endpoint {
         }
         self.events
             .push_back(Event::ConnectionFailed { conn, error });
-        self.ops.push_back(Op::ResetQp { qpn: c.setup.qpn });
-    }
-}
-
-fn recv_op(conn: ConnId, s: &ConnSetup) -> Op {
-    Op::PostRecv {
-        qpn: s.qpn,
-        wr: RecvWr {
-            wr_id: wr_id(conn, KIND_RECV),
-            sge: Sge {
-                addr: s.recv_ring.addr,
-                len: 0,
-                lkey: s.recv_ring.lkey,
-            },
-        },
+        self.ops.push_back(Op::ResetQp { qpn });
     }
 }

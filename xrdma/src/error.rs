@@ -67,7 +67,8 @@ pub enum XrdmaError {
         /// The newest fragment sent.
         last_sent: Seq,
     },
-    /// A fragment's header was inconsistent with the message being reassembled.
+    /// A frame or fragment was inconsistent with the protocol state (bad header, data with no
+    /// granted landing buffer, more bytes than the message has).
     #[error("connection {conn}: malformed fragment: {reason}")]
     MalformedFragment {
         /// The connection.
@@ -78,6 +79,13 @@ pub enum XrdmaError {
     /// The connection failed earlier; nothing more can be sent on it.
     #[error("connection {conn} has failed")]
     ConnectionFailed {
+        /// The connection.
+        conn: ConnId,
+    },
+    /// The connection was closed ([`crate::Endpoint::close`], or by the peer); nothing more
+    /// can be sent on it.
+    #[error("connection {conn} is closed")]
+    ConnectionClosed {
         /// The connection.
         conn: ConnId,
     },

@@ -1,10 +1,11 @@
-//! Message fragmentation and the fragment header.
+//! Message fragmentation and the frame header.
 //!
-//! A message larger than the fragment size (64 KiB by default, XRDMA's flow-control unit) is
-//! split into fragments of exactly that size plus one shorter tail; a message of 0 bytes is one
-//! fragment of 0 bytes, so every message costs at least one fragment and one sequence number.
-//! Each fragment travels as one RDMA WRITE with immediate; a message's first fragment starts
-//! with a [`MessageHeader`].
+//! A large message (above [`crate::Config::eager_limit`]) moves by rendezvous: its payload is
+//! RDMA WRITTEN into a landing buffer the receiver granted, in fragments of at most the
+//! fragment size (64 KiB by default, XRDMA's flow-control unit) plus one shorter tail, each
+//! fragment one RDMA WRITE with immediate. Small messages, and the rendezvous control frames
+//! (request to send, clear to send, close), travel as SENDs into pre-posted receive buffers,
+//! each starting with a [`MessageHeader`].
 
 /// Bytes of [`MessageHeader`] on the wire.
 pub const HEADER_LEN: usize = 16;
@@ -35,45 +36,121 @@ pub fn fragment_count(len: u64, fragment_size: u64) -> u64 {
     }
 }
 
-/// The 16-byte header in front of a message's first fragment. Later fragments carry payload
-/// only; the receiver knows where a message ends from the length, and the sequence number
-/// (the immediate data) orders the fragments.
+/// What a SEND carries (bits 8..16 of the header's flags word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameKind {
+    /// A whole small message: the header, then `message_len` payload bytes.
+    Eager,
+    /// Request to send: a large message of `message_len` bytes waits for a landing buffer.
+    Rts,
+    /// Clear to send: the answer to the oldest unanswered RTS; a [`Grant`] follows the header
+    /// and `message_len` repeats the granted length.
+    Cts,
+    /// The sender has sent its last frame on this connection (graceful close).
+    Fin,
+}
+
+impl FrameKind {
+    fn code(self) -> u32 {
+        match self {
+            FrameKind::Eager => 0,
+            FrameKind::Rts => 1,
+            FrameKind::Cts => 2,
+            FrameKind::Fin => 3,
+        }
+    }
+
+    fn from_code(c: u32) -> Option<Self> {
+        Some(match c {
+            0 => FrameKind::Eager,
+            1 => FrameKind::Rts,
+            2 => FrameKind::Cts,
+            3 => FrameKind::Fin,
+            _ => return None,
+        })
+    }
+}
+
+/// The 16-byte header at the start of every SEND that carries a frame (zero-length SENDs are
+/// pure ACKs and carry none).
 ///
 /// Layout (big-endian): bytes 0..8 the message length; bytes 8..12 a cumulative ACK of the
 /// other direction (the newest in-order sequence number received), valid when bit 0 of bytes
-/// 12..16 is set. Carrying the ACK on data saves the separate ACK SEND whenever a reply is
-/// ready when the request arrives (request/response, ping-pong).
+/// 12..16 is set; bits 8..16 of bytes 12..16 the [`FrameKind`]. Carrying the ACK on a frame
+/// saves the separate ACK SEND whenever a reply is ready when the request arrives
+/// (request/response, ping-pong).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MessageHeader {
-    /// Length of the whole message, bytes.
+    /// What the frame is.
+    pub kind: FrameKind,
+    /// Length of the whole message, bytes (0 for [`FrameKind::Fin`]).
     pub message_len: u64,
     /// A piggybacked cumulative ACK of the reverse direction.
     pub ack: Option<crate::Seq>,
 }
 
 const ACK_VALID: u32 = 1;
+const KIND_SHIFT: u32 = 8;
 
 impl MessageHeader {
     /// Encode to the wire layout.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[..8].copy_from_slice(&self.message_len.to_be_bytes());
+        let mut flags = self.kind.code() << KIND_SHIFT;
         if let Some(ack) = self.ack {
             b[8..12].copy_from_slice(&ack.to_wire());
-            b[12..].copy_from_slice(&ACK_VALID.to_be_bytes());
+            flags |= ACK_VALID;
         }
+        b[12..].copy_from_slice(&flags.to_be_bytes());
         b
     }
 
-    /// Decode from the wire layout; `None` when fewer than [`HEADER_LEN`] bytes are given.
+    /// Decode from the wire layout; `None` when fewer than [`HEADER_LEN`] bytes are given or
+    /// the kind is unknown.
     pub fn decode(bytes: &[u8]) -> Option<MessageHeader> {
         let m: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
         let a: [u8; 4] = bytes.get(8..12)?.try_into().ok()?;
         let f: [u8; 4] = bytes.get(12..HEADER_LEN)?.try_into().ok()?;
-        let ack = (u32::from_be_bytes(f) & ACK_VALID != 0).then(|| crate::Seq::from_wire(a));
+        let flags = u32::from_be_bytes(f);
+        let ack = (flags & ACK_VALID != 0).then(|| crate::Seq::from_wire(a));
         Some(MessageHeader {
+            kind: FrameKind::from_code((flags >> KIND_SHIFT) & 0xFF)?,
             message_len: u64::from_be_bytes(m),
             ack,
+        })
+    }
+}
+
+/// Bytes of a [`Grant`] on the wire.
+pub const GRANT_LEN: usize = 12;
+
+/// Where the receiver lets a large message land: the body of a CTS frame. Layout
+/// (big-endian): bytes 0..8 the virtual address, bytes 8..12 the remote key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// Virtual address of the landing buffer in the receiver's address space.
+    pub addr: u64,
+    /// Remote key of the MR that holds it.
+    pub rkey: u32,
+}
+
+impl Grant {
+    /// Encode to the wire layout.
+    pub fn encode(&self) -> [u8; GRANT_LEN] {
+        let mut b = [0u8; GRANT_LEN];
+        b[..8].copy_from_slice(&self.addr.to_be_bytes());
+        b[8..].copy_from_slice(&self.rkey.to_be_bytes());
+        b
+    }
+
+    /// Decode from the wire layout; `None` when fewer than [`GRANT_LEN`] bytes are given.
+    pub fn decode(bytes: &[u8]) -> Option<Grant> {
+        let a: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
+        let k: [u8; 4] = bytes.get(8..GRANT_LEN)?.try_into().ok()?;
+        Some(Grant {
+            addr: u64::from_be_bytes(a),
+            rkey: u32::from_be_bytes(k),
         })
     }
 }
@@ -117,6 +194,7 @@ mod tests {
     #[test]
     fn header_round_trip_is_big_endian() {
         let h = MessageHeader {
+            kind: FrameKind::Eager,
             message_len: 0x0102,
             ack: None,
         };
@@ -125,11 +203,38 @@ mod tests {
         assert_eq!(MessageHeader::decode(&b), Some(h));
         assert_eq!(MessageHeader::decode(&b[..15]), None);
         let h = MessageHeader {
+            kind: FrameKind::Cts,
             message_len: 3,
             ack: Some(crate::Seq(0xFFFF_FFFF)),
         };
         let b = h.encode();
-        assert_eq!(&b[8..], &[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 1]);
+        // flags = kind 2 << 8 | ACK_VALID = 0x0000_0201
+        assert_eq!(&b[8..], &[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 2, 1]);
         assert_eq!(MessageHeader::decode(&b), Some(h));
+    }
+
+    #[test]
+    fn unknown_kinds_do_not_decode() {
+        let mut b = MessageHeader {
+            kind: FrameKind::Fin,
+            message_len: 0,
+            ack: None,
+        }
+        .encode();
+        assert_eq!(b[14], 3);
+        b[14] = 4;
+        assert_eq!(MessageHeader::decode(&b), None);
+    }
+
+    #[test]
+    fn grant_round_trip_is_big_endian() {
+        let g = Grant {
+            addr: 0x0102_0304_0506_0708,
+            rkey: 0x0A0B_0C0D,
+        };
+        let b = g.encode();
+        assert_eq!(b, [1, 2, 3, 4, 5, 6, 7, 8, 0x0A, 0x0B, 0x0C, 0x0D]);
+        assert_eq!(Grant::decode(&b), Some(g));
+        assert_eq!(Grant::decode(&b[..11]), None);
     }
 }

@@ -1,14 +1,17 @@
 //! # xrdma — the sans-IO core of an RDMA message middleware
 //!
 //! Modelled on the XRDMA library behind Alibaba's Pangu, ESSD and PolarDB: applications send
-//! and receive whole messages; the core splits them into fragments, carries a sequence number
-//! in each fragment's immediate data, keeps every send buffer until the receiver ACKs it, and
-//! paces a per-connection send window that grows with RTT history and shrinks on ECN.
+//! and receive whole messages; the core sends small ones eagerly into pre-posted receive
+//! buffers and large ones by rendezvous (RDMA WRITE into a landing buffer the receiver
+//! grants, in fragments), carries a sequence number in each frame's and fragment's immediate
+//! data, keeps every send buffer until the receiver ACKs it, paces a per-connection send window
+//! that grows with RTT history and shrinks on ECN, and keeps closed connections' QPs in a QP
+//! cache for reuse.
 //!
 //! The core never reads a clock, sleeps, spawns threads or uses `unsafe`: every input carries
 //! `now` ([`Time`], picoseconds) and every output is plain data (work requests for a
 //! [`Transport`]). Backends implement [`Transport`]: the packet-level simulator
-//! (`xrdma-sim`) and, later, real ibverbs.
+//! (`xrdma-sim`) and real ibverbs (`xrdma-verbs`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -23,7 +26,9 @@ pub mod config;
 pub mod driver;
 pub mod endpoint;
 pub mod error;
+pub mod event;
 pub mod fragment;
+pub mod landing;
 pub mod mr_pool;
 pub mod qp_cache;
 pub mod ring;
@@ -32,6 +37,7 @@ pub mod timer;
 pub mod window;
 
 pub use config::{Config, ConfigError, MR_CHUNK_BYTES};
-pub use endpoint::{ConnSetup, ConnStats, Endpoint, Event, MsgId, Op, RemoteRing};
+pub use endpoint::Endpoint;
 pub use error::{ConnId, XrdmaError};
+pub use event::{ConnSetup, ConnStats, Event, MsgId, Op};
 pub use seq::Seq;

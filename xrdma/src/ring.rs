@@ -1,11 +1,9 @@
-//! The per-connection fragment ring.
+//! The per-connection staging ring.
 //!
-//! The sender stages each fragment in its own ring and RDMA WRITEs it to the same offset of the
-//! receiver's ring of equal size. Both sides place fragments with the same rule — at the
-//! cursor, or at offset 0 when the fragment would run past the end — so the receiver derives
-//! where a fragment landed from its length alone (send and receive windows kept in step).
-//! The sender frees space in FIFO order when the receiver's ACK arrives; the receiver copies a
-//! fragment out as soon as it arrives, so its side needs only the cursor.
+//! The sender copies each frame and fragment into its connection's registered staging ring
+//! before posting it, at the cursor, or at offset 0 when it would run past the end. It frees
+//! space in FIFO order when the receiver's ACK arrives, so a buffer is never reused while the
+//! NIC may still read it (send and receive windows kept in step).
 
 /// Placement of one fragment in the ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,7 +14,7 @@ pub struct Slot {
     pub footprint: u64,
 }
 
-/// The placement rule shared by both ends: the cursor, or 0 when `len` does not fit before
+/// The placement rule: the cursor, or 0 when `len` does not fit before
 /// the end. Returns the slot and the new cursor.
 pub fn place(cursor: u64, len: u64, ring_len: u64) -> (Slot, u64) {
     if cursor + len > ring_len {
@@ -39,7 +37,7 @@ pub fn place(cursor: u64, len: u64, ring_len: u64) -> (Slot, u64) {
     }
 }
 
-/// The sender's view of a ring: which bytes are still waiting for an ACK.
+/// The sender's staging ring: which bytes are still waiting for an ACK.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SendRing {
     len: u64,

@@ -32,22 +32,36 @@ struct World {
 
 impl World {
     fn new(cfg: Config) -> World {
-        let mut pair = Pair::new();
-        let mut eps = [
+        let pair = Pair::new();
+        let eps = [
             Endpoint::new(cfg.clone()).unwrap(),
             Endpoint::new(cfg).unwrap(),
         ];
-        let a = driver::open(&mut eps[0], &mut pair.side(0)).unwrap();
-        let b = driver::open(&mut eps[1], &mut pair.side(1)).unwrap();
-        let ca = driver::establish(&mut eps[0], &mut pair.side(0), a, &b.info, 1).unwrap();
-        let cb = driver::establish(&mut eps[1], &mut pair.side(1), b, &a.info, 0).unwrap();
-        World {
+        let mut w = World {
             pair,
             eps,
             apps: Default::default(),
-            conns: [ca, cb],
+            conns: [0, 0],
             scratch: TurnScratch::default(),
-        }
+        };
+        w.connect();
+        w
+    }
+
+    /// Connect a new QP pair between the two endpoints; returns whether each side's QP came
+    /// from its QP cache.
+    fn connect(&mut self) -> [bool; 2] {
+        let (e0, e1) = self.eps.split_at_mut(1);
+        let a = driver::open(&mut e0[0], &mut self.pair.side(0)).unwrap();
+        let b = driver::open(&mut e1[0], &mut self.pair.side(1)).unwrap();
+        let ca = driver::establish(&mut e0[0], &mut self.pair.side(0), a, &b.info, 1).unwrap();
+        let cb = driver::establish(&mut e1[0], &mut self.pair.side(1), b, &a.info, 0).unwrap();
+        self.conns = [ca, cb];
+        [a.reused_qp, b.reused_qp]
+    }
+
+    fn count(&self, h: usize, pred: impl Fn(&Event) -> bool) -> usize {
+        self.apps[h].events.iter().filter(|e| pred(e)).count()
     }
 
     /// Turn both hosts until no completion is left to handle.
@@ -149,7 +163,7 @@ fn missing_ack_times_out_with_a_typed_error_and_reclaims() {
         ..Config::default()
     };
     let mut w = World::new(cfg);
-    w.pair.drop_sends_from = Some(1); // host 1's ACKs vanish
+    w.pair.drop_acks_from = Some(1); // host 1's ACKs vanish
     let m = w.eps[0]
         .send(w.pair.now, w.conns[0], pattern(1000, 1))
         .unwrap();
@@ -215,7 +229,7 @@ fn window_limits_payload_in_flight() {
         ..Config::default()
     };
     let mut w = World::new(cfg);
-    w.pair.drop_sends_from = Some(1);
+    w.pair.drop_acks_from = Some(1);
     w.eps[0]
         .send(Time::ZERO, w.conns[0], pattern(40_000, 3))
         .unwrap();
@@ -232,7 +246,7 @@ fn a_window_below_the_fragment_size_shrinks_the_fragments() {
         ..Config::default()
     };
     let mut w = World::new(cfg);
-    w.pair.drop_sends_from = Some(1);
+    w.pair.drop_acks_from = Some(1);
     w.eps[0]
         .send(Time::ZERO, w.conns[0], pattern(100_000, 4))
         .unwrap();
@@ -351,4 +365,101 @@ fn a_reply_carries_the_ack_of_its_request() {
     assert_eq!((client.acks_piggybacked, client.acks_sent), (0, 1));
     assert_eq!((client.acks_received, client.messages_sent), (1, 1));
     assert_eq!(w.received(0), vec![pattern(64, 1)]);
+}
+
+#[test]
+fn small_messages_go_eager_and_large_ones_by_rendezvous() {
+    let mut w = World::new(Config::default());
+    // 4096 B is the eager limit: one SEND. 4097 B: RTS, CTS, one WRITE. 8 MiB: RTS, CTS and
+    // 8 MiB / 64 KiB = 128 WRITEs into a landing buffer that needs its own 8 MiB registration.
+    let sizes = [4096usize, 4097, 8 << 20];
+    for (i, &n) in sizes.iter().enumerate() {
+        w.eps[0]
+            .send(w.pair.now, w.conns[0], pattern(n, i as u8))
+            .unwrap();
+    }
+    w.settle();
+    let got = w.received(1);
+    assert_eq!(got.len(), 3);
+    for (i, &n) in sizes.iter().enumerate() {
+        assert_eq!(got[i], pattern(n, i as u8), "message {i} of {n} bytes");
+    }
+    let tx = w.eps[0].stats(w.conns[0]).unwrap();
+    let rx = w.eps[1].stats(w.conns[1]).unwrap();
+    assert_eq!((tx.eager_messages, tx.rendezvous_messages), (1, 2));
+    assert_eq!(rx.grants_sent, 2);
+    // Fragments: 1 eager + 1 + 128 WRITEs.
+    assert_eq!((tx.fragments_sent, rx.fragments_received), (130, 130));
+    assert_eq!(tx.messages_sent, 3);
+    // Landing buffers: a 64 KiB class for 4097 B and an 8 MiB class, both back in the pool.
+    let landing = w.eps[1].landing_pool();
+    assert_eq!(landing.carved_bytes(), (64 << 10) + (8 << 20));
+    assert_eq!(landing.in_use_bytes(), 0);
+}
+
+#[test]
+fn a_freed_landing_buffer_serves_the_next_message_of_its_class() {
+    let mut w = World::new(Config::default());
+    for i in 0..3u8 {
+        w.eps[0]
+            .send(w.pair.now, w.conns[0], pattern(1 << 20, i))
+            .unwrap();
+        w.settle();
+    }
+    assert_eq!(w.received(1).len(), 3);
+    // One 1 MiB class buffer carved once, reused by the second and third message.
+    assert_eq!(w.eps[1].landing_pool().carved_bytes(), 1 << 20);
+}
+
+#[test]
+fn close_drains_queued_messages_then_both_sides_close() {
+    let mut w = World::new(Config::default());
+    let (c0, c1) = (w.conns[0], w.conns[1]);
+    w.eps[0].send(w.pair.now, c0, pattern(100, 1)).unwrap();
+    w.eps[0].send(w.pair.now, c0, pattern(300_000, 2)).unwrap();
+    w.eps[1].send(w.pair.now, c1, pattern(5000, 3)).unwrap();
+    w.eps[0].close(c0).unwrap();
+    assert_eq!(
+        w.eps[0].send(w.pair.now, c0, pattern(1, 4)),
+        Err(XrdmaError::ConnectionClosed { conn: c0 })
+    );
+    w.settle();
+    // Everything queued before the close arrived, in order, on both sides.
+    assert_eq!(w.received(1), vec![pattern(100, 1), pattern(300_000, 2)]);
+    assert_eq!(w.received(0), vec![pattern(5000, 3)]);
+    assert_eq!(w.count(1, |e| matches!(e, Event::PeerClosed { .. })), 1);
+    for h in 0..2 {
+        assert_eq!(
+            w.count(h, |e| matches!(e, Event::Closed { .. })),
+            1,
+            "host {h}"
+        );
+        assert!(!w.eps[h].is_open(w.conns[h]));
+        assert_eq!(w.eps[h].qp_cache().len(), 1, "host {h}'s QP is cached");
+    }
+}
+
+#[test]
+fn a_new_connection_reuses_the_cached_qp_and_buffers() {
+    let mut w = World::new(Config::default());
+    let registered: Vec<u64> = (0..2)
+        .map(|h| w.eps[h].mr_pool().registered_bytes())
+        .collect();
+    let old = w.conns;
+    w.eps[0].close(old[0]).unwrap();
+    w.settle();
+    assert_eq!(w.connect(), [true, true]);
+    assert_ne!(w.conns, old);
+    w.eps[1]
+        .send(w.pair.now, w.conns[1], pattern(70_000, 9))
+        .unwrap();
+    w.settle();
+    assert_eq!(w.received(0), vec![pattern(70_000, 9)]);
+    // The reused connection carved no new staging ring or receive buffers, and host 0's
+    // 128 KiB landing buffer for the 70 000-byte message fit the first 4 MiB chunk
+    // (320 KiB ring + 1040 KiB receive buffers + 128 KiB < 4 MiB): nothing new registered.
+    for (h, before) in registered.iter().enumerate() {
+        assert_eq!(w.eps[h].mr_pool().registered_bytes(), *before, "host {h}");
+    }
+    assert_eq!(w.eps[0].qp_cache().hits(), 1);
 }

@@ -1,5 +1,6 @@
 //! A two-host in-memory transport for core tests: every WR completes instantly and in order,
-//! with real bytes copied between registered memory. Knobs drop traffic to test timeouts.
+//! with real bytes copied between registered memory (WRITEs to their remote address, SENDs into
+//! the receive buffer of the oldest posted receive). Knobs drop traffic to test timeouts.
 
 #![allow(dead_code)]
 
@@ -24,8 +25,8 @@ struct Qp {
 pub struct Pair {
     pub hosts: [Host; 2],
     pub now: Time,
-    /// Swallow SENDs (the ACKs) from this host.
-    pub drop_sends_from: Option<usize>,
+    /// Swallow zero-length SENDs (the separate ACKs) from this host.
+    pub drop_acks_from: Option<usize>,
 }
 
 const MR_SHIFT: u32 = 40;
@@ -35,7 +36,7 @@ impl Pair {
         Pair {
             hosts: [Host::default(), Host::default()],
             now: Time::ZERO,
-            drop_sends_from: None,
+            drop_acks_from: None,
         }
     }
 
@@ -123,8 +124,9 @@ impl Transport for Side<'_> {
                     op: "post_send",
                 })?;
         let data = self.read(wr.sge.addr, wr.sge.len as usize)?.to_vec();
-        let dropped =
-            wr.opcode == SendOpcode::SendWithImm && self.pair.drop_sends_from == Some(self.h);
+        let dropped = wr.opcode == SendOpcode::SendWithImm
+            && data.is_empty()
+            && self.pair.drop_acks_from == Some(self.h);
         if !dropped {
             if wr.opcode == SendOpcode::RdmaWriteWithImm {
                 let (m, o) = locate(wr.remote_addr);
@@ -134,6 +136,16 @@ impl Transport for Side<'_> {
             let Some(recv) = recv else {
                 panic!("RNR: no receive posted on host {peer} QP {rq}")
             };
+            if wr.opcode != SendOpcode::RdmaWriteWithImm && !data.is_empty() {
+                assert!(
+                    data.len() <= recv.sge.len as usize,
+                    "a {}-byte SEND into a {}-byte receive buffer",
+                    data.len(),
+                    recv.sge.len
+                );
+                let (m, o) = locate(recv.sge.addr);
+                self.pair.hosts[peer].mrs[m][o..o + data.len()].copy_from_slice(&data);
+            }
             let opcode = if wr.opcode == SendOpcode::RdmaWriteWithImm {
                 WcOpcode::RecvRdmaWithImm
             } else {
