@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod bootstrap;
 pub mod conformance;
 pub mod fabric;
 pub mod incast;
