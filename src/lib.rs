@@ -9,6 +9,7 @@ pub mod bootstrap;
 pub mod conformance;
 pub mod fabric;
 pub mod incast;
+pub mod rank_run;
 pub mod sim_config;
 pub mod sim_run;
 pub mod tools;

@@ -39,6 +39,10 @@ enum Command {
         /// Where to run it.
         #[arg(long, value_enum, default_value_t = Backend::Sim)]
         backend: Backend,
+        /// Run only this rank of the scenario's `verbs.ranks` (with `--backend verbs`): the
+        /// receiver's rank writes the report, the others hand their records to it.
+        #[arg(long)]
+        rank: Option<u32>,
     },
     /// Check a scenario file (parse, units, ranges, PFC headroom) without running it.
     Validate {
@@ -189,6 +193,37 @@ fn run_scenario(
     }
 }
 
+/// Run rank `rank` of `sc`: the receiver's rank returns the merged result; another rank
+/// prints one line and returns `None`.
+#[cfg(feature = "verbs")]
+fn run_rank(sc: &xrdma_scenario::Scenario, rank: u32) -> Result<Option<xrdma_reports::RunResult>> {
+    use xrdma_testbed::rank_run::{run_rank, RankOutcome};
+    match run_rank(sc, rank)? {
+        RankOutcome::Report(r) => Ok(Some(*r)),
+        RankOutcome::Sent {
+            rank,
+            to_rank,
+            senders,
+            acked,
+            messages,
+        } => {
+            println!(
+                "rank {rank}: {senders} sender(s), {acked}/{messages} messages ACKed; records \
+                 handed to rank {to_rank}, which writes the report"
+            );
+            Ok(None)
+        }
+    }
+}
+
+#[cfg(not(feature = "verbs"))]
+fn run_rank(
+    _sc: &xrdma_scenario::Scenario,
+    _rank: u32,
+) -> Result<Option<xrdma_reports::RunResult>> {
+    no_verbs()
+}
+
 /// Set for the child processes of `xrdma bench`, which print their row without the header.
 const BENCH_CHILD: &str = "XRDMA_BENCH_CHILD";
 
@@ -226,8 +261,12 @@ fn real_main() -> Result<ExitCode> {
             seed,
             csv,
             backend,
+            rank,
         } => {
             backend.require()?;
+            if rank.is_some() && backend != Backend::Verbs {
+                bail!("--rank runs one process of a multi-process run: it needs --backend verbs");
+            }
             let mut sc = xrdma_scenario::load(&scenario)?;
             if let Some(seed) = seed {
                 let mut s = sc.sim_or_default();
@@ -255,7 +294,13 @@ fn real_main() -> Result<ExitCode> {
                 "the RDMA device"
             };
             eprintln!("running {} on {on} ...", scenario.display());
-            let result = run_scenario(backend, &sc)?;
+            let result = match rank {
+                None => run_scenario(backend, &sc)?,
+                Some(r) => match run_rank(&sc, r)? {
+                    Some(result) => result,
+                    None => return Ok(ExitCode::SUCCESS),
+                },
+            };
             let files = xrdma_reports::write_run_dir(&out, &result, csv)
                 .with_context(|| format!("writing results to {}", out.display()))?;
             print!("{}", xrdma_reports::summary_table(&result));
