@@ -81,6 +81,16 @@ enum Command {
         /// Round trips run first and not measured.
         #[arg(long, default_value_t = 1_000)]
         warmup: u32,
+        /// Be the echo server of a two-process ping (`--backend verbs`): listen on `--bind`,
+        /// serve one client, exit.
+        #[arg(long, conflicts_with = "connect")]
+        server: bool,
+        /// The server's bootstrap address (TCP `IP:port`).
+        #[arg(long, default_value = tools::ping::DEFAULT_BIND, requires = "server")]
+        bind: std::net::SocketAddr,
+        /// Be the client of a two-process ping: connect to the server at `IP:port`.
+        #[arg(long)]
+        connect: Option<std::net::SocketAddr>,
     },
     /// One-way streaming throughput through xrdma, like `ib_write_bw` (MB/sec = MiB/s).
     Bw {
@@ -380,6 +390,9 @@ fn real_main() -> Result<ExitCode> {
             size,
             iters,
             warmup,
+            server,
+            bind,
+            connect,
         } => {
             backend.require()?;
             ensure_fits(size)?;
@@ -388,6 +401,14 @@ fn real_main() -> Result<ExitCode> {
                 iters,
                 warmup,
             };
+            if server || connect.is_some() {
+                if backend != Backend::Verbs {
+                    bail!(
+                        "--server and --connect run a two-process ping: they need --backend verbs"
+                    );
+                }
+                return ping_two_process(server.then_some(bind), connect, &opts);
+            }
             let r = match backend {
                 Backend::Sim => tools::ping::run(&mut tools::sim_fabric()?, &opts)?,
                 #[cfg(feature = "verbs")]
@@ -495,6 +516,54 @@ fn real_main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The two ends of a two-process ping on the RDMA device: `server` = Some(bind address), or
+/// `connect` = Some(server address).
+#[cfg(feature = "verbs")]
+fn ping_two_process(
+    server: Option<std::net::SocketAddr>,
+    connect: Option<std::net::SocketAddr>,
+    opts: &tools::ping::PingOptions,
+) -> Result<ExitCode> {
+    let section = xrdma_scenario::VerbsSection {
+        run_timeout: TOOL_TIMEOUT,
+        ..Default::default()
+    };
+    let mut fabric = xrdma_testbed::verbs_fabric::VerbsFabric::new(1, &section)?;
+    let wait = std::time::Duration::from_secs(TOOL_TIMEOUT.as_ps() / 1_000_000_000_000);
+    if let Some(bind) = server {
+        let r = tools::ping::serve(&mut fabric, bind, wait)?;
+        println!(
+            "xrdma ping server: echoed {} message(s) for the client at {}",
+            r.echoed, r.client
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(addr) = connect else {
+        bail!("a two-process ping needs --server or --connect ADDR");
+    };
+    let r = tools::ping::connect(&mut fabric, addr, wait, opts)?;
+    println!(
+        "xrdma ping (verbs, two processes, server {addr}): half round trip (RTT/2), one xrdma \
+         connection"
+    );
+    println!("{}", tools::stats::LatencyStats::header());
+    println!("{}", r.stats.row());
+    println!(
+        "driver rounds per round trip: {:.1} (client turns per exchange)",
+        r.rounds_per_rtt
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "verbs"))]
+fn ping_two_process(
+    _server: Option<std::net::SocketAddr>,
+    _connect: Option<std::net::SocketAddr>,
+    _opts: &tools::ping::PingOptions,
+) -> Result<ExitCode> {
+    no_verbs()
 }
 
 /// `xrdma idle` on the RDMA device: run and print the figures.

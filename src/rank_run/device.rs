@@ -164,6 +164,7 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
             p.send(&Frame::Start)?;
         }
         fabric.restart_clock();
+        let wall = Instant::now();
         let mut remote: Vec<Option<Vec<SenderRecord>>> = vec![None; peers.len()];
         let mut boot_errors: Vec<String> = Vec::new();
         let mut next_poll = Time::ZERO;
