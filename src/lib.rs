@@ -5,9 +5,11 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod bootstrap;
 pub mod conformance;
 pub mod fabric;
 pub mod incast;
+pub mod rank_run;
 pub mod sim_config;
 pub mod sim_run;
 pub mod tools;

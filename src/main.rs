@@ -39,6 +39,10 @@ enum Command {
         /// Where to run it.
         #[arg(long, value_enum, default_value_t = Backend::Sim)]
         backend: Backend,
+        /// Run only this rank of the scenario's `verbs.ranks` (with `--backend verbs`): the
+        /// receiver's rank writes the report, the others hand their records to it.
+        #[arg(long)]
+        rank: Option<u32>,
     },
     /// Check a scenario file (parse, units, ranges, PFC headroom) without running it.
     Validate {
@@ -77,6 +81,16 @@ enum Command {
         /// Round trips run first and not measured.
         #[arg(long, default_value_t = 1_000)]
         warmup: u32,
+        /// Be the echo server of a two-process ping (`--backend verbs`): listen on `--bind`,
+        /// serve one client, exit.
+        #[arg(long, conflicts_with = "connect")]
+        server: bool,
+        /// The server's bootstrap address (TCP `IP:port`).
+        #[arg(long, default_value = tools::ping::DEFAULT_BIND, requires = "server")]
+        bind: std::net::SocketAddr,
+        /// Be the client of a two-process ping: connect to the server at `IP:port`.
+        #[arg(long)]
+        connect: Option<std::net::SocketAddr>,
     },
     /// One-way streaming throughput through xrdma, like `ib_write_bw` (MB/sec = MiB/s).
     Bw {
@@ -189,6 +203,37 @@ fn run_scenario(
     }
 }
 
+/// Run rank `rank` of `sc`: the receiver's rank returns the merged result; another rank
+/// prints one line and returns `None`.
+#[cfg(feature = "verbs")]
+fn run_rank(sc: &xrdma_scenario::Scenario, rank: u32) -> Result<Option<xrdma_reports::RunResult>> {
+    use xrdma_testbed::rank_run::{run_rank, RankOutcome};
+    match run_rank(sc, rank)? {
+        RankOutcome::Report(r) => Ok(Some(*r)),
+        RankOutcome::Sent {
+            rank,
+            to_rank,
+            senders,
+            acked,
+            messages,
+        } => {
+            println!(
+                "rank {rank}: {senders} sender(s), {acked}/{messages} messages ACKed; records \
+                 handed to rank {to_rank}, which writes the report"
+            );
+            Ok(None)
+        }
+    }
+}
+
+#[cfg(not(feature = "verbs"))]
+fn run_rank(
+    _sc: &xrdma_scenario::Scenario,
+    _rank: u32,
+) -> Result<Option<xrdma_reports::RunResult>> {
+    no_verbs()
+}
+
 /// Set for the child processes of `xrdma bench`, which print their row without the header.
 const BENCH_CHILD: &str = "XRDMA_BENCH_CHILD";
 
@@ -226,8 +271,12 @@ fn real_main() -> Result<ExitCode> {
             seed,
             csv,
             backend,
+            rank,
         } => {
             backend.require()?;
+            if rank.is_some() && backend != Backend::Verbs {
+                bail!("--rank runs one process of a multi-process run: it needs --backend verbs");
+            }
             let mut sc = xrdma_scenario::load(&scenario)?;
             if let Some(seed) = seed {
                 let mut s = sc.sim_or_default();
@@ -255,7 +304,13 @@ fn real_main() -> Result<ExitCode> {
                 "the RDMA device"
             };
             eprintln!("running {} on {on} ...", scenario.display());
-            let result = run_scenario(backend, &sc)?;
+            let result = match rank {
+                None => run_scenario(backend, &sc)?,
+                Some(r) => match run_rank(&sc, r)? {
+                    Some(result) => result,
+                    None => return Ok(ExitCode::SUCCESS),
+                },
+            };
             let files = xrdma_reports::write_run_dir(&out, &result, csv)
                 .with_context(|| format!("writing results to {}", out.display()))?;
             print!("{}", xrdma_reports::summary_table(&result));
@@ -335,6 +390,9 @@ fn real_main() -> Result<ExitCode> {
             size,
             iters,
             warmup,
+            server,
+            bind,
+            connect,
         } => {
             backend.require()?;
             ensure_fits(size)?;
@@ -343,6 +401,14 @@ fn real_main() -> Result<ExitCode> {
                 iters,
                 warmup,
             };
+            if server || connect.is_some() {
+                if backend != Backend::Verbs {
+                    bail!(
+                        "--server and --connect run a two-process ping: they need --backend verbs"
+                    );
+                }
+                return ping_two_process(server.then_some(bind), connect, &opts);
+            }
             let r = match backend {
                 Backend::Sim => tools::ping::run(&mut tools::sim_fabric()?, &opts)?,
                 #[cfg(feature = "verbs")]
@@ -450,6 +516,54 @@ fn real_main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The two ends of a two-process ping on the RDMA device: `server` = Some(bind address), or
+/// `connect` = Some(server address).
+#[cfg(feature = "verbs")]
+fn ping_two_process(
+    server: Option<std::net::SocketAddr>,
+    connect: Option<std::net::SocketAddr>,
+    opts: &tools::ping::PingOptions,
+) -> Result<ExitCode> {
+    let section = xrdma_scenario::VerbsSection {
+        run_timeout: TOOL_TIMEOUT,
+        ..Default::default()
+    };
+    let mut fabric = xrdma_testbed::verbs_fabric::VerbsFabric::new(1, &section)?;
+    let wait = std::time::Duration::from_secs(TOOL_TIMEOUT.as_ps() / 1_000_000_000_000);
+    if let Some(bind) = server {
+        let r = tools::ping::serve(&mut fabric, bind, wait)?;
+        println!(
+            "xrdma ping server: echoed {} message(s) for the client at {}",
+            r.echoed, r.client
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(addr) = connect else {
+        bail!("a two-process ping needs --server or --connect ADDR");
+    };
+    let r = tools::ping::connect(&mut fabric, addr, wait, opts)?;
+    println!(
+        "xrdma ping (verbs, two processes, server {addr}): half round trip (RTT/2), one xrdma \
+         connection"
+    );
+    println!("{}", tools::stats::LatencyStats::header());
+    println!("{}", r.stats.row());
+    println!(
+        "driver rounds per round trip: {:.1} (client turns per exchange)",
+        r.rounds_per_rtt
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "verbs"))]
+fn ping_two_process(
+    _server: Option<std::net::SocketAddr>,
+    _connect: Option<std::net::SocketAddr>,
+    _opts: &tools::ping::PingOptions,
+) -> Result<ExitCode> {
+    no_verbs()
 }
 
 /// `xrdma idle` on the RDMA device: run and print the figures.

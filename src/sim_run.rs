@@ -1,9 +1,10 @@
 //! Running a scenario's workload on a [`Fabric`], and on the simulator by default.
 
 use crate::fabric::{Fabric, SimFabric};
-use crate::incast::{PayloadPool, Receiver, Role, Sender};
+use crate::incast::{Arrival, PayloadPool, Receiver, Role, Sender};
 use crate::sim_config::check;
 use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;
 use xrdma::driver::{self, TurnScratch};
@@ -77,8 +78,51 @@ pub fn run_on<F: Fabric>(
         let sender = Sender::new(h, conn, pool.clone(), incast.start, sizes.clone());
         apps.push(Role::Sender(sender));
     }
+    turn_loop(fabric, &mut eps, &mut apps, |_, _| true);
+    let wall_seconds = wall.elapsed().as_secs_f64();
+    let senders: Vec<SenderRecord> = apps
+        .iter()
+        .filter_map(|a| match a {
+            Role::Sender(s) => Some(SenderRecord::of(s)),
+            _ => None,
+        })
+        .collect();
+    let (arrivals, recv_errors) = receiver_view(&apps);
+    collect(
+        sc,
+        fabric,
+        seed,
+        &senders,
+        arrivals,
+        recv_errors,
+        wall_seconds,
+    )
+}
+
+/// The receiver's arrivals and errors among `apps` (empty when no app is the receiver).
+pub fn receiver_view(apps: &[Role]) -> (&[Arrival], &[String]) {
+    apps.iter()
+        .find_map(|a| match a {
+            Role::Receiver(r) => Some((&r.arrivals[..], &r.errors[..])),
+            _ => None,
+        })
+        .unwrap_or((&[], &[]))
+}
+
+/// The per-host turn loop every runner shares: host `i` of `fabric` runs endpoint `eps[i]`
+/// and application `apps[i]`. Gives every host a first turn, then lets the fabric move time
+/// and turns the hosts it names, until the fabric stops. The workload is settled when every
+/// app is [`Role::finished`] and `remote_settled(now, apps)` holds; the closure is asked only
+/// once the local apps are finished (a single-process run passes `|_, _| true`; a rank of a
+/// multi-process run asks its peers there).
+pub fn turn_loop<F: Fabric>(
+    fabric: &mut F,
+    eps: &mut [Endpoint],
+    apps: &mut [Role],
+    mut remote_settled: impl FnMut(Time, &[Role]) -> bool,
+) {
     let mut scratch = TurnScratch::default();
-    for h in 0..hosts {
+    for h in 0..fabric.hosts() {
         let now = fabric.now();
         let i = h as usize;
         let wake = driver::turn(
@@ -106,13 +150,62 @@ pub fn run_on<F: Fabric>(
             fabric.set_wake(h, wake.unwrap_or(Time::MAX));
         }
         ready.clear();
-        settled = apps.iter().all(Role::finished);
+        settled = apps.iter().all(Role::finished) && remote_settled(now, apps);
     }
-    let wall_seconds = wall.elapsed().as_secs_f64();
-    collect(sc, fabric, seed, &apps, wall_seconds)
 }
 
-fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+/// One message as its sender saw it, in a form another process can read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SentRecord {
+    /// Position in the sender's list.
+    pub index: u32,
+    /// Payload bytes.
+    pub size: u64,
+    /// XXH3-128 of the payload, 32 hex digits (JSON numbers cannot hold 128 bits).
+    pub digest: String,
+    /// When the receiver's ACK of its last fragment arrived, ps on the sender's clock
+    /// (`None`: never).
+    pub acked_ps: Option<u64>,
+}
+
+/// One sender's outcome: what the report needs from it, and what a rank of a multi-process
+/// run sends to the receiver's rank at the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SenderRecord {
+    /// The sender's scenario host.
+    pub host: u32,
+    /// The sizes it intended to send, bytes, in order.
+    pub sizes: Vec<u64>,
+    /// What it posted.
+    pub sent: Vec<SentRecord>,
+    /// Errors xrdma reported on it.
+    pub errors: Vec<String>,
+}
+
+impl SenderRecord {
+    /// The record of sender `s`.
+    pub fn of(s: &Sender) -> Self {
+        SenderRecord {
+            host: s.host,
+            sizes: s.sizes().to_vec(),
+            sent: s
+                .sent
+                .iter()
+                .map(|m| SentRecord {
+                    index: m.index,
+                    size: m.size,
+                    digest: format!("{:032x}", m.digest),
+                    acked_ps: m.acked.map(Time::as_ps),
+                })
+                .collect(),
+            errors: s.errors.clone(),
+        }
+    }
+}
+
+pub(crate) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     if a < b {
         let (x, y) = v.split_at_mut(b);
         (&mut x[a], &mut y[0])
@@ -122,45 +215,46 @@ fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     }
 }
 
-fn collect<F: Fabric>(
+/// The run's result from the senders' records and the receiver's arrivals and errors.
+///
+/// # Errors
+/// A workload without senders.
+pub fn collect<F: Fabric>(
     sc: &Scenario,
     fabric: &F,
     seed: u64,
-    apps: &[Role],
+    senders: &[SenderRecord],
+    receiver_arrivals: &[Arrival],
+    receiver_errors: &[String],
     wall_seconds: f64,
 ) -> Result<rep::RunResult> {
     let Workload::Incast(incast) = &sc.workload;
     let mut arrivals = BTreeMap::new();
     let mut duplicates = 0;
-    let mut errors = Vec::new();
-    for app in apps {
-        match app {
-            Role::Receiver(r) => {
-                for a in &r.arrivals {
-                    if arrivals.insert((a.sender, a.index), a.clone()).is_some() {
-                        duplicates += 1;
-                    }
-                }
-                errors.extend(r.errors.iter().cloned());
-            }
-            Role::Sender(s) => {
-                errors.extend(s.errors.iter().map(|e| format!("host {}: {e}", s.host)))
-            }
-            Role::Idle => {}
+    let mut errors: Vec<String> = receiver_errors.to_vec();
+    for a in receiver_arrivals {
+        if arrivals.insert((a.sender, a.index), a.clone()).is_some() {
+            duplicates += 1;
         }
+    }
+    for s in senders {
+        errors.extend(s.errors.iter().map(|e| format!("host {}: {e}", s.host)));
     }
     let mut messages = Vec::new();
     let (mut delivered, mut mismatches, mut missing) = (0, 0, 0);
-    for app in apps {
-        let Role::Sender(s) = app else { continue };
+    for s in senders {
         // One record per intended message, posted or not: a message the sender never got to
         // post (its connection failed first) is missing, not invisible.
-        for (index, &size) in s.sizes().iter().enumerate() {
+        for (index, &size) in s.sizes.iter().enumerate() {
             let index = index as u32;
             let sent = s.sent.iter().find(|m| m.index == index);
             let arrival = arrivals.remove(&(s.host, index));
             match (sent, &arrival) {
-                (Some(m), Some(a)) if a.digest == m.digest && a.size == m.size => delivered += 1,
+                (Some(m), Some(a))
+                    if format!("{:032x}", a.digest) == m.digest && a.size == m.size =>
+                {
+                    delivered += 1
+                }
                 (_, Some(_)) => mismatches += 1,
                 (_, None) => missing += 1,
             }
@@ -170,7 +264,7 @@ fn collect<F: Fabric>(
                 index,
                 size,
                 intended_ps: incast.start.as_ps(),
-                completed_ps: sent.and_then(|m| m.acked).map(Time::as_ps),
+                completed_ps: sent.and_then(|m| m.acked_ps),
                 delivered_ps: arrival.map(|a| a.at.as_ps()),
             });
         }

@@ -75,6 +75,13 @@ impl VerbsFabric {
         })
     }
 
+    /// Restart the clock at zero now (the run timeout then counts from here): ranks of a
+    /// multi-process run do this on the common `start`, so their clocks agree.
+    pub fn restart_clock(&mut self) {
+        self.start = Instant::now();
+        self.last_now.set(Time::ZERO);
+    }
+
     /// The device in use.
     pub fn device(&self) -> &Device {
         &self.device

@@ -8,12 +8,17 @@
 #
 # Runs on SOFTROCE_DEV (default rxe0; XRDMA_VERBS_* pick device and GID as for every verbs run),
 # each tool's output in RESULTS_DIR/figures/<tool>.txt:
-#   ping      xrdma ping --backend verbs --size 64B --iters FIG_PING_ITERS (10000) --warmup 1000
+#   ping      two processes, like ib_send_lat's server and client: `xrdma ping --backend verbs
+#             --server --bind 127.0.0.1:FIG_PING_PORT (18520)` and `xrdma ping --backend verbs
+#             --connect 127.0.0.1:FIG_PING_PORT --size 64B --iters FIG_PING_ITERS (10000)
+#             --warmup 1000` (ping.txt: the client, ping-server.txt: the server)
+#   ping-1p   the same ping with both ends in one process (`xrdma ping --backend verbs ...`)
 #   bw        xrdma bw --backend verbs --size 64KiB --iters FIG_BW_ITERS (5000)
 #   qp-setup  xrdma qp-setup --backend verbs --iters FIG_QP_ITERS (100)
 #   idle      xrdma idle --backend verbs --seconds FIG_IDLE_SECONDS (3)
 # and writes RESULTS_DIR/figures.env (key=value lines; µs, MiB/s as perftest's MB/sec, %):
 #   xrdma_half_rtt_64_typical_us  send_lat_typical_us  half_rtt_ratio      (target <= 1.2)
+#     (the two-process ping; xrdma_half_rtt_64_one_process_typical_us: the one-process one)
 #   xrdma_bw_64k_MBps             write_bw_64k_MBps    bw_ratio            (target >= 0.9)
 #   qp_setup_fresh_us             qp_setup_cached_us   qp_setup_speedup    (target >= 20)
 #   qp_setup_cached_without_reset_us (reference: the cached path when the reset is done at close)
@@ -43,7 +48,26 @@ tool() { # NAME ARGS...
   fi
   cat "$out/$name.txt"
 }
-tool ping ping --backend verbs --size 64B --iters "${FIG_PING_ITERS:-10000}" --warmup 1000
+ping_port=${FIG_PING_PORT:-18520}
+ping_args=(--size 64B --iters "${FIG_PING_ITERS:-10000}" --warmup 1000)
+echo "figures: ping: xrdma ping --backend verbs --server / --connect 127.0.0.1:$ping_port ${ping_args[*]}"
+timeout 300 "$xrdma" ping --backend verbs --server --bind "127.0.0.1:$ping_port" \
+  > "$out/ping-server.txt" 2>&1 &
+ping_server=$!
+# The client retries its connection until the server listens.
+if ! timeout 300 "$xrdma" ping --backend verbs --connect "127.0.0.1:$ping_port" "${ping_args[@]}" \
+  > "$out/ping.txt" 2>&1; then
+  echo "figures: ping (two processes) failed:" >&2
+  tail -n 20 "$out/ping.txt" >&2
+  failed=1
+fi
+if ! wait "$ping_server"; then
+  echo "figures: ping server failed:" >&2
+  tail -n 20 "$out/ping-server.txt" >&2
+  failed=1
+fi
+cat "$out/ping.txt" "$out/ping-server.txt"
+tool ping-1p ping --backend verbs "${ping_args[@]}"
 tool bw bw --backend verbs --size 64KiB --iters "${FIG_BW_ITERS:-5000}"
 tool qp-setup qp-setup --backend verbs --iters "${FIG_QP_ITERS:-100}"
 tool idle idle --backend verbs --seconds "${FIG_IDLE_SECONDS:-3}"
@@ -65,6 +89,7 @@ env_value() { # FILE KEY
 }
 
 half_rtt=$(column "$out/ping.txt" 't_typical[usec]')
+half_rtt_1p=$(column "$out/ping-1p.txt" 't_typical[usec]')
 bw=$(field "$out/bw.txt" 'average.MB.sec' 3)
 fresh=$(field "$out/qp-setup.txt" 'fresh_median' 2)
 cached=$(field "$out/qp-setup.txt" 'fresh_median' 3)
@@ -75,7 +100,7 @@ send_lat=$(env_value "$results/perftest.env" send_lat_typical_us)
 write_bw=$(env_value "$results/perftest.env" write_bw_64k_MBps)
 
 num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
-for v in half_rtt bw fresh cached speedup idle; do
+for v in half_rtt half_rtt_1p bw fresh cached speedup idle; do
   if ! num "${!v}"; then
     echo "figures: no figure for $v (see $out)" >&2
     failed=1
@@ -107,6 +132,8 @@ qp_setup_speedup=$speedup
   echo "half_rtt_ratio=$half_rtt_ratio"
   echo "half_rtt_ratio_target=<=1.2"
   echo "half_rtt_ratio_met=$(met "$half_rtt_ratio" '<=' 1.2)"
+  echo "xrdma_half_rtt_64_one_process_typical_us=$half_rtt_1p"
+  echo "half_rtt_one_process_ratio=$(ratio "$half_rtt_1p" "$send_lat")"
   echo "xrdma_bw_64k_MBps=$bw"
   echo "write_bw_64k_MBps=$write_bw"
   echo "bw_ratio=$bw_ratio"

@@ -12,6 +12,12 @@
 #                   `cargo test`, unchanged, on rxe0
 #   incast-8        `xrdma run --backend verbs scenarios/incast-8.yaml`: the shipped scenario,
 #                   unedited, writing the same report as on the simulator (RESULTS_DIR/incast-8)
+#   incast-8 ranks  incast-8.yaml as two processes on rxe0: the script writes a variant with a
+#                   `verbs.ranks` block (rank 0: the receiver on 127.0.0.1:18530, rank 1: the
+#                   eight senders on 127.0.0.1:18531) into RESULTS_DIR/incast-8-ranks/, runs
+#                   `xrdma run --backend verbs --rank 1` in the background and `--rank 0` in
+#                   the foreground, and passes when both exit 0 and rank 0's merged
+#                   result.json reports every message delivered intact
 #   perftest        ci/softroce/perftest.sh RESULTS_DIR (ib_send_lat, ib_write_lat, ib_write_bw)
 #   figures         ci/softroce/figures.sh RESULTS_DIR XRDMA_BIN: xrdma's ping, bw, qp-setup and
 #                   idle tools against perftest's figures (RESULTS_DIR/figures.env); passes when
@@ -54,6 +60,40 @@ done
 check conformance "$results/conformance.log" timeout 300 "$xrdma" conformance --backend verbs
 check incast-8 "$results/incast-8.log" \
   timeout 300 "$xrdma" run --backend verbs "$repo/scenarios/incast-8.yaml" --out "$results/incast-8"
+# incast-8.yaml as two processes: the shipped file with a `verbs.ranks` block appended.
+two_ranks() { # DIR
+  local dir=$1 scenario=$1/incast-8-ranks.yaml sender rc=0 want
+  mkdir -p "$dir"
+  if grep -q '^verbs:' "$repo/scenarios/incast-8.yaml"; then
+    echo "scenarios/incast-8.yaml has a verbs: block; this check appends its own" >&2
+    return 1
+  fi
+  {
+    cat "$repo/scenarios/incast-8.yaml"
+    printf '\n# Two processes: the receiver, and the eight senders.\n'
+    printf 'verbs:\n  ranks:\n'
+    printf '    - { address: "127.0.0.1:18530", hosts: [0] }\n'
+    printf '    - { address: "127.0.0.1:18531", hosts: [1, 2, 3, 4, 5, 6, 7, 8] }\n'
+  } > "$scenario"
+  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 1 --out "$dir/rank1" \
+    > "$dir/rank1.log" 2>&1 &
+  sender=$!
+  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 0 --out "$dir" || rc=$?
+  wait "$sender" || { echo "rank 1 failed: $(tail -n 5 "$dir/rank1.log")" >&2; rc=1; }
+  cat "$dir/rank1.log"
+  ((rc == 0)) || return 1
+  # 8 senders x 5 messages, every one delivered intact, none missing.
+  want=40
+  if ! grep -q "\"delivered\": $want," "$dir/result.json" ||
+    ! grep -q '"digest-mismatches": 0,' "$dir/result.json" ||
+    ! grep -q '"duplicates": 0,' "$dir/result.json" ||
+    ! grep -Eq '"missing": 0$' "$dir/result.json"; then
+    echo "result.json does not report all $want messages delivered intact" >&2
+    return 1
+  fi
+  echo "two ranks: all $want messages delivered intact (merged by rank 0)"
+}
+check "incast-8 ranks" "$results/incast-8-ranks.log" two_ranks "$results/incast-8-ranks"
 check perftest "$results/perftest.log" "$here/perftest.sh" "$results"
 check figures "$results/figures.log" "$here/figures.sh" "$results" "$xrdma"
 

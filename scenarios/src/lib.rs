@@ -40,7 +40,7 @@ pub use dcqcn_section::DcqcnSection;
 pub use error::{locate_key, Diagnostic, ScenarioError};
 pub use sim_section::{EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS};
 pub use topology_section::TopologySection;
-pub use verbs_section::VerbsSection;
+pub use verbs_section::{RankSpec, VerbsSection};
 pub use workload::{Incast, MessageSpec, Workload};
 pub use xrdma_section::{XrdmaSection, MIN_FRAGMENT_SIZE};
 
@@ -161,6 +161,10 @@ fn check_body(raw: RawBody) -> Result<Body, FieldError> {
                 raw.name
             ),
         ));
+    }
+    if let Some(v) = &raw.verbs {
+        v.check_hosts(raw.workload.hosts())
+            .map_err(|m| field_error("verbs", format!("ranks: {m}")))?;
     }
     Ok(Body {
         name: raw.name,

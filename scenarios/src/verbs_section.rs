@@ -6,14 +6,25 @@
 //!   port: 1             # default 1
 //!   gid-index: 1        # default: the first RoCE v2 IPv4-mapped GID
 //!   run-timeout: 60s    # wall-clock limit of one run; default 60 s
+//!   ranks:              # optional: run the scenario as several processes
+//!     - { address: "10.0.0.1:18515", hosts: [0] }        # rank 0: the receiver
+//!     - { address: "10.0.0.2:18515", hosts: [1, 2, 3] }  # rank 1: three senders
 //! ```
+//!
+//! `ranks` splits the workload's hosts over processes (`xrdma run --backend verbs FILE --rank
+//! R` runs rank R). Each rank lists the scenario hosts it runs and the `IP:port` its TCP
+//! bootstrap listener binds to; the ranks exchange QP addresses and rings there. Every
+//! workload host belongs to exactly one rank. Without `ranks` the whole scenario runs in one
+//! process.
 
 use crate::check::{deserialize_checked, field_error, FieldError};
 use crate::units::Span;
 use serde::{Deserialize, Deserializer};
+use std::net::SocketAddr;
 use xrdma::Time;
 
-/// Device, port and GID of the real-RDMA backend, and its run limit.
+/// Device, port and GID of the real-RDMA backend, its run limit, and how the hosts are split
+/// over processes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerbsSection {
     /// Device name (`rxe0`, `mlx5_0`); `None`: the first device.
@@ -24,6 +35,9 @@ pub struct VerbsSection {
     pub gid_index: Option<u32>,
     /// Wall-clock limit of one run; messages not finished by then are reported missing.
     pub run_timeout: Time,
+    /// The processes the scenario runs as, in rank order (rank = position); empty: one
+    /// process runs every host.
+    pub ranks: Vec<RankSpec>,
 }
 
 impl Default for VerbsSection {
@@ -33,7 +47,95 @@ impl Default for VerbsSection {
             port: None,
             gid_index: None,
             run_timeout: Time::from_ms(60_000),
+            ranks: Vec::new(),
         }
+    }
+}
+
+impl VerbsSection {
+    /// The rank that runs scenario host `host` (`None`: no rank lists it, or no `ranks`).
+    pub fn rank_of(&self, host: u32) -> Option<u32> {
+        self.ranks
+            .iter()
+            .position(|r| r.hosts.contains(&host))
+            .map(|p| p as u32)
+    }
+
+    /// Check `ranks` against a workload of `hosts` hosts (indices `0..hosts`): every host in
+    /// exactly one rank (uniqueness is already checked while parsing), and no rank listing a
+    /// host the workload does not have. No `ranks`: nothing to check.
+    ///
+    /// # Errors
+    /// A message naming the first host that is missing or out of range.
+    pub fn check_hosts(&self, hosts: u32) -> Result<(), String> {
+        if self.ranks.is_empty() {
+            return Ok(());
+        }
+        for (r, spec) in self.ranks.iter().enumerate() {
+            if let Some(h) = spec.hosts.iter().find(|&&h| h >= hosts) {
+                return Err(format!(
+                    "rank {r} lists host {h}, but the workload has hosts 0..={}",
+                    hosts.saturating_sub(1)
+                ));
+            }
+        }
+        if let Some(h) = (0..hosts).find(|&h| self.rank_of(h).is_none()) {
+            return Err(format!(
+                "workload host {h} is in no rank; every host 0..={} must be in exactly one",
+                hosts.saturating_sub(1)
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One process of a multi-process run: its bootstrap address and the hosts it runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankSpec {
+    /// Where this rank's TCP bootstrap listener binds and where the other ranks reach it
+    /// (`IP:port`, IPv4 or `[IPv6]:port`).
+    pub address: SocketAddr,
+    /// The scenario hosts this rank runs, non-empty, in the order written.
+    pub hosts: Vec<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RawRank {
+    address: String,
+    hosts: Vec<u32>,
+}
+
+fn check_rank(raw: RawRank) -> Result<RankSpec, FieldError> {
+    let address = raw.address.trim().parse::<SocketAddr>().map_err(|_| {
+        field_error(
+            "address",
+            format!(
+                "{:?} is not an `IP:port` address (e.g. \"10.0.0.1:18515\")",
+                raw.address
+            ),
+        )
+    })?;
+    if raw.hosts.is_empty() {
+        return Err(field_error("hosts", "a rank runs at least one host"));
+    }
+    let mut seen = raw.hosts.clone();
+    seen.sort_unstable();
+    if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+        return Err(field_error(
+            "hosts",
+            format!("host {} is listed twice", w[0]),
+        ));
+    }
+    Ok(RankSpec {
+        address,
+        hosts: raw.hosts,
+    })
+}
+
+impl<'de> Deserialize<'de> for RankSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked(d, "a rank `{ address, hosts }`", check_rank)
     }
 }
 
@@ -44,6 +146,8 @@ struct RawVerbs {
     port: Option<u8>,
     gid_index: Option<u32>,
     run_timeout: Option<Span>,
+    #[serde(default)]
+    ranks: Vec<RankSpec>,
 }
 
 fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
@@ -58,11 +162,28 @@ fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
     if run_timeout == Time::ZERO {
         return Err(field_error("run-timeout", "must be greater than 0"));
     }
+    for (i, a) in raw.ranks.iter().enumerate() {
+        for (j, b) in raw.ranks.iter().enumerate().skip(i + 1) {
+            if let Some(h) = b.hosts.iter().find(|h| a.hosts.contains(h)) {
+                return Err(field_error(
+                    "ranks",
+                    format!("host {h} is in rank {i} and rank {j}; a host runs in one rank"),
+                ));
+            }
+            if a.address == b.address {
+                return Err(field_error(
+                    "ranks",
+                    format!("ranks {i} and {j} both listen on {}", a.address),
+                ));
+            }
+        }
+    }
     Ok(VerbsSection {
         device: raw.device,
         port: raw.port,
         gid_index: raw.gid_index,
         run_timeout,
+        ranks: raw.ranks,
     })
 }
 
@@ -70,7 +191,7 @@ impl<'de> Deserialize<'de> for VerbsSection {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         deserialize_checked(
             d,
-            "the RDMA device `{ device, port, gid-index, run-timeout }`",
+            "the RDMA device `{ device, port, gid-index, run-timeout, ranks }`",
             check_verbs,
         )
     }

@@ -571,3 +571,72 @@ fn topology_block_takes_exactly_one_kind() {
     let e = err(&with("sim:\n  topology: { torus: {} }\n"));
     assert!(e.contains("unknown field `torus`"), "{e}");
 }
+
+#[test]
+fn verbs_ranks_split_hosts_over_processes() {
+    // `with` makes a 2-sender incast: hosts 0 (receiver), 1 and 2.
+    let s = ok(&with(
+        "verbs:\n  ranks:\n    - { address: \"127.0.0.1:18515\", hosts: [0] }\n    - { address: \"127.0.0.1:18516\", hosts: [2, 1] }\n",
+    ));
+    let v = s.verbs.unwrap();
+    assert_eq!(v.ranks.len(), 2);
+    assert_eq!(v.ranks[0].address, "127.0.0.1:18515".parse().unwrap());
+    assert_eq!(v.ranks[1].hosts, vec![2, 1]);
+    assert_eq!(v.rank_of(0), Some(0));
+    assert_eq!(v.rank_of(1), Some(1));
+    assert_eq!(v.rank_of(3), None);
+    // No ranks: one process, nothing to check.
+    assert!(ok(&with("verbs:\n  device: rxe0\n"))
+        .verbs
+        .unwrap()
+        .ranks
+        .is_empty());
+}
+
+#[test]
+fn verbs_ranks_errors_name_the_field_and_line() {
+    // Line 6 is the second rank; its `address` value is not IP:port.
+    let e = err(&with(
+        "verbs:\n  ranks:\n    - { address: \"127.0.0.1:18515\", hosts: [0] }\n    - { address: \"node1\", hosts: [1, 2] }\n",
+    ));
+    assert!(e.starts_with("scenarios/x.yaml:7:"), "{e}");
+    assert!(e.contains("verbs.ranks[1].address"), "{e}");
+    assert!(e.contains("\"node1\" is not an `IP:port` address"), "{e}");
+    // A host listed twice in one rank.
+    let e = err(&with(
+        "verbs:\n  ranks:\n    - { address: \"127.0.0.1:1\", hosts: [0, 1, 2, 1] }\n",
+    ));
+    assert!(e.contains("hosts: host 1 is listed twice"), "{e}");
+    // A host in two ranks.
+    let e = err(&with(
+        "verbs:\n  ranks:\n    - { address: \"127.0.0.1:1\", hosts: [0, 1] }\n    - { address: \"127.0.0.1:2\", hosts: [1, 2] }\n",
+    ));
+    assert!(
+        e.contains("verbs.ranks: host 1 is in rank 0 and rank 1"),
+        "{e}"
+    );
+    // A host in no rank (host 2), reported at the `verbs` key on line 4.
+    let e = err(&with(
+        "verbs:\n  ranks:\n    - { address: \"127.0.0.1:1\", hosts: [0, 1] }\n",
+    ));
+    assert!(
+        e.starts_with("scenarios/x.yaml:4:1: verbs: ranks: workload host 2 is in no rank"),
+        "{e}"
+    );
+    // A host the workload does not have (hosts are 0..=2).
+    let e = err(&with(
+        "verbs:\n  ranks:\n    - { address: \"127.0.0.1:1\", hosts: [0, 1, 2, 7] }\n",
+    ));
+    assert!(
+        e.contains("rank 0 lists host 7, but the workload has hosts 0..=2"),
+        "{e}"
+    );
+    // Two ranks on one address.
+    let e = err(&with(
+        "verbs:\n  ranks:\n    - { address: \"127.0.0.1:1\", hosts: [0] }\n    - { address: \"127.0.0.1:1\", hosts: [1, 2] }\n",
+    ));
+    assert!(
+        e.contains("ranks 0 and 1 both listen on 127.0.0.1:1"),
+        "{e}"
+    );
+}

@@ -5,13 +5,22 @@
 //! sends the next message in the same turn. Like `ib_send_lat`, the reported latency is half
 //! the round trip (perftest's latency tests report RTT/2 per iteration). The first `warmup`
 //! round trips are not counted.
+//!
+//! [`run`] puts both ends in one process (hosts 0 and 1 of a fabric). [`serve`] and
+//! [`connect`] split them over two processes, like `ib_send_lat`'s server and client: the
+//! server listens on a TCP address, the client connects, the two swap their
+//! [`xrdma::driver::ConnInfo`] through the bootstrap ([`crate::bootstrap`]) and the client
+//! measures on its own clock; when it is done it says `bye` and both exit.
 
 use super::stats::LatencyStats;
 use super::{connect_pair, drive};
+use crate::bootstrap::{content_hash, ConnRecord, Frame, Hello, Listener, Peer};
 use crate::fabric::Fabric;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
-use xrdma::driver::Application;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use xrdma::driver::{self, Application, ConnInfo, TurnScratch};
 use xrdma::{Config, ConnId, Endpoint, Event, Time};
 
 /// What to measure.
@@ -62,6 +71,18 @@ struct Client {
 }
 
 impl Client {
+    fn new(conn: ConnId, opts: &PingOptions) -> Self {
+        Client {
+            conn,
+            payload: payload(opts.size),
+            total: opts.warmup.saturating_add(opts.iters),
+            sent: 0,
+            outstanding: None,
+            rtts: Vec::with_capacity((opts.warmup as usize).saturating_add(opts.iters as usize)),
+            errors: Vec::new(),
+        }
+    }
+
     fn finished(&self) -> bool {
         !self.errors.is_empty() || (self.sent == self.total && self.outstanding.is_none())
     }
@@ -141,6 +162,175 @@ impl Application for Echo {
     }
 }
 
+/// The default bootstrap address of [`serve`] (`ib_send_lat` uses port 18515 as well).
+pub const DEFAULT_BIND: &str = "0.0.0.0:18515";
+
+/// What both ends of a two-process ping must agree on (tool version aside).
+fn hello(rank: u32) -> Hello {
+    Hello::new(
+        "ping",
+        &content_hash(b"xrdma ping: one connection, default Config, echo server"),
+        rank,
+    )
+}
+
+/// The client-server key of the ping's one connection: host 0 (client) -> host 1 (server).
+const CLIENT: u32 = 0;
+const SERVER: u32 = 1;
+
+/// What a ping server did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeReport {
+    /// The client's bootstrap address.
+    pub client: SocketAddr,
+    /// Messages echoed.
+    pub echoed: u64,
+}
+
+/// Turn host 0 of `fabric` (running `app` on `ep`) until `done(now, app)` holds or the fabric
+/// stops; `done` is asked once per round of turns. Returns the rounds run, or an error when
+/// the fabric stopped first.
+fn drive_one<F: Fabric, A: Application>(
+    fabric: &mut F,
+    ep: &mut Endpoint,
+    app: &mut A,
+    mut done: impl FnMut(Time, &A) -> bool,
+) -> Result<u64> {
+    let mut scratch = TurnScratch::default();
+    let mut ready: Vec<u32> = vec![0];
+    let mut settled = false;
+    let mut rounds = 0u64;
+    loop {
+        rounds += 1;
+        let now = fabric.now();
+        if !ready.is_empty() {
+            let wake = driver::turn(now, ep, &mut fabric.host(0), app, &mut scratch);
+            fabric.set_wake(0, wake.unwrap_or(Time::MAX));
+        }
+        ready.clear();
+        settled = settled || done(now, app);
+        if !fabric.advance(&mut ready, settled) {
+            break;
+        }
+    }
+    if !settled {
+        bail!(
+            "the {} fabric stopped at {} before the run finished",
+            fabric.backend(),
+            fabric.now()
+        );
+    }
+    Ok(rounds)
+}
+
+/// How often (fabric time) the server looks for the client's `bye`: a socket read is a
+/// system call, too costly for every busy-polling round.
+const BYE_POLL: Time = Time::from_ms(1);
+
+/// Serve one two-process ping on host 0 of `fabric`: listen on `bind`, wait (up to
+/// `timeout`) for a client, connect one xrdma connection through the bootstrap, echo every
+/// message until the client says `bye`.
+///
+/// # Errors
+/// Bootstrap failures (no client, other version), setup failures, a connection failure, or
+/// the fabric's run timeout.
+pub fn serve<F: Fabric>(
+    fabric: &mut F,
+    bind: SocketAddr,
+    timeout: Duration,
+) -> Result<ServeReport> {
+    let listener = Listener::bind(bind)?;
+    eprintln!("ping server: listening on {}", listener.local_addr());
+    let mut peer = listener.accept(Instant::now() + timeout, timeout)?;
+    peer.handshake(&hello(SERVER))?;
+    let mut ep = Endpoint::new(Config::default())?;
+    let half = driver::open(&mut ep, &mut fabric.host(0)).context("opening the server's QP")?;
+    let mine = half.info;
+    let theirs = peer.exchange_conns(vec![ConnRecord::new(CLIENT, SERVER, &mine)?], false)?;
+    let info: ConnInfo = theirs
+        .iter()
+        .find(|c| c.sender == CLIENT && c.receiver == SERVER)
+        .ok_or_else(|| anyhow!("the client sent no connection info"))?
+        .decode(peer.addr())?;
+    driver::establish(&mut ep, &mut fabric.host(0), half, &info, CLIENT)
+        .context("connecting the server's QP")?;
+    peer.send(&Frame::Start)?;
+    let mut echo = Echo::default();
+    let mut next_poll = Time::ZERO;
+    let mut failure = None;
+    drive_one(fabric, &mut ep, &mut echo, |now, e| {
+        if !e.errors.is_empty() {
+            return true;
+        }
+        if now < next_poll {
+            return false;
+        }
+        next_poll = now + BYE_POLL;
+        match peer.try_recv() {
+            Ok(None) => false,
+            Ok(Some(Frame::Bye)) => true,
+            Ok(Some(_)) => {
+                failure = Some(anyhow!("the client sent an unexpected frame"));
+                true
+            }
+            Err(e) => {
+                failure = Some(e.into());
+                true
+            }
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if let Some(e) = echo.errors.first() {
+        bail!("ping server failed: {e}");
+    }
+    Ok(ServeReport {
+        client: peer.addr(),
+        echoed: echo.echoed,
+    })
+}
+
+/// The client of a two-process ping: connect to the server at `server` (retrying until
+/// `timeout`, the server may start later), set up the connection through the bootstrap and
+/// run `opts` from host 0 of `fabric`, on this process's clock.
+///
+/// # Errors
+/// As [`run`], and bootstrap failures (no server, other version, closed early).
+pub fn connect<F: Fabric>(
+    fabric: &mut F,
+    server: SocketAddr,
+    timeout: Duration,
+    opts: &PingOptions,
+) -> Result<PingReport> {
+    if opts.iters == 0 {
+        bail!("--iters must be at least 1");
+    }
+    let mut peer = Peer::connect(server, Instant::now() + timeout, timeout)?;
+    peer.handshake(&hello(CLIENT))?;
+    let mut ep = Endpoint::new(Config::default())?;
+    let half = driver::open(&mut ep, &mut fabric.host(0)).context("opening the client's QP")?;
+    let mine = half.info;
+    let theirs = peer.exchange_conns(vec![ConnRecord::new(CLIENT, SERVER, &mine)?], true)?;
+    let info: ConnInfo = theirs
+        .iter()
+        .find(|c| c.sender == CLIENT && c.receiver == SERVER)
+        .ok_or_else(|| anyhow!("the server sent no connection info"))?
+        .decode(peer.addr())?;
+    let conn = driver::establish(&mut ep, &mut fabric.host(0), half, &info, SERVER)
+        .context("connecting the client's QP")?;
+    peer.expect("start")?;
+    let mut client = Client::new(conn, opts);
+    let rounds = drive_one(fabric, &mut ep, &mut client, |_, c| c.finished())?;
+    // Tell the server we are done, whether or not the run went well.
+    let bye = peer.send(&Frame::Bye);
+    if let Some(e) = client.errors.first() {
+        bail!("ping failed: {e}");
+    }
+    bye?;
+    report(&client, rounds, opts)
+}
+
 /// The payload of every ping: `size` bytes counting 0, 1, …, 255, 0, ….
 fn payload(size: u64) -> Bytes {
     Bytes::from((0..size).map(|i| i as u8).collect::<Vec<u8>>())
@@ -156,21 +346,25 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &PingOptions) -> Result<PingReport> 
         bail!("--iters must be at least 1");
     }
     let mut pair = connect_pair(fabric, &Config::default())?;
-    let mut client = Client {
-        conn: pair.conns[0],
-        payload: payload(opts.size),
-        total: opts.warmup.saturating_add(opts.iters),
-        sent: 0,
-        outstanding: None,
-        rtts: Vec::with_capacity((opts.warmup as usize).saturating_add(opts.iters as usize)),
-        errors: Vec::new(),
-    };
+    let mut client = Client::new(pair.conns[0], opts);
     let mut server = Echo::default();
     let rounds = drive(fabric, &mut pair, &mut client, &mut server, |c, s| {
         c.finished() || !s.errors.is_empty()
     })?;
     if let Some(e) = client.errors.first().or(server.errors.first()) {
         bail!("ping failed: {e}");
+    }
+    report(&client, rounds, opts)
+}
+
+/// The figures of a finished client.
+fn report(client: &Client, rounds: u64, opts: &PingOptions) -> Result<PingReport> {
+    if client.rtts.len() < client.total as usize {
+        bail!(
+            "only {} of {} round trips finished",
+            client.rtts.len(),
+            client.total
+        );
     }
     let half_rtt_ps: Vec<u64> = client.rtts[opts.warmup as usize..]
         .iter()

@@ -1,0 +1,860 @@
+//! Connection bootstrap between processes: a TCP side channel over which ranks check that
+//! they run the same tool and scenario, exchange what a peer needs to connect a QP
+//! ([`xrdma::driver::ConnInfo`], carried as an opaque serde value), agree on a start, and hand
+//! their records back at the end.
+//!
+//! Wire format: each frame is a 4-byte big-endian length followed by that many bytes of JSON
+//! (one [`Frame`]); frames above [`MAX_FRAME_BYTES`] are refused. A connection starts with both
+//! sides sending a [`Hello`] and checking the other's ([`Peer::handshake`]).
+//!
+//! Nothing here blocks without a limit: connecting retries until a deadline (the peer may
+//! start later), accepting stops at a deadline, and every read and write has a timeout. A
+//! peer that closes early, times out, sends garbage or runs another version is a typed
+//! [`BootstrapError`] naming both sides.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+/// Version of this wire protocol; a peer with another one is refused.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest frame accepted, bytes (64 MiB: the records of a 256-sender run are well below
+/// 1 MiB; anything larger is a stray client, not a rank).
+pub const MAX_FRAME_BYTES: u32 = 64 << 20;
+
+/// Pause between two connection attempts while the peer is not listening yet.
+pub const CONNECT_RETRY: Duration = Duration::from_millis(100);
+
+/// The first frame on a connection: who is speaking and what it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Hello {
+    /// [`PROTOCOL_VERSION`] of the sender.
+    pub protocol: u32,
+    /// The sender's tool version (`CARGO_PKG_VERSION`).
+    pub tool_version: String,
+    /// Scenario name (or the tool's name, e.g. `ping`, outside a scenario).
+    pub scenario: String,
+    /// Hash of the scenario file ([`content_hash`]), or of the tool's options.
+    pub scenario_hash: String,
+    /// The sender's rank.
+    pub rank: u32,
+}
+
+impl Hello {
+    /// A hello from `rank` of this build, for `scenario` with `scenario_hash`.
+    pub fn new(scenario: &str, scenario_hash: &str, rank: u32) -> Self {
+        Hello {
+            protocol: PROTOCOL_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            scenario: scenario.to_string(),
+            scenario_hash: scenario_hash.to_string(),
+            rank,
+        }
+    }
+}
+
+impl std::fmt::Display for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rank {} (protocol {}, xrdma {}, scenario {:?} hash {})",
+            self.rank, self.protocol, self.tool_version, self.scenario, self.scenario_hash
+        )
+    }
+}
+
+/// XXH3-64 of `bytes` as 16 hex digits: the scenario fingerprint two ranks compare.
+pub fn content_hash(bytes: &[u8]) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
+}
+
+/// A connection record: one side's connection info for the QP pair joining scenario host
+/// `sender` to scenario host `receiver`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ConnRecord {
+    /// The sending host of the pair.
+    pub sender: u32,
+    /// The receiving host of the pair.
+    pub receiver: u32,
+    /// The info, serialized whole (the bootstrap never reads its fields).
+    pub info: serde_json::Value,
+}
+
+impl ConnRecord {
+    /// The record for pair (`sender`, `receiver`) carrying `info`.
+    ///
+    /// # Errors
+    /// [`BootstrapError::Encode`] when `info` cannot be serialized.
+    pub fn new<T: Serialize>(sender: u32, receiver: u32, info: &T) -> Result<Self, BootstrapError> {
+        let info = serde_json::to_value(info).map_err(|e| BootstrapError::Encode {
+            reason: e.to_string(),
+        })?;
+        Ok(ConnRecord {
+            sender,
+            receiver,
+            info,
+        })
+    }
+
+    /// The info as `T`.
+    ///
+    /// # Errors
+    /// [`BootstrapError::Malformed`] when the value is not a `T` (`peer` names the sender).
+    pub fn decode<T: DeserializeOwned>(&self, peer: SocketAddr) -> Result<T, BootstrapError> {
+        serde_json::from_value(self.info.clone()).map_err(|e| BootstrapError::Malformed {
+            peer,
+            reason: format!(
+                "connection info for hosts {} -> {}: {e}",
+                self.sender, self.receiver
+            ),
+        })
+    }
+}
+
+/// One message of the bootstrap protocol.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "frame", rename_all = "kebab-case")]
+pub enum Frame {
+    /// Identification; the first frame each way.
+    Hello(Hello),
+    /// Connection infos, keyed by (sender host, receiver host).
+    Conns {
+        /// The records.
+        conns: Vec<ConnRecord>,
+    },
+    /// Every QP is connected: start the clock now.
+    Start,
+    /// A rank's results at the end of a run (opaque to the bootstrap).
+    Records {
+        /// The results, serialized whole.
+        records: serde_json::Value,
+    },
+    /// The run is over: the peer may close its QPs and exit.
+    Bye,
+}
+
+impl Frame {
+    fn kind(&self) -> &'static str {
+        match self {
+            Frame::Hello(_) => "hello",
+            Frame::Conns { .. } => "conns",
+            Frame::Start => "start",
+            Frame::Records { .. } => "records",
+            Frame::Bye => "bye",
+        }
+    }
+}
+
+/// A bootstrap failure, naming the peer and what was under way.
+#[derive(Debug, thiserror::Error)]
+pub enum BootstrapError {
+    /// The listener could not bind.
+    #[error("bootstrap: cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// No connection to the peer before the deadline.
+    #[error("bootstrap: could not connect to {addr} within {waited:.1?} (last error: {last})")]
+    ConnectTimeout {
+        /// The peer's address.
+        addr: SocketAddr,
+        /// How long the attempts went on.
+        waited: Duration,
+        /// The last attempt's error.
+        last: String,
+    },
+    /// No peer connected before the deadline.
+    #[error("bootstrap: no peer connected to {addr} within {waited:.1?}")]
+    AcceptTimeout {
+        /// Our listening address.
+        addr: SocketAddr,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// A read or write did not finish in time.
+    #[error("bootstrap: {peer} did not answer within {limit:.1?} while {what}")]
+    Timeout {
+        /// The peer's address.
+        peer: SocketAddr,
+        /// What we were doing (`reading a frame`, ...).
+        what: String,
+        /// The timeout.
+        limit: Duration,
+    },
+    /// The peer closed the connection.
+    #[error("bootstrap: {peer} closed the connection while {what}")]
+    PeerClosed {
+        /// The peer's address.
+        peer: SocketAddr,
+        /// What we were doing.
+        what: String,
+    },
+    /// Another I/O error.
+    #[error("bootstrap: I/O error with {peer} while {what}: {source}")]
+    Io {
+        /// The peer's address.
+        peer: SocketAddr,
+        /// What we were doing.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A frame too large, not JSON, or not a [`Frame`].
+    #[error("bootstrap: malformed frame from {peer}: {reason}")]
+    Malformed {
+        /// The peer's address.
+        peer: SocketAddr,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A valid frame that does not belong here.
+    #[error("bootstrap: expected a `{expected}` frame from {peer}, got `{got}`")]
+    Unexpected {
+        /// The peer's address.
+        peer: SocketAddr,
+        /// The frame kind expected.
+        expected: &'static str,
+        /// The frame kind received.
+        got: &'static str,
+    },
+    /// The peer runs another protocol or tool version.
+    #[error("bootstrap: version mismatch: this side is {ours}, {peer} is {theirs}")]
+    VersionMismatch {
+        /// Our hello.
+        ours: Box<Hello>,
+        /// The peer's hello.
+        theirs: Box<Hello>,
+        /// The peer's address.
+        peer: SocketAddr,
+    },
+    /// The peer runs another scenario (name or file content differ).
+    #[error("bootstrap: scenario mismatch: this side is {ours}, {peer} is {theirs}")]
+    ScenarioMismatch {
+        /// Our hello.
+        ours: Box<Hello>,
+        /// The peer's hello.
+        theirs: Box<Hello>,
+        /// The peer's address.
+        peer: SocketAddr,
+    },
+    /// A value could not be serialized.
+    #[error("bootstrap: cannot encode a frame: {reason}")]
+    Encode {
+        /// serde_json's error.
+        reason: String,
+    },
+}
+
+/// A bound bootstrap listener.
+#[derive(Debug)]
+pub struct Listener {
+    listener: TcpListener,
+    addr: SocketAddr,
+}
+
+impl Listener {
+    /// Bind `addr` (port 0: any free port, see [`Listener::local_addr`]).
+    ///
+    /// # Errors
+    /// [`BootstrapError::Listen`].
+    pub fn bind(addr: SocketAddr) -> Result<Self, BootstrapError> {
+        let listen = |source| BootstrapError::Listen { addr, source };
+        let listener = TcpListener::bind(addr).map_err(listen)?;
+        listener.set_nonblocking(true).map_err(listen)?;
+        let addr = listener.local_addr().map_err(listen)?;
+        Ok(Listener { listener, addr })
+    }
+
+    /// The address bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The next peer that connects before `deadline`; its reads and writes then time out
+    /// after `io_timeout`.
+    ///
+    /// # Errors
+    /// [`BootstrapError::AcceptTimeout`], or [`BootstrapError::Io`] from the socket.
+    pub fn accept(&self, deadline: Instant, io_timeout: Duration) -> Result<Peer, BootstrapError> {
+        let began = Instant::now();
+        loop {
+            match self.listener.accept() {
+                Ok((stream, peer)) => return Peer::new(stream, peer, io_timeout),
+                Err(e)
+                    if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted =>
+                {
+                    if Instant::now() >= deadline {
+                        return Err(BootstrapError::AcceptTimeout {
+                            addr: self.addr,
+                            waited: began.elapsed(),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(source) => {
+                    return Err(BootstrapError::Io {
+                        peer: self.addr,
+                        what: "accepting".into(),
+                        source,
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// One bootstrap connection.
+#[derive(Debug)]
+pub struct Peer {
+    stream: TcpStream,
+    peer: SocketAddr,
+    io_timeout: Duration,
+    /// Bytes read but not yet parsed into a frame.
+    buf: Vec<u8>,
+    nonblocking: bool,
+}
+
+impl Peer {
+    fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        io_timeout: Duration,
+    ) -> Result<Self, BootstrapError> {
+        let io = |source| BootstrapError::Io {
+            peer,
+            what: "setting up the socket".into(),
+            source,
+        };
+        stream.set_nonblocking(false).map_err(io)?;
+        stream.set_nodelay(true).map_err(io)?;
+        let t = Some(io_timeout.max(Duration::from_millis(1)));
+        stream.set_read_timeout(t).map_err(io)?;
+        stream.set_write_timeout(t).map_err(io)?;
+        Ok(Peer {
+            stream,
+            peer,
+            io_timeout,
+            buf: Vec::new(),
+            nonblocking: false,
+        })
+    }
+
+    /// Connect to `addr`, retrying every [`CONNECT_RETRY`] until `deadline` (the peer may
+    /// not listen yet); reads and writes then time out after `io_timeout`.
+    ///
+    /// # Errors
+    /// [`BootstrapError::ConnectTimeout`] with the last attempt's error.
+    pub fn connect(
+        addr: SocketAddr,
+        deadline: Instant,
+        io_timeout: Duration,
+    ) -> Result<Self, BootstrapError> {
+        let began = Instant::now();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let attempt = TcpStream::connect_timeout(
+                &addr,
+                left.clamp(Duration::from_millis(1), Duration::from_secs(2)),
+            );
+            let last = match attempt {
+                Ok(stream) => return Peer::new(stream, addr, io_timeout),
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() + CONNECT_RETRY >= deadline {
+                return Err(BootstrapError::ConnectTimeout {
+                    addr,
+                    waited: began.elapsed(),
+                    last,
+                });
+            }
+            std::thread::sleep(CONNECT_RETRY);
+        }
+    }
+
+    /// The peer's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    fn io_error(&self, what: &str, e: std::io::Error) -> BootstrapError {
+        match e.kind() {
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => BootstrapError::Timeout {
+                peer: self.peer,
+                what: what.into(),
+                limit: self.io_timeout,
+            },
+            ErrorKind::UnexpectedEof
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::BrokenPipe => BootstrapError::PeerClosed {
+                peer: self.peer,
+                what: what.into(),
+            },
+            _ => BootstrapError::Io {
+                peer: self.peer,
+                what: what.into(),
+                source: e,
+            },
+        }
+    }
+
+    fn set_nonblocking(&mut self, on: bool) -> Result<(), BootstrapError> {
+        if self.nonblocking != on {
+            self.stream
+                .set_nonblocking(on)
+                .map_err(|e| self.io_error("switching the socket mode", e))?;
+            self.nonblocking = on;
+        }
+        Ok(())
+    }
+
+    /// Send one frame.
+    ///
+    /// # Errors
+    /// [`BootstrapError::Encode`], or the write's timeout, close or I/O error.
+    pub fn send(&mut self, frame: &Frame) -> Result<(), BootstrapError> {
+        let body = serde_json::to_vec(frame).map_err(|e| BootstrapError::Encode {
+            reason: e.to_string(),
+        })?;
+        let len = u32::try_from(body.len())
+            .ok()
+            .filter(|&l| l <= MAX_FRAME_BYTES)
+            .ok_or_else(|| BootstrapError::Encode {
+                reason: format!(
+                    "a `{}` frame of {} B exceeds the limit of {MAX_FRAME_BYTES} B",
+                    frame.kind(),
+                    body.len()
+                ),
+            })?;
+        self.set_nonblocking(false)?;
+        let mut wire = Vec::with_capacity(body.len() + 4);
+        wire.extend_from_slice(&len.to_be_bytes());
+        wire.extend_from_slice(&body);
+        let what = format!("sending a `{}` frame", frame.kind());
+        self.stream
+            .write_all(&wire)
+            .and_then(|()| self.stream.flush())
+            .map_err(|e| self.io_error(&what, e))
+    }
+
+    /// A whole frame from the bytes read so far, if there is one.
+    fn parse_buffered(&mut self) -> Result<Option<Frame>, BootstrapError> {
+        if self.buf.len() < 4 {
+            return Ok(None);
+        }
+        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        if len > MAX_FRAME_BYTES {
+            return Err(BootstrapError::Malformed {
+                peer: self.peer,
+                reason: format!("a frame of {len} B exceeds the limit of {MAX_FRAME_BYTES} B"),
+            });
+        }
+        let end = 4 + len as usize;
+        if self.buf.len() < end {
+            return Ok(None);
+        }
+        let frame =
+            serde_json::from_slice(&self.buf[4..end]).map_err(|e| BootstrapError::Malformed {
+                peer: self.peer,
+                reason: e.to_string(),
+            })?;
+        self.buf.drain(..end);
+        Ok(Some(frame))
+    }
+
+    /// Read once into the buffer; `Ok(false)` when nothing was there (non-blocking mode).
+    fn fill(&mut self, what: &str) -> Result<bool, BootstrapError> {
+        let mut chunk = [0u8; 16 * 1024];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => Err(BootstrapError::PeerClosed {
+                peer: self.peer,
+                what: what.into(),
+            }),
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                Ok(true)
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => Ok(true),
+            Err(e) if self.nonblocking && e.kind() == ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(self.io_error(what, e)),
+        }
+    }
+
+    /// Wait for the next frame (at most the I/O timeout per read); `what` says what we wait
+    /// for, in errors.
+    ///
+    /// # Errors
+    /// Timeout, close, I/O error or a malformed frame.
+    pub fn recv(&mut self, what: &str) -> Result<Frame, BootstrapError> {
+        self.set_nonblocking(false)?;
+        loop {
+            if let Some(f) = self.parse_buffered()? {
+                return Ok(f);
+            }
+            self.fill(what)?;
+        }
+    }
+
+    /// The next frame if one has arrived, without waiting.
+    ///
+    /// # Errors
+    /// Close, I/O error or a malformed frame.
+    pub fn try_recv(&mut self) -> Result<Option<Frame>, BootstrapError> {
+        if let Some(f) = self.parse_buffered()? {
+            return Ok(Some(f));
+        }
+        self.set_nonblocking(true)?;
+        while self.fill("polling for a frame")? {
+            if let Some(f) = self.parse_buffered()? {
+                return Ok(Some(f));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Send `ours`, read the peer's hello and check it: same protocol and tool version, same
+    /// scenario name and hash. Returns the peer's hello.
+    ///
+    /// # Errors
+    /// [`BootstrapError::VersionMismatch`], [`BootstrapError::ScenarioMismatch`],
+    /// [`BootstrapError::Unexpected`] when the first frame is no hello, or an I/O error.
+    pub fn handshake(&mut self, ours: &Hello) -> Result<Hello, BootstrapError> {
+        self.send(&Frame::Hello(ours.clone()))?;
+        let theirs = match self.recv("waiting for the peer's hello")? {
+            Frame::Hello(h) => h,
+            other => {
+                return Err(BootstrapError::Unexpected {
+                    peer: self.peer,
+                    expected: "hello",
+                    got: other.kind(),
+                })
+            }
+        };
+        if theirs.protocol != ours.protocol || theirs.tool_version != ours.tool_version {
+            return Err(BootstrapError::VersionMismatch {
+                ours: Box::new(ours.clone()),
+                theirs: Box::new(theirs),
+                peer: self.peer,
+            });
+        }
+        if theirs.scenario != ours.scenario || theirs.scenario_hash != ours.scenario_hash {
+            return Err(BootstrapError::ScenarioMismatch {
+                ours: Box::new(ours.clone()),
+                theirs: Box::new(theirs),
+                peer: self.peer,
+            });
+        }
+        Ok(theirs)
+    }
+
+    /// Wait for a frame of kind `expected` (`conns`, `start`, `records`, `bye`).
+    ///
+    /// # Errors
+    /// [`BootstrapError::Unexpected`] for another kind, or [`Peer::recv`]'s errors.
+    pub fn expect(&mut self, expected: &'static str) -> Result<Frame, BootstrapError> {
+        let f = self.recv(&format!("waiting for a `{expected}` frame"))?;
+        if f.kind() == expected {
+            Ok(f)
+        } else {
+            Err(BootstrapError::Unexpected {
+                peer: self.peer,
+                expected,
+                got: f.kind(),
+            })
+        }
+    }
+
+    /// Send our connection records and receive the peer's: the side that `leads` sends
+    /// first, the other reads first, so the two never both wait on a full socket buffer.
+    ///
+    /// # Errors
+    /// As [`Peer::send`] and [`Peer::expect`].
+    pub fn exchange_conns(
+        &mut self,
+        ours: Vec<ConnRecord>,
+        leads: bool,
+    ) -> Result<Vec<ConnRecord>, BootstrapError> {
+        let mine = Frame::Conns { conns: ours };
+        if leads {
+            self.send(&mine)?;
+        }
+        let Frame::Conns { conns } = self.expect("conns")? else {
+            unreachable!("expect returns the kind asked for")
+        };
+        if !leads {
+            self.send(&mine)?;
+        }
+        Ok(conns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::thread;
+
+    const IO: Duration = Duration::from_secs(5);
+
+    fn loopback() -> SocketAddr {
+        "127.0.0.1:0".parse().unwrap()
+    }
+
+    fn soon(ms: u64) -> Instant {
+        Instant::now() + Duration::from_millis(ms)
+    }
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct Info {
+        qpn: u32,
+        rkey: u32,
+        addr: u64,
+    }
+
+    #[test]
+    fn hello_then_conns_then_records_round_trip() {
+        let l = Listener::bind(loopback()).unwrap();
+        let addr = l.local_addr();
+        let server = thread::spawn(move || {
+            let mut p = l.accept(soon(5000), IO).unwrap();
+            let h = p.handshake(&Hello::new("incast-8", "abc", 0)).unwrap();
+            assert_eq!(h.rank, 1);
+            let theirs = p
+                .exchange_conns(
+                    vec![ConnRecord::new(
+                        1,
+                        0,
+                        &Info {
+                            qpn: 17,
+                            rkey: 5,
+                            addr: 1 << 40,
+                        },
+                    )
+                    .unwrap()],
+                    false,
+                )
+                .unwrap();
+            p.send(&Frame::Start).unwrap();
+            let rec = p.expect("records").unwrap();
+            p.send(&Frame::Bye).unwrap();
+            (theirs, rec)
+        });
+        let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
+        let h = c.handshake(&Hello::new("incast-8", "abc", 1)).unwrap();
+        assert_eq!(h.rank, 0);
+        let got = c
+            .exchange_conns(
+                vec![ConnRecord::new(
+                    1,
+                    0,
+                    &Info {
+                        qpn: 9,
+                        rkey: 3,
+                        addr: u64::MAX,
+                    },
+                )
+                .unwrap()],
+                true,
+            )
+            .unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].sender, got[0].receiver), (1, 0));
+        let info: Info = got[0].decode(addr).unwrap();
+        assert_eq!(
+            info,
+            Info {
+                qpn: 17,
+                rkey: 5,
+                addr: 1 << 40
+            }
+        );
+        assert_eq!(c.expect("start").unwrap(), Frame::Start);
+        c.send(&Frame::Records {
+            records: serde_json::json!({ "sent": [1, 2, 3] }),
+        })
+        .unwrap();
+        assert_eq!(c.expect("bye").unwrap(), Frame::Bye);
+        let (theirs, rec) = server.join().unwrap();
+        // The client's u64::MAX address survives JSON whole.
+        assert_eq!(theirs[0].decode::<Info>(addr).unwrap().addr, u64::MAX);
+        let Frame::Records { records } = rec else {
+            panic!("{rec:?}")
+        };
+        assert_eq!(records["sent"], serde_json::json!([1, 2, 3]));
+    }
+
+    #[test]
+    fn connect_retries_until_the_listener_appears() {
+        // Reserve a port, free it, and only bind it 300 ms later: the client's first
+        // attempts are refused and it must keep trying.
+        let addr = TcpListener::bind(loopback()).unwrap().local_addr().unwrap();
+        let server = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(300));
+            let l = Listener::bind(addr).unwrap();
+            let mut p = l.accept(soon(5000), IO).unwrap();
+            p.handshake(&Hello::new("s", "h", 0)).unwrap()
+        });
+        let t0 = Instant::now();
+        let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
+        assert!(
+            t0.elapsed() >= Duration::from_millis(200),
+            "{:?}",
+            t0.elapsed()
+        );
+        c.handshake(&Hello::new("s", "h", 1)).unwrap();
+        assert_eq!(server.join().unwrap().rank, 1);
+    }
+
+    #[test]
+    fn connect_gives_up_at_the_deadline() {
+        let addr = TcpListener::bind(loopback()).unwrap().local_addr().unwrap();
+        let t0 = Instant::now();
+        let e = Peer::connect(addr, soon(400), IO).unwrap_err();
+        assert!(matches!(e, BootstrapError::ConnectTimeout { .. }), "{e}");
+        let waited = t0.elapsed();
+        // Attempts stop once the next one would start after the deadline (400 ms, retry
+        // every 100 ms): done between 300 ms and 400 ms plus one attempt's slack.
+        assert!(
+            waited >= Duration::from_millis(290) && waited < Duration::from_secs(2),
+            "{waited:?}"
+        );
+    }
+
+    #[test]
+    fn accept_gives_up_at_the_deadline() {
+        let l = Listener::bind(loopback()).unwrap();
+        let e = l.accept(soon(100), IO).unwrap_err();
+        assert!(matches!(e, BootstrapError::AcceptTimeout { .. }), "{e}");
+    }
+
+    #[test]
+    fn mismatched_scenario_and_version_name_both_sides() {
+        let l = Listener::bind(loopback()).unwrap();
+        let addr = l.local_addr();
+        let server = thread::spawn(move || {
+            let mut p = l.accept(soon(5000), IO).unwrap();
+            let e1 = p.handshake(&Hello::new("incast-8", "1111", 0)).unwrap_err();
+            let mut p = l.accept(soon(5000), IO).unwrap();
+            let e2 = p.handshake(&Hello::new("incast-8", "1111", 0)).unwrap_err();
+            (e1.to_string(), e2.to_string())
+        });
+        let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
+        let e = c.handshake(&Hello::new("incast-8", "2222", 1)).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, BootstrapError::ScenarioMismatch { .. }),
+            "{text}"
+        );
+        assert!(
+            text.contains("hash 2222") && text.contains("hash 1111"),
+            "{text}"
+        );
+        let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
+        let mut old = Hello::new("incast-8", "1111", 1);
+        old.protocol = PROTOCOL_VERSION + 1;
+        let e = c.handshake(&old).unwrap_err();
+        assert!(matches!(e, BootstrapError::VersionMismatch { .. }), "{e}");
+        let (s1, s2) = server.join().unwrap();
+        assert!(
+            s1.contains("scenario mismatch") && s1.contains("rank 1"),
+            "{s1}"
+        );
+        assert!(
+            s2.contains("version mismatch")
+                && s2.contains(&format!("protocol {}", PROTOCOL_VERSION + 1)),
+            "{s2}"
+        );
+    }
+
+    #[test]
+    fn a_peer_that_closes_early_is_a_typed_error() {
+        let l = Listener::bind(loopback()).unwrap();
+        let addr = l.local_addr();
+        let server = thread::spawn(move || {
+            let p = l.accept(soon(5000), IO).unwrap();
+            drop(p);
+        });
+        let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
+        server.join().unwrap();
+        let e = c.expect("start").unwrap_err();
+        assert!(matches!(e, BootstrapError::PeerClosed { .. }), "{e}");
+        assert!(e.to_string().contains("waiting for a `start` frame"), "{e}");
+    }
+
+    #[test]
+    fn a_silent_peer_times_out() {
+        let l = Listener::bind(loopback()).unwrap();
+        let addr = l.local_addr();
+        let server = thread::spawn(move || {
+            let _p = l.accept(soon(5000), IO).unwrap();
+            thread::sleep(Duration::from_millis(600));
+        });
+        let mut c = Peer::connect(addr, soon(5000), Duration::from_millis(150)).unwrap();
+        let t0 = Instant::now();
+        let e = c.expect("start").unwrap_err();
+        assert!(matches!(e, BootstrapError::Timeout { .. }), "{e}");
+        assert!(
+            t0.elapsed() < Duration::from_millis(550),
+            "{:?}",
+            t0.elapsed()
+        );
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn try_recv_polls_without_waiting_and_reassembles_split_frames() {
+        let l = Listener::bind(loopback()).unwrap();
+        let addr = l.local_addr();
+        let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
+        let mut s = l.accept(soon(5000), IO).unwrap();
+        assert_eq!(s.try_recv().unwrap(), None);
+        // One frame written in two pieces: the length, then the body a little later.
+        let body = serde_json::to_vec(&Frame::Bye).unwrap();
+        c.stream
+            .write_all(&(body.len() as u32).to_be_bytes())
+            .unwrap();
+        thread::sleep(Duration::from_millis(20));
+        assert_eq!(s.try_recv().unwrap(), None);
+        c.stream.write_all(&body).unwrap();
+        thread::sleep(Duration::from_millis(20));
+        assert_eq!(s.try_recv().unwrap(), Some(Frame::Bye));
+        // Blocking reads still work after polling.
+        c.send(&Frame::Start).unwrap();
+        assert_eq!(s.recv("test").unwrap(), Frame::Start);
+    }
+
+    #[test]
+    fn oversized_and_garbage_frames_are_refused() {
+        let l = Listener::bind(loopback()).unwrap();
+        let addr = l.local_addr();
+        let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
+        let mut s = l.accept(soon(5000), IO).unwrap();
+        c.stream
+            .write_all(&(MAX_FRAME_BYTES + 1).to_be_bytes())
+            .unwrap();
+        let e = s.recv("test").unwrap_err();
+        assert!(e.to_string().contains("exceeds the limit"), "{e}");
+        let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
+        let mut s = l.accept(soon(5000), IO).unwrap();
+        c.stream.write_all(&3u32.to_be_bytes()).unwrap();
+        c.stream.write_all(b"{x}").unwrap();
+        let e = s.recv("test").unwrap_err();
+        assert!(matches!(e, BootstrapError::Malformed { .. }), "{e}");
+    }
+
+    #[test]
+    fn content_hash_is_xxh3_of_the_bytes() {
+        assert_eq!(
+            content_hash(b""),
+            format!("{:016x}", 0x2d06_8005_38d3_94c2u64)
+        );
+        assert_ne!(content_hash(b"a"), content_hash(b"b"));
+    }
+}

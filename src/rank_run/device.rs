@@ -1,0 +1,382 @@
+//! One rank on an RDMA device: bootstrap, run, hand in or gather the records.
+
+use super::{decode_records, hello, RankPlan};
+use crate::bootstrap::{ConnRecord, Frame, Listener, Peer};
+use crate::fabric::Fabric;
+use crate::incast::{PayloadPool, Receiver, Role, Sender};
+use crate::sim_run::{collect, pair_mut, receiver_view, turn_loop, SenderRecord};
+use crate::verbs_fabric::VerbsFabric;
+use anyhow::{anyhow, bail, Context, Result};
+use std::time::{Duration, Instant};
+use xrdma::driver::{self, ConnInfo};
+use xrdma::{Endpoint, Time};
+use xrdma_reports as rep;
+use xrdma_scenario::{Scenario, Workload};
+
+/// How often (fabric time) a rank whose own hosts are finished looks at its bootstrap
+/// sockets: a non-blocking read costs a system call, too much for every busy-polling round.
+const POLL_EVERY: Time = Time::from_ms(1);
+
+/// What a rank produced.
+#[derive(Debug)]
+pub enum RankOutcome {
+    /// The receiver's rank: the whole run's result, every rank's records merged.
+    Report(Box<rep::RunResult>),
+    /// Another rank: its records went to the receiver's rank.
+    Sent {
+        /// This rank.
+        rank: u32,
+        /// The rank the records went to.
+        to_rank: u32,
+        /// Senders this rank ran.
+        senders: usize,
+        /// Messages they had ACKed.
+        acked: usize,
+        /// Messages they intended to send.
+        messages: usize,
+    },
+}
+
+/// Run rank `rank` of `sc` (its `verbs.ranks` entry) on the RDMA device the `verbs:` block
+/// names. Bootstrap reads, accepts and connects are bounded by the block's `run-timeout`.
+///
+/// # Errors
+/// A scenario without `ranks`, a bootstrap failure (peer absent, other version or scenario,
+/// closed early), no device, or a verb that fails during setup. Failures after the start
+/// (a peer that vanishes mid-run) are recorded in the result's `errors` and its messages
+/// count as missing.
+pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
+    let cfg = crate::sim_config::check_xrdma(sc)?;
+    let section = sc.verbs.clone().unwrap_or_default();
+    let plan = RankPlan::new(sc, &section, rank)?;
+    let ours = hello(sc, rank)?;
+    let io = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
+    let Workload::Incast(incast) = &sc.workload;
+    let receiver = plan.receiver;
+    // Listen first, so peers that start sooner find the port while the device opens.
+    let listener = if plan.is_receiver_rank() && !plan.peers.is_empty() {
+        Some(Listener::bind(section.ranks[rank as usize].address)?)
+    } else {
+        None
+    };
+    let mut fabric = VerbsFabric::new(plan.hosts.len() as u32, &section)?;
+    let seed = sc.sim_or_default().seed;
+    let sizes: Vec<u64> = incast
+        .messages
+        .iter()
+        .flat_map(|m| std::iter::repeat_n(m.size, m.count as usize))
+        .collect();
+    let pool = PayloadPool::new(seed, sizes.iter().copied().max().unwrap_or(0));
+    let mut eps = Vec::with_capacity(plan.hosts.len());
+    let mut apps = Vec::with_capacity(plan.hosts.len());
+    for &h in &plan.hosts {
+        eps.push(Endpoint::new(cfg.clone())?);
+        apps.push(if h == receiver {
+            Role::Receiver(Receiver::default())
+        } else {
+            Role::Idle
+        });
+    }
+    // Pairs inside this rank: exchanged in process, as in a single-process run.
+    if let Some(ri) = plan.local_index(receiver) {
+        for (i, &h) in plan.hosts.iter().enumerate() {
+            if h == receiver {
+                continue;
+            }
+            let (s_ep, r_ep) = pair_mut(&mut eps, i, ri);
+            let half_s = driver::open(s_ep, &mut fabric.host(i as u32))?;
+            let half_r = driver::open(r_ep, &mut fabric.host(ri as u32))?;
+            let conn = driver::establish(
+                s_ep,
+                &mut fabric.host(i as u32),
+                half_s,
+                &half_r.info,
+                receiver,
+            )?;
+            driver::establish(r_ep, &mut fabric.host(ri as u32), half_r, &half_s.info, h)?;
+            apps[i] = Role::Sender(Sender::new(
+                h,
+                conn,
+                pool.clone(),
+                incast.start,
+                sizes.clone(),
+            ));
+        }
+    }
+    let wall = Instant::now();
+    if let (Some(listener), Some(ri)) = (listener, plan.local_index(receiver)) {
+        // The receiver's rank: every peer rank connects, sends its half of each pair, gets
+        // ours; then all start together.
+        let deadline = Instant::now() + io;
+        let mut peers: Vec<(u32, Peer, Vec<u32>)> = Vec::new();
+        for _ in 0..plan.peers.len() {
+            let mut p = listener.accept(deadline, io)?;
+            let theirs = p.handshake(&ours)?;
+            let Some((r, senders)) = plan.peers.iter().find(|(r, _)| *r == theirs.rank) else {
+                bail!(
+                    "{} connected as rank {}, which runs no sender of this scenario",
+                    p.addr(),
+                    theirs.rank
+                );
+            };
+            if peers.iter().any(|(q, _, _)| q == r) {
+                bail!("rank {r} connected twice (second from {})", p.addr());
+            }
+            let Frame::Conns { conns } = p.expect("conns")? else {
+                bail!("rank {r} sent no connection records");
+            };
+            let mut reply = Vec::with_capacity(conns.len());
+            let mut covered = Vec::new();
+            for rec in &conns {
+                if rec.receiver != receiver || !senders.contains(&rec.sender) {
+                    bail!(
+                        "rank {r} offered a connection {} -> {}; it runs senders {senders:?} \
+                         and the receiver is host {receiver}",
+                        rec.sender,
+                        rec.receiver
+                    );
+                }
+                if covered.contains(&rec.sender) {
+                    bail!("rank {r} offered host {} twice", rec.sender);
+                }
+                covered.push(rec.sender);
+                let info: ConnInfo = rec.decode(p.addr())?;
+                let host = ri as u32;
+                let half = driver::open(&mut eps[ri], &mut fabric.host(host))?;
+                let mine = half.info;
+                driver::establish(
+                    &mut eps[ri],
+                    &mut fabric.host(host),
+                    half,
+                    &info,
+                    rec.sender,
+                )
+                .with_context(|| format!("connecting host {}'s QP", rec.sender))?;
+                reply.push(ConnRecord::new(rec.sender, receiver, &mine)?);
+            }
+            if let Some(h) = senders.iter().find(|h| !covered.contains(h)) {
+                bail!("rank {r} sent no connection for its sender host {h}");
+            }
+            p.send(&Frame::Conns { conns: reply })?;
+            peers.push((*r, p, senders.clone()));
+        }
+        for (_, p, _) in &mut peers {
+            p.send(&Frame::Start)?;
+        }
+        fabric.restart_clock();
+        let wall = Instant::now();
+        let mut remote: Vec<Option<Vec<SenderRecord>>> = vec![None; peers.len()];
+        let mut boot_errors: Vec<String> = Vec::new();
+        let mut next_poll = Time::ZERO;
+        turn_loop(&mut fabric, &mut eps, &mut apps, |now, _| {
+            if now < next_poll {
+                return false;
+            }
+            next_poll = now + POLL_EVERY;
+            for (k, (r, p, hosts)) in peers.iter_mut().enumerate() {
+                if remote[k].is_some() {
+                    continue;
+                }
+                match p.try_recv() {
+                    Ok(None) => {}
+                    Ok(Some(f)) => {
+                        remote[k] = Some(decode_records(f, *r, hosts).unwrap_or_else(|e| {
+                            boot_errors.push(format!("{e:#}"));
+                            Vec::new()
+                        }))
+                    }
+                    Err(e) => {
+                        boot_errors.push(format!("rank {r}: {e}"));
+                        remote[k] = Some(Vec::new());
+                    }
+                }
+            }
+            remote.iter().all(Option::is_some)
+        });
+        // The run timed out or a peer is late: its records still come once its own run
+        // stops (bounded by the I/O timeout).
+        for (k, (r, p, hosts)) in peers.iter_mut().enumerate() {
+            if remote[k].is_none() {
+                let got = p
+                    .expect("records")
+                    .map_err(anyhow::Error::from)
+                    .and_then(|f| decode_records(f, *r, hosts));
+                remote[k] = Some(got.unwrap_or_else(|e| {
+                    boot_errors.push(format!("rank {r}: {e:#}"));
+                    Vec::new()
+                }));
+            }
+            if let Err(e) = p.send(&Frame::Bye) {
+                boot_errors.push(format!("rank {r}: {e}"));
+            }
+        }
+        let wall_seconds = wall.elapsed().as_secs_f64();
+        let mut senders: Vec<SenderRecord> = apps
+            .iter()
+            .filter_map(|a| match a {
+                Role::Sender(s) => Some(SenderRecord::of(s)),
+                _ => None,
+            })
+            .collect();
+        senders.extend(remote.into_iter().flatten().flatten());
+        // A sender whose rank sent nothing still owes its messages: they count as missing.
+        for h in incast.sender_hosts() {
+            if !senders.iter().any(|s| s.host == h) {
+                senders.push(SenderRecord {
+                    host: h,
+                    sizes: sizes.clone(),
+                    sent: Vec::new(),
+                    errors: vec!["its rank sent no records".into()],
+                });
+            }
+        }
+        senders.sort_by_key(|s| s.host);
+        let (arrivals, recv_errors) = receiver_view(&apps);
+        let mut result = collect(
+            sc,
+            &fabric,
+            seed,
+            &senders,
+            arrivals,
+            recv_errors,
+            wall_seconds,
+        )?;
+        result.errors.extend(boot_errors);
+        return Ok(RankOutcome::Report(Box::new(result)));
+    }
+    if plan.is_receiver_rank() {
+        // Every host in this rank: nothing to bootstrap.
+        fabric.restart_clock();
+        turn_loop(&mut fabric, &mut eps, &mut apps, |_, _| true);
+        let senders: Vec<SenderRecord> = apps
+            .iter()
+            .filter_map(|a| match a {
+                Role::Sender(s) => Some(SenderRecord::of(s)),
+                _ => None,
+            })
+            .collect();
+        let (arrivals, recv_errors) = receiver_view(&apps);
+        let result = collect(
+            sc,
+            &fabric,
+            seed,
+            &senders,
+            arrivals,
+            recv_errors,
+            wall.elapsed().as_secs_f64(),
+        )?;
+        return Ok(RankOutcome::Report(Box::new(result)));
+    }
+    // A sender rank: connect to the receiver's rank, offer our halves, take theirs.
+    let to_rank = plan.receiver_rank;
+    let addr = section.ranks[to_rank as usize].address;
+    let mut p = Peer::connect(addr, Instant::now() + io, io)?;
+    p.handshake(&ours)?;
+    let mut halves = Vec::with_capacity(plan.hosts.len());
+    let mut offer = Vec::with_capacity(plan.hosts.len());
+    for (i, &h) in plan.hosts.iter().enumerate() {
+        let half = driver::open(&mut eps[i], &mut fabric.host(i as u32))?;
+        offer.push(ConnRecord::new(h, receiver, &half.info)?);
+        halves.push(half);
+    }
+    p.send(&Frame::Conns { conns: offer })?;
+    let Frame::Conns { conns } = p.expect("conns")? else {
+        bail!("rank {to_rank} sent no connection records");
+    };
+    for (i, half) in halves.into_iter().enumerate() {
+        let h = plan.hosts[i];
+        let rec = conns
+            .iter()
+            .find(|c| c.sender == h && c.receiver == receiver)
+            .ok_or_else(|| anyhow!("rank {to_rank} sent no connection for host {h}"))?;
+        let info: ConnInfo = rec.decode(p.addr())?;
+        let conn = driver::establish(
+            &mut eps[i],
+            &mut fabric.host(i as u32),
+            half,
+            &info,
+            receiver,
+        )
+        .with_context(|| format!("connecting host {h}'s QP"))?;
+        apps[i] = Role::Sender(Sender::new(
+            h,
+            conn,
+            pool.clone(),
+            incast.start,
+            sizes.clone(),
+        ));
+    }
+    p.expect("start")?;
+    fabric.restart_clock();
+    let records = |apps: &[Role]| -> Result<Frame> {
+        let recs: Vec<SenderRecord> = apps
+            .iter()
+            .filter_map(|a| match a {
+                Role::Sender(s) => Some(SenderRecord::of(s)),
+                _ => None,
+            })
+            .collect();
+        Ok(Frame::Records {
+            records: serde_json::to_value(recs)?,
+        })
+    };
+    let mut handed_in = false;
+    let mut bye = false;
+    let mut failure: Option<anyhow::Error> = None;
+    let mut next_poll = Time::ZERO;
+    turn_loop(&mut fabric, &mut eps, &mut apps, |now, apps| {
+        if !handed_in {
+            handed_in = true;
+            if let Err(e) = records(apps).and_then(|f| Ok(p.send(&f)?)) {
+                failure = Some(e);
+                return true;
+            }
+        }
+        if now < next_poll {
+            return false;
+        }
+        next_poll = now + POLL_EVERY;
+        match p.try_recv() {
+            Ok(None) => false,
+            Ok(Some(Frame::Bye)) => {
+                bye = true;
+                true
+            }
+            Ok(Some(_)) => {
+                failure = Some(anyhow!("rank {to_rank} sent an unexpected frame"));
+                true
+            }
+            Err(e) => {
+                failure = Some(e.into());
+                true
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e.context(format!("handing the records to rank {to_rank}")));
+    }
+    if !handed_in {
+        // The run timed out before our senders finished: hand in what there is.
+        p.send(&records(&apps)?)?;
+    }
+    if !bye {
+        p.expect("bye")?;
+    }
+    let mut senders = 0;
+    let mut acked = 0;
+    let mut messages = 0;
+    for a in &apps {
+        if let Role::Sender(s) = a {
+            senders += 1;
+            messages += s.sizes().len();
+            acked += s.sent.iter().filter(|m| m.acked.is_some()).count();
+        }
+    }
+    Ok(RankOutcome::Sent {
+        rank,
+        to_rank,
+        senders,
+        acked,
+        messages,
+    })
+}
