@@ -36,6 +36,11 @@ pub trait Fabric {
     fn sim_info(&self) -> Option<rep::SimInfo>;
     /// The ideal finish T* of an incast of `total_bytes`, where the fabric can state it.
     fn ideal(&self, total_bytes: u64) -> Option<rep::IdealCompletion>;
+    /// Network state over time, where the fabric samples it (the simulator with sampling
+    /// on); `None` by default.
+    fn timeseries(&self) -> Option<rep::TimeSeries> {
+        None
+    }
 }
 
 /// The simulator as a [`Fabric`].
@@ -44,6 +49,17 @@ pub struct SimFabric {
 }
 
 impl SimFabric {
+    /// Sample the network every `interval` (see [`xrdma_sim::SimTimeSeries`]), with the
+    /// egress queue of the switch port cabled to `receiver` as the bottleneck queue, at most
+    /// [`xrdma_sim::DEFAULT_MAX_POINTS`] samples per series.
+    pub fn sample(&mut self, interval: Time, receiver: u32) {
+        self.sim.enable_timeseries(xrdma_sim::TimeSeriesConfig {
+            interval,
+            max_points: xrdma_sim::DEFAULT_MAX_POINTS,
+            watch_host: Some(receiver),
+        });
+    }
+
     /// A fabric over a new simulation of `cfg`.
     ///
     /// # Errors
@@ -130,5 +146,52 @@ impl Fabric for SimFabric {
             cfg.link_rate_bps,
             ideal_base_rtt(cfg).as_ps(),
         )
+    }
+    fn timeseries(&self) -> Option<rep::TimeSeries> {
+        let ts = self.sim.timeseries()?;
+        let bottleneck = match (ts.watch_host, self.sim.host_attachment(ts.watch_host?)) {
+            (Some(h), Some((sw, port))) => {
+                format!("egress queue of switch {sw} port {port}, toward host {h} (the receiver)")
+            }
+            _ => "largest egress queue in the fabric".to_string(),
+        };
+        Some(to_report_series(&ts, bottleneck))
+    }
+}
+
+/// The simulator's series in the report schema: cumulative delivered bytes become bytes per
+/// interval.
+fn to_report_series(ts: &xrdma_sim::SimTimeSeries, bottleneck: String) -> rep::TimeSeries {
+    let per_interval = |cum: &[u64]| -> Vec<u64> {
+        let mut prev = 0;
+        cum.iter()
+            .map(|&c| {
+                let d = c.saturating_sub(prev);
+                prev = c;
+                d
+            })
+            .collect()
+    };
+    rep::TimeSeries {
+        requested_interval_ps: ts.requested_interval.as_ps(),
+        interval_ps: ts.interval.as_ps(),
+        coarsened: ts.coarsened,
+        max_points: u32::try_from(ts.max_points).unwrap_or(u32::MAX),
+        bottleneck,
+        time_ps: ts.time.iter().map(|t| t.as_ps()).collect(),
+        bottleneck_queue_bytes: ts.watched_queue_bytes.clone(),
+        max_queue_bytes: ts.max_queue_bytes.clone(),
+        ecn_marks: ts.ecn_marks.clone(),
+        cnps: ts.cnps.clone(),
+        pfc_xoff: ts.pfc_xoff.clone(),
+        paused_ports: ts.paused_ports.clone(),
+        senders: ts
+            .sources
+            .iter()
+            .map(|s| rep::SenderBytes {
+                host: s.host,
+                bytes: per_interval(&s.delivered_bytes),
+            })
+            .collect(),
     }
 }

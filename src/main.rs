@@ -22,8 +22,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a scenario (on the simulator, or with `--backend verbs` on an RDMA device) and write
-    /// `result.json`, `summary.txt` and `latency.svg` into the output directory. Exits 2 if
-    /// any message was not delivered intact.
+    /// `result.json` plus everything `xrdma report` writes (summary.txt, the plots as SVG and
+    /// PNG, report.html) into the output directory. Exits 2 if any message was not delivered
+    /// intact.
     Run {
         /// The scenario file (YAML).
         scenario: PathBuf,
@@ -43,6 +44,18 @@ enum Command {
         /// receiver's rank writes the report, the others hand their records to it.
         #[arg(long)]
         rank: Option<u32>,
+    },
+    /// Redraw every table and plot (summary.txt, latency.svg, the SVG and PNG plots,
+    /// report.html) from a saved result, without rerunning.
+    Report {
+        /// A run directory holding `result.json`, or the `result.json` file itself.
+        result: PathBuf,
+        /// Output directory [default: the directory of the result].
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+        /// Also write `messages.csv` with one row per message.
+        #[arg(long)]
+        csv: bool,
     },
     /// Check a scenario file (parse, units, ranges, PFC headroom) without running it.
     Validate {
@@ -126,6 +139,19 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         iters: u32,
     },
+}
+
+/// Prints `wrote PATH` for every report file in `files` (not `result.json`).
+fn print_written(files: &xrdma_reports::RunFiles) {
+    let fixed = [&files.summary_txt, &files.latency_svg];
+    let rest = files.plots.iter().chain([&files.report_html]);
+    for f in fixed
+        .into_iter()
+        .chain(rest)
+        .chain(files.messages_csv.as_ref())
+    {
+        println!("wrote {}", f.display());
+    }
 }
 
 fn parse_size(text: &str) -> Result<u64, String> {
@@ -304,27 +330,21 @@ fn real_main() -> Result<ExitCode> {
                 "the RDMA device"
             };
             eprintln!("running {} on {on} ...", scenario.display());
-            let result = match rank {
+            // The scenario's text goes into the result as it was when the run started.
+            let yaml = std::fs::read_to_string(&scenario).ok();
+            let mut result = match rank {
                 None => run_scenario(backend, &sc)?,
                 Some(r) => match run_rank(&sc, r)? {
                     Some(result) => result,
                     None => return Ok(ExitCode::SUCCESS),
                 },
             };
+            result.scenario_yaml = yaml;
             let files = xrdma_reports::write_run_dir(&out, &result, csv)
                 .with_context(|| format!("writing results to {}", out.display()))?;
             print!("{}", xrdma_reports::summary_table(&result));
-            for f in [
-                Some(&files.result_json),
-                Some(&files.summary_txt),
-                Some(&files.latency_svg),
-                files.messages_csv.as_ref(),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                println!("wrote {}", f.display());
-            }
+            println!("wrote {}", files.result_json.display());
+            print_written(&files);
             let d = &result.delivery;
             let mut failed = false;
             if d.missing + d.digest_mismatches + d.duplicates > 0 {
@@ -343,6 +363,28 @@ fn real_main() -> Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Report { result, out, csv } => {
+            let json = if result.is_dir() {
+                result.join("result.json")
+            } else {
+                result.clone()
+            };
+            let r = xrdma_reports::read_json(&json)?;
+            let out = match out {
+                Some(o) => o,
+                None => json
+                    .parent()
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+            };
+            let files = xrdma_reports::write_report(&out, &r, csv)
+                .with_context(|| format!("writing the report to {}", out.display()))?;
+            print!("{}", xrdma_reports::summary_table(&r));
+            print_written(&files);
+            for problem in r.validate() {
+                eprintln!("warning: inconsistent result: {problem}");
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Conformance { backend } => {
             backend.require()?;

@@ -20,6 +20,10 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
     let checked = check(sc)?;
     let seed = checked.sim.seed;
     let mut fabric = SimFabric::new(checked.sim)?;
+    if let Some(interval) = sc.sim_or_default().sample_interval {
+        let Workload::Incast(incast) = &sc.workload;
+        fabric.sample(interval, incast.receiver);
+    }
     run_on(sc, &checked.xrdma, seed, &mut fabric)
 }
 
@@ -305,6 +309,8 @@ pub fn collect<F: Fabric>(
         ideal: fabric.ideal(total_bytes),
         sim,
         errors,
+        scenario_yaml: None,
+        timeseries: fabric.timeseries(),
         wall_clock: rep::WallClock {
             wall_seconds,
             events_per_second: if wall_seconds > 0.0 {

@@ -61,6 +61,7 @@ mod retransmit;
 mod routing;
 mod stats;
 mod switch;
+mod timeseries;
 mod topology;
 mod transport;
 
@@ -72,6 +73,9 @@ pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFER
 pub use ib_timers::{local_ack_timeout, rnr_timer};
 pub use stats::SimStats;
 pub use switch::{PortStats, SwitchStats};
+pub use timeseries::{
+    SimTimeSeries, SourceSeries, TimeSeriesConfig, DEFAULT_MAX_POINTS, DEFAULT_SAMPLE_INTERVAL,
+};
 pub use topology::{PortPeer, Topology};
 pub use transport::HostTransport;
 
@@ -100,6 +104,8 @@ pub struct Simulation {
     scratch: Vec<u8>,
     /// DCQCN parameters resolved for the line rate, when rate control is on.
     dcqcn: Option<DcqcnParams>,
+    /// Time-series recorder, when sampling is on ([`Simulation::enable_timeseries`]).
+    timeseries: Option<Box<timeseries::Recorder>>,
 }
 
 impl Simulation {
@@ -133,6 +139,7 @@ impl Simulation {
             ready_list: Vec::new(),
             scratch: Vec::with_capacity(cfg.mtu as usize),
             dcqcn,
+            timeseries: None,
             cfg,
         })
     }
@@ -181,6 +188,7 @@ impl Simulation {
             if !due {
                 continue;
             }
+            self.sample_until(t);
             self.now = t;
             self.dispatch(ev);
         }

@@ -224,6 +224,24 @@ impl Fabric {
         }
     }
 
+    /// Bytes (wire size) in the egress queue of the switch port cabled to `host` (0 for an
+    /// unknown host).
+    pub(crate) fn host_port_queue_bytes(&self, host: u32) -> u64 {
+        self.host_port
+            .get(host as usize)
+            .map_or(0, |&g| self.ports[g as usize].queue_bytes)
+    }
+
+    /// The longest egress queue of any switch port now, bytes.
+    pub(crate) fn max_queue_bytes(&self) -> u64 {
+        self.ports.iter().map(|p| p.queue_bytes).max().unwrap_or(0)
+    }
+
+    /// Switch ports whose data transmission a peer's XOFF holds now.
+    pub(crate) fn paused_ports(&self) -> u32 {
+        self.ports.iter().filter(|p| p.paused).count() as u32
+    }
+
     /// Global port index of `(switch, port)`.
     fn global(&self, switch: u32, port: u32) -> Option<usize> {
         let s = switch as usize;

@@ -3,10 +3,13 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::chart::write_svg_png;
 use crate::error::ReportError;
-use crate::plot::latency_svg;
+use crate::html::{report_html, HtmlPlot};
+use crate::plot::{latency_svg, CompletionPerSender, LatencyCdf};
 use crate::schema::{RunResult, SCHEMA_VERSION};
 use crate::summary::summary_table;
+use crate::timeplot::{CongestionPlot, QueuePlot, ThroughputPlot, MAX_SENDER_LINES};
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
     move |source| ReportError::Io {
@@ -88,39 +91,144 @@ pub fn messages_csv(r: &RunResult) -> String {
     o
 }
 
-/// Paths of the files written by [`write_run_dir`].
+/// Paths of the files written by [`write_run_dir`] and [`write_report`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunFiles {
     /// The run directory.
     pub dir: PathBuf,
-    /// `dir/result.json`, see [`write_json`].
+    /// `dir/result.json`, see [`write_json`] ([`write_report`] reads it, does not write it).
     pub result_json: PathBuf,
     /// `dir/summary.txt`, the output of [`summary_table`].
     pub summary_txt: PathBuf,
-    /// `dir/latency.svg`, see [`latency_svg`].
+    /// `dir/latency.svg`, the CDF and per-sender panels side by side, see [`latency_svg`].
     pub latency_svg: PathBuf,
+    /// Every plot file written, SVG then PNG per plot, in [`PLOT_STEMS`] order (the
+    /// time-series plots only when the result has a time series).
+    pub plots: Vec<PathBuf>,
+    /// `dir/report.html`, see [`report_html`].
+    pub report_html: PathBuf,
     /// `dir/messages.csv` when requested (see [`messages_csv`]), else `None`.
     pub messages_csv: Option<PathBuf>,
 }
 
-/// Creates `dir` (and its parents) and writes `result.json`, `summary.txt` and `latency.svg`
-/// into it, plus `messages.csv` when `with_csv` is true. Existing files are overwritten.
+/// File stems of the plots, each written as `STEM.svg` and `STEM.png`: the completion-time
+/// CDF, the per-sender completion times, and (with a time series) the bottleneck queue,
+/// throughput and congestion signals over time.
+pub const PLOT_STEMS: [&str; 5] = [
+    "latency-cdf",
+    "completion",
+    "queue",
+    "throughput",
+    "congestion",
+];
+
+/// Creates `dir` (and its parents) and writes `result.json` plus everything
+/// [`write_report`] writes. Existing files are overwritten.
 ///
 /// # Errors
 /// [`ReportError::Io`] naming the path that failed; errors of [`write_json`] and
-/// [`latency_svg`].
+/// [`write_report`].
 pub fn write_run_dir(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let files = RunFiles {
+    write_json(&dir.join("result.json"), r)?;
+    write_report(dir, r, with_csv)
+}
+
+/// Creates `dir` (and its parents) and redraws every table and plot of `r` into it:
+/// `summary.txt`, `latency.svg`, the plots of [`PLOT_STEMS`] as SVG and PNG, `report.html`
+/// (self-contained, SVGs inline), and `messages.csv` when `with_csv` is true. Does not write
+/// `result.json`. Every file is a pure function of `r`: redrawing from the saved JSON gives
+/// byte-identical files.
+///
+/// # Errors
+/// [`ReportError::Io`] naming the path that failed; [`ReportError::Plot`] or
+/// [`ReportError::Font`] from drawing; [`ReportError::Plot`] for a time series whose
+/// series lengths do not match its sample times.
+pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let mut files = RunFiles {
         dir: dir.to_path_buf(),
         result_json: dir.join("result.json"),
         summary_txt: dir.join("summary.txt"),
         latency_svg: dir.join("latency.svg"),
+        plots: Vec::new(),
+        report_html: dir.join("report.html"),
         messages_csv: with_csv.then(|| dir.join("messages.csv")),
     };
-    write_json(&files.result_json, r)?;
     write_file(&files.summary_txt, &summary_table(r))?;
     latency_svg(r, &files.latency_svg)?;
+    let mut html_plots = Vec::new();
+    let mut emit = |stem: &str, svg: String, title: &str, caption: String| {
+        files.plots.push(dir.join(format!("{stem}.svg")));
+        files.plots.push(dir.join(format!("{stem}.png")));
+        html_plots.push(HtmlPlot {
+            title: title.to_string(),
+            caption,
+            svg,
+        });
+    };
+    let svg = write_svg_png(&LatencyCdf(r), dir, PLOT_STEMS[0])?;
+    emit(
+        PLOT_STEMS[0],
+        svg,
+        "Message completion time",
+        "Step CDF of each message's completion time from its intended send time, log time \
+         axis; nearest-rank p50/p99/p99.9 and the bound T* are marked. Messages that did not \
+         finish have no latency: the curve then ends below 1."
+            .into(),
+    );
+    let svg = write_svg_png(&CompletionPerSender(r), dir, PLOT_STEMS[1])?;
+    emit(
+        PLOT_STEMS[1],
+        svg,
+        "Completion per sender",
+        "Each message's completion time from the start of the workload, by sender; crosses on \
+         the top edge are messages that did not finish."
+            .into(),
+    );
+    if let Some(ts) = &r.timeseries {
+        ts.check().map_err(ReportError::Plot)?;
+        let svg = write_svg_png(&QueuePlot(r, ts), dir, PLOT_STEMS[2])?;
+        emit(
+            PLOT_STEMS[2],
+            svg,
+            "Bottleneck queue",
+            format!(
+                "Bytes in the {} at each sample (instantaneous), the largest egress queue \
+                 anywhere when it differs, and the run's peak of any egress queue.",
+                ts.bottleneck
+            ),
+        );
+        let svg = write_svg_png(&ThroughputPlot(r, ts), dir, PLOT_STEMS[3])?;
+        let per_sender = if ts.senders.len() <= MAX_SENDER_LINES {
+            "one line per sender".to_string()
+        } else {
+            format!(
+                "the median sender and the band from the slowest to the fastest of {} \
+                 senders in each interval",
+                ts.senders.len()
+            )
+        };
+        emit(
+            PLOT_STEMS[3],
+            svg,
+            "Throughput",
+            format!(
+                "Payload bytes delivered to the receiver per sampling interval, in Gb/s: all \
+                 senders together (top) and per sender (bottom: {per_sender})."
+            ),
+        );
+        let svg = write_svg_png(&CongestionPlot(r, ts), dir, PLOT_STEMS[4])?;
+        emit(
+            PLOT_STEMS[4],
+            svg,
+            "Congestion signals",
+            "Cumulative ECN-marked packets, CNPs and PFC XOFF frames (top), and the host NICs \
+             and switch ports held paused by PFC at each sample (bottom)."
+                .into(),
+        );
+    }
+    write_file(&files.report_html, &report_html(r, &html_plots))?;
     if let Some(csv) = &files.messages_csv {
         write_file(csv, &messages_csv(r))?;
     }

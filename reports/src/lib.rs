@@ -15,20 +15,27 @@
 //! # let _ = files; Ok(()) }
 //! ```
 
+pub mod chart;
 mod error;
+pub mod html;
 mod io;
 pub mod percentile;
 pub mod plot;
 mod schema;
+mod series;
 mod summary;
+pub mod timeplot;
 
 pub use error::ReportError;
-pub use io::{messages_csv, read_json, write_json, write_run_dir, RunFiles};
+pub use io::{
+    messages_csv, read_json, write_json, write_report, write_run_dir, RunFiles, PLOT_STEMS,
+};
 pub use plot::{latency_svg, latency_svg_string};
 pub use schema::{
     DeliveryCheck, IdealCompletion, Inconsistency, MessageRecord, NetworkCounters, RunResult,
     ScenarioInfo, SimInfo, WallClock, WorkloadInfo, SCHEMA_VERSION,
 };
+pub use series::{SenderBytes, TimeSeries};
 pub use summary::{
     completion_span_ps, format_bytes, format_us, goodput_bps, summary_table, LatencySummary,
 };

@@ -1,25 +1,32 @@
-//! SVG latency plot of a run: completion-time CDF and per-sender completion times.
+//! Latency plots of a run: the completion-time CDF on a log axis, each sender's completion
+//! times, and the two side by side (`latency.svg`).
 //!
-//! The plot is a pure function of the [`RunResult`] (plots can be redrawn from saved
-//! results without rerunning): equal inputs give byte-identical SVG. Text is measured with the
-//! embedded DejaVu Sans font (`assets/DejaVuSans.ttf`, Bitstream Vera license, see
-//! `assets/LICENSE-DejaVu.txt`), so layout does not depend on the fonts installed on the host.
+//! Every plot is a pure function of the [`RunResult`] (plots can be redrawn from saved
+//! results without rerunning): equal inputs give byte-identical SVG and PNG. Styling and
+//! rendering are shared with the other figures through [`crate::chart`].
 
 use std::path::Path;
-use std::sync::OnceLock;
 
-use plotters::element::DashedPathElement;
+use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::{register_font, FontStyle};
 
+use crate::chart::{
+    dashed_legend, draw_legend, log_range, log_tick_label, log_ticks, nice_upper, plot_err,
+    ps_to_us, render_svg, styled_mesh, tick_decimals, Figure, CAPTION_PX, FONT_FAMILY,
+    PERCENTILE_COLOR, TAB10, TITLE_PX, T_STAR_COLOR, UNDELIVERED_COLOR,
+};
 use crate::error::ReportError;
+use crate::percentile::nearest_rank;
 use crate::schema::RunResult;
 use crate::summary::{format_bytes, format_us};
 
-/// Width of the SVG canvas, pixels.
+/// Width of the two-panel latency figure (`latency.svg`), pixels.
 pub const WIDTH_PX: u32 = 1400;
-/// Height of the SVG canvas, pixels.
+/// Height of the two-panel latency figure, pixels.
 pub const HEIGHT_PX: u32 = 620;
+/// Size of a one-panel figure (`latency-cdf`, `completion`, and the time-series figures),
+/// pixels.
+pub const PANEL_SIZE_PX: (u32, u32) = (1000, 620);
 
 /// At most this many points are drawn on the CDF; larger sample sets are reduced to the
 /// nearest-rank quantiles at ranks `⌈k·n/MAX_CDF_POINTS⌉`, k = 1..MAX_CDF_POINTS.
@@ -28,57 +35,25 @@ pub const MAX_CDF_POINTS: usize = 4096;
 /// (in record order) is drawn, with k the smallest stride that fits, and the title says so.
 pub const MAX_SCATTER_POINTS: usize = 20_000;
 
-/// Family name under which the embedded font is registered with plotters.
-const FONT_FAMILY: &str = "sans-serif";
-static FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
-
-/// Tableau 10 palette (Tableau Software's default categorical colours, as used by matplotlib's
-/// `tab10`): one colour per message index when a sender sends at most 10 messages.
-const TAB10: [RGBColor; 10] = [
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0x8c, 0x56, 0x4b),
-    RGBColor(0xe3, 0x77, 0xc2),
-    RGBColor(0x7f, 0x7f, 0x7f),
-    RGBColor(0xbc, 0xbd, 0x22),
-    RGBColor(0x17, 0xbe, 0xcf),
+/// The percentiles marked on the CDF, with their legend names and colours.
+const MARKED: [(f64, &str, RGBColor); 3] = [
+    (50.0, "p50", TAB10[2]),
+    (99.0, "p99", TAB10[1]),
+    (99.9, "p99.9", TAB10[4]),
 ];
-const T_STAR_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
-const UNDELIVERED_COLOR: RGBColor = RGBColor(0x00, 0x00, 0x00);
 
-fn ensure_font() -> Result<(), ReportError> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let ok =
-        *REGISTERED.get_or_init(|| register_font(FONT_FAMILY, FontStyle::Normal, FONT_TTF).is_ok());
-    if ok {
-        Ok(())
-    } else {
-        Err(ReportError::Font)
-    }
-}
-
-fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {
-    ReportError::Plot(e.to_string())
-}
-
-fn ps_to_us(ps: u64) -> f64 {
-    ps as f64 / 1e6
-}
-
-/// Number of decimals for axis tick labels spanning `0..max`.
-fn tick_decimals(max: f64) -> usize {
-    if max >= 100.0 {
-        0
-    } else if max >= 10.0 {
-        1
-    } else if max >= 1.0 {
-        2
-    } else {
-        3
-    }
+/// Figure title: scenario, workload, backend and seed.
+pub(crate) fn run_title(r: &RunResult) -> String {
+    format!(
+        "{} — {} {}:1, {} per sender, {} message(s) each ({}, seed {})",
+        r.scenario.name,
+        r.workload.kind,
+        r.workload.senders,
+        format_bytes(r.workload.bytes_per_sender),
+        r.workload.messages_per_sender,
+        r.scenario.backend,
+        r.scenario.seed
+    )
 }
 
 /// Colour of message `index` among `n_indices` per-sender positions: the Tableau 10 palette
@@ -94,7 +69,8 @@ fn index_color(index: u32, n_indices: u32) -> RGBColor {
 }
 
 /// Step-CDF vertices `(latency µs, fraction)`. The fraction's denominator is the number of
-/// *all* message records, so with undelivered messages the CDF plateaus below 1.
+/// *all* message records, so with undelivered messages the CDF plateaus below 1. The first
+/// vertex is at fraction 0 at the smallest latency (a log axis has no 0).
 fn cdf_points(sorted_ps: &[u64], total: usize) -> Vec<(f64, f64)> {
     let n = sorted_ps.len();
     if n == 0 || total == 0 {
@@ -119,27 +95,62 @@ fn cdf_points(sorted_ps: &[u64], total: usize) -> Vec<(f64, f64)> {
     pts
 }
 
-/// Renders the latency figure of `r` to an SVG document and returns it.
-///
-/// Layout ([`WIDTH_PX`] × [`HEIGHT_PX`]): a title with the scenario and workload, then two
-/// panels.
-/// - Left: step CDF of message completion time (latency from the intended send time), x in µs,
-///   y the fraction 0–1 of *all* messages (undelivered ones never arrive, so the curve then
-///   ends below 1 and the title gives their number). A dashed vertical line marks T* when
-///   `r.ideal` is set.
-/// - Right: each message's completion time measured from the first intended send time of the
-///   workload (the frame T* is defined in), x the sender host index, y in µs, one colour per
-///   message index in the sender's sequence with a legend, undelivered messages as black
-///   crosses along the top edge, and a dashed horizontal line at T* when `r.ideal` is set.
+/// The completion-time CDF of a run (`latency-cdf.svg/.png`), see [`draw_cdf`].
+pub struct LatencyCdf<'a>(pub &'a RunResult);
+
+impl Figure for LatencyCdf<'_> {
+    fn size(&self) -> (u32, u32) {
+        PANEL_SIZE_PX
+    }
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ReportError> {
+        let body = root
+            .titled(&run_title(self.0), (FONT_FAMILY, TITLE_PX))
+            .map_err(plot_err)?;
+        draw_cdf(self.0, &body)
+    }
+}
+
+/// Each sender's completion times (`completion.svg/.png`), see [`draw_per_sender`].
+pub struct CompletionPerSender<'a>(pub &'a RunResult);
+
+impl Figure for CompletionPerSender<'_> {
+    fn size(&self) -> (u32, u32) {
+        PANEL_SIZE_PX
+    }
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ReportError> {
+        let body = root
+            .titled(&run_title(self.0), (FONT_FAMILY, TITLE_PX))
+            .map_err(plot_err)?;
+        draw_per_sender(self.0, &body)
+    }
+}
+
+/// The CDF and the per-sender panel side by side (`latency.svg`).
+pub struct LatencyOverview<'a>(pub &'a RunResult);
+
+impl Figure for LatencyOverview<'_> {
+    fn size(&self) -> (u32, u32) {
+        (WIDTH_PX, HEIGHT_PX)
+    }
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ReportError> {
+        let body = root
+            .titled(&run_title(self.0), (FONT_FAMILY, TITLE_PX))
+            .map_err(plot_err)?;
+        let (left, right) = body.split_horizontally(WIDTH_PX / 2);
+        draw_cdf(self.0, &left)?;
+        draw_per_sender(self.0, &right)
+    }
+}
+
+/// Renders the two-panel latency figure of `r` ([`LatencyOverview`]: the CDF of
+/// [`draw_cdf`] left, the per-sender panel of [`draw_per_sender`] right, [`WIDTH_PX`] ×
+/// [`HEIGHT_PX`]) to an SVG document and returns it.
 ///
 /// # Errors
 /// [`ReportError::Font`] if the embedded font cannot be registered, [`ReportError::Plot`] if
 /// plotters fails to draw.
 pub fn latency_svg_string(r: &RunResult) -> Result<String, ReportError> {
-    ensure_font()?;
-    let mut svg = String::new();
-    draw(r, &mut svg)?;
-    Ok(svg)
+    render_svg(&LatencyOverview(r))
 }
 
 /// Renders the latency figure of `r` (see [`latency_svg_string`]) and writes it to `path`.
@@ -154,75 +165,71 @@ pub fn latency_svg(r: &RunResult, path: &Path) -> Result<(), ReportError> {
     })
 }
 
-fn draw(r: &RunResult, out: &mut String) -> Result<(), ReportError> {
-    let root = SVGBackend::with_string(out, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let title = format!(
-        "{} — {} {}:1, {} per sender, {} message(s) each ({}, seed {})",
-        r.scenario.name,
-        r.workload.kind,
-        r.workload.senders,
-        format_bytes(r.workload.bytes_per_sender),
-        r.workload.messages_per_sender,
-        r.scenario.backend,
-        r.scenario.seed
-    );
-    let body = root.titled(&title, (FONT_FAMILY, 22)).map_err(plot_err)?;
-    let (left, right) = body.split_horizontally(WIDTH_PX / 2);
-    draw_cdf(r, &left)?;
-    draw_per_sender(r, &right)?;
-    root.present().map_err(plot_err)?;
-    Ok(())
-}
-
-type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-
-fn draw_cdf(r: &RunResult, area: &Area<'_>) -> Result<(), ReportError> {
+/// Step CDF of message completion time (latency from the intended send time) on `area`.
+///
+/// x: latency in µs on a log axis (1-2-5 bounds around the data and T*); y: fraction 0–1 of
+/// *all* messages. Messages that did not finish have no latency: the curve then ends below 1,
+/// a dotted line marks where, and the caption gives their number. Dashed verticals mark the
+/// nearest-rank p50, p99 and p99.9 of the delivered latencies (as in the summary table) with
+/// a dot where each meets the curve, and T* (red) when `r.ideal` is set.
+///
+/// # Errors
+/// [`ReportError::Plot`] if plotters fails.
+pub fn draw_cdf<DB: DrawingBackend>(
+    r: &RunResult,
+    area: &DrawingArea<DB, Shift>,
+) -> Result<(), ReportError> {
     let mut lat: Vec<u64> = r.messages.iter().filter_map(|m| m.latency_ps()).collect();
     lat.sort_unstable();
     let total = r.messages.len();
     let undelivered = total - lat.len();
     let t_star_us = r.ideal.map(|i| ps_to_us(i.t_star_ps));
-    let data_max = lat.last().map_or(0.0, |&v| ps_to_us(v));
-    let x_max = nice_upper(data_max.max(t_star_us.unwrap_or(0.0)));
     let caption = if undelivered > 0 {
         format!(
-            "Completion time CDF ({} of {} delivered, {} undelivered)",
+            "Completion time CDF: {} of {} delivered, {} did not finish (no latency)",
             lat.len(),
             total,
             undelivered
         )
     } else {
-        format!("Completion time CDF ({} messages)", total)
+        format!("Completion time CDF ({total} messages)")
     };
+    let lo = lat.first().map(|&v| ps_to_us(v).max(1e-3));
+    let hi = lat.last().map(|&v| ps_to_us(v).max(1e-3));
+    let (lo, hi) = match (lo, hi, t_star_us) {
+        (Some(a), Some(b), Some(t)) => (a.min(t), b.max(t)),
+        (Some(a), Some(b), None) => (a, b),
+        (None, _, Some(t)) => (t, t),
+        _ => (1.0, 1.0),
+    };
+    let x_range = log_range(lo, hi);
+    let (x0, x1) = (x_range.start, x_range.end);
+    let ticks = log_ticks(&x_range);
     let mut chart = ChartBuilder::on(area)
-        .caption(caption, (FONT_FAMILY, 18))
-        .margin(12)
+        .caption(caption, (FONT_FAMILY, CAPTION_PX))
+        .margin(14)
+        .margin_right(30)
         .x_label_area_size(48)
         .y_label_area_size(60)
-        .build_cartesian_2d(0f64..x_max, 0f64..1.0)
+        .build_cartesian_2d(x_range.log_scale().with_key_points(ticks), 0f64..1.0)
         .map_err(plot_err)?;
-    let decimals = tick_decimals(x_max);
-    let x_fmt = move |v: &f64| format!("{v:.decimals$}");
+    let x_fmt = |v: &f64| log_tick_label(*v);
     let y_fmt = |v: &f64| format!("{v:.1}");
-    chart
-        .configure_mesh()
-        .x_desc("message completion time from intended send (µs)")
-        .y_desc("fraction of messages")
+    styled_mesh(&mut chart)
+        .x_desc("message completion time from intended send (µs, log scale)")
+        .y_desc("fraction of all messages")
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
-        .label_style((FONT_FAMILY, 13))
-        .axis_desc_style((FONT_FAMILY, 15))
-        .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(plot_err)?;
     let pts = cdf_points(&lat, total);
     if pts.is_empty() {
+        let at = (x0 * (x1 / x0).powf(0.3), 0.5);
         chart
             .draw_series(std::iter::once(Text::new(
-                "no delivered messages",
-                (x_max * 0.3, 0.5),
-                (FONT_FAMILY, 18),
+                format!("no delivered messages ({total} did not finish)"),
+                at,
+                (FONT_FAMILY, CAPTION_PX),
             )))
             .map_err(plot_err)?;
     } else {
@@ -230,9 +237,44 @@ fn draw_cdf(r: &RunResult, area: &Area<'_>) -> Result<(), ReportError> {
             .draw_series(LineSeries::new(pts, TAB10[0].stroke_width(2)))
             .map_err(plot_err)?
             .label("delivered messages")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], TAB10[0].stroke_width(2)));
+            .legend(crate::chart::line_legend(TAB10[0], 2));
+        for (p, name, color) in MARKED {
+            let Some(v) = nearest_rank(&lat, p) else {
+                continue;
+            };
+            // The fraction of all messages at or below the percentile's sample.
+            let rank = lat.partition_point(|&x| x <= v);
+            let frac = rank as f64 / total as f64;
+            let x = ps_to_us(v);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x, 0.0), (x, 1.0)],
+                    4,
+                    4,
+                    color.stroke_width(1),
+                ))
+                .map_err(plot_err)?
+                .label(format!("{name} = {} µs", format_us(v)))
+                .legend(dashed_legend(color));
+            chart
+                .draw_series(std::iter::once(Circle::new((x, frac), 5, color.filled())))
+                .map_err(plot_err)?;
+        }
+        if undelivered > 0 {
+            let f = lat.len() as f64 / total as f64;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x0, f), (x1, f)],
+                    2,
+                    4,
+                    PERCENTILE_COLOR.stroke_width(1),
+                ))
+                .map_err(plot_err)?
+                .label(format!("{undelivered} unfinished: CDF ends at {f:.3}"))
+                .legend(dashed_legend(PERCENTILE_COLOR));
+        }
     }
-    if let Some(t) = t_star_us {
+    if let (Some(t), Some(i)) = (t_star_us, r.ideal) {
         chart
             .draw_series(DashedLineSeries::new(
                 vec![(t, 0.0), (t, 1.0)],
@@ -241,24 +283,24 @@ fn draw_cdf(r: &RunResult, area: &Area<'_>) -> Result<(), ReportError> {
                 T_STAR_COLOR.stroke_width(2),
             ))
             .map_err(plot_err)?
-            .label(format!(
-                "T* = {} µs",
-                format_us(r.ideal.map_or(0, |i| i.t_star_ps))
-            ))
-            .legend(t_star_legend);
+            .label(format!("T* = {} µs", format_us(i.t_star_ps)))
+            .legend(dashed_legend(T_STAR_COLOR));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT_FAMILY, 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(plot_err)?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-fn draw_per_sender(r: &RunResult, area: &Area<'_>) -> Result<(), ReportError> {
+/// Each message's completion time measured from the first intended send time of the workload
+/// (the frame T* is defined in) on `area`: x the sender host index, y in µs, one colour per
+/// message index in the sender's sequence with a legend, messages that did not finish as
+/// black crosses along the top edge, and a dashed horizontal line at T* when `r.ideal` is
+/// set. Above [`MAX_SCATTER_POINTS`] messages every k-th is drawn and the caption says so.
+///
+/// # Errors
+/// [`ReportError::Plot`] if plotters fails.
+pub fn draw_per_sender<DB: DrawingBackend>(
+    r: &RunResult,
+    area: &DrawingArea<DB, Shift>,
+) -> Result<(), ReportError> {
     let msgs = &r.messages;
     let start = msgs.iter().map(|m| m.intended_ps).min().unwrap_or(0);
     let stride = msgs.len().div_ceil(MAX_SCATTER_POINTS).max(1);
@@ -284,7 +326,7 @@ fn draw_per_sender(r: &RunResult, area: &Area<'_>) -> Result<(), ReportError> {
         "Completion time per sender".to_string()
     };
     let mut chart = ChartBuilder::on(area)
-        .caption(caption, (FONT_FAMILY, 18))
+        .caption(caption, (FONT_FAMILY, CAPTION_PX))
         .margin(12)
         .x_label_area_size(48)
         .y_label_area_size(70)
@@ -293,15 +335,11 @@ fn draw_per_sender(r: &RunResult, area: &Area<'_>) -> Result<(), ReportError> {
     let decimals = tick_decimals(y_max);
     let y_fmt = move |v: &f64| format!("{v:.decimals$}");
     let x_fmt = |v: &f64| format!("{v:.0}");
-    chart
-        .configure_mesh()
+    styled_mesh(&mut chart)
         .x_desc("sender host index")
         .y_desc("completion time since workload start (µs)")
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
-        .label_style((FONT_FAMILY, 13))
-        .axis_desc_style((FONT_FAMILY, 15))
-        .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(plot_err)?;
 
@@ -355,7 +393,7 @@ fn draw_per_sender(r: &RunResult, area: &Area<'_>) -> Result<(), ReportError> {
                 "T* = {} µs",
                 format_us(r.ideal.map_or(0, |i| i.t_star_ps))
             ))
-            .legend(t_star_legend);
+            .legend(dashed_legend(T_STAR_COLOR));
     }
     // Put the legend in the right-hand corner (top or bottom quarter of the panel, right 30 %)
     // that covers fewer points; undelivered crosses sit on the top edge. Ties go to the bottom.
@@ -381,35 +419,7 @@ fn draw_per_sender(r: &RunResult, area: &Area<'_>) -> Result<(), ReportError> {
     } else {
         SeriesLabelPosition::LowerRight
     };
-    chart
-        .configure_series_labels()
-        .position(position)
-        .label_font((FONT_FAMILY, 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(plot_err)?;
-    Ok(())
-}
-
-/// Legend glyph for the T* line: a short dashed segment like the line itself.
-fn t_star_legend((x, y): (i32, i32)) -> DashedPathElement<std::vec::IntoIter<(i32, i32)>, i32> {
-    DashedPathElement::new(
-        vec![(x, y), (x + 22, y)],
-        5,
-        3,
-        T_STAR_COLOR.stroke_width(2),
-    )
-}
-
-/// Upper axis bound: `v` plus 8 % headroom, at least 1 (so an all-zero data set still has a
-/// non-empty range).
-fn nice_upper(v: f64) -> f64 {
-    if v.is_finite() && v > 0.0 {
-        v * 1.08
-    } else {
-        1.0
-    }
+    draw_legend(&mut chart, position)
 }
 
 #[cfg(test)]

@@ -10,10 +10,15 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::series::TimeSeries;
+
 /// Version of the result schema written by this crate (the `schema-version` key).
 ///
 /// Readers reject files whose version is newer than this; see [`crate::read_json`].
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// History: 1 = the first schema; 2 adds the optional `scenario-yaml` and `timeseries` keys
+/// (a version-1 file reads with both absent).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One complete run: what was run, what happened to every message, network counters, the
 /// analytical reference and simulator statistics.
@@ -44,6 +49,13 @@ pub struct RunResult {
     pub errors: Vec<String>,
     /// Wall-clock measurements: the only non-deterministic fields of the record.
     pub wall_clock: WallClock,
+    /// The text of the scenario file that produced the run, when known (schema version 2).
+    #[serde(default)]
+    pub scenario_yaml: Option<String>,
+    /// Network state over time, on the simulator with sampling on; `None` on other backends
+    /// (schema version 2).
+    #[serde(default)]
+    pub timeseries: Option<TimeSeries>,
 }
 
 /// Identification of the scenario run.

@@ -71,6 +71,8 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             trace_hash: "00ff".into(),
         }),
         errors: Vec::new(),
+        scenario_yaml: None,
+        timeseries: None,
         wall_clock: WallClock {
             wall_seconds: 0.25,
             events_per_second: 493_824.0,
@@ -217,7 +219,7 @@ fn json_round_trip_and_format() {
     let text = std::fs::read_to_string(&p).unwrap();
     assert!(text.ends_with("}\n"));
     assert!(
-        text.starts_with("{\n  \"schema-version\": 1,\n  \"tool-version\""),
+        text.starts_with("{\n  \"schema-version\": 2,\n  \"tool-version\""),
         "{text}"
     );
     assert!(text.contains("\"wall-clock\": {"));
@@ -347,9 +349,9 @@ fn svg_is_deterministic_and_has_text() {
     assert_eq!(a, b);
     assert!(a.starts_with("<svg"));
     assert!(a.contains("<text"));
-    assert!(a.contains("message completion time from intended send (µs)"));
+    assert!(a.contains("message completion time from intended send (µs, log scale)"));
     assert!(a.contains("completion time since workload start (µs)"));
-    assert!(a.contains("fraction of messages"));
+    assert!(a.contains("fraction of all messages"));
     assert!(a.contains("T* = 32.000 µs"));
     assert!(a.contains("undelivered"));
     assert!(a.contains("message 0") && a.contains("message 1"));

@@ -38,7 +38,9 @@ mod xrdma_section;
 
 pub use dcqcn_section::DcqcnSection;
 pub use error::{locate_key, Diagnostic, ScenarioError};
-pub use sim_section::{EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS};
+pub use sim_section::{
+    EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS, DEFAULT_SAMPLE_INTERVAL,
+};
 pub use topology_section::TopologySection;
 pub use verbs_section::{RankSpec, VerbsSection};
 pub use workload::{Incast, MessageSpec, Workload};

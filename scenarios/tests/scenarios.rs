@@ -180,6 +180,8 @@ fn defaults_are_filled_in() {
             local_ack_timeout: None,
             retry_cnt: None,
             topology: TopologySection::Star,
+            // Sampling on at 10 us = 1e7 ps.
+            sample_interval: Some(Time(10_000_000)),
         })
     );
     // Partly given xrdma block: the rest keeps its defaults.
@@ -189,6 +191,25 @@ fn defaults_are_filled_in() {
     assert_eq!(s.xrdma.fragment_size, 65_536);
     // An empty xrdma block (null) is all defaults too.
     assert_eq!(ok(&with("xrdma:\n")).xrdma, XrdmaSection::default());
+}
+
+#[test]
+fn sample_interval_takes_a_span_or_off() {
+    let interval = |extra: &str| ok(&with(extra)).sim_or_default().sample_interval;
+    // Absent: the 10 us default; 2.5us = 2_500_000 ps; `off` turns sampling off.
+    assert_eq!(interval(""), Some(Time(10_000_000)));
+    assert_eq!(
+        interval("sim:\n  sample-interval: 2.5us\n"),
+        Some(Time(2_500_000))
+    );
+    assert_eq!(interval("sim:\n  sample-interval: off\n"), None);
+    let e = err(&with("sim:\n  sample-interval: 0us\n"));
+    assert!(
+        e.contains("sample-interval") && e.contains("above 0"),
+        "{e}"
+    );
+    let e = err(&with("sim:\n  sample-interval: fast\n"));
+    assert!(e.contains("sample-interval"), "{e}");
 }
 
 #[test]

@@ -1,0 +1,345 @@
+//! Time series of a run, sampled at a fixed interval without scheduling any event.
+//!
+//! The network state only changes when an event is processed (or when the driver acts at the
+//! current time), so it is constant between two events. Before the simulation processes an
+//! event at time `t`, every sample boundary `b < t` not yet recorded is recorded from the
+//! current state: the sample at `b` is the state after every event at a time `≤ b`. No event is
+//! added to the queue, so the event count and the trace hash of a run are the same with
+//! sampling on or off, and the samples are as deterministic as the run.
+//!
+//! Sample `i` sits at `time[i] = (i + 1)·interval` (the end of the interval `((i)·interval,
+//! (i + 1)·interval]`). Counters are cumulative since time 0; queues and pauses are the
+//! instantaneous state at the boundary (a queue peak between two boundaries is not seen; the
+//! run's peak is in [`crate::SimStats::max_egress_queue_bytes`]).
+//!
+//! Memory is bounded: when a series reaches [`TimeSeriesConfig::max_points`] samples, every
+//! other sample is dropped (those at odd multiples of the interval) and the interval doubles,
+//! so a series always holds between `max_points/2` and `max_points` samples, each at a
+//! multiple of the current interval. [`SimTimeSeries::coarsened`] says how often that happened.
+
+use crate::{HostId, Simulation};
+use serde::{Deserialize, Serialize};
+use xrdma::Time;
+
+/// Default sampling interval: 10 µs (a 100 Gb/s link carries 125 000 bytes in it, about 113
+/// 1 KiB-MTU packets, so a per-interval throughput has a resolution better than 1 %).
+pub const DEFAULT_SAMPLE_INTERVAL: Time = Time(10_000_000);
+
+/// Default cap on the samples of a series (see the module docs for the coarsening).
+pub const DEFAULT_MAX_POINTS: usize = 1024;
+
+/// What to sample and how often.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeSeriesConfig {
+    /// Interval between two samples at the start of the run; > 0.
+    pub interval: Time,
+    /// Samples per series before the interval is doubled; rounded up to an even number ≥ 2.
+    pub max_points: usize,
+    /// The host whose switch port's egress queue is the "bottleneck" series (the port toward
+    /// the receiver of an incast); `None` records only the largest egress queue of the fabric.
+    pub watch_host: Option<HostId>,
+}
+
+impl Default for TimeSeriesConfig {
+    fn default() -> Self {
+        TimeSeriesConfig {
+            interval: DEFAULT_SAMPLE_INTERVAL,
+            max_points: DEFAULT_MAX_POINTS,
+            watch_host: None,
+        }
+    }
+}
+
+/// Payload bytes one source host delivered, cumulative per sample.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceSeries {
+    /// The host whose payload was delivered (the sender of a SEND/WRITE, the responder of a
+    /// READ).
+    pub host: HostId,
+    /// Payload bytes from `host` written into a receiver's memory by each sample time,
+    /// cumulative since time 0; one value per [`SimTimeSeries::time`].
+    pub delivered_bytes: Vec<u64>,
+}
+
+/// The recorded series; every vector has one value per [`SimTimeSeries::time`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimTimeSeries {
+    /// The interval asked for.
+    pub requested_interval: Time,
+    /// The interval between the samples held now: `requested_interval · 2^coarsened`.
+    pub interval: Time,
+    /// How many times the samples were thinned and the interval doubled to stay within
+    /// `max_points`.
+    pub coarsened: u32,
+    /// The cap on samples per series.
+    pub max_points: usize,
+    /// The host whose switch port's egress queue is [`SimTimeSeries::watched_queue_bytes`].
+    pub watch_host: Option<HostId>,
+    /// Sample times, ascending multiples of `interval`.
+    pub time: Vec<Time>,
+    /// Bytes (wire size) in the egress queue of the switch port cabled to `watch_host`
+    /// (all zeros when `watch_host` is `None`).
+    pub watched_queue_bytes: Vec<u64>,
+    /// The largest egress queue of any switch port at the sample time, bytes.
+    pub max_queue_bytes: Vec<u64>,
+    /// Packets ECN-marked so far (as [`crate::SimStats::ecn_marks`]).
+    pub ecn_marks: Vec<u64>,
+    /// CNPs sent so far (as [`crate::SimStats::cnps_sent`]).
+    pub cnps: Vec<u64>,
+    /// PFC XOFF frames sent so far (as [`crate::SimStats::pfc_xoff_sent`]).
+    pub pfc_xoff: Vec<u64>,
+    /// Transmitters (host NICs and switch ports) held in PFC pause at the sample time.
+    pub paused_ports: Vec<u32>,
+    /// Per source host that delivered any payload, ascending by host.
+    pub sources: Vec<SourceSeries>,
+}
+
+/// The state read at one sample boundary.
+struct Snapshot {
+    watched: u64,
+    max_queue: u64,
+    ecn: u64,
+    cnps: u64,
+    xoff: u64,
+    paused: u32,
+}
+
+/// The recorder kept by a [`Simulation`] with sampling on.
+#[derive(Clone, Debug)]
+pub(crate) struct Recorder {
+    series: SimTimeSeries,
+    /// Next boundary to record.
+    next: Time,
+    /// Payload bytes delivered per source host so far (indexed by host).
+    delivered: Vec<u64>,
+    /// Index into `series.sources` per host, when that host has a series.
+    source_slot: Vec<Option<usize>>,
+}
+
+impl Recorder {
+    pub(crate) fn new(cfg: TimeSeriesConfig, hosts: u32) -> Self {
+        let interval = Time(cfg.interval.as_ps().max(1));
+        let max_points = cfg.max_points.max(2).next_multiple_of(2);
+        Recorder {
+            series: SimTimeSeries {
+                requested_interval: interval,
+                interval,
+                coarsened: 0,
+                max_points,
+                watch_host: cfg.watch_host,
+                time: Vec::new(),
+                watched_queue_bytes: Vec::new(),
+                max_queue_bytes: Vec::new(),
+                ecn_marks: Vec::new(),
+                cnps: Vec::new(),
+                pfc_xoff: Vec::new(),
+                paused_ports: Vec::new(),
+                sources: Vec::new(),
+            },
+            next: interval,
+            delivered: vec![0; hosts as usize],
+            source_slot: vec![None; hosts as usize],
+        }
+    }
+
+    /// The next boundary to record.
+    #[inline]
+    pub(crate) fn next(&self) -> Time {
+        self.next
+    }
+
+    /// `bytes` of payload from host `src` were written into a receiver's memory.
+    #[inline]
+    pub(crate) fn on_delivered(&mut self, src: HostId, bytes: u64) {
+        let s = src as usize;
+        if s >= self.delivered.len() {
+            return;
+        }
+        self.delivered[s] += bytes;
+        if self.source_slot[s].is_none() && bytes > 0 {
+            // A new source: zeros for the samples before its first byte, keeping `sources`
+            // sorted by host.
+            let at = self.series.sources.partition_point(|x| x.host < src);
+            self.series.sources.insert(
+                at,
+                SourceSeries {
+                    host: src,
+                    delivered_bytes: vec![0; self.series.time.len()],
+                },
+            );
+            for (i, x) in self.series.sources.iter().enumerate().skip(at) {
+                self.source_slot[x.host as usize] = Some(i);
+            }
+        }
+    }
+
+    fn push(&mut self, snap: &Snapshot) {
+        let s = &mut self.series;
+        s.time.push(self.next);
+        s.watched_queue_bytes.push(snap.watched);
+        s.max_queue_bytes.push(snap.max_queue);
+        s.ecn_marks.push(snap.ecn);
+        s.cnps.push(snap.cnps);
+        s.pfc_xoff.push(snap.xoff);
+        s.paused_ports.push(snap.paused);
+        for src in &mut s.sources {
+            src.delivered_bytes.push(self.delivered[src.host as usize]);
+        }
+        self.next += s.interval;
+        if s.time.len() >= s.max_points {
+            self.coarsen();
+        }
+    }
+
+    /// Keep the samples at even multiples of the interval (odd indices, as sample `i` is at
+    /// `(i + 1)·interval`) and double the interval.
+    fn coarsen(&mut self) {
+        fn keep_odd<T: Copy>(v: &mut Vec<T>) {
+            let kept: Vec<T> = v.iter().skip(1).step_by(2).copied().collect();
+            *v = kept;
+        }
+        let s = &mut self.series;
+        keep_odd(&mut s.time);
+        keep_odd(&mut s.watched_queue_bytes);
+        keep_odd(&mut s.max_queue_bytes);
+        keep_odd(&mut s.ecn_marks);
+        keep_odd(&mut s.cnps);
+        keep_odd(&mut s.pfc_xoff);
+        keep_odd(&mut s.paused_ports);
+        for src in &mut s.sources {
+            keep_odd(&mut src.delivered_bytes);
+        }
+        s.interval = Time(s.interval.as_ps().saturating_mul(2));
+        s.coarsened += 1;
+        // `time.len()` was even (max_points is even), so the next boundary, one old interval
+        // after the last kept sample, is an odd multiple: move to the next even one.
+        self.next = match s.time.last() {
+            Some(&t) => t + s.interval,
+            None => s.interval,
+        };
+    }
+}
+
+impl Simulation {
+    /// Start recording time series (see [`SimTimeSeries`]), replacing any earlier recorder.
+    /// Called before the first event, the first sample is at `cfg.interval`; called later,
+    /// the boundaries already passed get the present state.
+    ///
+    /// Sampling adds no event: [`Simulation::trace_hash`] and the event count do not change.
+    pub fn enable_timeseries(&mut self, cfg: TimeSeriesConfig) {
+        let mut rec = Recorder::new(cfg, self.cfg.hosts);
+        while rec.next() <= self.now {
+            // Boundaries already passed (enabled late): record the present state for them.
+            let snap = self.snapshot(rec.series.watch_host);
+            rec.push(&snap);
+        }
+        self.timeseries = Some(Box::new(rec));
+    }
+
+    /// The series recorded so far, completed up to `now()`: every boundary `≤ now()` plus one
+    /// final sample at the first boundary after `now()` (the state is constant from the last
+    /// event on), so the delivered bytes of the last sample are every byte delivered.
+    /// `None` when sampling is off.
+    pub fn timeseries(&self) -> Option<SimTimeSeries> {
+        let mut rec = self.timeseries.as_deref()?.clone();
+        let snap = self.snapshot(rec.series.watch_host);
+        while rec.next() <= self.now {
+            rec.push(&snap);
+        }
+        let covered = match rec.series.time.last() {
+            Some(&t) => t >= self.now,
+            None => false,
+        };
+        if !covered {
+            rec.push(&snap);
+        }
+        Some(rec.series)
+    }
+
+    /// Record every boundary before `t` (called before processing an event at `t`).
+    #[inline]
+    pub(crate) fn sample_until(&mut self, t: Time) {
+        let Some(next) = self.timeseries.as_ref().map(|r| r.next()) else {
+            return;
+        };
+        if next >= t {
+            return;
+        }
+        let watch = self.timeseries.as_ref().and_then(|r| r.series.watch_host);
+        let snap = self.snapshot(watch);
+        if let Some(rec) = self.timeseries.as_deref_mut() {
+            while rec.next() < t {
+                rec.push(&snap);
+            }
+        }
+    }
+
+    /// `bytes` of payload from `src` reached a receiver's memory.
+    #[inline]
+    pub(crate) fn note_delivered(&mut self, src: HostId, bytes: u64) {
+        if let Some(rec) = self.timeseries.as_deref_mut() {
+            rec.on_delivered(src, bytes);
+        }
+    }
+
+    fn snapshot(&self, watch: Option<HostId>) -> Snapshot {
+        let paused_hosts = self.hosts.iter().filter(|h| h.is_paused()).count() as u32;
+        Snapshot {
+            watched: watch.map_or(0, |h| self.fabric.host_port_queue_bytes(h)),
+            max_queue: self.fabric.max_queue_bytes(),
+            ecn: self.stats.ecn_marks,
+            cnps: self.stats.cnps_sent,
+            xoff: self.stats.pfc_xoff_sent,
+            paused: paused_hosts + self.fabric.paused_ports(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(v: u64) -> Snapshot {
+        Snapshot {
+            watched: v,
+            max_queue: v,
+            ecn: v,
+            cnps: v,
+            xoff: v,
+            paused: 0,
+        }
+    }
+
+    #[test]
+    fn coarsening_keeps_even_multiples_and_doubles_the_interval() {
+        let cfg = TimeSeriesConfig {
+            interval: Time(10),
+            max_points: 4,
+            watch_host: None,
+        };
+        let mut r = Recorder::new(cfg, 2);
+        // Samples at 10, 20, 30, 40 (value = time); the 4th hits the cap: keep 20 and 40.
+        for k in 1..=4 {
+            r.push(&snap(10 * k));
+        }
+        assert_eq!(r.series.time, vec![Time(20), Time(40)]);
+        assert_eq!(r.series.ecn_marks, vec![20, 40]);
+        assert_eq!(r.series.interval, Time(20));
+        assert_eq!(r.series.coarsened, 1);
+        // The next boundary is 40 + 20 = 60, a multiple of the new interval.
+        assert_eq!(r.next(), Time(60));
+    }
+
+    #[test]
+    fn a_late_source_is_back_filled_with_zeros_and_kept_sorted() {
+        let mut r = Recorder::new(TimeSeriesConfig::default(), 4);
+        r.on_delivered(3, 100);
+        r.push(&snap(0));
+        r.on_delivered(1, 50);
+        r.push(&snap(0));
+        let hosts: Vec<u32> = r.series.sources.iter().map(|s| s.host).collect();
+        assert_eq!(hosts, vec![1, 3]);
+        assert_eq!(r.series.sources[0].delivered_bytes, vec![0, 50]);
+        assert_eq!(r.series.sources[1].delivered_bytes, vec![100, 100]);
+    }
+}
