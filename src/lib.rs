@@ -5,11 +5,13 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod compare;
 pub mod conformance;
 pub mod fabric;
 pub mod incast;
 pub mod sim_config;
 pub mod sim_run;
+pub mod sweep;
 pub mod tools;
 #[cfg(feature = "verbs")]
 pub mod verbs_fabric;

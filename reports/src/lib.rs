@@ -21,6 +21,8 @@ pub mod percentile;
 pub mod plot;
 mod schema;
 mod summary;
+pub mod sweep_html;
+pub mod sweep_plot;
 
 pub use error::ReportError;
 pub use io::{messages_csv, read_json, write_json, write_run_dir, RunFiles};

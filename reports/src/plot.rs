@@ -29,12 +29,12 @@ pub const MAX_CDF_POINTS: usize = 4096;
 pub const MAX_SCATTER_POINTS: usize = 20_000;
 
 /// Family name under which the embedded font is registered with plotters.
-const FONT_FAMILY: &str = "sans-serif";
+pub(crate) const FONT_FAMILY: &str = "sans-serif";
 static FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 
 /// Tableau 10 palette (Tableau Software's default categorical colours, as used by matplotlib's
 /// `tab10`): one colour per message index when a sender sends at most 10 messages.
-const TAB10: [RGBColor; 10] = [
+pub(crate) const TAB10: [RGBColor; 10] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x2c, 0xa0, 0x2c),
@@ -49,7 +49,7 @@ const TAB10: [RGBColor; 10] = [
 const T_STAR_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
 const UNDELIVERED_COLOR: RGBColor = RGBColor(0x00, 0x00, 0x00);
 
-fn ensure_font() -> Result<(), ReportError> {
+pub(crate) fn ensure_font() -> Result<(), ReportError> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let ok =
         *REGISTERED.get_or_init(|| register_font(FONT_FAMILY, FontStyle::Normal, FONT_TTF).is_ok());
