@@ -169,7 +169,13 @@ pub fn compare_table(runs: &[CompareRun]) -> String {
     }
     let cols = cells[0].len();
     let widths: Vec<usize> = (0..cols)
-        .map(|c| cells.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            cells
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut o = String::new();
     for row in &cells {

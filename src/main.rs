@@ -543,7 +543,8 @@ fn sweep(
     let yaml = std::fs::read_to_string(scenario)
         .with_context(|| format!("reading {}", scenario.display()))?;
     let plan = sweep::plan(base, yaml, axes)?;
-    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("{}-sweep", plan.base.name)));
+    let out =
+        out.unwrap_or_else(|| PathBuf::from("results").join(format!("{}-sweep", plan.base.name)));
     prepare_out_dir(&out)?;
     let jobs = jobs.unwrap_or_else(sweep::default_jobs);
     if jobs == 0 {

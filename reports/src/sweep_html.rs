@@ -76,12 +76,7 @@ pub fn sweep_html(page: &SweepPage) -> String {
     );
     o.push_str("<h2>Axes</h2>\n<ul>\n");
     for (name, values) in &page.axes {
-        let _ = writeln!(
-            o,
-            "<li><b>{}</b>: {}</li>",
-            e(name),
-            e(&values.join(", "))
-        );
+        let _ = writeln!(o, "<li><b>{}</b>: {}</li>", e(name), e(&values.join(", ")));
     }
     o.push_str("</ul>\n<h2>Points</h2>\n<table>\n<tr>");
     for h in &page.headers {

@@ -62,8 +62,14 @@ pub enum FanInScale {
 
 /// The three percentiles drawn per series, with their dash pattern (dash, gap) in pixels
 /// (`None` = solid).
-const PERCENTILES: [(&str, Option<(u32, u32)>); 3] =
-    [("p50", None), ("p99", Some((10, 5))), ("p99.9", Some((3, 4)))];
+const PERCENTILES: [(&str, Option<(u32, u32)>); 3] = [
+    ("p50", None),
+    ("p99", Some((10, 5))),
+    ("p99.9", Some((3, 4))),
+];
+
+/// One drawn line: series index, percentile index, vertices.
+type Line = (usize, usize, Vec<(f64, f64)>);
 
 fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {
     ReportError::Plot(e.to_string())
@@ -78,12 +84,7 @@ fn percentile_of(p: &FanInPoint, which: usize) -> Option<u64> {
 }
 
 /// The y values of one line: `(log2 fan-in, value)` with value in the plot's unit.
-fn line_values(
-    s: &FanInSeries,
-    which: usize,
-    scale: FanInScale,
-    unit_ps: f64,
-) -> Vec<(f64, f64)> {
+fn line_values(s: &FanInSeries, which: usize, scale: FanInScale, unit_ps: f64) -> Vec<(f64, f64)> {
     let mut pts: Vec<&FanInPoint> = s.points.iter().collect();
     pts.sort_by_key(|p| p.fan_in);
     pts.into_iter()
@@ -134,7 +135,7 @@ pub fn draw_fan_in<DB: DrawingBackend>(
         .max()
         .unwrap_or(0) as f64;
     let (unit_ps, unit) = time_unit(max_ps);
-    let lines: Vec<(usize, usize, Vec<(f64, f64)>)> = (0..series.len())
+    let lines: Vec<Line> = (0..series.len())
         .flat_map(|si| (0..3).map(move |pi| (si, pi)))
         .map(|(si, pi)| (si, pi, line_values(&series[si], pi, scale, unit_ps)))
         .collect();
@@ -195,7 +196,11 @@ pub fn draw_fan_in<DB: DrawingBackend>(
         if pts.is_empty() {
             continue;
         }
-        let color = if single { TAB10[pi] } else { TAB10[si % TAB10.len()] };
+        let color = if single {
+            TAB10[pi]
+        } else {
+            TAB10[si % TAB10.len()]
+        };
         let style = color.stroke_width(2);
         let (name, dash) = PERCENTILES[pi];
         let label = if single {
@@ -364,8 +369,8 @@ pub fn render_svg(
 ) -> Result<String, ReportError> {
     let mut svg = String::new();
     {
-        let root =
-            SVGBackend::with_string(&mut svg, (SWEEP_WIDTH_PX, SWEEP_HEIGHT_PX)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (SWEEP_WIDTH_PX, SWEEP_HEIGHT_PX))
+            .into_drawing_area();
         draw(&root)?;
     }
     Ok(svg)
@@ -464,7 +469,10 @@ mod tests {
             label: String::new(),
             points: vec![pt(2, 1_000_000, 2_000_000), pt(4, 2_000_000, 4_000_000)],
         }];
-        render_png(&path, |a| draw_fan_in(a, "t", &series, FanInScale::Absolute)).unwrap();
+        render_png(&path, |a| {
+            draw_fan_in(a, "t", &series, FanInScale::Absolute)
+        })
+        .unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
         assert!(!dir.join("f.png.tmp.png").exists());

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use xrdma_scenario::units::{parse_size, UnitError};
-use xrdma_scenario::{DcqcnSection, PfcSection, Scenario, Workload};
+use xrdma_scenario::{Scenario, Workload};
 
 /// Where a point runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -162,7 +162,7 @@ fn parse_value(kind: AxisKind, text: &str) -> Result<AxisValue, String> {
     let unit = |e: UnitError| e.to_string();
     match kind {
         AxisKind::FanIn => match text.parse::<u32>() {
-            Ok(n) if n >= 1 && n < u32::MAX => Ok(AxisValue::Count(n)),
+            Ok(n) if (1..u32::MAX).contains(&n) => Ok(AxisValue::Count(n)),
             _ => Err("expected a sender count, a whole number ≥ 1".into()),
         },
         AxisKind::Size | AxisKind::InitialWindow => match parse_size(text).map_err(unit)? {
@@ -299,12 +299,12 @@ pub fn apply(
         (AxisKind::InitialWindow, AxisValue::Bytes(b)) => sc.xrdma.initial_window = b,
         (AxisKind::Dcqcn, AxisValue::Switch(on)) => {
             let mut s = sc.sim_or_default();
-            s.dcqcn = on.then(|| s.dcqcn.clone().unwrap_or_else(DcqcnSection::default));
+            s.dcqcn = on.then(|| s.dcqcn.clone().unwrap_or_default());
             sc.sim = Some(s);
         }
         (AxisKind::Pfc, AxisValue::Switch(on)) => {
             let mut s = sc.sim_or_default();
-            s.pfc = on.then(|| s.pfc.clone().unwrap_or_else(PfcSection::default));
+            s.pfc = on.then(|| s.pfc.clone().unwrap_or_default());
             sc.sim = Some(s);
         }
         (AxisKind::Backend, AxisValue::Backend(b)) => *backend = b,

@@ -255,7 +255,11 @@ where
             .with_context(|| format!("writing {}", partial.display()))?;
         let pf = PointFile {
             id: point.id.clone(),
-            axes: plan.axes.iter().map(|a| a.kind.name().to_string()).collect(),
+            axes: plan
+                .axes
+                .iter()
+                .map(|a| a.kind.name().to_string())
+                .collect(),
             values: point.values.clone(),
             backend: point.backend.name().into(),
             hash: point.hash.clone(),

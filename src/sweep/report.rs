@@ -205,9 +205,12 @@ pub fn index_csv(ix: &SweepIndex) -> String {
 }
 
 /// The fan-in series of a sweep: points grouped by the values of every axis but `fan-in`
-/// (label `name=value, ...`, in order of first appearance). `None` without a fan-in axis.
+/// that has more than one value (label `name=value, ...`, in order of first appearance). `None` without a fan-in axis.
 pub fn fan_in_series(ix: &SweepIndex) -> Option<Vec<FanInSeries>> {
-    let fan = ix.axes.iter().position(|a| a.name == AxisKind::FanIn.name())?;
+    let fan = ix
+        .axes
+        .iter()
+        .position(|a| a.name == AxisKind::FanIn.name())?;
     let mut series: Vec<FanInSeries> = Vec::new();
     for p in &ix.points {
         let Some(h) = &p.headline else { continue };
@@ -216,7 +219,8 @@ pub fn fan_in_series(ix: &SweepIndex) -> Option<Vec<FanInSeries>> {
             .iter()
             .zip(&p.values)
             .enumerate()
-            .filter(|(i, _)| *i != fan)
+            // An axis with one value is the same for every line: it does not tell them apart.
+            .filter(|(i, (a, _))| *i != fan && a.values.len() > 1)
             .map(|(_, (a, v))| format!("{}={v}", a.name))
             .collect::<Vec<_>>()
             .join(", ");
@@ -260,7 +264,12 @@ pub struct SweepFiles {
 ///
 /// # Errors
 /// A file cannot be written or a plot cannot be drawn.
-pub fn write_reports(out: &Path, plan: &Plan, ix: &SweepIndex, command: &str) -> Result<SweepFiles> {
+pub fn write_reports(
+    out: &Path,
+    plan: &Plan,
+    ix: &SweepIndex,
+    command: &str,
+) -> Result<SweepFiles> {
     let mut files = SweepFiles {
         index_json: out.join("index.json"),
         index_csv: out.join("index.csv"),
@@ -285,7 +294,13 @@ pub fn write_reports(out: &Path, plan: &Plan, ix: &SweepIndex, command: &str) ->
             .map(|a| a.name.clone())
             .chain(
                 [
-                    "status", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "T* µs", "max/T*",
+                    "status",
+                    "p50 µs",
+                    "p99 µs",
+                    "p99.9 µs",
+                    "max µs",
+                    "T* µs",
+                    "max/T*",
                     "goodput Gb/s",
                 ]
                 .map(String::from),
@@ -321,7 +336,11 @@ pub fn write_reports(out: &Path, plan: &Plan, ix: &SweepIndex, command: &str) ->
         Some(series) => {
             for (stem, scale, what) in [
                 ("fan-in", FanInScale::Absolute, "absolute"),
-                ("fan-in-t-star", FanInScale::NormalizedToTStar, "normalized to T*"),
+                (
+                    "fan-in-t-star",
+                    FanInScale::NormalizedToTStar,
+                    "normalized to T*",
+                ),
             ] {
                 let title = format!("{}: message completion vs fan-in ({what})", ix.scenario);
                 let svg = render_svg(|a| draw_fan_in(a, &title, &series, scale))?;
