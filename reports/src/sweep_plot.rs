@@ -158,6 +158,9 @@ pub fn draw_fan_in<DB: DrawingBackend>(
     } else {
         (0.0, 1.0)
     };
+    // Room above the data for the legend in the upper left: a factor per legend line on the
+    // log axis.
+    let headroom = 2f64.powf(0.25 * (lines.len() + 1) as f64).max(2.0);
     let y_desc = match scale {
         FanInScale::Absolute => format!("message completion time ({unit}, log)"),
         FanInScale::NormalizedToTStar => "message completion time / T* (log)".to_string(),
@@ -167,7 +170,7 @@ pub fn draw_fan_in<DB: DrawingBackend>(
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(72)
-        .build_cartesian_2d(x_lo..x_hi, (y_lo / 1.3..y_hi * 1.3).log_scale())
+        .build_cartesian_2d(x_lo..x_hi, (y_lo / 1.5..y_hi * headroom).log_scale())
         .map_err(plot_err)?;
     let x_fmt = |v: &f64| format!("{}", 2f64.powf(*v).round());
     let y_fmt = |v: &f64| {
@@ -184,6 +187,7 @@ pub fn draw_fan_in<DB: DrawingBackend>(
         .x_desc("fan-in (senders, log₂)")
         .y_desc(y_desc)
         .x_labels(((x_hi - x_lo).ceil() as usize).clamp(2, 12))
+        .y_labels(12)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style((FONT_FAMILY, 13))
