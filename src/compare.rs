@@ -14,8 +14,8 @@ use crate::sweep::write_atomic;
 /// One run of a comparison.
 #[derive(Clone, Debug)]
 pub struct CompareRun {
-    /// Legend and column text: `name (backend, seed N)`, with the path appended when two runs
-    /// would otherwise share it.
+    /// Legend and column text: `name (backend, seed N)`, with the run's directory name (or the
+    /// path) appended when two runs would otherwise share it.
     pub label: String,
     /// The `result.json` it was read from.
     pub path: PathBuf,
@@ -62,7 +62,12 @@ pub fn load_runs(args: &[PathBuf]) -> Result<Vec<CompareRun>> {
     let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
     for r in &mut runs {
         if labels.iter().filter(|l| **l == r.label).count() > 1 {
-            r.label = format!("{} {}", r.label, r.path.display());
+            // The run's directory name tells runs apart (sweep points, `--out` names).
+            let dir = r.path.parent().and_then(Path::file_name);
+            r.label = match dir {
+                Some(d) if !d.is_empty() => format!("{} {}", r.label, d.to_string_lossy()),
+                _ => format!("{} {}", r.label, r.path.display()),
+            };
         }
     }
     Ok(runs)
