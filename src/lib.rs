@@ -6,12 +6,14 @@
 
 pub mod bench;
 pub mod bootstrap;
+pub mod compare;
 pub mod conformance;
 pub mod fabric;
 pub mod incast;
 pub mod rank_run;
 pub mod sim_config;
 pub mod sim_run;
+pub mod sweep;
 pub mod tools;
 #[cfg(feature = "verbs")]
 pub mod verbs_fabric;

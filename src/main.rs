@@ -57,6 +57,37 @@ enum Command {
         #[arg(long)]
         csv: bool,
     },
+    /// Run a scenario over axes of settings (their cartesian product), the points in parallel;
+    /// writes one run directory per point, index.json/index.csv, fan-in plots and sweep.html.
+    /// A rerun skips points already finished. Exits 2 if a point failed.
+    Sweep {
+        /// The base scenario file (YAML).
+        scenario: PathBuf,
+        /// An axis to vary, NAME=V1,V2,...; repeat for more axes. Names: fan-in, size (every
+        /// message of the list gets this size), beta, initial-window, dcqcn (on/off), pfc
+        /// (on/off), backend (sim/verbs), seed.
+        #[arg(long = "axis", required = true)]
+        axes: Vec<String>,
+        /// Output directory [default: results/<scenario name>-sweep].
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+        /// Points run at once [default: the cores available].
+        #[arg(short, long)]
+        jobs: Option<usize>,
+    },
+    /// Put two or more runs side by side: headline figures with ratios to the first run, and
+    /// their completion-time CDFs overlaid (compare.txt, compare-cdf.svg/.png).
+    Compare {
+        /// Run directories or result.json files; the first is the reference.
+        #[arg(required = true, num_args = 2..)]
+        runs: Vec<PathBuf>,
+        /// Output directory [default: results/compare].
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+        /// Compare runs even when their workloads differ.
+        #[arg(long)]
+        allow_different_workloads: bool,
+    },
     /// Check a scenario file (parse, units, ranges, PFC headroom) without running it.
     Validate {
         /// The scenario file (YAML).
@@ -543,6 +574,29 @@ fn real_main() -> Result<ExitCode> {
             println!("{}", r.row());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Sweep {
+            scenario,
+            axes,
+            out,
+            jobs,
+        } => sweep(&scenario, &axes, out, jobs),
+        Command::Compare {
+            runs,
+            out,
+            allow_different_workloads,
+        } => {
+            let runs = xrdma_testbed::compare::load_runs(&runs)?;
+            if !allow_different_workloads {
+                xrdma_testbed::compare::check_same_workload(&runs)?;
+            }
+            print!("{}", xrdma_testbed::compare::compare_table(&runs));
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join("compare"));
+            let files = xrdma_testbed::compare::write_compare(&out, &runs)?;
+            for f in [&files.table, &files.svg, &files.png] {
+                println!("wrote {}", f.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;
             let checked = sim_config::check(&sc)?;
@@ -630,6 +684,66 @@ fn idle(seconds: f64) -> Result<ExitCode> {
 #[cfg(not(feature = "verbs"))]
 fn idle(_seconds: f64) -> Result<ExitCode> {
     no_verbs()
+}
+
+/// `xrdma sweep`: check every point, run them, write the index, plots and page.
+fn sweep(
+    scenario: &Path,
+    axes: &[String],
+    out: Option<PathBuf>,
+    jobs: Option<usize>,
+) -> Result<ExitCode> {
+    use xrdma_testbed::sweep;
+    let axes = sweep::parse_axes(axes)?;
+    let base = xrdma_scenario::load(scenario)?;
+    let yaml = std::fs::read_to_string(scenario)
+        .with_context(|| format!("reading {}", scenario.display()))?;
+    let plan = sweep::plan(base, yaml, axes)?;
+    let out =
+        out.unwrap_or_else(|| PathBuf::from("results").join(format!("{}-sweep", plan.base.name)));
+    prepare_out_dir(&out)?;
+    let jobs = jobs.unwrap_or_else(sweep::default_jobs);
+    if jobs == 0 {
+        bail!("--jobs must be at least 1");
+    }
+    eprintln!(
+        "sweeping {} over {} point(s) with {jobs} worker(s) into {} ...",
+        scenario.display(),
+        plan.points.len(),
+        out.display()
+    );
+    let progress = sweep::Progress::new(plan.points.len(), false);
+    let outcomes = sweep::execute(&plan, &out, jobs, &sweep::default_runner, &progress)?;
+    let index = sweep::report::index(&plan, &outcomes);
+    let command: Vec<String> = std::env::args().collect();
+    let files = sweep::report::write_reports(&out, &plan, &index, &command.join(" "))?;
+    let resumed = outcomes.iter().filter(|o| o.resumed).count();
+    let bad: Vec<&str> = plan
+        .points
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, o)| o.status != sweep::PointStatus::Ok)
+        .map(|(p, _)| p.id.as_str())
+        .collect();
+    println!(
+        "{} point(s): {} run, {resumed} resumed, {} not ok",
+        outcomes.len(),
+        outcomes.len() - resumed,
+        bad.len()
+    );
+    for f in [&files.index_json, &files.index_csv]
+        .into_iter()
+        .chain(&files.plots)
+        .chain([&files.html])
+    {
+        println!("wrote {}", f.display());
+    }
+    if bad.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("FAILED points: {}", bad.join(", "));
+        Ok(ExitCode::from(EXIT_RESULT_FAILED))
+    }
 }
 
 /// Create the output directory before the run, so an unwritable path fails in a second, not

@@ -24,6 +24,8 @@ pub mod plot;
 mod schema;
 mod series;
 mod summary;
+pub mod sweep_html;
+pub mod sweep_plot;
 pub mod timeplot;
 
 pub use error::ReportError;

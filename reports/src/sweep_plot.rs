@@ -1,0 +1,485 @@
+//! Plots across runs: completion-time percentiles against incast fan-in (one line per series,
+//! absolute or normalized to T*), and latency CDFs of several runs overlaid.
+//!
+//! The drawing functions are generic over plotters' [`DrawingBackend`], so one figure is drawn
+//! to SVG ([`SVGBackend`]) and to PNG ([`BitMapBackend`]) by the same code. Text uses the
+//! embedded font of [`crate::chart`], so the output does not depend on the host's fonts. Equal
+//! inputs give byte-identical SVG.
+
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+
+use crate::chart::{ensure_font, FONT_FAMILY, TAB10};
+use crate::error::ReportError;
+use crate::schema::RunResult;
+
+/// Width of the sweep and comparison figures, pixels.
+pub const SWEEP_WIDTH_PX: u32 = 1000;
+/// Height of the sweep and comparison figures, pixels.
+pub const SWEEP_HEIGHT_PX: u32 = 620;
+
+/// At most this many vertices per run in an overlaid CDF (nearest-rank quantiles at ranks
+/// `⌈k·n/MAX⌉`, as in the run plot).
+pub const MAX_OVERLAY_CDF_POINTS: usize = 2048;
+
+/// One point of a fan-in line: the incast's sender count and its completion-time percentiles.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FanInPoint {
+    /// Number of senders (the x value).
+    pub fan_in: u32,
+    /// Nearest-rank p50 message completion time, ps.
+    pub p50_ps: Option<u64>,
+    /// Nearest-rank p99, ps.
+    pub p99_ps: Option<u64>,
+    /// Nearest-rank p99.9, ps.
+    pub p999_ps: Option<u64>,
+    /// The ideal incast finish T*, ps (see [`crate::IdealCompletion`]); needed for the
+    /// normalized plot.
+    pub t_star_ps: Option<u64>,
+}
+
+/// One line group of the fan-in plot: the points of one combination of the other swept
+/// settings (e.g. `beta=0.8`), drawn as three lines (p50, p99, p99.9).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FanInSeries {
+    /// Legend text for the series; empty when the sweep has only the fan-in axis.
+    pub label: String,
+    /// The points, in any order (they are drawn sorted by fan-in).
+    pub points: Vec<FanInPoint>,
+}
+
+/// What the y axis of the fan-in plot shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FanInScale {
+    /// Completion time in µs or ms (ms when the largest value is ≥ 10 ms), log scale.
+    Absolute,
+    /// Completion time divided by the point's T*, log scale; a dashed line marks 1.
+    NormalizedToTStar,
+}
+
+/// The three percentiles drawn per series, with their dash pattern (dash, gap) in pixels
+/// (`None` = solid).
+const PERCENTILES: [(&str, Option<(u32, u32)>); 3] = [
+    ("p50", None),
+    ("p99", Some((10, 5))),
+    ("p99.9", Some((3, 4))),
+];
+
+/// One drawn line: series index, percentile index, vertices.
+type Line = (usize, usize, Vec<(f64, f64)>);
+
+fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {
+    ReportError::Plot(e.to_string())
+}
+
+fn percentile_of(p: &FanInPoint, which: usize) -> Option<u64> {
+    match which {
+        0 => p.p50_ps,
+        1 => p.p99_ps,
+        _ => p.p999_ps,
+    }
+}
+
+/// The y values of one line: `(log2 fan-in, value)` with value in the plot's unit.
+fn line_values(s: &FanInSeries, which: usize, scale: FanInScale, unit_ps: f64) -> Vec<(f64, f64)> {
+    let mut pts: Vec<&FanInPoint> = s.points.iter().collect();
+    pts.sort_by_key(|p| p.fan_in);
+    pts.into_iter()
+        .filter(|p| p.fan_in > 0)
+        .filter_map(|p| {
+            let v = percentile_of(p, which)? as f64;
+            let y = match scale {
+                FanInScale::Absolute => v / unit_ps,
+                FanInScale::NormalizedToTStar => v / p.t_star_ps.filter(|&t| t > 0)? as f64,
+            };
+            (y > 0.0).then_some((f64::from(p.fan_in).log2(), y))
+        })
+        .collect()
+}
+
+/// Picks µs or ms for an absolute plot whose largest value is `max_ps`: ms from 10 ms up.
+/// Returns (picoseconds per unit, unit name).
+pub fn time_unit(max_ps: f64) -> (f64, &'static str) {
+    if max_ps >= 1e10 {
+        (1e9, "ms")
+    } else {
+        (1e6, "µs")
+    }
+}
+
+/// Draws the fan-in figure on `area`: x the fan-in on a log₂ axis (ticks labelled with the
+/// sender count), y the p50/p99/p99.9 completion time on a log₁₀ axis, absolute or normalized
+/// to T* (see [`FanInScale`]). Colour tells the series (Tableau 10) and the dash pattern the
+/// percentile (p50 solid, p99 dashed, p99.9 dotted); with one unlabelled series colour tells
+/// the percentile. A legend names every line.
+///
+/// # Errors
+/// [`ReportError::Font`] if the embedded font cannot be registered, [`ReportError::Plot`] if
+/// drawing fails.
+pub fn draw_fan_in<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    series: &[FanInSeries],
+    scale: FanInScale,
+) -> Result<(), ReportError> {
+    ensure_font()?;
+    area.fill(&WHITE).map_err(plot_err)?;
+    let max_ps = series
+        .iter()
+        .flat_map(|s| &s.points)
+        .flat_map(|p| [p.p50_ps, p.p99_ps, p.p999_ps])
+        .flatten()
+        .max()
+        .unwrap_or(0) as f64;
+    let (unit_ps, unit) = time_unit(max_ps);
+    let lines: Vec<Line> = (0..series.len())
+        .flat_map(|si| (0..3).map(move |pi| (si, pi)))
+        .map(|(si, pi)| (si, pi, line_values(&series[si], pi, scale, unit_ps)))
+        .collect();
+    let ys = lines.iter().flat_map(|l| l.2.iter().map(|p| p.1));
+    let (mut y_lo, mut y_hi) = ys.fold((f64::INFINITY, 0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
+    if scale == FanInScale::NormalizedToTStar {
+        // Keep the T* line (y = 1) in view.
+        y_lo = y_lo.min(1.0);
+        y_hi = y_hi.max(1.0);
+    }
+    if !(y_lo.is_finite() && y_hi > 0.0) {
+        y_lo = 1.0;
+        y_hi = 10.0;
+    }
+    let xs: Vec<f64> = lines.iter().flat_map(|l| l.2.iter().map(|p| p.0)).collect();
+    let x_lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let x_hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (x_lo, x_hi) = if x_lo.is_finite() {
+        (x_lo - 0.25, x_hi + 0.25)
+    } else {
+        (0.0, 1.0)
+    };
+    // Room above the data for the legend in the upper left: a factor per legend line on the
+    // log axis.
+    let headroom = 2f64.powf(0.25 * (lines.len() + 1) as f64).max(2.0);
+    let y_desc = match scale {
+        FanInScale::Absolute => format!("message completion time ({unit}, log)"),
+        FanInScale::NormalizedToTStar => "message completion time / T* (log)".to_string(),
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT_FAMILY, 20))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x_lo..x_hi, (y_lo / 1.5..y_hi * headroom).log_scale())
+        .map_err(plot_err)?;
+    let x_fmt = |v: &f64| format!("{}", 2f64.powf(*v).round());
+    let y_fmt = |v: &f64| {
+        if *v >= 100.0 {
+            format!("{v:.0}")
+        } else if *v >= 1.0 {
+            format!("{v:.1}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    chart
+        .configure_mesh()
+        .x_desc("fan-in (senders, log₂)")
+        .y_desc(y_desc)
+        .x_labels(((x_hi - x_lo).ceil() as usize).clamp(2, 12))
+        .y_labels(12)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .label_style((FONT_FAMILY, 13))
+        .axis_desc_style((FONT_FAMILY, 15))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(plot_err)?;
+    let single = series.len() == 1 && series[0].label.is_empty();
+    for (si, pi, pts) in lines {
+        if pts.is_empty() {
+            continue;
+        }
+        let color = if single {
+            TAB10[pi]
+        } else {
+            TAB10[si % TAB10.len()]
+        };
+        let style = color.stroke_width(2);
+        let (name, dash) = PERCENTILES[pi];
+        let label = if single {
+            name.to_string()
+        } else {
+            format!("{} {name}", series[si].label)
+        };
+        let anno = match dash {
+            None => chart
+                .draw_series(LineSeries::new(pts.clone(), style))
+                .map_err(plot_err)?,
+            Some((d, g)) => chart
+                .draw_series(DashedLineSeries::new(pts.clone(), d, g, style))
+                .map_err(plot_err)?,
+        };
+        anno.label(label).legend(move |(x, y)| match dash {
+            None => DashedPathElement::new(vec![(x, y), (x + 24, y)], 24, 0, style),
+            Some((d, g)) => DashedPathElement::new(vec![(x, y), (x + 24, y)], d, g, style),
+        });
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(plot_err)?;
+    }
+    if scale == FanInScale::NormalizedToTStar {
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(x_lo, 1.0), (x_hi, 1.0)],
+                8,
+                5,
+                BLACK.stroke_width(1),
+            ))
+            .map_err(plot_err)?
+            .label("T*")
+            .legend(|(x, y)| DashedPathElement::new(vec![(x, y), (x + 24, y)], 8, 5, BLACK));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font((FONT_FAMILY, 13))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)?;
+    area.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// One run of an overlaid CDF: its legend text and its result.
+#[derive(Debug, Clone, Copy)]
+pub struct LabelledRun<'a> {
+    /// Legend text.
+    pub label: &'a str,
+    /// The run.
+    pub result: &'a RunResult,
+}
+
+/// Step-CDF vertices `(latency µs, fraction of all records)` of one run, reduced to at most
+/// [`MAX_OVERLAY_CDF_POINTS`] ranks; zero latencies are left out (the x axis is logarithmic).
+fn overlay_cdf(r: &RunResult) -> Vec<(f64, f64)> {
+    let mut lat: Vec<u64> = r.messages.iter().filter_map(|m| m.latency_ps()).collect();
+    lat.sort_unstable();
+    let (n, total) = (lat.len(), r.messages.len());
+    if n == 0 {
+        return Vec::new();
+    }
+    let ranks: Vec<usize> = if n <= MAX_OVERLAY_CDF_POINTS {
+        (1..=n).collect()
+    } else {
+        (1..=MAX_OVERLAY_CDF_POINTS)
+            .map(|k| (k * n).div_ceil(MAX_OVERLAY_CDF_POINTS))
+            .collect()
+    };
+    let mut pts = Vec::with_capacity(2 * ranks.len());
+    let mut prev = 0.0;
+    for rank in ranks {
+        let x = lat[rank - 1] as f64 / 1e6;
+        let frac = rank as f64 / total as f64;
+        if x > 0.0 {
+            pts.push((x, prev));
+            pts.push((x, frac));
+        }
+        prev = frac;
+    }
+    pts
+}
+
+/// Draws the completion-time CDFs of `runs` on one chart: x the message completion time in µs
+/// on a log axis, y the fraction of all messages of each run (a run with undelivered messages
+/// ends below 1), one colour per run with a legend.
+///
+/// # Errors
+/// [`ReportError::Font`] if the embedded font cannot be registered, [`ReportError::Plot`] if
+/// drawing fails.
+pub fn draw_cdf_overlay<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    runs: &[LabelledRun<'_>],
+) -> Result<(), ReportError> {
+    ensure_font()?;
+    area.fill(&WHITE).map_err(plot_err)?;
+    let curves: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| overlay_cdf(r.result)).collect();
+    let xs = curves.iter().flatten().map(|p| p.0);
+    let (x_lo, x_hi) = xs.fold((f64::INFINITY, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let (x_lo, x_hi) = if x_lo.is_finite() && x_hi > 0.0 {
+        (x_lo / 1.2, x_hi * 1.2)
+    } else {
+        (1.0, 10.0)
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT_FAMILY, 20))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(60)
+        .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..1.0)
+        .map_err(plot_err)?;
+    let x_fmt = |v: &f64| {
+        if *v >= 10.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    chart
+        .configure_mesh()
+        .x_desc("message completion time from intended send (µs, log)")
+        .y_desc("fraction of messages")
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&|v: &f64| format!("{v:.1}"))
+        .label_style((FONT_FAMILY, 13))
+        .axis_desc_style((FONT_FAMILY, 15))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(plot_err)?;
+    for (i, (run, pts)) in runs.iter().zip(curves).enumerate() {
+        let style = TAB10[i % TAB10.len()].stroke_width(2);
+        let label = if pts.is_empty() {
+            format!("{} (no delivered message)", run.label)
+        } else {
+            run.label.to_string()
+        };
+        chart
+            .draw_series(LineSeries::new(pts, style))
+            .map_err(plot_err)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font((FONT_FAMILY, 13))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)?;
+    area.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// Renders a figure drawn by `draw` ([`draw_fan_in`] or [`draw_cdf_overlay`] in a closure) to
+/// an SVG document of [`SWEEP_WIDTH_PX`] × [`SWEEP_HEIGHT_PX`].
+///
+/// # Errors
+/// Whatever `draw` returns.
+pub fn render_svg(
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), ReportError>,
+) -> Result<String, ReportError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SWEEP_WIDTH_PX, SWEEP_HEIGHT_PX))
+            .into_drawing_area();
+        draw(&root)?;
+    }
+    Ok(svg)
+}
+
+/// Renders a figure drawn by `draw` to a PNG file at `path` ([`SWEEP_WIDTH_PX`] ×
+/// [`SWEEP_HEIGHT_PX`], RGB). The image is written to `path` with `.tmp.png` appended first and
+/// then renamed, so an interrupted write never leaves a truncated `path`.
+///
+/// # Errors
+/// Whatever `draw` returns; [`ReportError::Plot`] if encoding fails; [`ReportError::Io`] if
+/// the rename fails.
+pub fn render_png(
+    path: &Path,
+    draw: impl FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), ReportError>,
+) -> Result<(), ReportError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp.png");
+    let tmp = std::path::PathBuf::from(tmp);
+    {
+        let root = BitMapBackend::new(&tmp, (SWEEP_WIDTH_PX, SWEEP_HEIGHT_PX)).into_drawing_area();
+        draw(&root)?;
+    }
+    std::fs::rename(&tmp, path).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(fan_in: u32, p50: u64, t_star: u64) -> FanInPoint {
+        FanInPoint {
+            fan_in,
+            p50_ps: Some(p50),
+            p99_ps: Some(2 * p50),
+            p999_ps: Some(3 * p50),
+            t_star_ps: Some(t_star),
+        }
+    }
+
+    #[test]
+    fn lines_are_sorted_log2_and_normalized() {
+        let s = FanInSeries {
+            label: String::new(),
+            points: vec![pt(8, 4_000_000, 8_000_000), pt(2, 1_000_000, 2_000_000)],
+        };
+        // Absolute in µs: p50 of fan-in 2 is 1 µs at x = log2(2) = 1; fan-in 8 is 4 µs at x = 3.
+        assert_eq!(
+            line_values(&s, 0, FanInScale::Absolute, 1e6),
+            vec![(1.0, 1.0), (3.0, 4.0)]
+        );
+        // p99.9 = 3·p50 over T* = 2·p50 gives 1.5 at both points.
+        assert_eq!(
+            line_values(&s, 2, FanInScale::NormalizedToTStar, 1e6),
+            vec![(1.0, 1.5), (3.0, 1.5)]
+        );
+    }
+
+    #[test]
+    fn unit_switches_to_ms_at_10ms() {
+        assert_eq!(time_unit(9_999_999_999.0).1, "µs");
+        assert_eq!(time_unit(1e10), (1e9, "ms"));
+    }
+
+    #[test]
+    fn fan_in_svg_has_legend_and_units() {
+        let series = vec![
+            FanInSeries {
+                label: "beta=0.5".into(),
+                points: vec![pt(2, 1_000_000, 2_000_000), pt(4, 2_000_000, 4_000_000)],
+            },
+            FanInSeries {
+                label: "beta=0.8".into(),
+                points: vec![pt(2, 1_100_000, 2_000_000), pt(4, 2_100_000, 4_000_000)],
+            },
+        ];
+        let svg = render_svg(|a| draw_fan_in(a, "t", &series, FanInScale::Absolute)).unwrap();
+        assert!(svg.contains("beta=0.8 p99.9"));
+        assert!(svg.contains("µs, log"));
+        let again = render_svg(|a| draw_fan_in(a, "t", &series, FanInScale::Absolute)).unwrap();
+        assert_eq!(svg, again);
+        let norm =
+            render_svg(|a| draw_fan_in(a, "t", &series, FanInScale::NormalizedToTStar)).unwrap();
+        assert!(norm.contains("/ T*"));
+    }
+
+    #[test]
+    fn png_is_written_atomically() {
+        let dir = std::env::temp_dir().join(format!("xrdma-sweep-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f.png");
+        let series = vec![FanInSeries {
+            label: String::new(),
+            points: vec![pt(2, 1_000_000, 2_000_000), pt(4, 2_000_000, 4_000_000)],
+        }];
+        render_png(&path, |a| {
+            draw_fan_in(a, "t", &series, FanInScale::Absolute)
+        })
+        .unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        assert!(!dir.join("f.png.tmp.png").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

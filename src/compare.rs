@@ -1,0 +1,234 @@
+//! `xrdma compare`: two or more runs side by side, with each figure's ratio to the first run,
+//! and their completion-time CDFs overlaid.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use xrdma_reports::sweep_plot::{draw_cdf_overlay, render_png, render_svg, LabelledRun};
+use xrdma_reports::{format_us, RunResult};
+
+use crate::sweep::report::Headline;
+use crate::sweep::write_atomic;
+
+/// One run of a comparison.
+#[derive(Clone, Debug)]
+pub struct CompareRun {
+    /// Legend and column text: `name (backend, seed N)`, with the run's directory name (or the
+    /// path) appended when two runs would otherwise share it.
+    pub label: String,
+    /// The `result.json` it was read from.
+    pub path: PathBuf,
+    /// The run.
+    pub result: RunResult,
+}
+
+/// Reads a run given as its directory (then `DIR/result.json`) or as a `result.json` path.
+///
+/// # Errors
+/// The file is missing or does not read as a run result (see
+/// [`xrdma_reports::read_json`]).
+pub fn load_run(arg: &Path) -> Result<(PathBuf, RunResult)> {
+    let path = if arg.is_dir() {
+        arg.join("result.json")
+    } else {
+        arg.to_path_buf()
+    };
+    let r = xrdma_reports::read_json(&path)?;
+    Ok((path, r))
+}
+
+/// Loads every run and labels it.
+///
+/// # Errors
+/// Fewer than two runs; a run that does not load ([`load_run`]).
+pub fn load_runs(args: &[PathBuf]) -> Result<Vec<CompareRun>> {
+    if args.len() < 2 {
+        bail!("compare needs at least two runs (run directories or result.json files)");
+    }
+    let mut runs = Vec::new();
+    for a in args {
+        let (path, result) = load_run(a)?;
+        let label = format!(
+            "{} ({}, seed {})",
+            result.scenario.name, result.scenario.backend, result.scenario.seed
+        );
+        runs.push(CompareRun {
+            label,
+            path,
+            result,
+        });
+    }
+    let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+    for r in &mut runs {
+        if labels.iter().filter(|l| **l == r.label).count() > 1 {
+            // The run's directory name tells runs apart (sweep points, `--out` names).
+            let dir = r.path.parent().and_then(Path::file_name);
+            r.label = match dir {
+                Some(d) if !d.is_empty() => format!("{} {}", r.label, d.to_string_lossy()),
+                _ => format!("{} {}", r.label, r.path.display()),
+            };
+        }
+    }
+    Ok(runs)
+}
+
+/// Checks that every run has the first run's workload (kind, senders, bytes and messages per
+/// sender): the figures of different workloads are not comparable.
+///
+/// # Errors
+/// The first run whose workload differs, naming both workloads.
+pub fn check_same_workload(runs: &[CompareRun]) -> Result<()> {
+    let Some(first) = runs.first() else {
+        return Ok(());
+    };
+    let w0 = &first.result.workload;
+    let describe = |w: &xrdma_reports::WorkloadInfo| {
+        format!(
+            "{} {}:1, {} message(s) and {} B per sender",
+            w.kind, w.senders, w.messages_per_sender, w.bytes_per_sender
+        )
+    };
+    for r in &runs[1..] {
+        let w = &r.result.workload;
+        if w.kind != w0.kind
+            || w.senders != w0.senders
+            || w.bytes_per_sender != w0.bytes_per_sender
+            || w.messages_per_sender != w0.messages_per_sender
+        {
+            bail!(
+                "{} has a different workload ({}) than {} ({}); compare runs of the same \
+                 workload, or pass --allow-different-workloads",
+                r.path.display(),
+                describe(w),
+                first.path.display(),
+                describe(w0)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A figure of the comparison table: its name and how to read it from a run.
+type Metric = (&'static str, fn(&RunResult, &Headline) -> Option<f64>);
+
+const METRICS: [Metric; 12] = [
+    ("p50 µs", |_, h| h.p50_ps.map(|v| v as f64)),
+    ("p99 µs", |_, h| h.p99_ps.map(|v| v as f64)),
+    ("p99.9 µs", |_, h| h.p999_ps.map(|v| v as f64)),
+    ("max µs", |_, h| h.max_ps.map(|v| v as f64)),
+    ("T* µs", |_, h| h.t_star_ps.map(|v| v as f64)),
+    ("max/T*", |_, h| h.max_over_t_star),
+    ("goodput Gb/s", |_, h| h.goodput_bps),
+    ("ECN marks", |r, _| Some(r.network.ecn_marks as f64)),
+    ("CNPs", |r, _| Some(r.network.cnps as f64)),
+    ("PFC XOFF", |r, _| Some(r.network.pfc_xoff as f64)),
+    ("drops", |r, _| Some(r.network.drops as f64)),
+    ("retransmitted", |r, _| {
+        Some(r.network.retransmitted_packets as f64)
+    }),
+];
+
+fn fmt_metric(name: &str, v: f64) -> String {
+    if name.ends_with("µs") {
+        format_us(v as u64)
+    } else if name == "max/T*" {
+        format!("{v:.4}")
+    } else if name.starts_with("goodput") {
+        format!("{:.2}", v / 1e9)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// The comparison table: one row per figure (p50/p99/p99.9/max completion in µs, T*, max/T*,
+/// goodput in Gb/s, ECN marks, CNPs, PFC XOFF, drops, retransmitted packets), one column per
+/// run; every run after the first shows `value (×ratio)` with ratio = value / first run's
+/// value (`-` when either is missing or the first is 0). Columns are padded to line up; the
+/// text ends with a newline.
+pub fn compare_table(runs: &[CompareRun]) -> String {
+    let heads: Vec<Headline> = runs.iter().map(|r| Headline::of(&r.result)).collect();
+    let mut cells: Vec<Vec<String>> = Vec::new();
+    let mut header = vec![String::from("figure")];
+    header.extend(runs.iter().map(|r| r.label.clone()));
+    cells.push(header);
+    for (name, get) in METRICS {
+        let base = get(&runs[0].result, &heads[0]);
+        let mut row = vec![name.to_string()];
+        for (i, (r, h)) in runs.iter().zip(&heads).enumerate() {
+            let v = get(&r.result, h);
+            let text = match v {
+                None => "-".to_string(),
+                Some(v) if i == 0 => fmt_metric(name, v),
+                Some(v) => {
+                    let ratio = match base {
+                        Some(b) if b > 0.0 => format!("×{:.3}", v / b),
+                        _ => "-".into(),
+                    };
+                    format!("{} ({ratio})", fmt_metric(name, v))
+                }
+            };
+            row.push(text);
+        }
+        cells.push(row);
+    }
+    let cols = cells[0].len();
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            cells
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut o = String::new();
+    for row in &cells {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        // Writing into a String cannot fail.
+        let _ = writeln!(o, "{}", line.join("  ").trim_end());
+    }
+    o
+}
+
+/// Files written by [`write_compare`].
+#[derive(Clone, Debug)]
+pub struct CompareFiles {
+    /// `compare.txt`: the table.
+    pub table: PathBuf,
+    /// `compare-cdf.svg`.
+    pub svg: PathBuf,
+    /// `compare-cdf.png`.
+    pub png: PathBuf,
+}
+
+/// Writes `compare.txt` ([`compare_table`]) and the overlaid CDF as `compare-cdf.svg` and
+/// `compare-cdf.png` into `out` (created if needed), each atomically.
+///
+/// # Errors
+/// The directory or a file cannot be written, or the plot cannot be drawn.
+pub fn write_compare(out: &Path, runs: &[CompareRun]) -> Result<CompareFiles> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let files = CompareFiles {
+        table: out.join("compare.txt"),
+        svg: out.join("compare-cdf.svg"),
+        png: out.join("compare-cdf.png"),
+    };
+    write_atomic(&files.table, compare_table(runs).as_bytes())?;
+    let labelled: Vec<LabelledRun<'_>> = runs
+        .iter()
+        .map(|r| LabelledRun {
+            label: &r.label,
+            result: &r.result,
+        })
+        .collect();
+    let title = "Message completion time CDF";
+    let svg = render_svg(|a| draw_cdf_overlay(a, title, &labelled))?;
+    write_atomic(&files.svg, svg.as_bytes())?;
+    render_png(&files.png, |a| draw_cdf_overlay(a, title, &labelled))?;
+    Ok(files)
+}

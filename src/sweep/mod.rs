@@ -1,0 +1,429 @@
+//! `xrdma sweep`: one base scenario and axes to vary, expanded into points (the cartesian
+//! product of the axes) that run in parallel, one run directory per point, an index of all
+//! points, fan-in plots and an HTML page.
+//!
+//! Layout of a sweep directory `OUT`:
+//!
+//! | path | what |
+//! |---|---|
+//! | `points/<id>/` | the point's run output (`result.json`, `summary.txt`, `latency.svg`) and `point.json` (its axis values and the hash of its scenario) |
+//! | `index.json`, `index.csv` | one entry per point: axis values, status, headline figures |
+//! | `fan-in.svg`/`.png`, `fan-in-t-star.svg`/`.png` | p50/p99/p99.9 against fan-in, absolute and over T* (when a fan-in axis is swept) |
+//! | `sweep.html` | the self-contained page |
+//!
+//! A point is first written to `points/<id>.partial/` and renamed to `points/<id>/` once all
+//! its files are there, so `points/<id>/` is always complete. On a rerun a point whose
+//! `point.json` carries the same scenario hash and whose `result.json` reads back is not run
+//! again ("resumed"); anything else (a leftover `.partial`, a truncated file, a changed
+//! scenario) is run afresh. Each point is a deterministic function of its scenario, so the
+//! results do not depend on the number of jobs or on resuming.
+
+pub mod axis;
+pub mod report;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use xrdma_reports::RunResult;
+use xrdma_scenario::Scenario;
+
+pub use axis::{parse_axes, parse_axis, Axis, AxisError, AxisKind, AxisValue, PointBackend};
+
+use crate::sim_config;
+
+/// One point of a sweep: the base scenario with one value of every axis applied.
+#[derive(Clone, Debug)]
+pub struct Point {
+    /// Directory name: `<axis>-<value>` for every axis joined by `_` (e.g. `fan-in-16_beta-0.8`),
+    /// with characters other than ASCII letters, digits, `.` and `-` replaced by `-`.
+    pub id: String,
+    /// The value of each axis as written, in axis order.
+    pub values: Vec<String>,
+    /// The scenario to run.
+    pub scenario: Scenario,
+    /// Where to run it.
+    pub backend: PointBackend,
+    /// [`point_hash`] of `scenario` and `backend`.
+    pub hash: String,
+}
+
+/// A checked sweep: the base scenario, the axes and every point.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The base scenario as loaded.
+    pub base: Scenario,
+    /// Text of the base scenario file.
+    pub base_yaml: String,
+    /// The axes, in the order given.
+    pub axes: Vec<Axis>,
+    /// The points, in [`axis::cartesian`] order.
+    pub points: Vec<Point>,
+}
+
+/// Hash of a point's configuration: XXH3-128 (hex) of the scenario's full debug rendering
+/// (every setting after defaults were filled in, without the file path), the backend and the
+/// tool version. Equal hashes mean a finished point can be reused.
+pub fn point_hash(sc: &Scenario, backend: PointBackend) -> String {
+    let mut s = sc.clone();
+    s.source_path = PathBuf::new();
+    let text = format!(
+        "{s:?}\nbackend={}\nversion={}",
+        backend.name(),
+        env!("CARGO_PKG_VERSION")
+    );
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
+}
+
+fn sanitize(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// Expands `axes` over `base` into points and checks every point's scenario as a run would
+/// (for the simulator: the xrdma and simulator configurations, PFC headroom for that fan-in,
+/// memory; for verbs: the xrdma configuration), before anything runs.
+///
+/// # Errors
+/// No axis; a value that cannot apply (fan-in below the receiver's host index); a point whose
+/// scenario fails its check (the message names the point); a verbs point in a build without the
+/// `verbs` feature.
+pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> {
+    if axes.is_empty() {
+        bail!(
+            "give at least one --axis NAME=V1,V2,... (axes: {})",
+            axis::AXES.map(|(_, n)| n).join(", ")
+        );
+    }
+    let mut points = Vec::new();
+    for idx in axis::cartesian(&axes) {
+        let mut sc = base.clone();
+        let mut backend = PointBackend::Sim;
+        let mut values = Vec::new();
+        let mut id_parts = Vec::new();
+        for (a, &i) in axes.iter().zip(&idx) {
+            axis::apply(&mut sc, &mut backend, a.kind, a.values[i])
+                .map_err(|e| anyhow!("--axis {}: {e}", a.kind.name()))?;
+            values.push(a.texts[i].clone());
+            id_parts.push(format!("{}-{}", a.kind.name(), sanitize(&a.texts[i])));
+        }
+        let id = id_parts.join("_");
+        match backend {
+            PointBackend::Sim => {
+                sim_config::check(&sc).with_context(|| format!("sweep point {id}"))?;
+            }
+            PointBackend::Verbs => {
+                if !cfg!(feature = "verbs") {
+                    bail!(
+                        "sweep point {id}: this build has no verbs backend: build it with \
+                         `cargo build --release --features verbs`"
+                    );
+                }
+                sim_config::check_xrdma(&sc).with_context(|| format!("sweep point {id}"))?;
+            }
+        }
+        let hash = point_hash(&sc, backend);
+        points.push(Point {
+            id,
+            values,
+            scenario: sc,
+            backend,
+            hash,
+        });
+    }
+    Ok(Plan {
+        base,
+        base_yaml,
+        axes,
+        points,
+    })
+}
+
+/// `point.json` in a point directory: what the point is, for resuming and for readers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct PointFile {
+    /// The point's directory name.
+    pub id: String,
+    /// Axis names, in axis order.
+    pub axes: Vec<String>,
+    /// The value of each axis as written.
+    pub values: Vec<String>,
+    /// Backend name.
+    pub backend: String,
+    /// [`point_hash`].
+    pub hash: String,
+}
+
+/// How a point ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PointStatus {
+    /// Ran, and every message arrived intact and the result is consistent.
+    Ok,
+    /// Ran, but a message was missing, corrupted or duplicated, or the result is inconsistent.
+    Failed,
+    /// Did not produce a result (a transport error during setup, unwritable output).
+    Error,
+}
+
+/// The outcome of one point.
+#[derive(Clone, Debug)]
+pub struct PointOutcome {
+    /// How it ended.
+    pub status: PointStatus,
+    /// Its result (from this run or read back from a finished earlier one).
+    pub result: Option<RunResult>,
+    /// Taken from an earlier run of the sweep instead of run now.
+    pub resumed: bool,
+    /// The error of a point with status [`PointStatus::Error`].
+    pub error: Option<String>,
+}
+
+/// Writes `bytes` to `path` through `path` + `.tmp` and a rename, so readers never see a
+/// partial file.
+///
+/// # Errors
+/// The write or the rename fails.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+}
+
+/// The directory of point `id` under the sweep directory `out`.
+pub fn point_dir(out: &Path, id: &str) -> PathBuf {
+    out.join("points").join(id)
+}
+
+/// The result of a finished earlier run of `point` under `out`: `point.json` with the same hash
+/// and a `result.json` that reads back in full. `None` otherwise.
+pub fn finished(out: &Path, point: &Point) -> Option<RunResult> {
+    let dir = point_dir(out, &point.id);
+    let text = std::fs::read_to_string(dir.join("point.json")).ok()?;
+    let pf: PointFile = serde_json::from_str(&text).ok()?;
+    if pf.hash != point.hash {
+        return None;
+    }
+    xrdma_reports::read_json(&dir.join("result.json")).ok()
+}
+
+fn status_of(r: &RunResult) -> PointStatus {
+    let d = &r.delivery;
+    if d.missing + d.digest_mismatches + d.duplicates > 0 || !r.validate().is_empty() {
+        PointStatus::Failed
+    } else {
+        PointStatus::Ok
+    }
+}
+
+/// Runs one point (or takes its finished earlier result) and writes its directory.
+fn run_point<R>(out: &Path, plan: &Plan, point: &Point, runner: &R) -> PointOutcome
+where
+    R: Fn(PointBackend, &Scenario) -> Result<RunResult> + Sync,
+{
+    if let Some(result) = finished(out, point) {
+        return PointOutcome {
+            status: status_of(&result),
+            result: Some(result),
+            resumed: true,
+            error: None,
+        };
+    }
+    let attempt = || -> Result<RunResult> {
+        let dir = point_dir(out, &point.id);
+        let partial = out.join("points").join(format!("{}.partial", point.id));
+        for d in [&dir, &partial] {
+            if d.exists() {
+                std::fs::remove_dir_all(d).with_context(|| format!("removing {}", d.display()))?;
+            }
+        }
+        let result = runner(point.backend, &point.scenario)?;
+        xrdma_reports::write_run_dir(&partial, &result, false)
+            .with_context(|| format!("writing {}", partial.display()))?;
+        let pf = PointFile {
+            id: point.id.clone(),
+            axes: plan
+                .axes
+                .iter()
+                .map(|a| a.kind.name().to_string())
+                .collect(),
+            values: point.values.clone(),
+            backend: point.backend.name().into(),
+            hash: point.hash.clone(),
+        };
+        let json = serde_json::to_string_pretty(&pf)? + "\n";
+        write_atomic(&partial.join("point.json"), json.as_bytes())?;
+        std::fs::rename(&partial, &dir)
+            .with_context(|| format!("renaming {} to {}", partial.display(), dir.display()))?;
+        Ok(result)
+    };
+    match attempt() {
+        Ok(result) => PointOutcome {
+            status: status_of(&result),
+            result: Some(result),
+            resumed: false,
+            error: None,
+        },
+        Err(e) => PointOutcome {
+            status: PointStatus::Error,
+            result: None,
+            resumed: false,
+            error: Some(format!("{e:#}")),
+        },
+    }
+}
+
+/// The default point runner: the simulator, or the verbs backend in builds with the `verbs`
+/// feature.
+///
+/// # Errors
+/// The run's own errors; a verbs point in a build without the feature.
+pub fn default_runner(backend: PointBackend, sc: &Scenario) -> Result<RunResult> {
+    match backend {
+        PointBackend::Sim => crate::sim_run::run(sc),
+        #[cfg(feature = "verbs")]
+        PointBackend::Verbs => crate::verbs_fabric::run(sc),
+        #[cfg(not(feature = "verbs"))]
+        PointBackend::Verbs => bail!("this build has no verbs backend"),
+    }
+}
+
+/// Progress reporting: an indicatif bar on stderr, hidden when stderr is not a terminal, in
+/// which case one line per finished point is printed instead. `quiet` prints nothing.
+pub struct Progress {
+    bar: indicatif::ProgressBar,
+    done: AtomicUsize,
+    total: usize,
+    quiet: bool,
+}
+
+impl Progress {
+    /// A progress report for `total` points.
+    pub fn new(total: usize, quiet: bool) -> Progress {
+        let bar = if quiet {
+            indicatif::ProgressBar::hidden()
+        } else {
+            indicatif::ProgressBar::new(total as u64)
+        };
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} points, eta {eta} {msg}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        Progress {
+            bar,
+            done: AtomicUsize::new(0),
+            total,
+            quiet,
+        }
+    }
+
+    fn finished(&self, id: &str, o: &PointOutcome, seconds: f64) {
+        let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let what = match (&o.result, &o.error) {
+            (_, Some(e)) => format!("error: {e}"),
+            (Some(r), None) => {
+                let h = report::Headline::of(r);
+                format!(
+                    "p99 {} µs, max/T* {}{}{}",
+                    h.p99_ps.map_or("-".into(), xrdma_reports::format_us),
+                    h.max_over_t_star.map_or("-".into(), |v| format!("{v:.4}")),
+                    if o.status == PointStatus::Failed {
+                        ", FAILED delivery check"
+                    } else {
+                        ""
+                    },
+                    if o.resumed {
+                        " (resumed: finished earlier)".to_string()
+                    } else {
+                        format!(" ({seconds:.1} s)")
+                    }
+                )
+            }
+            (None, None) => String::new(),
+        };
+        self.bar.inc(1);
+        if self.quiet {
+            return;
+        }
+        if self.bar.is_hidden() {
+            eprintln!("[{n}/{}] {id}: {what}", self.total);
+        } else {
+            self.bar.set_message(id.to_string());
+            self.bar.println(format!("{id}: {what}"));
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// Runs every point of `plan` under the sweep directory `out` with `jobs` workers (rayon;
+/// simulator points in parallel, verbs points one at a time afterwards, since they share the
+/// device and measure wall time), skipping points finished by an earlier run. Returns one
+/// outcome per point, in plan order, whatever the order they finished in.
+///
+/// # Errors
+/// The output directory cannot be created or the worker pool cannot start. A failing point is
+/// an outcome, not an error.
+pub fn execute<R>(
+    plan: &Plan,
+    out: &Path,
+    jobs: usize,
+    runner: &R,
+    progress: &Progress,
+) -> Result<Vec<PointOutcome>>
+where
+    R: Fn(PointBackend, &Scenario) -> Result<RunResult> + Sync,
+{
+    let points_dir = out.join("points");
+    std::fs::create_dir_all(&points_dir)
+        .with_context(|| format!("cannot create {}", points_dir.display()))?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .context("starting the worker pool")?;
+    let one = |p: &Point| {
+        let t = Instant::now();
+        let o = run_point(out, plan, p, runner);
+        progress.finished(&p.id, &o, t.elapsed().as_secs_f64());
+        o
+    };
+    let sim: Vec<(usize, PointOutcome)> = pool.install(|| {
+        plan.points
+            .par_iter()
+            .enumerate()
+            .filter(|(_, p)| p.backend == PointBackend::Sim)
+            .map(|(i, p)| (i, one(p)))
+            .collect()
+    });
+    let verbs = plan
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.backend == PointBackend::Verbs)
+        .map(|(i, p)| (i, one(p)));
+    let mut all: Vec<(usize, PointOutcome)> = sim.into_iter().chain(verbs).collect();
+    all.sort_by_key(|(i, _)| *i);
+    progress.finish();
+    Ok(all.into_iter().map(|(_, o)| o).collect())
+}
+
+/// Default number of workers: the cores available to this process.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}

@@ -1,0 +1,365 @@
+//! A sweep's outputs beside the point directories: `index.json`, `index.csv`, the fan-in plots
+//! (SVG and PNG) and `sweep.html`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use xrdma_reports::sweep_html::{sweep_html, SweepPage};
+use xrdma_reports::sweep_plot::{
+    draw_fan_in, render_png, render_svg, FanInPoint, FanInScale, FanInSeries,
+};
+use xrdma_reports::{completion_span_ps, format_us, goodput_bps, LatencySummary, RunResult};
+
+use super::{write_atomic, AxisKind, Plan, PointOutcome, PointStatus};
+
+/// Version of the `index.json` layout.
+pub const INDEX_VERSION: u32 = 1;
+
+/// The headline figures of a run, as listed in the index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Headline {
+    /// Senders of the incast.
+    pub fan_in: u32,
+    /// Message records.
+    pub messages: u64,
+    /// Messages with a completion time.
+    pub completed: u64,
+    /// Nearest-rank p50 message completion time, ps.
+    pub p50_ps: Option<u64>,
+    /// Nearest-rank p99, ps.
+    pub p99_ps: Option<u64>,
+    /// Nearest-rank p99.9, ps.
+    pub p999_ps: Option<u64>,
+    /// Largest completion time, ps.
+    pub max_ps: Option<u64>,
+    /// T*, ps (single-switch incast on the simulator only).
+    pub t_star_ps: Option<u64>,
+    /// (last completion − first intended send) / T*, as in the run summary.
+    pub max_over_t_star: Option<f64>,
+    /// Payload goodput, bits per second ([`xrdma_reports::goodput_bps`]).
+    pub goodput_bps: Option<f64>,
+}
+
+impl Headline {
+    /// The headline figures of `r`.
+    pub fn of(r: &RunResult) -> Headline {
+        let s = LatencySummary::from_records(&r.messages);
+        let t_star_ps = r.ideal.map(|i| i.t_star_ps);
+        let span = completion_span_ps(&r.messages);
+        Headline {
+            fan_in: r.workload.senders,
+            messages: s.count,
+            completed: s.delivered,
+            p50_ps: s.p50_ps,
+            p99_ps: s.p99_ps,
+            p999_ps: s.p999_ps,
+            max_ps: s.max_ps,
+            t_star_ps,
+            max_over_t_star: match (span, t_star_ps) {
+                (Some(sp), Some(t)) if t > 0 => Some(sp as f64 / t as f64),
+                _ => None,
+            },
+            goodput_bps: goodput_bps(&r.messages),
+        }
+    }
+}
+
+/// One point in `index.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct IndexPoint {
+    /// The point's directory name.
+    pub id: String,
+    /// Its directory, relative to the sweep directory.
+    pub dir: String,
+    /// The value of each axis as written, in the order of [`SweepIndex::axes`].
+    pub values: Vec<String>,
+    /// Backend name.
+    pub backend: String,
+    /// Scenario hash ([`super::point_hash`]).
+    pub hash: String,
+    /// How it ended.
+    pub status: PointStatus,
+    /// The error of a point that produced no result.
+    pub error: Option<String>,
+    /// Its headline figures, when it produced a result.
+    pub headline: Option<Headline>,
+}
+
+/// One axis in `index.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct IndexAxis {
+    /// The axis name.
+    pub name: String,
+    /// Its values as written.
+    pub values: Vec<String>,
+}
+
+/// `index.json`: the sweep and every point. Contains no wall-clock figure, so it is the same
+/// whatever the number of jobs and whether points were resumed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SweepIndex {
+    /// [`INDEX_VERSION`].
+    pub index_version: u32,
+    /// Version of the tool.
+    pub tool_version: String,
+    /// Base scenario name.
+    pub scenario: String,
+    /// Base scenario file.
+    pub scenario_path: String,
+    /// The axes in the order given.
+    pub axes: Vec<IndexAxis>,
+    /// The points in plan order.
+    pub points: Vec<IndexPoint>,
+}
+
+/// The index of `plan` with `outcomes` (one per point, in plan order).
+pub fn index(plan: &Plan, outcomes: &[PointOutcome]) -> SweepIndex {
+    SweepIndex {
+        index_version: INDEX_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        scenario: plan.base.name.clone(),
+        scenario_path: plan.base.source_path.display().to_string(),
+        axes: plan
+            .axes
+            .iter()
+            .map(|a| IndexAxis {
+                name: a.kind.name().into(),
+                values: a.texts.clone(),
+            })
+            .collect(),
+        points: plan
+            .points
+            .iter()
+            .zip(outcomes)
+            .map(|(p, o)| IndexPoint {
+                id: p.id.clone(),
+                dir: format!("points/{}", p.id),
+                values: p.values.clone(),
+                backend: p.backend.name().into(),
+                hash: p.hash.clone(),
+                status: o.status,
+                error: o.error.clone(),
+                headline: o.result.as_ref().map(Headline::of),
+            })
+            .collect(),
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
+}
+
+fn status_name(s: PointStatus) -> &'static str {
+    match s {
+        PointStatus::Ok => "ok",
+        PointStatus::Failed => "failed",
+        PointStatus::Error => "error",
+    }
+}
+
+/// `index.csv`: one row per point with the axis values (one column per axis, named after it),
+/// then `backend,status,fan_in,messages,completed,p50_ps,p99_ps,p999_ps,max_ps,t_star_ps,
+/// max_over_t_star,goodput_bps,dir`; a figure that does not exist is an empty field.
+pub fn index_csv(ix: &SweepIndex) -> String {
+    let mut o = String::new();
+    for a in &ix.axes {
+        o.push_str(&a.name);
+        o.push(',');
+    }
+    o.push_str(
+        "backend,status,fan_in,messages,completed,p50_ps,p99_ps,p999_ps,max_ps,t_star_ps,\
+         max_over_t_star,goodput_bps,dir\n",
+    );
+    for p in &ix.points {
+        for v in &p.values {
+            o.push_str(v);
+            o.push(',');
+        }
+        let h = p.headline.as_ref();
+        // Writing into a String cannot fail.
+        let _ = writeln!(
+            o,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            p.backend,
+            status_name(p.status),
+            opt(h.map(|h| h.fan_in)),
+            opt(h.map(|h| h.messages)),
+            opt(h.map(|h| h.completed)),
+            opt(h.and_then(|h| h.p50_ps)),
+            opt(h.and_then(|h| h.p99_ps)),
+            opt(h.and_then(|h| h.p999_ps)),
+            opt(h.and_then(|h| h.max_ps)),
+            opt(h.and_then(|h| h.t_star_ps)),
+            opt(h.and_then(|h| h.max_over_t_star)),
+            opt(h.and_then(|h| h.goodput_bps)),
+            p.dir
+        );
+    }
+    o
+}
+
+/// The fan-in series of a sweep: points grouped by the values of every axis but `fan-in`
+/// that has more than one value (label `name=value, ...`, in order of first appearance). `None` without a fan-in axis.
+pub fn fan_in_series(ix: &SweepIndex) -> Option<Vec<FanInSeries>> {
+    let fan = ix
+        .axes
+        .iter()
+        .position(|a| a.name == AxisKind::FanIn.name())?;
+    let mut series: Vec<FanInSeries> = Vec::new();
+    for p in &ix.points {
+        let Some(h) = &p.headline else { continue };
+        let label = ix
+            .axes
+            .iter()
+            .zip(&p.values)
+            .enumerate()
+            // An axis with one value is the same for every line: it does not tell them apart.
+            .filter(|(i, (a, _))| *i != fan && a.values.len() > 1)
+            .map(|(_, (a, v))| format!("{}={v}", a.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let point = FanInPoint {
+            fan_in: h.fan_in,
+            p50_ps: h.p50_ps,
+            p99_ps: h.p99_ps,
+            p999_ps: h.p999_ps,
+            t_star_ps: h.t_star_ps,
+        };
+        match series.iter_mut().find(|s| s.label == label) {
+            Some(s) => s.points.push(point),
+            None => series.push(FanInSeries {
+                label,
+                points: vec![point],
+            }),
+        }
+    }
+    Some(series)
+}
+
+fn fmt_us(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".into(), format_us)
+}
+
+/// Files written by [`write_reports`].
+#[derive(Clone, Debug, Default)]
+pub struct SweepFiles {
+    /// `index.json`.
+    pub index_json: PathBuf,
+    /// `index.csv`.
+    pub index_csv: PathBuf,
+    /// The plots (SVG and PNG), empty without a fan-in axis.
+    pub plots: Vec<PathBuf>,
+    /// `sweep.html`.
+    pub html: PathBuf,
+}
+
+/// Writes `index.json`, `index.csv`, the fan-in plots and `sweep.html` into `out`, each
+/// atomically. `command` is the command line shown on the page.
+///
+/// # Errors
+/// A file cannot be written or a plot cannot be drawn.
+pub fn write_reports(
+    out: &Path,
+    plan: &Plan,
+    ix: &SweepIndex,
+    command: &str,
+) -> Result<SweepFiles> {
+    let mut files = SweepFiles {
+        index_json: out.join("index.json"),
+        index_csv: out.join("index.csv"),
+        plots: Vec::new(),
+        html: out.join("sweep.html"),
+    };
+    let json = serde_json::to_string_pretty(ix)? + "\n";
+    write_atomic(&files.index_json, json.as_bytes())?;
+    write_atomic(&files.index_csv, index_csv(ix).as_bytes())?;
+    let mut page = SweepPage {
+        title: format!("sweep of {}", ix.scenario),
+        tool_version: ix.tool_version.clone(),
+        command: command.to_string(),
+        axes: ix
+            .axes
+            .iter()
+            .map(|a| (a.name.clone(), a.values.clone()))
+            .collect(),
+        headers: ix
+            .axes
+            .iter()
+            .map(|a| a.name.clone())
+            .chain(
+                [
+                    "status",
+                    "p50 µs",
+                    "p99 µs",
+                    "p99.9 µs",
+                    "max µs",
+                    "T* µs",
+                    "max/T*",
+                    "goodput Gb/s",
+                ]
+                .map(String::from),
+            )
+            .collect(),
+        scenario_path: ix.scenario_path.clone(),
+        scenario_yaml: plan.base_yaml.clone(),
+        ..SweepPage::default()
+    };
+    for p in &ix.points {
+        let h = p.headline.as_ref();
+        let mut row = p.values.clone();
+        row.push(match &p.error {
+            Some(e) => format!("error: {e}"),
+            None => status_name(p.status).into(),
+        });
+        row.push(fmt_us(h.and_then(|h| h.p50_ps)));
+        row.push(fmt_us(h.and_then(|h| h.p99_ps)));
+        row.push(fmt_us(h.and_then(|h| h.p999_ps)));
+        row.push(fmt_us(h.and_then(|h| h.max_ps)));
+        row.push(fmt_us(h.and_then(|h| h.t_star_ps)));
+        row.push(
+            h.and_then(|h| h.max_over_t_star)
+                .map_or("-".into(), |v| format!("{v:.4}")),
+        );
+        row.push(
+            h.and_then(|h| h.goodput_bps)
+                .map_or("-".into(), |v| format!("{:.2}", v / 1e9)),
+        );
+        page.rows.push(row);
+    }
+    match fan_in_series(ix) {
+        Some(series) => {
+            for (stem, scale, what) in [
+                ("fan-in", FanInScale::Absolute, "absolute"),
+                (
+                    "fan-in-t-star",
+                    FanInScale::NormalizedToTStar,
+                    "normalized to T*",
+                ),
+            ] {
+                let title = format!("{}: message completion vs fan-in ({what})", ix.scenario);
+                let svg = render_svg(|a| draw_fan_in(a, &title, &series, scale))?;
+                let svg_path = out.join(format!("{stem}.svg"));
+                write_atomic(&svg_path, svg.as_bytes())?;
+                let png_path = out.join(format!("{stem}.png"));
+                render_png(&png_path, |a| draw_fan_in(a, &title, &series, scale))?;
+                files.plots.push(svg_path);
+                files.plots.push(png_path);
+                page.figures.push((
+                    format!("p50 / p99 / p99.9 message completion time vs fan-in, {what}"),
+                    svg,
+                ));
+            }
+        }
+        None => page
+            .notes
+            .push("No fan-in axis in this sweep: no fan-in plot.".into()),
+    }
+    write_atomic(&files.html, sweep_html(&page).as_bytes())?;
+    Ok(files)
+}

@@ -1,0 +1,268 @@
+//! `xrdma sweep` and `xrdma compare` through the library: planning, resume, the index, results
+//! independent of the number of jobs, and the comparison table.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use xrdma_reports::{completion_span_ps, LatencySummary, RunResult};
+use xrdma_scenario::Scenario;
+use xrdma_testbed::compare;
+use xrdma_testbed::sweep::report::{self, Headline, SweepIndex};
+use xrdma_testbed::sweep::{self, Plan, PointBackend, PointStatus, Progress};
+
+const BASE: &str = "name: small
+workload:
+  incast:
+    senders: 8
+    receiver: 0
+    messages:
+      - { size: 64KiB, count: 2 }
+      - { size: 1MiB, count: 1 }
+xrdma: { initial-window: 64KiB }
+sim:
+  ecn: { kmin: 400KB, kmax: 1600KB, pmax: 0.2 }
+  pfc: {}
+";
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xrdma-sweep-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn base(dir: &Path) -> Scenario {
+    let path = dir.join("small.yaml");
+    std::fs::write(&path, BASE).unwrap();
+    xrdma_scenario::load(&path).unwrap()
+}
+
+fn plan(dir: &Path, axes: &[&str]) -> anyhow::Result<Plan> {
+    let axes = sweep::parse_axes(axes)?;
+    sweep::plan(base(dir), BASE.to_string(), axes)
+}
+
+/// The small sweep of the task: fan-in 2 and 4 with 4 KiB messages.
+const SMALL: [&str; 2] = ["fan-in=2,4", "size=4KiB"];
+
+/// Runs `plan` into `out` with `jobs` workers; returns the outcomes and how many points ran.
+fn run(plan: &Plan, out: &Path, jobs: usize) -> (Vec<sweep::PointOutcome>, usize) {
+    let runs = AtomicUsize::new(0);
+    let runner = |b: PointBackend, sc: &Scenario| {
+        runs.fetch_add(1, Ordering::Relaxed);
+        sweep::default_runner(b, sc)
+    };
+    let progress = Progress::new(plan.points.len(), true);
+    let outcomes = sweep::execute(plan, out, jobs, &runner, &progress).unwrap();
+    (outcomes, runs.load(Ordering::Relaxed))
+}
+
+#[test]
+fn plan_applies_every_axis_value() {
+    let dir = scratch("plan");
+    let p = plan(
+        &dir,
+        &["fan-in=2,16", "size=4KiB", "pfc=off", "dcqcn=on", "seed=7"],
+    )
+    .unwrap();
+    // 2 × 1 × 1 × 1 × 1 points.
+    assert_eq!(p.points.len(), 2);
+    let ids: Vec<&str> = p.points.iter().map(|q| q.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "fan-in-2_size-4KiB_pfc-off_dcqcn-on_seed-7",
+            "fan-in-16_size-4KiB_pfc-off_dcqcn-on_seed-7"
+        ]
+    );
+    let sc = &p.points[1].scenario;
+    let xrdma_scenario::Workload::Incast(i) = &sc.workload;
+    assert_eq!(i.senders, 16);
+    // Both entries of the message list get 4 KiB = 4096 B; the counts stay 2 and 1.
+    let sizes: Vec<(u64, u32)> = i.messages.iter().map(|m| (m.size, m.count)).collect();
+    assert_eq!(sizes, [(4096, 2), (4096, 1)]);
+    let sim = sc.sim.as_ref().unwrap();
+    assert!(sim.pfc.is_none());
+    assert!(sim.dcqcn.is_some());
+    assert_eq!(sim.seed, 7);
+    // The ECN block of the base is kept.
+    assert_eq!(sim.ecn.as_ref().unwrap().kmin_bytes, 400 * 1024);
+    // Different scenarios, different hashes.
+    assert_ne!(p.points[0].hash, p.points[1].hash);
+}
+
+#[test]
+fn bad_axes_and_bad_points_stop_before_anything_runs() {
+    let dir = scratch("bad");
+    let e = plan(&dir, &["fan_in=2"]).unwrap_err().to_string();
+    assert!(
+        e.contains("unknown axis `fan_in`") && e.contains("initial-window"),
+        "{e}"
+    );
+    let e = plan(&dir, &[]).unwrap_err().to_string();
+    assert!(e.contains("at least one --axis"), "{e}");
+    // initial-window 512 KiB is above the base's max-window (256 KiB default): the point is
+    // named and nothing runs.
+    let e = format!(
+        "{:#}",
+        plan(&dir, &["fan-in=2", "initial-window=64KiB,512KiB"]).unwrap_err()
+    );
+    assert!(
+        e.contains("sweep point fan-in-2_initial-window-512KiB"),
+        "{e}"
+    );
+    assert!(e.contains("initial-window"), "{e}");
+}
+
+fn strip_wall_clock(path: &Path) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("wall-clock");
+    v
+}
+
+#[test]
+fn results_do_not_depend_on_jobs() {
+    let dir = scratch("jobs");
+    let p = plan(&dir, &SMALL).unwrap();
+    let (one, two) = (dir.join("j1"), dir.join("j2"));
+    let (o1, n1) = run(&p, &one, 1);
+    let (o2, n2) = run(&p, &two, 2);
+    assert_eq!((n1, n2), (2, 2));
+    let (i1, i2) = (report::index(&p, &o1), report::index(&p, &o2));
+    assert_eq!(i1, i2);
+    assert_eq!(report::index_csv(&i1), report::index_csv(&i2));
+    for q in &p.points {
+        let a = strip_wall_clock(&sweep::point_dir(&one, &q.id).join("result.json"));
+        let b = strip_wall_clock(&sweep::point_dir(&two, &q.id).join("result.json"));
+        assert_eq!(a, b, "point {}", q.id);
+    }
+}
+
+#[test]
+fn resume_skips_finished_points_and_redoes_broken_ones() {
+    let dir = scratch("resume");
+    let out = dir.join("out");
+    let p = plan(&dir, &SMALL).unwrap();
+    let (first, ran) = run(&p, &out, 2);
+    assert_eq!(ran, 2);
+    assert!(first
+        .iter()
+        .all(|o| !o.resumed && o.status == PointStatus::Ok));
+
+    // Everything finished: nothing runs again, and the outcomes are the same results.
+    let (again, ran) = run(&p, &out, 2);
+    assert_eq!(ran, 0);
+    assert!(again.iter().all(|o| o.resumed));
+    assert_eq!(report::index(&p, &first), report::index(&p, &again));
+
+    // An interrupted write: point 0's result.json cut in half, and a leftover partial
+    // directory of point 1 (as a kill during its run leaves it). Only point 0 runs again.
+    let r0 = sweep::point_dir(&out, &p.points[0].id).join("result.json");
+    let text = std::fs::read(&r0).unwrap();
+    std::fs::write(&r0, &text[..text.len() / 2]).unwrap();
+    let partial = out
+        .join("points")
+        .join(format!("{}.partial", p.points[1].id));
+    std::fs::create_dir_all(&partial).unwrap();
+    let (third, ran) = run(&p, &out, 2);
+    assert_eq!(ran, 1);
+    assert!(!third[0].resumed && third[1].resumed);
+    assert_eq!(strip_wall_clock(&r0), {
+        let mut v = serde_json::to_value(third[0].result.as_ref().unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("wall-clock");
+        v
+    });
+
+    // A changed scenario (another seed) for the same directory name is not reused.
+    let mut changed = p.clone();
+    for q in &mut changed.points {
+        let mut s = q.scenario.sim_or_default();
+        s.seed = 99;
+        q.scenario.sim = Some(s);
+        q.hash = sweep::point_hash(&q.scenario, q.backend);
+    }
+    let (_, ran) = run(&changed, &out, 2);
+    assert_eq!(ran, 2);
+}
+
+#[test]
+fn index_lists_points_with_figures_of_their_results() {
+    let dir = scratch("index");
+    let out = dir.join("out");
+    let p = plan(&dir, &SMALL).unwrap();
+    let (outcomes, _) = run(&p, &out, 2);
+    let ix = report::index(&p, &outcomes);
+    let files = report::write_reports(&out, &p, &ix, "xrdma sweep test").unwrap();
+    let read: SweepIndex =
+        serde_json::from_str(&std::fs::read_to_string(&files.index_json).unwrap()).unwrap();
+    assert_eq!(read, ix);
+    assert_eq!(read.axes[0].values, ["2", "4"]);
+    for (q, (ip, fan_in)) in p.points.iter().zip(read.points.iter().zip([2u32, 4])) {
+        assert_eq!(ip.values, [fan_in.to_string(), "4KiB".to_string()]);
+        assert_eq!(ip.status, PointStatus::Ok);
+        let r: RunResult =
+            xrdma_reports::read_json(&out.join(&ip.dir).join("result.json")).unwrap();
+        let h = ip.headline.as_ref().unwrap();
+        assert_eq!(h, &Headline::of(&r));
+        assert_eq!(h.fan_in, fan_in);
+        // 3 messages per sender (2 + 1), all delivered.
+        assert_eq!(
+            (h.messages, h.completed),
+            (3 * u64::from(fan_in), 3 * u64::from(fan_in))
+        );
+        let s = LatencySummary::from_records(&r.messages);
+        assert_eq!(
+            (h.p50_ps, h.p99_ps, h.p999_ps),
+            (s.p50_ps, s.p99_ps, s.p999_ps)
+        );
+        let t = r.ideal.unwrap().t_star_ps;
+        let span = completion_span_ps(&r.messages).unwrap();
+        assert_eq!(h.max_over_t_star, Some(span as f64 / t as f64));
+        // The last completion cannot beat the ideal finish.
+        assert!(h.max_over_t_star.unwrap() >= 1.0);
+        assert_eq!(ip.hash, q.hash);
+    }
+    let csv = std::fs::read_to_string(&files.index_csv).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0].starts_with("fan-in,size,backend,status,fan_in,"));
+    assert!(lines[1].starts_with("2,4KiB,sim,ok,2,6,6,"));
+    assert_eq!(files.plots.len(), 4);
+    let html = std::fs::read_to_string(&files.html).unwrap();
+    assert!(html.contains("<svg") && html.contains("name: small"));
+    assert!(html.contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn compare_shows_ratios_to_the_first_run_and_refuses_other_workloads() {
+    let dir = scratch("compare");
+    let out = dir.join("out");
+    let p = plan(&dir, &["fan-in=2,4", "size=4KiB"]).unwrap();
+    run(&p, &out, 2);
+    let a = sweep::point_dir(&out, &p.points[0].id);
+    // A second run of the same workload whose every completion took twice as long.
+    let mut slow: RunResult = xrdma_reports::read_json(&a.join("result.json")).unwrap();
+    for m in &mut slow.messages {
+        let lat = m.completed_ps.unwrap() - m.intended_ps;
+        m.completed_ps = Some(m.intended_ps + 2 * lat);
+    }
+    slow.scenario.seed = 2;
+    let slow_path = dir.join("slow.json");
+    xrdma_reports::write_json(&slow_path, &slow).unwrap();
+    let runs = compare::load_runs(&[a.clone(), slow_path]).unwrap();
+    compare::check_same_workload(&runs).unwrap();
+    let table = compare::compare_table(&runs);
+    let p50 = table.lines().find(|l| l.starts_with("p50 µs")).unwrap();
+    // Every latency doubled, so p50 doubles: ratio ×2.000.
+    assert!(p50.contains("(×2.000)"), "{table}");
+    let files = compare::write_compare(&dir.join("cmp"), &runs).unwrap();
+    let svg = std::fs::read_to_string(&files.svg).unwrap();
+    assert!(svg.contains("small (sim, seed 2)") && svg.contains("µs, log"));
+    // Fan-in 4 is another workload.
+    let b = sweep::point_dir(&out, &p.points[1].id);
+    let runs = compare::load_runs(&[a, b]).unwrap();
+    let e = compare::check_same_workload(&runs).unwrap_err().to_string();
+    assert!(e.contains("incast 4:1") && e.contains("incast 2:1"), "{e}");
+    assert!(compare::load_runs(&[dir.join("slow.json")]).is_err());
+}
