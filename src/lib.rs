@@ -6,8 +6,10 @@
 
 pub mod bench;
 pub mod conformance;
+pub mod echo;
 pub mod fabric;
 pub mod incast;
+pub mod open_loop;
 pub mod sim_config;
 pub mod sim_run;
 pub mod tools;

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use xrdma::{Config, Time};
-use xrdma_scenario::{Scenario, SimSection, TopologySection, Workload, XrdmaSection};
+use xrdma_scenario::{Scenario, SimSection, TopologySection, XrdmaSection};
 use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, SimConfigError, Topology};
 
 /// The xrdma configuration a scenario asks for.
@@ -292,15 +292,14 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
 /// fragments are delivered as they arrive), and the payload block is the largest message plus
 /// 1 MiB.
 pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
-    let Workload::Incast(i) = &sc.workload;
-    let largest = i.messages.iter().map(|m| m.size).max().unwrap_or(0);
+    let largest = sc.workload.largest_message();
     let reassembly = if cfg.deliver_fragments { 0 } else { largest };
     let per_sender = cfg
         .ring_bytes()
         .saturating_mul(4)
         .saturating_add(reassembly);
     per_sender
-        .saturating_mul(u64::from(i.senders))
+        .saturating_mul(u64::from(sc.workload.connections()))
         .saturating_add(largest.saturating_add(1 << 20))
 }
 

@@ -1,15 +1,18 @@
 //! Running a scenario's workload on a [`Fabric`], and on the simulator by default.
 
+use crate::echo::{EchoClient, EchoRole, EchoServer};
 use crate::fabric::{Fabric, SimFabric};
 use crate::incast::{PayloadPool, Receiver, Role, Sender};
+use crate::open_loop::{OpenLoopRole, OpenLoopSender, PoissonArrivals};
 use crate::sim_config::check;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::time::Instant;
+use xrdma::driver::Application;
 use xrdma::driver::{self, TurnScratch};
 use xrdma::{Config, Endpoint, Time};
 use xrdma_reports as rep;
-use xrdma_scenario::{Scenario, Workload};
+use xrdma_scenario::{Echo, Incast, OpenLoop, OpenLoopEnd, Scenario, Stall, Workload};
 
 /// Run `sc` on the simulator and collect the result.
 ///
@@ -37,10 +40,8 @@ pub fn run_on<F: Fabric>(
     seed: u64,
     fabric: &mut F,
 ) -> Result<rep::RunResult> {
-    let Workload::Incast(incast) = &sc.workload;
     let wall = Instant::now();
     let hosts = fabric.hosts();
-    let recv_host = incast.receiver;
     let workload_hosts = sc.workload.hosts();
     if workload_hosts > hosts {
         bail!(
@@ -52,34 +53,159 @@ pub fn run_on<F: Fabric>(
     for _ in 0..hosts {
         eps.push(Endpoint::new(cfg.clone())?);
     }
-    let sizes: Vec<u64> = incast
-        .messages
-        .iter()
-        .flat_map(|m| std::iter::repeat_n(m.size, m.count as usize))
-        .collect();
-    let pool = PayloadPool::new(seed, sizes.iter().copied().max().unwrap_or(0));
-    let mut apps: Vec<Role> = Vec::with_capacity(hosts as usize);
-    for h in 0..hosts {
-        if h == recv_host {
-            apps.push(Role::Receiver(Receiver::default()));
-            continue;
+    let outcome = match &sc.workload {
+        Workload::Incast(incast) => {
+            let sizes: Vec<u64> = incast
+                .messages
+                .iter()
+                .flat_map(|m| std::iter::repeat_n(m.size, m.count as usize))
+                .collect();
+            let pool = PayloadPool::new(seed, sizes.iter().copied().max().unwrap_or(0));
+            let recv_host = incast.receiver;
+            let mut apps: Vec<Role> = Vec::with_capacity(hosts as usize);
+            for h in 0..hosts {
+                if h == recv_host {
+                    apps.push(Role::Receiver(Receiver::default()));
+                } else if h >= workload_hosts {
+                    // A fabric larger than the workload: the remaining hosts stay silent.
+                    apps.push(Role::Idle);
+                } else {
+                    let (conn, _) = connect(fabric, &mut eps, h, recv_host)?;
+                    let sender = Sender::new(h, conn, pool.clone(), incast.start, sizes.clone());
+                    apps.push(Role::Sender(sender));
+                }
+            }
+            drive(fabric, &mut eps, &mut apps, &[], None);
+            collect_incast(incast, &apps)?
         }
-        if h >= workload_hosts {
-            // A fabric larger than the workload: the remaining hosts stay silent.
-            apps.push(Role::Idle);
-            continue;
+        Workload::OpenLoop(ol) => {
+            let pool = PayloadPool::new(seed, ol.sizes.largest());
+            let mut apps = Vec::with_capacity(hosts as usize);
+            for h in 0..hosts {
+                if h == ol.receiver {
+                    apps.push(OpenLoopRole::Receiver(Receiver::default()));
+                } else if h >= workload_hosts {
+                    apps.push(OpenLoopRole::Idle);
+                } else {
+                    let (conn, _) = connect(fabric, &mut eps, h, ol.receiver)?;
+                    let arrivals = PoissonArrivals::new(seed, h, ol);
+                    apps.push(OpenLoopRole::Sender(Box::new(OpenLoopSender::new(
+                        h,
+                        conn,
+                        pool.clone(),
+                        arrivals,
+                    ))));
+                }
+            }
+            let end = match ol.end {
+                OpenLoopEnd::Duration(d) => ol.start.as_ps().saturating_add(d.as_ps()),
+                // The last arrival: the latest next-wake any sender will ask for.
+                OpenLoopEnd::Count(_) => ol
+                    .sender_hosts()
+                    .filter_map(|h| PoissonArrivals::new(seed, h, ol).last())
+                    .map(|(at, _)| at.as_ps())
+                    .max()
+                    .unwrap_or(ol.start.as_ps()),
+            };
+            let deadline = Time::from_ps(end.saturating_add(ol.drain.as_ps()));
+            drive(fabric, &mut eps, &mut apps, &ol.stalls, Some(deadline));
+            collect_open_loop(ol, &apps)?
         }
-        let (s_ep, r_ep) = pair_mut(&mut eps, h as usize, recv_host as usize);
-        let half_s = driver::open(s_ep, &mut fabric.host(h))?;
-        let half_r = driver::open(r_ep, &mut fabric.host(recv_host))?;
-        let conn = driver::establish(s_ep, &mut fabric.host(h), half_s, &half_r.info, recv_host)?;
-        driver::establish(r_ep, &mut fabric.host(recv_host), half_r, &half_s.info, h)?;
-        let sender = Sender::new(h, conn, pool.clone(), incast.start, sizes.clone());
-        apps.push(Role::Sender(sender));
+        Workload::Echo(echo) => {
+            let pool = PayloadPool::new(seed, echo.largest());
+            let mut apps = Vec::with_capacity(hosts as usize);
+            for h in 0..hosts {
+                if h == echo.server {
+                    apps.push(EchoRole::Server(Box::new(EchoServer::new(
+                        pool.clone(),
+                        echo,
+                    ))));
+                } else if h >= workload_hosts {
+                    apps.push(EchoRole::Idle);
+                } else {
+                    let (conn, _) = connect(fabric, &mut eps, h, echo.server)?;
+                    let client = EchoClient::new(h, conn, pool.clone(), seed, echo);
+                    apps.push(EchoRole::Client(Box::new(client)));
+                }
+            }
+            let deadline =
+                Time::from_ps(echo.start.as_ps().saturating_add(echo.time_limit.as_ps()));
+            drive(fabric, &mut eps, &mut apps, &echo.stalls, Some(deadline));
+            collect_echo(echo, &apps)?
+        }
+    };
+    let wall_seconds = wall.elapsed().as_secs_f64();
+    Ok(finish(sc, fabric, seed, outcome, wall_seconds))
+}
+
+/// A host's application as the runner sees it.
+pub trait HostApp: Application {
+    /// Whether this host has nothing left to do (a sender whose every message was ACKed or
+    /// failed; hosts that only react always are).
+    fn finished(&self) -> bool;
+}
+
+impl HostApp for Role {
+    fn finished(&self) -> bool {
+        Role::finished(self)
     }
+}
+
+/// Connects host `a` to host `b` with one RC QP pair, exchanging
+/// [`xrdma::driver::ConnInfo`] in process; returns the connection at `a` and at `b`.
+fn connect<F: Fabric>(
+    fabric: &mut F,
+    eps: &mut [Endpoint],
+    a: u32,
+    b: u32,
+) -> Result<(xrdma::ConnId, xrdma::ConnId)> {
+    let (a_ep, b_ep) = pair_mut(eps, a as usize, b as usize);
+    let half_a = driver::open(a_ep, &mut fabric.host(a))?;
+    let half_b = driver::open(b_ep, &mut fabric.host(b))?;
+    let conn_a = driver::establish(a_ep, &mut fabric.host(a), half_a, &half_b.info, b)?;
+    let conn_b = driver::establish(b_ep, &mut fabric.host(b), half_b, &half_a.info, a)?;
+    Ok((conn_a, conn_b))
+}
+
+/// The end of the stall `host` is in at `now`, if any (the latest end when stalls overlap).
+fn stalled_until(stalls: &[Stall], host: u32, now: Time) -> Option<Time> {
+    stalls
+        .iter()
+        .filter(|s| s.host == host && s.at <= now && now < s.end())
+        .map(Stall::end)
+        .max()
+}
+
+/// The shared turn loop: lets the fabric move time and gives a driver turn to each host that
+/// needs one, until the fabric says the run is over; with a `deadline`, until every host is
+/// finished or the deadline passes.
+///
+/// A host inside one of its `stalls` gets no turn (its CQ is not polled, nothing is posted or
+/// reposted); it is woken at the stall's end. Its NIC keeps running on the simulator; on a
+/// real device the same holds as far as the device goes (the host is simply not polled).
+/// While the workload is unsettled, wakes are capped at `deadline` so the loop sees it pass.
+fn drive<F: Fabric, A: HostApp>(
+    fabric: &mut F,
+    eps: &mut [Endpoint],
+    apps: &mut [A],
+    stalls: &[Stall],
+    deadline: Option<Time>,
+) {
+    let hosts = fabric.hosts();
+    let cap = |w: Option<Time>, settled: bool| {
+        let w = w.unwrap_or(Time::MAX);
+        match deadline {
+            Some(d) if !settled => w.min(d),
+            _ => w,
+        }
+    };
     let mut scratch = TurnScratch::default();
     for h in 0..hosts {
         let now = fabric.now();
+        if let Some(until) = stalled_until(stalls, h, now) {
+            fabric.set_wake(h, until);
+            continue;
+        }
         let i = h as usize;
         let wake = driver::turn(
             now,
@@ -88,13 +214,17 @@ pub fn run_on<F: Fabric>(
             &mut apps[i],
             &mut scratch,
         );
-        fabric.set_wake(h, wake.unwrap_or(Time::MAX));
+        fabric.set_wake(h, cap(wake, false));
     }
     let mut ready = Vec::new();
     let mut settled = false;
     while fabric.advance(&mut ready, settled) {
         let now = fabric.now();
         for &h in &ready {
+            if let Some(until) = stalled_until(stalls, h, now) {
+                fabric.set_wake(h, until);
+                continue;
+            }
             let i = h as usize;
             let wake = driver::turn(
                 now,
@@ -103,13 +233,16 @@ pub fn run_on<F: Fabric>(
                 &mut apps[i],
                 &mut scratch,
             );
-            fabric.set_wake(h, wake.unwrap_or(Time::MAX));
+            fabric.set_wake(h, cap(wake, settled));
         }
         ready.clear();
-        settled = apps.iter().all(Role::finished);
+        settled = apps.iter().all(A::finished);
+        // A workload with a deadline stops as soon as it is settled: what is left are
+        // trailing transport ACKs, and the clock should not run on to the deadline.
+        if deadline.is_some_and(|d| settled || now >= d) {
+            break;
+        }
     }
-    let wall_seconds = wall.elapsed().as_secs_f64();
-    collect(sc, fabric, seed, &apps, wall_seconds)
 }
 
 fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
@@ -122,14 +255,17 @@ fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     }
 }
 
-fn collect<F: Fabric>(
-    sc: &Scenario,
-    fabric: &F,
-    seed: u64,
-    apps: &[Role],
-    wall_seconds: f64,
-) -> Result<rep::RunResult> {
-    let Workload::Incast(incast) = &sc.workload;
+/// What a workload's applications produced, before the fabric's counters are added.
+struct Outcome {
+    workload: rep::WorkloadInfo,
+    messages: Vec<rep::MessageRecord>,
+    delivery: rep::DeliveryCheck,
+    errors: Vec<String>,
+    /// Payload bytes through the busiest bottleneck direction (the N·S of T*).
+    bottleneck_bytes: u64,
+}
+
+fn collect_incast(incast: &Incast, apps: &[Role]) -> Result<Outcome> {
     let mut arrivals = BTreeMap::new();
     let mut duplicates = 0;
     let mut errors = Vec::new();
@@ -172,6 +308,7 @@ fn collect<F: Fabric>(
                 intended_ps: incast.start.as_ps(),
                 completed_ps: sent.and_then(|m| m.acked).map(Time::as_ps),
                 delivered_ps: arrival.map(|a| a.at.as_ps()),
+                response_bytes: None,
             });
         }
     }
@@ -181,20 +318,9 @@ fn collect<F: Fabric>(
     if senders == 0 {
         bail!("no senders");
     }
-    let total_bytes = incast.bytes_per_sender() * u64::from(senders);
-    let sim = fabric.sim_info();
-    let events = sim.as_ref().map_or(0, |s| s.events);
-    Ok(rep::RunResult {
-        schema_version: rep::SCHEMA_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        scenario: rep::ScenarioInfo {
-            name: sc.name.clone(),
-            path: sc.source_path.display().to_string(),
-            backend: fabric.backend().into(),
-            seed,
-        },
+    Ok(Outcome {
         workload: rep::WorkloadInfo {
-            kind: sc.workload.kind().into(),
+            kind: "incast".into(),
             senders,
             receiver: incast.receiver,
             bytes_per_sender: incast.bytes_per_sender(),
@@ -207,10 +333,199 @@ fn collect<F: Fabric>(
             duplicates,
             missing,
         },
-        network: fabric.network(),
-        ideal: fabric.ideal(total_bytes),
-        sim,
         errors,
+        bottleneck_bytes: incast.bytes_per_sender() * u64::from(senders),
+    })
+}
+
+/// Receiver arrivals keyed by (sender, index), the duplicates among them and the errors.
+type Arrivals = (BTreeMap<(u32, u32), (u64, u128, Time)>, u64);
+
+fn index_arrivals(arrivals: impl Iterator<Item = (u32, u32, u64, u128, Time)>) -> Arrivals {
+    let mut map = BTreeMap::new();
+    let mut duplicates = 0;
+    for (sender, index, size, digest, at) in arrivals {
+        if map.insert((sender, index), (size, digest, at)).is_some() {
+            duplicates += 1;
+        }
+    }
+    (map, duplicates)
+}
+
+/// The shape of a workload whose senders send different amounts: per-sender figures are the
+/// means over the senders, rounded down.
+fn mean_shape(
+    kind: &str,
+    senders: u32,
+    receiver: u32,
+    records: &[rep::MessageRecord],
+) -> rep::WorkloadInfo {
+    let n = u64::from(senders.max(1));
+    let bytes: u64 = records.iter().map(rep::MessageRecord::payload_bytes).sum();
+    rep::WorkloadInfo {
+        kind: kind.into(),
+        senders,
+        receiver,
+        bytes_per_sender: bytes / n,
+        messages_per_sender: u32::try_from(records.len() as u64 / n).unwrap_or(u32::MAX),
+    }
+}
+
+fn collect_open_loop(ol: &OpenLoop, apps: &[OpenLoopRole]) -> Result<Outcome> {
+    let mut errors = Vec::new();
+    let mut found = Vec::new();
+    for app in apps {
+        match app {
+            OpenLoopRole::Receiver(r) => {
+                found.extend(
+                    r.arrivals
+                        .iter()
+                        .map(|a| (a.sender, a.index, a.size, a.digest, a.at)),
+                );
+                errors.extend(r.errors.iter().cloned());
+            }
+            OpenLoopRole::Sender(s) => {
+                errors.extend(s.errors.iter().map(|e| format!("host {}: {e}", s.host)))
+            }
+            OpenLoopRole::Idle => {}
+        }
+    }
+    let (mut arrivals, mut duplicates) = index_arrivals(found.into_iter());
+    let mut messages = Vec::new();
+    let (mut delivered, mut mismatches, mut missing) = (0, 0, 0);
+    for app in apps {
+        let OpenLoopRole::Sender(s) = app else {
+            continue;
+        };
+        for m in &s.messages {
+            let arrival = arrivals.remove(&(s.host, m.index));
+            match (m.posted, arrival) {
+                (Some(_), Some((size, digest, _))) if digest == m.digest && size == m.size => {
+                    delivered += 1
+                }
+                (_, Some(_)) => mismatches += 1,
+                (_, None) => missing += 1,
+            }
+            messages.push(rep::MessageRecord {
+                sender: s.host,
+                receiver: ol.receiver,
+                index: m.index,
+                size: m.size,
+                intended_ps: m.intended.as_ps(),
+                completed_ps: m.acked.map(Time::as_ps),
+                delivered_ps: arrival.map(|(_, _, at)| at.as_ps()),
+                response_bytes: None,
+            });
+        }
+    }
+    duplicates += arrivals.len() as u64;
+    let bottleneck_bytes = messages.iter().map(|m| m.size).sum();
+    Ok(Outcome {
+        workload: mean_shape("open-loop", ol.senders, ol.receiver, &messages),
+        messages,
+        delivery: rep::DeliveryCheck {
+            delivered,
+            digest_mismatches: mismatches,
+            duplicates,
+            missing,
+        },
+        errors,
+        bottleneck_bytes,
+    })
+}
+
+fn collect_echo(echo: &Echo, apps: &[EchoRole]) -> Result<Outcome> {
+    let mut errors = Vec::new();
+    let mut found = Vec::new();
+    for app in apps {
+        match app {
+            EchoRole::Server(s) => {
+                found.extend(
+                    s.requests
+                        .iter()
+                        .map(|r| (r.client, r.index, r.size, r.digest, r.at)),
+                );
+                errors.extend(s.errors.iter().cloned());
+            }
+            EchoRole::Client(c) => {
+                errors.extend(c.errors.iter().map(|e| format!("host {}: {e}", c.host)))
+            }
+            EchoRole::Idle => {}
+        }
+    }
+    let (mut arrivals, mut duplicates) = index_arrivals(found.into_iter());
+    let mut messages = Vec::new();
+    let (mut delivered, mut mismatches, mut missing) = (0, 0, 0);
+    let (mut req_bytes, mut resp_bytes) = (0u64, 0u64);
+    for app in apps {
+        let EchoRole::Client(c) = app else { continue };
+        for x in &c.exchanges {
+            let arrival = arrivals.remove(&(c.host, x.index));
+            let request_ok =
+                arrival.is_some_and(|(size, digest, _)| size == x.size && digest == x.digest);
+            match (request_ok, x.responded) {
+                (true, Some(_)) if x.response_intact => delivered += 1,
+                (false, _) if arrival.is_some() => mismatches += 1,
+                (true, Some(_)) => mismatches += 1,
+                _ => missing += 1,
+            }
+            req_bytes += x.size;
+            resp_bytes += x.response_size;
+            messages.push(rep::MessageRecord {
+                sender: c.host,
+                receiver: echo.server,
+                index: x.index,
+                size: x.size,
+                intended_ps: x.intended.as_ps(),
+                completed_ps: x.responded.map(Time::as_ps),
+                delivered_ps: arrival.map(|(_, _, at)| at.as_ps()),
+                response_bytes: Some(x.response_size),
+            });
+        }
+    }
+    duplicates += arrivals.len() as u64;
+    Ok(Outcome {
+        workload: mean_shape("echo", echo.clients, echo.server, &messages),
+        messages,
+        delivery: rep::DeliveryCheck {
+            delivered,
+            digest_mismatches: mismatches,
+            duplicates,
+            missing,
+        },
+        errors,
+        // Requests and responses cross the server's link in opposite directions.
+        bottleneck_bytes: req_bytes.max(resp_bytes),
+    })
+}
+
+fn finish<F: Fabric>(
+    sc: &Scenario,
+    fabric: &F,
+    seed: u64,
+    o: Outcome,
+    wall_seconds: f64,
+) -> rep::RunResult {
+    let sim = fabric.sim_info();
+    let events = sim.as_ref().map_or(0, |s| s.events);
+    let unfinished = rep::metrics::unfinished(&o.messages);
+    rep::RunResult {
+        schema_version: rep::SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        scenario: rep::ScenarioInfo {
+            name: sc.name.clone(),
+            path: sc.source_path.display().to_string(),
+            backend: fabric.backend().into(),
+            seed,
+        },
+        workload: o.workload,
+        messages: o.messages,
+        delivery: o.delivery,
+        network: fabric.network(),
+        ideal: fabric.ideal(o.bottleneck_bytes),
+        sim,
+        errors: o.errors,
+        unfinished,
         wall_clock: rep::WallClock {
             wall_seconds,
             events_per_second: if wall_seconds > 0.0 {
@@ -219,5 +534,5 @@ fn collect<F: Fabric>(
                 0.0
             },
         },
-    })
+    }
 }

@@ -17,6 +17,7 @@
 
 mod error;
 mod io;
+pub mod metrics;
 pub mod percentile;
 pub mod plot;
 mod schema;
@@ -27,7 +28,7 @@ pub use io::{messages_csv, read_json, write_json, write_run_dir, RunFiles};
 pub use plot::{latency_svg, latency_svg_string};
 pub use schema::{
     DeliveryCheck, IdealCompletion, Inconsistency, MessageRecord, NetworkCounters, RunResult,
-    ScenarioInfo, SimInfo, WallClock, WorkloadInfo, SCHEMA_VERSION,
+    ScenarioInfo, SimInfo, UnfinishedMessage, WallClock, WorkloadInfo, SCHEMA_VERSION,
 };
 pub use summary::{
     completion_span_ps, format_bytes, format_us, goodput_bps, summary_table, LatencySummary,

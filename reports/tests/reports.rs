@@ -21,6 +21,7 @@ fn msg(
         intended_ps,
         completed_ps,
         delivered_ps: completed_ps,
+        response_bytes: None,
     }
 }
 
@@ -71,6 +72,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             trace_hash: "00ff".into(),
         }),
         errors: Vec::new(),
+        unfinished: Vec::new(),
         wall_clock: WallClock {
             wall_seconds: 0.25,
             events_per_second: 493_824.0,
