@@ -132,9 +132,11 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
         bail!("{}: {}: {reason}", where_is(sc, &refs), key.join("."));
     }
     if sim.hosts < sc.workload.hosts() {
+        let kind = sc.workload.kind();
+        let key = if kind == "echo" { "clients" } else { "senders" };
         bail!(
-            "{}: workload.incast.senders: the workload needs {} hosts but the topology has {}",
-            where_is(sc, &["workload", "incast", "senders"]),
+            "{}: workload.{kind}.{key}: the workload needs {} hosts but the topology has {}",
+            where_is(sc, &["workload", kind, key]),
             sc.workload.hosts(),
             sim.hosts
         );

@@ -26,11 +26,15 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
 }
 
 /// Run `sc`'s workload on any [`Fabric`] with the xrdma configuration `cfg`; `seed` seeds the
-/// payload bytes.
+/// payload bytes, the open-loop arrivals and the echo request sizes.
 ///
-/// Builds one xrdma [`Endpoint`] per host, connects every sender to the receiver (one RC QP
-/// pair each, exchanging [`xrdma::driver::ConnInfo`] in process), then lets the fabric move
-/// time and gives a driver turn to each host that needs one.
+/// Builds one xrdma [`Endpoint`] per host, connects every sender (or client) to the receiver
+/// (or server) with one RC QP pair each, exchanging [`xrdma::driver::ConnInfo`] in process,
+/// then lets the fabric move time and gives a driver turn to each host that needs one (see
+/// [`drive`]). An incast runs until the fabric has nothing left to do; an open-loop run
+/// until every message is done or failed, or `drain` after its arrivals end; an echo run
+/// until every request is answered or `time-limit` after its start. Messages not done by
+/// then are listed in [`rep::RunResult::unfinished`] and have no latency.
 ///
 /// # Errors
 /// A transport failure during setup, or a workload that does not fit the fabric.
