@@ -22,7 +22,8 @@ cargo test --workspace --exclude xrdma-verbs -q
 step "scenario smoke runs on the simulator (release)"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-for s in scenarios/incast-8.yaml scenarios/incast-256.yaml; do
+for s in scenarios/incast-8.yaml scenarios/incast-256.yaml scenarios/open-loop-stall.yaml \
+  scenarios/echo.yaml; do
   cargo run --release -q -- run "$s" --out "$out/$(basename "$s" .yaml)"
 done
 cargo run --release -q -- conformance

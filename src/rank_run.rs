@@ -52,7 +52,12 @@ impl RankPlan {
     /// No `ranks:`, a rank out of range, or ranks that do not cover the workload (a scenario
     /// that passed [`xrdma_scenario::load`] always does).
     pub fn new(sc: &Scenario, section: &VerbsSection, rank: u32) -> Result<Self> {
-        let Workload::Incast(incast) = &sc.workload;
+        let Workload::Incast(incast) = &sc.workload else {
+            bail!(
+                "--rank runs an incast across processes; a {} workload runs in one process",
+                sc.workload.kind()
+            );
+        };
         if section.ranks.is_empty() {
             bail!(
                 "{}: --rank needs a `verbs.ranks` list (which hosts each process runs)",

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use xrdma::{Config, Time};
-use xrdma_scenario::{Scenario, SimSection, TopologySection, Workload, XrdmaSection};
+use xrdma_scenario::{Scenario, SimSection, TopologySection, XrdmaSection};
 use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, SimConfigError, Topology};
 
 /// The xrdma configuration a scenario asks for.
@@ -133,9 +133,11 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
         bail!("{}: {}: {reason}", where_is(sc, &refs), key.join("."));
     }
     if sim.hosts < sc.workload.hosts() {
+        let kind = sc.workload.kind();
+        let key = if kind == "echo" { "clients" } else { "senders" };
         bail!(
-            "{}: workload.incast.senders: the workload needs {} hosts but the topology has {}",
-            where_is(sc, &["workload", "incast", "senders"]),
+            "{}: workload.{kind}.{key}: the workload needs {} hosts but the topology has {}",
+            where_is(sc, &["workload", kind, key]),
             sc.workload.hosts(),
             sim.hosts
         );
@@ -292,8 +294,7 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
 /// size class per connection and (unless fragments are delivered as they arrive) a copy of the
 /// whole message for the application, and the payload block is the largest message plus 1 MiB.
 pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
-    let Workload::Incast(i) = &sc.workload;
-    let largest = i.messages.iter().map(|m| m.size).max().unwrap_or(0);
+    let largest = sc.workload.largest_message();
     let landing = if largest > cfg.eager_limit {
         xrdma::landing::class_of(largest)
     } else {
@@ -307,7 +308,7 @@ pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
         .saturating_add(landing)
         .saturating_add(reassembly);
     per_sender
-        .saturating_mul(u64::from(i.senders))
+        .saturating_mul(u64::from(sc.workload.connections()))
         .saturating_add(largest.saturating_add(1 << 20))
 }
 

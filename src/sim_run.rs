@@ -1,16 +1,19 @@
 //! Running a scenario's workload on a [`Fabric`], and on the simulator by default.
 
+use crate::echo::{EchoClient, EchoRole, EchoServer};
 use crate::fabric::{Fabric, SimFabric};
 use crate::incast::{Arrival, PayloadPool, Receiver, Role, Sender};
+use crate::open_loop::{OpenLoopRole, OpenLoopSender, PoissonArrivals};
 use crate::sim_config::check;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;
+use xrdma::driver::Application;
 use xrdma::driver::{self, TurnScratch};
 use xrdma::{Config, Endpoint, Time};
 use xrdma_reports as rep;
-use xrdma_scenario::{Scenario, Workload};
+use xrdma_scenario::{Echo, Incast, OpenLoop, OpenLoopEnd, Scenario, Stall, Workload};
 
 /// Run `sc` on the simulator and collect the result.
 ///
@@ -21,18 +24,26 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
     let seed = checked.sim.seed;
     let mut fabric = SimFabric::new(checked.sim)?;
     if let Some(interval) = sc.sim_or_default().sample_interval {
-        let Workload::Incast(incast) = &sc.workload;
-        fabric.sample(interval, incast.receiver);
+        let watch = match &sc.workload {
+            Workload::Incast(i) => i.receiver,
+            Workload::OpenLoop(ol) => ol.receiver,
+            Workload::Echo(e) => e.server,
+        };
+        fabric.sample(interval, watch);
     }
     run_on(sc, &checked.xrdma, seed, &mut fabric)
 }
 
 /// Run `sc`'s workload on any [`Fabric`] with the xrdma configuration `cfg`; `seed` seeds the
-/// payload bytes.
+/// payload bytes, the open-loop arrivals and the echo request sizes.
 ///
-/// Builds one xrdma [`Endpoint`] per host, connects every sender to the receiver (one RC QP
-/// pair each, exchanging [`xrdma::driver::ConnInfo`] in process), then lets the fabric move
-/// time and gives a driver turn to each host that needs one.
+/// Builds one xrdma [`Endpoint`] per host, connects every sender (or client) to the receiver
+/// (or server) with one RC QP pair each, exchanging [`xrdma::driver::ConnInfo`] in process,
+/// then lets the fabric move time and gives a driver turn to each host that needs one (see
+/// [`drive`]). An incast runs until the fabric has nothing left to do; an open-loop run
+/// until every message is done or failed, or `drain` after its arrivals end; an echo run
+/// until every request is answered or `time-limit` after its start. Messages not done by
+/// then are listed in [`rep::RunResult::unfinished`] and have no latency.
 ///
 /// # Errors
 /// A transport failure during setup, or a workload that does not fit the fabric.
@@ -42,10 +53,8 @@ pub fn run_on<F: Fabric>(
     seed: u64,
     fabric: &mut F,
 ) -> Result<rep::RunResult> {
-    let Workload::Incast(incast) = &sc.workload;
     let wall = Instant::now();
     let hosts = fabric.hosts();
-    let recv_host = incast.receiver;
     let workload_hosts = sc.workload.hosts();
     if workload_hosts > hosts {
         bail!(
@@ -57,50 +66,163 @@ pub fn run_on<F: Fabric>(
     for _ in 0..hosts {
         eps.push(Endpoint::new(cfg.clone())?);
     }
-    let sizes: Vec<u64> = incast
-        .messages
-        .iter()
-        .flat_map(|m| std::iter::repeat_n(m.size, m.count as usize))
-        .collect();
-    let pool = PayloadPool::new(seed, sizes.iter().copied().max().unwrap_or(0));
-    let mut apps: Vec<Role> = Vec::with_capacity(hosts as usize);
-    for h in 0..hosts {
-        if h == recv_host {
-            apps.push(Role::Receiver(Receiver::default()));
-            continue;
+    let outcome = match &sc.workload {
+        Workload::Incast(incast) => {
+            let sizes: Vec<u64> = incast
+                .messages
+                .iter()
+                .flat_map(|m| std::iter::repeat_n(m.size, m.count as usize))
+                .collect();
+            let pool = PayloadPool::new(seed, sizes.iter().copied().max().unwrap_or(0));
+            let recv_host = incast.receiver;
+            let mut apps: Vec<Role> = Vec::with_capacity(hosts as usize);
+            for h in 0..hosts {
+                if h == recv_host {
+                    apps.push(Role::Receiver(Receiver::default()));
+                } else if h >= workload_hosts {
+                    // A fabric larger than the workload: the remaining hosts stay silent.
+                    apps.push(Role::Idle);
+                } else {
+                    let (conn, _) = connect(fabric, &mut eps, h, recv_host)?;
+                    let sender = Sender::new(h, conn, pool.clone(), incast.start, sizes.clone());
+                    apps.push(Role::Sender(sender));
+                }
+            }
+            turn_loop(fabric, &mut eps, &mut apps, |_, _| true);
+            let senders: Vec<SenderRecord> = apps
+                .iter()
+                .filter_map(|a| match a {
+                    Role::Sender(s) => Some(SenderRecord::of(s)),
+                    _ => None,
+                })
+                .collect();
+            let (arrivals, recv_errors) = receiver_view(&apps);
+            collect_incast(incast, &senders, arrivals, recv_errors)?
         }
-        if h >= workload_hosts {
-            // A fabric larger than the workload: the remaining hosts stay silent.
-            apps.push(Role::Idle);
-            continue;
+        Workload::OpenLoop(ol) => {
+            let pool = PayloadPool::new(seed, ol.sizes.largest());
+            let mut apps = Vec::with_capacity(hosts as usize);
+            for h in 0..hosts {
+                if h == ol.receiver {
+                    apps.push(OpenLoopRole::Receiver(Receiver::default()));
+                } else if h >= workload_hosts {
+                    apps.push(OpenLoopRole::Idle);
+                } else {
+                    let (conn, _) = connect(fabric, &mut eps, h, ol.receiver)?;
+                    let arrivals = PoissonArrivals::new(seed, h, ol);
+                    apps.push(OpenLoopRole::Sender(Box::new(OpenLoopSender::new(
+                        h,
+                        conn,
+                        pool.clone(),
+                        arrivals,
+                    ))));
+                }
+            }
+            let end = match ol.end {
+                OpenLoopEnd::Duration(d) => ol.start.as_ps().saturating_add(d.as_ps()),
+                // The last arrival: the latest next-wake any sender will ask for.
+                OpenLoopEnd::Count(_) => ol
+                    .sender_hosts()
+                    .filter_map(|h| PoissonArrivals::new(seed, h, ol).last())
+                    .map(|(at, _)| at.as_ps())
+                    .max()
+                    .unwrap_or(ol.start.as_ps()),
+            };
+            let deadline = Time::from_ps(end.saturating_add(ol.drain.as_ps()));
+            drive(
+                fabric,
+                &mut eps,
+                &mut apps,
+                &ol.stalls,
+                Some(deadline),
+                |_, _| true,
+            );
+            collect_open_loop(ol, &apps)?
         }
-        let (s_ep, r_ep) = pair_mut(&mut eps, h as usize, recv_host as usize);
-        let half_s = driver::open(s_ep, &mut fabric.host(h))?;
-        let half_r = driver::open(r_ep, &mut fabric.host(recv_host))?;
-        let conn = driver::establish(s_ep, &mut fabric.host(h), half_s, &half_r.info, recv_host)?;
-        driver::establish(r_ep, &mut fabric.host(recv_host), half_r, &half_s.info, h)?;
-        let sender = Sender::new(h, conn, pool.clone(), incast.start, sizes.clone());
-        apps.push(Role::Sender(sender));
-    }
-    turn_loop(fabric, &mut eps, &mut apps, |_, _| true);
+        Workload::Echo(echo) => {
+            let pool = PayloadPool::new(seed, echo.largest());
+            let mut apps = Vec::with_capacity(hosts as usize);
+            for h in 0..hosts {
+                if h == echo.server {
+                    apps.push(EchoRole::Server(Box::new(EchoServer::new(
+                        pool.clone(),
+                        echo,
+                    ))));
+                } else if h >= workload_hosts {
+                    apps.push(EchoRole::Idle);
+                } else {
+                    let (conn, _) = connect(fabric, &mut eps, h, echo.server)?;
+                    let client = EchoClient::new(h, conn, pool.clone(), seed, echo);
+                    apps.push(EchoRole::Client(Box::new(client)));
+                }
+            }
+            let deadline =
+                Time::from_ps(echo.start.as_ps().saturating_add(echo.time_limit.as_ps()));
+            drive(
+                fabric,
+                &mut eps,
+                &mut apps,
+                &echo.stalls,
+                Some(deadline),
+                |_, _| true,
+            );
+            collect_echo(echo, &apps)?
+        }
+    };
     let wall_seconds = wall.elapsed().as_secs_f64();
-    let senders: Vec<SenderRecord> = apps
+    Ok(finish(sc, fabric, seed, outcome, wall_seconds))
+}
+
+/// A host's application as the runner sees it.
+pub trait HostApp: Application {
+    /// Whether this host has nothing left to do (a sender whose every message was ACKed or
+    /// failed; hosts that only react always are).
+    fn finished(&self) -> bool;
+}
+
+impl HostApp for Role {
+    fn finished(&self) -> bool {
+        Role::finished(self)
+    }
+}
+
+/// Connects host `a` to host `b` with one RC QP pair, exchanging
+/// [`xrdma::driver::ConnInfo`] in process; returns the connection at `a` and at `b`.
+fn connect<F: Fabric>(
+    fabric: &mut F,
+    eps: &mut [Endpoint],
+    a: u32,
+    b: u32,
+) -> Result<(xrdma::ConnId, xrdma::ConnId)> {
+    let (a_ep, b_ep) = pair_mut(eps, a as usize, b as usize);
+    let half_a = driver::open(a_ep, &mut fabric.host(a))?;
+    let half_b = driver::open(b_ep, &mut fabric.host(b))?;
+    let conn_a = driver::establish(a_ep, &mut fabric.host(a), half_a, &half_b.info, b)?;
+    let conn_b = driver::establish(b_ep, &mut fabric.host(b), half_b, &half_a.info, a)?;
+    Ok((conn_a, conn_b))
+}
+
+/// The end of the stall `host` is in at `now`, if any (the latest end when stalls overlap).
+fn stalled_until(stalls: &[Stall], host: u32, now: Time) -> Option<Time> {
+    stalls
         .iter()
-        .filter_map(|a| match a {
-            Role::Sender(s) => Some(SenderRecord::of(s)),
-            _ => None,
-        })
-        .collect();
-    let (arrivals, recv_errors) = receiver_view(&apps);
-    collect(
-        sc,
-        fabric,
-        seed,
-        &senders,
-        arrivals,
-        recv_errors,
-        wall_seconds,
-    )
+        .filter(|s| s.host == host && s.at <= now && now < s.end())
+        .map(Stall::end)
+        .max()
+}
+
+/// The per-host turn loop of an incast, which a rank of a multi-process run shares: host `i`
+/// of `fabric` runs endpoint `eps[i]` and application `apps[i]`, until the fabric stops. The
+/// workload is settled when every app is [`Role::finished`] and `remote_settled(now, apps)`
+/// holds; the closure is asked only once the local apps are finished (a single-process run
+/// passes `|_, _| true`; a rank of a multi-process run asks its peers there).
+pub fn turn_loop<F: Fabric>(
+    fabric: &mut F,
+    eps: &mut [Endpoint],
+    apps: &mut [Role],
+    remote_settled: impl FnMut(Time, &[Role]) -> bool,
+) {
+    drive(fabric, eps, apps, &[], None, remote_settled);
 }
 
 /// The receiver's arrivals and errors among `apps` (empty when no app is the receiver).
@@ -113,21 +235,38 @@ pub fn receiver_view(apps: &[Role]) -> (&[Arrival], &[String]) {
         .unwrap_or((&[], &[]))
 }
 
-/// The per-host turn loop every runner shares: host `i` of `fabric` runs endpoint `eps[i]`
-/// and application `apps[i]`. Gives every host a first turn, then lets the fabric move time
-/// and turns the hosts it names, until the fabric stops. The workload is settled when every
-/// app is [`Role::finished`] and `remote_settled(now, apps)` holds; the closure is asked only
-/// once the local apps are finished (a single-process run passes `|_, _| true`; a rank of a
-/// multi-process run asks its peers there).
-pub fn turn_loop<F: Fabric>(
+/// The shared turn loop: lets the fabric move time and gives a driver turn to each host that
+/// needs one, until the fabric says the run is over; with a `deadline`, until every host is
+/// finished or the deadline passes. The run is settled when every local app is finished and
+/// `remote_settled(now, apps)` holds (asked only then).
+///
+/// A host inside one of its `stalls` gets no turn (its CQ is not polled, nothing is posted or
+/// reposted); it is woken at the stall's end. Its NIC keeps running on the simulator; on a
+/// real device the same holds as far as the device goes (the host is simply not polled).
+/// While the workload is unsettled, wakes are capped at `deadline` so the loop sees it pass.
+fn drive<F: Fabric, A: HostApp>(
     fabric: &mut F,
     eps: &mut [Endpoint],
-    apps: &mut [Role],
-    mut remote_settled: impl FnMut(Time, &[Role]) -> bool,
+    apps: &mut [A],
+    stalls: &[Stall],
+    deadline: Option<Time>,
+    mut remote_settled: impl FnMut(Time, &[A]) -> bool,
 ) {
+    let hosts = fabric.hosts();
+    let cap = |w: Option<Time>, settled: bool| {
+        let w = w.unwrap_or(Time::MAX);
+        match deadline {
+            Some(d) if !settled => w.min(d),
+            _ => w,
+        }
+    };
     let mut scratch = TurnScratch::default();
-    for h in 0..fabric.hosts() {
+    for h in 0..hosts {
         let now = fabric.now();
+        if let Some(until) = stalled_until(stalls, h, now) {
+            fabric.set_wake(h, until);
+            continue;
+        }
         let i = h as usize;
         let wake = driver::turn(
             now,
@@ -136,13 +275,17 @@ pub fn turn_loop<F: Fabric>(
             &mut apps[i],
             &mut scratch,
         );
-        fabric.set_wake(h, wake.unwrap_or(Time::MAX));
+        fabric.set_wake(h, cap(wake, false));
     }
     let mut ready = Vec::new();
     let mut settled = false;
     while fabric.advance(&mut ready, settled) {
         let now = fabric.now();
         for &h in &ready {
+            if let Some(until) = stalled_until(stalls, h, now) {
+                fabric.set_wake(h, until);
+                continue;
+            }
             let i = h as usize;
             let wake = driver::turn(
                 now,
@@ -151,10 +294,25 @@ pub fn turn_loop<F: Fabric>(
                 &mut apps[i],
                 &mut scratch,
             );
-            fabric.set_wake(h, wake.unwrap_or(Time::MAX));
+            fabric.set_wake(h, cap(wake, settled));
         }
         ready.clear();
-        settled = apps.iter().all(Role::finished) && remote_settled(now, apps);
+        settled = apps.iter().all(A::finished) && remote_settled(now, apps);
+        // A workload with a deadline stops as soon as it is settled: what is left are
+        // trailing transport ACKs, and the clock should not run on to the deadline.
+        if deadline.is_some_and(|d| settled || now >= d) {
+            break;
+        }
+    }
+}
+
+pub(crate) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    if a < b {
+        let (x, y) = v.split_at_mut(b);
+        (&mut x[a], &mut y[0])
+    } else {
+        let (x, y) = v.split_at_mut(a);
+        (&mut y[0], &mut x[b])
     }
 }
 
@@ -209,17 +367,18 @@ impl SenderRecord {
     }
 }
 
-pub(crate) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
-    if a < b {
-        let (x, y) = v.split_at_mut(b);
-        (&mut x[a], &mut y[0])
-    } else {
-        let (x, y) = v.split_at_mut(a);
-        (&mut y[0], &mut x[b])
-    }
+/// What a workload's applications produced, before the fabric's counters are added.
+struct Outcome {
+    workload: rep::WorkloadInfo,
+    messages: Vec<rep::MessageRecord>,
+    delivery: rep::DeliveryCheck,
+    errors: Vec<String>,
+    /// Payload bytes through the busiest bottleneck direction (the N·S of T*).
+    bottleneck_bytes: u64,
 }
 
-/// The run's result from the senders' records and the receiver's arrivals and errors.
+/// The result of an incast from the senders' records and the receiver's arrivals and errors
+/// (a multi-process run gathers the records of every rank first).
 ///
 /// # Errors
 /// A workload without senders.
@@ -232,7 +391,22 @@ pub fn collect<F: Fabric>(
     receiver_errors: &[String],
     wall_seconds: f64,
 ) -> Result<rep::RunResult> {
-    let Workload::Incast(incast) = &sc.workload;
+    let Workload::Incast(incast) = &sc.workload else {
+        bail!(
+            "a {} workload runs in one process only; ranks run incasts",
+            sc.workload.kind()
+        );
+    };
+    let outcome = collect_incast(incast, senders, receiver_arrivals, receiver_errors)?;
+    Ok(finish(sc, fabric, seed, outcome, wall_seconds))
+}
+
+fn collect_incast(
+    incast: &Incast,
+    senders: &[SenderRecord],
+    receiver_arrivals: &[Arrival],
+    receiver_errors: &[String],
+) -> Result<Outcome> {
     let mut arrivals = BTreeMap::new();
     let mut duplicates = 0;
     let mut errors: Vec<String> = receiver_errors.to_vec();
@@ -270,6 +444,7 @@ pub fn collect<F: Fabric>(
                 intended_ps: incast.start.as_ps(),
                 completed_ps: sent.and_then(|m| m.acked_ps),
                 delivered_ps: arrival.map(|a| a.at.as_ps()),
+                response_bytes: None,
             });
         }
     }
@@ -279,20 +454,9 @@ pub fn collect<F: Fabric>(
     if senders == 0 {
         bail!("no senders");
     }
-    let total_bytes = incast.bytes_per_sender() * u64::from(senders);
-    let sim = fabric.sim_info();
-    let events = sim.as_ref().map_or(0, |s| s.events);
-    Ok(rep::RunResult {
-        schema_version: rep::SCHEMA_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        scenario: rep::ScenarioInfo {
-            name: sc.name.clone(),
-            path: sc.source_path.display().to_string(),
-            backend: fabric.backend().into(),
-            seed,
-        },
+    Ok(Outcome {
         workload: rep::WorkloadInfo {
-            kind: sc.workload.kind().into(),
+            kind: "incast".into(),
             senders,
             receiver: incast.receiver,
             bytes_per_sender: incast.bytes_per_sender(),
@@ -305,10 +469,199 @@ pub fn collect<F: Fabric>(
             duplicates,
             missing,
         },
-        network: fabric.network(),
-        ideal: fabric.ideal(total_bytes),
-        sim,
         errors,
+        bottleneck_bytes: incast.bytes_per_sender() * u64::from(senders),
+    })
+}
+
+/// Receiver arrivals keyed by (sender, index), the duplicates among them and the errors.
+type Arrivals = (BTreeMap<(u32, u32), (u64, u128, Time)>, u64);
+
+fn index_arrivals(arrivals: impl Iterator<Item = (u32, u32, u64, u128, Time)>) -> Arrivals {
+    let mut map = BTreeMap::new();
+    let mut duplicates = 0;
+    for (sender, index, size, digest, at) in arrivals {
+        if map.insert((sender, index), (size, digest, at)).is_some() {
+            duplicates += 1;
+        }
+    }
+    (map, duplicates)
+}
+
+/// The shape of a workload whose senders send different amounts: per-sender figures are the
+/// means over the senders, rounded down.
+fn mean_shape(
+    kind: &str,
+    senders: u32,
+    receiver: u32,
+    records: &[rep::MessageRecord],
+) -> rep::WorkloadInfo {
+    let n = u64::from(senders.max(1));
+    let bytes: u64 = records.iter().map(rep::MessageRecord::payload_bytes).sum();
+    rep::WorkloadInfo {
+        kind: kind.into(),
+        senders,
+        receiver,
+        bytes_per_sender: bytes / n,
+        messages_per_sender: u32::try_from(records.len() as u64 / n).unwrap_or(u32::MAX),
+    }
+}
+
+fn collect_open_loop(ol: &OpenLoop, apps: &[OpenLoopRole]) -> Result<Outcome> {
+    let mut errors = Vec::new();
+    let mut found = Vec::new();
+    for app in apps {
+        match app {
+            OpenLoopRole::Receiver(r) => {
+                found.extend(
+                    r.arrivals
+                        .iter()
+                        .map(|a| (a.sender, a.index, a.size, a.digest, a.at)),
+                );
+                errors.extend(r.errors.iter().cloned());
+            }
+            OpenLoopRole::Sender(s) => {
+                errors.extend(s.errors.iter().map(|e| format!("host {}: {e}", s.host)))
+            }
+            OpenLoopRole::Idle => {}
+        }
+    }
+    let (mut arrivals, mut duplicates) = index_arrivals(found.into_iter());
+    let mut messages = Vec::new();
+    let (mut delivered, mut mismatches, mut missing) = (0, 0, 0);
+    for app in apps {
+        let OpenLoopRole::Sender(s) = app else {
+            continue;
+        };
+        for m in &s.messages {
+            let arrival = arrivals.remove(&(s.host, m.index));
+            match (m.posted, arrival) {
+                (Some(_), Some((size, digest, _))) if digest == m.digest && size == m.size => {
+                    delivered += 1
+                }
+                (_, Some(_)) => mismatches += 1,
+                (_, None) => missing += 1,
+            }
+            messages.push(rep::MessageRecord {
+                sender: s.host,
+                receiver: ol.receiver,
+                index: m.index,
+                size: m.size,
+                intended_ps: m.intended.as_ps(),
+                completed_ps: m.acked.map(Time::as_ps),
+                delivered_ps: arrival.map(|(_, _, at)| at.as_ps()),
+                response_bytes: None,
+            });
+        }
+    }
+    duplicates += arrivals.len() as u64;
+    let bottleneck_bytes = messages.iter().map(|m| m.size).sum();
+    Ok(Outcome {
+        workload: mean_shape("open-loop", ol.senders, ol.receiver, &messages),
+        messages,
+        delivery: rep::DeliveryCheck {
+            delivered,
+            digest_mismatches: mismatches,
+            duplicates,
+            missing,
+        },
+        errors,
+        bottleneck_bytes,
+    })
+}
+
+fn collect_echo(echo: &Echo, apps: &[EchoRole]) -> Result<Outcome> {
+    let mut errors = Vec::new();
+    let mut found = Vec::new();
+    for app in apps {
+        match app {
+            EchoRole::Server(s) => {
+                found.extend(
+                    s.requests
+                        .iter()
+                        .map(|r| (r.client, r.index, r.size, r.digest, r.at)),
+                );
+                errors.extend(s.errors.iter().cloned());
+            }
+            EchoRole::Client(c) => {
+                errors.extend(c.errors.iter().map(|e| format!("host {}: {e}", c.host)))
+            }
+            EchoRole::Idle => {}
+        }
+    }
+    let (mut arrivals, mut duplicates) = index_arrivals(found.into_iter());
+    let mut messages = Vec::new();
+    let (mut delivered, mut mismatches, mut missing) = (0, 0, 0);
+    let (mut req_bytes, mut resp_bytes) = (0u64, 0u64);
+    for app in apps {
+        let EchoRole::Client(c) = app else { continue };
+        for x in &c.exchanges {
+            let arrival = arrivals.remove(&(c.host, x.index));
+            let request_ok =
+                arrival.is_some_and(|(size, digest, _)| size == x.size && digest == x.digest);
+            match (request_ok, x.responded) {
+                (true, Some(_)) if x.response_intact => delivered += 1,
+                (false, _) if arrival.is_some() => mismatches += 1,
+                (true, Some(_)) => mismatches += 1,
+                _ => missing += 1,
+            }
+            req_bytes += x.size;
+            resp_bytes += x.response_size;
+            messages.push(rep::MessageRecord {
+                sender: c.host,
+                receiver: echo.server,
+                index: x.index,
+                size: x.size,
+                intended_ps: x.intended.as_ps(),
+                completed_ps: x.responded.map(Time::as_ps),
+                delivered_ps: arrival.map(|(_, _, at)| at.as_ps()),
+                response_bytes: Some(x.response_size),
+            });
+        }
+    }
+    duplicates += arrivals.len() as u64;
+    Ok(Outcome {
+        workload: mean_shape("echo", echo.clients, echo.server, &messages),
+        messages,
+        delivery: rep::DeliveryCheck {
+            delivered,
+            digest_mismatches: mismatches,
+            duplicates,
+            missing,
+        },
+        errors,
+        // Requests and responses cross the server's link in opposite directions.
+        bottleneck_bytes: req_bytes.max(resp_bytes),
+    })
+}
+
+fn finish<F: Fabric>(
+    sc: &Scenario,
+    fabric: &F,
+    seed: u64,
+    o: Outcome,
+    wall_seconds: f64,
+) -> rep::RunResult {
+    let sim = fabric.sim_info();
+    let events = sim.as_ref().map_or(0, |s| s.events);
+    let unfinished = rep::metrics::unfinished(&o.messages);
+    rep::RunResult {
+        schema_version: rep::SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        scenario: rep::ScenarioInfo {
+            name: sc.name.clone(),
+            path: sc.source_path.display().to_string(),
+            backend: fabric.backend().into(),
+            seed,
+        },
+        workload: o.workload,
+        messages: o.messages,
+        delivery: o.delivery,
+        network: fabric.network(),
+        ideal: fabric.ideal(o.bottleneck_bytes),
+        sim,
+        errors: o.errors,
+        unfinished,
         scenario_yaml: None,
         timeseries: fabric.timeseries(),
         wall_clock: rep::WallClock {
@@ -319,5 +672,5 @@ pub fn collect<F: Fabric>(
                 0.0
             },
         },
-    })
+    }
 }

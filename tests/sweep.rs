@@ -76,7 +76,9 @@ fn plan_applies_every_axis_value() {
         ]
     );
     let sc = &p.points[1].scenario;
-    let xrdma_scenario::Workload::Incast(i) = &sc.workload;
+    let xrdma_scenario::Workload::Incast(i) = &sc.workload else {
+        panic!("the base scenario is an incast")
+    };
     assert_eq!(i.senders, 16);
     // Both entries of the message list get 4 KiB = 4096 B; the counts stay 2 and 1.
     let sizes: Vec<(u64, u32)> = i.messages.iter().map(|m| (m.size, m.count)).collect();

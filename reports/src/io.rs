@@ -70,23 +70,31 @@ pub fn read_json(path: &Path) -> Result<RunResult, ReportError> {
 }
 
 /// Per-message records as CSV with the header
-/// `sender,receiver,index,size_bytes,intended_ps,delivered_ps,completed_ps,latency_ps`; a
-/// time that did not happen (undelivered, unACKed) is an empty field. Rows are in record order; the
-/// text ends with a newline.
+/// `sender,receiver,index,size_bytes,intended_ps,delivered_ps,completed_ps,latency_ps`, plus a
+/// last column `response_bytes` when any record is a request/response exchange (the echo
+/// workload); a time that did not happen (undelivered, unACKed) is an empty field. Rows are
+/// in record order; the text ends with a newline.
 pub fn messages_csv(r: &RunResult) -> String {
+    let exchanges = r.messages.iter().any(|m| m.response_bytes.is_some());
     let mut o = String::from(
-        "sender,receiver,index,size_bytes,intended_ps,delivered_ps,completed_ps,latency_ps\n",
+        "sender,receiver,index,size_bytes,intended_ps,delivered_ps,completed_ps,latency_ps",
     );
+    o.push_str(if exchanges { ",response_bytes\n" } else { "\n" });
     for m in &r.messages {
         let delivered = m.delivered_ps.map_or_else(String::new, |c| c.to_string());
         let done = m.completed_ps.map_or_else(String::new, |c| c.to_string());
         let lat = m.latency_ps().map_or_else(String::new, |l| l.to_string());
         // Writing into a String cannot fail.
-        let _ = writeln!(
+        let _ = write!(
             o,
             "{},{},{},{},{},{},{},{}",
             m.sender, m.receiver, m.index, m.size, m.intended_ps, delivered, done, lat
         );
+        if exchanges {
+            let resp = m.response_bytes.map_or_else(String::new, |b| b.to_string());
+            let _ = write!(o, ",{resp}");
+        }
+        o.push('\n');
     }
     o
 }

@@ -19,6 +19,7 @@ pub mod chart;
 mod error;
 pub mod html;
 mod io;
+pub mod metrics;
 pub mod percentile;
 pub mod plot;
 mod schema;
@@ -35,7 +36,7 @@ pub use io::{
 pub use plot::{latency_svg, latency_svg_string};
 pub use schema::{
     DeliveryCheck, IdealCompletion, Inconsistency, MessageRecord, NetworkCounters, RunResult,
-    ScenarioInfo, SimInfo, WallClock, WorkloadInfo, SCHEMA_VERSION,
+    ScenarioInfo, SimInfo, UnfinishedMessage, WallClock, WorkloadInfo, SCHEMA_VERSION,
 };
 pub use series::{SenderBytes, TimeSeries};
 pub use summary::{

@@ -16,7 +16,8 @@ const P_SCALE: f64 = 1_000_000.0;
 /// 100 % on the [`P_SCALE`] grid.
 const P_FULL: u128 = 100_000_000;
 
-/// Nearest-rank p-th percentile of `sorted`, which must be in ascending order.
+/// Nearest-rank p-th percentile of `sorted`, which must be in ascending order (any copyable
+/// sample type: picoseconds as `u64`, slowdowns as `f64`).
 ///
 /// Returns the element at 1-based rank `⌈p/100 · n⌉` (clamped to at least 1), with `p` rounded
 /// to 10⁻⁶ percentage points. Returns `None` when `sorted` is empty, or when `p` is outside
@@ -28,7 +29,7 @@ const P_FULL: u128 = 100_000_000;
 ///
 /// Example (Wikipedia's nearest-rank example): for `[15, 20, 35, 40, 50]`, p30 → rank
 /// ⌈1.5⌉ = 2 → 20; p40 → rank 2 → 20; p50 → rank ⌈2.5⌉ = 3 → 35; p100 → rank 5 → 50.
-pub fn nearest_rank(sorted: &[u64], p: f64) -> Option<u64> {
+pub fn nearest_rank<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
     if sorted.is_empty() || p.is_nan() || p <= 0.0 || p > 100.0 {
         return None;
     }
@@ -85,7 +86,7 @@ mod tests {
 
     #[test]
     fn empty_and_out_of_range() {
-        assert_eq!(nearest_rank(&[], 50.0), None);
+        assert_eq!(nearest_rank::<u64>(&[], 50.0), None);
         let s = [1, 2, 3];
         assert_eq!(nearest_rank(&s, 0.0), None);
         assert_eq!(nearest_rank(&s, -1.0), None);

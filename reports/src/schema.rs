@@ -47,6 +47,10 @@ pub struct RunResult {
     /// line each, in the order they happened per host.
     #[serde(default)]
     pub errors: Vec<String>,
+    /// Messages that did not complete before the run ended (sender, index, intended time), in
+    /// record order; they have no latency. Absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unfinished: Vec<UnfinishedMessage>,
     /// Wall-clock measurements: the only non-deterministic fields of the record.
     pub wall_clock: WallClock,
     /// The text of the scenario file that produced the run, when known (schema version 2).
@@ -114,6 +118,24 @@ pub struct MessageRecord {
     /// of the run; `None` when it was not.
     #[serde(default)]
     pub delivered_ps: Option<u64>,
+    /// For a request/response exchange (the `echo` workload): the response's payload bytes;
+    /// the record then stands for the whole exchange (`size` is the request), completing when
+    /// the response has fully arrived. Absent for one-way messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_bytes: Option<u64>,
+}
+
+/// A message that did not complete before the run ended: it is counted and listed, never
+/// given a latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct UnfinishedMessage {
+    /// Sending host index.
+    pub sender: u32,
+    /// Position in the sender's sequence.
+    pub index: u32,
+    /// Intended send time, ps since the start of the run.
+    pub intended_ps: u64,
 }
 
 impl MessageRecord {
@@ -124,6 +146,11 @@ impl MessageRecord {
     pub fn latency_ps(&self) -> Option<u64> {
         self.completed_ps
             .map(|done| done.saturating_sub(self.intended_ps))
+    }
+
+    /// Payload bytes the record moved: `size`, plus `response_bytes` for an exchange.
+    pub fn payload_bytes(&self) -> u64 {
+        self.size.saturating_add(self.response_bytes.unwrap_or(0))
     }
 }
 

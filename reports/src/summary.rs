@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::{goodput_fairness, SlowdownSummary};
 use crate::percentile::nearest_rank;
 use crate::schema::{MessageRecord, RunResult};
 
@@ -65,7 +66,8 @@ impl LatencySummary {
     }
 }
 
-/// Goodput in bits per second: delivered payload bits divided by the span from the first
+/// Goodput in bits per second: delivered payload bits (request plus response for an echo
+/// exchange, see [`MessageRecord::payload_bytes`]) divided by the span from the first
 /// intended send time (over all messages) to the last completion.
 ///
 /// `None` when nothing was delivered or the span is zero. Undelivered messages contribute no
@@ -77,7 +79,7 @@ pub fn goodput_bps(records: &[MessageRecord]) -> Option<f64> {
     let bits: u128 = records
         .iter()
         .filter(|m| m.completed_ps.is_some())
-        .map(|m| u128::from(m.size) * 8)
+        .map(|m| u128::from(m.payload_bytes()) * 8)
         .sum();
     Some(bits as f64 * 1e12 / span_ps as f64)
 }
@@ -215,6 +217,24 @@ pub fn summary_table(r: &RunResult) -> String {
             ""
         }
     );
+    if let Some(j) = goodput_fairness(&r.messages) {
+        let _ = writeln!(
+            w,
+            "fairness   Jain's index of per-sender goodput {j:.4} (1 = equal shares, 1/n = one \
+             sender)"
+        );
+    }
+    if let Some(sd) = r
+        .ideal
+        .as_ref()
+        .and_then(|i| SlowdownSummary::from_records(&r.messages, i))
+    {
+        let _ = writeln!(
+            w,
+            "slowdown   p50 {:.3}   p99 {:.3}   max {:.3}   (FCT / ideal FCT of the message alone)",
+            sd.p50, sd.p99, sd.max
+        );
+    }
     let span = completion_span_ps(&r.messages);
     match r.ideal {
         Some(ideal) => {
@@ -240,6 +260,31 @@ pub fn summary_table(r: &RunResult) -> String {
             let _ = writeln!(
                 w,
                 "ideal      T* not defined (it is stated for the simulator's single-switch incast)"
+            );
+        }
+    }
+    if !r.unfinished.is_empty() {
+        let _ = writeln!(
+            w,
+            "unfinished {} message(s) did not complete before the run ended (no latency); \
+             sender/index/intended:",
+            r.unfinished.len()
+        );
+        const SHOWN: usize = 10;
+        for u in r.unfinished.iter().take(SHOWN) {
+            let _ = writeln!(
+                w,
+                "           host {} #{} at {} µs",
+                u.sender,
+                u.index,
+                format_us(u.intended_ps)
+            );
+        }
+        if r.unfinished.len() > SHOWN {
+            let _ = writeln!(
+                w,
+                "           ... and {} more (all in result.json)",
+                r.unfinished.len() - SHOWN
             );
         }
     }

@@ -16,6 +16,7 @@ fn msg(sender: u32, index: u32, intended_ps: u64, completed_ps: Option<u64>) -> 
         intended_ps,
         completed_ps,
         delivered_ps: completed_ps,
+        response_bytes: None,
     }
 }
 
@@ -83,6 +84,7 @@ fn result(ts: Option<TimeSeries>) -> RunResult {
         ideal: IdealCompletion::incast(4000, 0, 1000, 1_000_000_000, 0),
         sim: None,
         errors: Vec::new(),
+        unfinished: Vec::new(),
         wall_clock: WallClock {
             wall_seconds: 0.5,
             events_per_second: 10.0,

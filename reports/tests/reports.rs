@@ -21,6 +21,7 @@ fn msg(
         intended_ps,
         completed_ps,
         delivered_ps: completed_ps,
+        response_bytes: None,
     }
 }
 
@@ -73,6 +74,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
         errors: Vec::new(),
         scenario_yaml: None,
         timeseries: None,
+        unfinished: Vec::new(),
         wall_clock: WallClock {
             wall_seconds: 0.25,
             events_per_second: 493_824.0,
@@ -336,6 +338,39 @@ fn csv_rows() {
     assert_eq!(lines[2], "2,0,0,1000,5000000,25000000,25000000,20000000");
     assert_eq!(lines[5], "4,0,1,1000,2000000,,,");
     assert_eq!(lines.len(), 6);
+}
+
+#[test]
+fn csv_of_exchanges_has_a_response_column_and_goodput_counts_both_ways() {
+    let mut msgs = with_undelivered();
+    for m in &mut msgs {
+        m.response_bytes = Some(24);
+    }
+    let r = result(msgs.clone(), None);
+    let csv = messages_csv(&r);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].ends_with(",latency_ps,response_bytes"));
+    assert_eq!(lines[2], "2,0,0,1000,5000000,25000000,25000000,20000000,24");
+    // Goodput of exchanges counts request plus response bytes: (size + 24)·8 bits per
+    // completed record, over the same span as the one-way records.
+    let one_way = goodput_bps(&with_undelivered()).unwrap();
+    let done: Vec<_> = msgs.iter().filter(|m| m.completed_ps.is_some()).collect();
+    let bytes: u64 = done.iter().map(|m| m.size).sum();
+    let both = goodput_bps(&msgs).unwrap();
+    let expect = one_way * (bytes + 24 * done.len() as u64) as f64 / bytes as f64;
+    assert!((both - expect).abs() < 1e-6 * expect, "{both} vs {expect}");
+}
+
+#[test]
+fn results_without_the_new_optional_keys_still_read() {
+    let r = result(with_undelivered(), None);
+    let mut v = serde_json::to_value(&r).unwrap();
+    // A complete one-way run writes neither key; a file from before them has neither.
+    assert!(v.get("unfinished").is_none() || !r.unfinished.is_empty());
+    v.as_object_mut().unwrap().remove("unfinished");
+    let back: RunResult = serde_json::from_value(v).unwrap();
+    assert_eq!(back.unfinished, Vec::new());
+    assert!(back.messages.iter().all(|m| m.response_bytes.is_none()));
 }
 
 #[test]

@@ -28,20 +28,26 @@
 
 mod check;
 mod dcqcn_section;
+mod echo;
 mod error;
+mod open_loop;
 mod sim_section;
 mod topology_section;
+mod traffic;
 pub mod units;
 mod verbs_section;
 mod workload;
 mod xrdma_section;
 
 pub use dcqcn_section::DcqcnSection;
+pub use echo::{Echo, ResponseSize, DEFAULT_TIME_LIMIT};
 pub use error::{locate_key, Diagnostic, ScenarioError};
+pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
 pub use sim_section::{
     EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS, DEFAULT_SAMPLE_INTERVAL,
 };
 pub use topology_section::TopologySection;
+pub use traffic::{parse_message_rate, MessageRate, RateError, SizeChoice, SizeDist, Stall};
 pub use verbs_section::{RankSpec, VerbsSection};
 pub use workload::{Incast, MessageSpec, Workload};
 pub use xrdma_section::{XrdmaSection, MIN_FRAGMENT_SIZE};

@@ -1,6 +1,8 @@
 //! The `workload:` block: what the hosts send.
 
 use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::echo::Echo;
+use crate::open_loop::OpenLoop;
 use crate::units::{Size, Span};
 use serde::{Deserialize, Deserializer};
 use xrdma::Time;
@@ -11,17 +13,25 @@ use xrdma::Time;
 /// workload:
 ///   incast: { senders: 8, receiver: 0, messages: [ { size: 64KiB, count: 4 } ] }
 /// ```
+///
+/// The kinds are `incast`, `open-loop` ([`OpenLoop`]) and `echo` ([`Echo`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Workload {
     /// N-to-1: every sender sends the same message list to one receiver.
     Incast(Incast),
+    /// N-to-1 Poisson arrivals at a given rate per sender.
+    OpenLoop(OpenLoop),
+    /// Closed-loop request/response between clients and one server.
+    Echo(Echo),
 }
 
 impl Workload {
-    /// The kind as written in the file (`incast`).
+    /// The kind as written in the file (`incast`, `open-loop`, `echo`).
     pub fn kind(&self) -> &'static str {
         match self {
             Workload::Incast(_) => "incast",
+            Workload::OpenLoop(_) => "open-loop",
+            Workload::Echo(_) => "echo",
         }
     }
 
@@ -29,6 +39,26 @@ impl Workload {
     pub fn hosts(&self) -> u32 {
         match self {
             Workload::Incast(i) => i.hosts(),
+            Workload::OpenLoop(o) => o.hosts(),
+            Workload::Echo(e) => e.hosts(),
+        }
+    }
+
+    /// Number of connections (one per sender or client, all to the one receiver or server).
+    pub fn connections(&self) -> u32 {
+        match self {
+            Workload::Incast(i) => i.senders,
+            Workload::OpenLoop(o) => o.senders,
+            Workload::Echo(e) => e.clients,
+        }
+    }
+
+    /// The largest message any host sends, bytes.
+    pub fn largest_message(&self) -> u64 {
+        match self {
+            Workload::Incast(i) => i.messages.iter().map(|m| m.size).max().unwrap_or(0),
+            Workload::OpenLoop(o) => o.sizes.largest(),
+            Workload::Echo(e) => e.largest(),
         }
     }
 }
@@ -84,6 +114,8 @@ pub struct MessageSpec {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct RawWorkload {
     incast: Option<Incast>,
+    open_loop: Option<OpenLoop>,
+    echo: Option<Echo>,
 }
 
 #[derive(Deserialize)]
@@ -109,11 +141,17 @@ fn one() -> u32 {
 }
 
 fn check_workload(raw: RawWorkload) -> Result<Workload, FieldError> {
-    match raw.incast {
-        Some(incast) => Ok(Workload::Incast(incast)),
-        None => Err(FieldError {
+    match (raw.incast, raw.open_loop, raw.echo) {
+        (Some(incast), None, None) => Ok(Workload::Incast(incast)),
+        (None, Some(ol), None) => Ok(Workload::OpenLoop(ol)),
+        (None, None, Some(echo)) => Ok(Workload::Echo(echo)),
+        (None, None, None) => Err(FieldError {
             keys: vec![],
-            message: "no workload kind given: expected one of `incast`".into(),
+            message: "no workload kind given: expected one of `incast`, `open-loop`, `echo`".into(),
+        }),
+        _ => Err(FieldError {
+            keys: vec!["open-loop", "echo"],
+            message: "give one workload kind: `incast`, `open-loop` or `echo`".into(),
         }),
     }
 }

@@ -27,6 +27,7 @@ fn err(text: &str) -> String {
 fn incast(s: &Scenario) -> &Incast {
     match &s.workload {
         Workload::Incast(i) => i,
+        other => panic!("not an incast: {other:?}"),
     }
 }
 
@@ -308,7 +309,7 @@ fn misspelled_key_names_file_line_field_and_expected_keys() {
     // An unknown workload kind lists the known ones.
     assert_eq!(
         err("name: x\nworkload:\n  fan-in: {}\n"),
-        "scenarios/x.yaml:3:3: workload: unknown field `fan-in`, expected `incast`"
+        "scenarios/x.yaml:3:3: workload: unknown field `fan-in`, expected one of `incast`, `open-loop`, `echo`"
     );
 }
 
@@ -380,7 +381,7 @@ fn missing_receiver_points_at_the_enclosing_mapping() {
     );
     assert_eq!(
         err("name: x\nworkload: {}\n"),
-        "scenarios/x.yaml:2:11: workload: no workload kind given: expected one of `incast`"
+        "scenarios/x.yaml:2:11: workload: no workload kind given: expected one of `incast`, `open-loop`, `echo`"
     );
 }
 

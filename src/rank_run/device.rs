@@ -51,7 +51,12 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
     let plan = RankPlan::new(sc, &section, rank)?;
     let ours = hello(sc, rank)?;
     let io = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
-    let Workload::Incast(incast) = &sc.workload;
+    let Workload::Incast(incast) = &sc.workload else {
+        bail!(
+            "--rank runs an incast across processes; a {} workload runs in one process",
+            sc.workload.kind()
+        );
+    };
     let receiver = plan.receiver;
     // Listen first, so peers that start sooner find the port while the device opens.
     let listener = if plan.is_receiver_rank() && !plan.peers.is_empty() {

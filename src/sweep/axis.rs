@@ -271,26 +271,38 @@ pub fn cartesian(axes: &[Axis]) -> Vec<Vec<usize>> {
 /// Applies `value` of `kind` to `sc` (and, for the backend axis, to `backend`).
 ///
 /// # Errors
-/// A fan-in that leaves the base scenario's receiver outside the hosts `0..=senders`.
+/// A fan-in that leaves the base scenario's receiver outside the hosts `0..=senders`, or a
+/// size axis on a workload that is not an incast.
 pub fn apply(
     sc: &mut Scenario,
     backend: &mut PointBackend,
     kind: AxisKind,
     value: AxisValue,
 ) -> Result<(), String> {
-    let Workload::Incast(incast) = &mut sc.workload;
     match (kind, value) {
         (AxisKind::FanIn, AxisValue::Count(n)) => {
-            if incast.receiver > n {
+            // The senders of an incast or open-loop workload, the clients of an echo.
+            let (count, receiver) = match &mut sc.workload {
+                Workload::Incast(i) => (&mut i.senders, i.receiver),
+                Workload::OpenLoop(o) => (&mut o.senders, o.receiver),
+                Workload::Echo(e) => (&mut e.clients, e.server),
+            };
+            if receiver > n {
                 return Err(format!(
-                    "fan-in {n}: the base scenario's receiver is host {}, but with {n} senders \
-                     the hosts are 0..={n}",
-                    incast.receiver
+                    "fan-in {n}: the base scenario's receiver is host {receiver}, but with {n} \
+                     senders the hosts are 0..={n}"
                 ));
             }
-            incast.senders = n;
+            *count = n;
         }
         (AxisKind::Size, AxisValue::Bytes(b)) => {
+            let Workload::Incast(incast) = &mut sc.workload else {
+                return Err(format!(
+                    "the size axis sets an incast's message sizes; this scenario's workload \
+                     is {}",
+                    sc.workload.kind()
+                ));
+            };
             for m in &mut incast.messages {
                 m.size = b;
             }
