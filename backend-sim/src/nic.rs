@@ -783,7 +783,7 @@ impl Simulation {
             }
         }
         self.stats.delivered_payload_bytes += p.payload as u64;
-        self.note_delivered(p.src_host, p.payload as u64);
+        self.note_delivered(p.src_host, h, p.payload as u64);
         let qp = &mut self.hosts[h as usize].qps[qi];
         qp.epsn = psn_add(qp.epsn, 1);
         qp.nak_sent = false;
@@ -942,7 +942,7 @@ impl Simulation {
         let dst = w.wr.sge.addr + k as u64 * mtu as u64;
         self.copy_bytes(p.src_host, p.src_addr, h, dst, p.payload);
         self.stats.delivered_payload_bytes += p.payload as u64;
-        self.note_delivered(p.src_host, p.payload as u64);
+        self.note_delivered(p.src_host, h, p.payload as u64);
         self.retire(h, qi);
         self.on_progress(h, qi);
     }

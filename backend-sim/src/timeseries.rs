@@ -90,7 +90,8 @@ pub struct SimTimeSeries {
     pub pfc_xoff: Vec<u64>,
     /// Transmitters (host NICs and switch ports) held in PFC pause at the sample time.
     pub paused_ports: Vec<u32>,
-    /// Per source host that delivered any payload, ascending by host.
+    /// Per source host that delivered any payload (to `watch_host` when one is set),
+    /// ascending by host.
     pub sources: Vec<SourceSeries>,
 }
 
@@ -148,11 +149,13 @@ impl Recorder {
         self.next
     }
 
-    /// `bytes` of payload from host `src` were written into a receiver's memory.
+    /// `bytes` of payload from host `src` were written into host `dst`'s memory. With a
+    /// watched host only payload delivered to it counts (the senders' share of the
+    /// bottleneck; the receiver's own control frames back to them do not).
     #[inline]
-    pub(crate) fn on_delivered(&mut self, src: HostId, bytes: u64) {
+    pub(crate) fn on_delivered(&mut self, src: HostId, dst: HostId, bytes: u64) {
         let s = src as usize;
-        if s >= self.delivered.len() {
+        if s >= self.delivered.len() || self.series.watch_host.is_some_and(|w| w != dst) {
             return;
         }
         self.delivered[s] += bytes;
@@ -274,11 +277,11 @@ impl Simulation {
         }
     }
 
-    /// `bytes` of payload from `src` reached a receiver's memory.
+    /// `bytes` of payload from `src` reached host `dst`'s memory.
     #[inline]
-    pub(crate) fn note_delivered(&mut self, src: HostId, bytes: u64) {
+    pub(crate) fn note_delivered(&mut self, src: HostId, dst: HostId, bytes: u64) {
         if let Some(rec) = self.timeseries.as_deref_mut() {
-            rec.on_delivered(src, bytes);
+            rec.on_delivered(src, dst, bytes);
         }
     }
 
@@ -333,13 +336,28 @@ mod tests {
     #[test]
     fn a_late_source_is_back_filled_with_zeros_and_kept_sorted() {
         let mut r = Recorder::new(TimeSeriesConfig::default(), 4);
-        r.on_delivered(3, 100);
+        r.on_delivered(3, 0, 100);
         r.push(&snap(0));
-        r.on_delivered(1, 50);
+        r.on_delivered(1, 2, 50);
         r.push(&snap(0));
         let hosts: Vec<u32> = r.series.sources.iter().map(|s| s.host).collect();
         assert_eq!(hosts, vec![1, 3]);
         assert_eq!(r.series.sources[0].delivered_bytes, vec![0, 50]);
         assert_eq!(r.series.sources[1].delivered_bytes, vec![100, 100]);
+    }
+
+    #[test]
+    fn with_a_watched_host_only_payload_to_it_counts() {
+        let cfg = TimeSeriesConfig {
+            watch_host: Some(0),
+            ..TimeSeriesConfig::default()
+        };
+        let mut r = Recorder::new(cfg, 4);
+        r.on_delivered(1, 0, 100); // a sender's data into the receiver
+        r.on_delivered(0, 1, 28); // the receiver's grant back to it: not the senders' share
+        r.push(&snap(0));
+        let hosts: Vec<u32> = r.series.sources.iter().map(|s| s.host).collect();
+        assert_eq!(hosts, vec![1]);
+        assert_eq!(r.series.sources[0].delivered_bytes, vec![100]);
     }
 }

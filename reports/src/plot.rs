@@ -171,7 +171,7 @@ pub fn latency_svg(r: &RunResult, path: &Path) -> Result<(), ReportError> {
 /// *all* messages. Messages that did not finish have no latency: the curve then ends below 1,
 /// a dotted line marks where, and the caption gives their number. Dashed verticals mark the
 /// nearest-rank p50, p99 and p99.9 of the delivered latencies (as in the summary table) with
-/// a dot where each meets the curve, and T* (red) when `r.ideal` is set.
+/// a dot where each meets the curve, and T* (red) when the run has one ([`RunResult::t_star_bound`]).
 ///
 /// # Errors
 /// [`ReportError::Plot`] if plotters fails.
@@ -183,7 +183,7 @@ pub fn draw_cdf<DB: DrawingBackend>(
     lat.sort_unstable();
     let total = r.messages.len();
     let undelivered = total - lat.len();
-    let t_star_us = r.ideal.map(|i| ps_to_us(i.t_star_ps));
+    let t_star_us = r.t_star_bound().map(|i| ps_to_us(i.t_star_ps));
     let caption = if undelivered > 0 {
         format!(
             "Completion time CDF: {} of {} delivered, {} did not finish (no latency)",
@@ -274,7 +274,7 @@ pub fn draw_cdf<DB: DrawingBackend>(
                 .legend(dashed_legend(PERCENTILE_COLOR));
         }
     }
-    if let (Some(t), Some(i)) = (t_star_us, r.ideal) {
+    if let (Some(t), Some(i)) = (t_star_us, r.t_star_bound()) {
         chart
             .draw_series(DashedLineSeries::new(
                 vec![(t, 0.0), (t, 1.0)],
@@ -305,7 +305,7 @@ pub fn draw_per_sender<DB: DrawingBackend>(
     let start = msgs.iter().map(|m| m.intended_ps).min().unwrap_or(0);
     let stride = msgs.len().div_ceil(MAX_SCATTER_POINTS).max(1);
     let shown: Vec<_> = msgs.iter().step_by(stride).collect();
-    let t_star_us = r.ideal.map(|i| ps_to_us(i.t_star_ps));
+    let t_star_us = r.t_star_bound().map(|i| ps_to_us(i.t_star_ps));
     let data_max = shown
         .iter()
         .filter_map(|m| m.completed_ps)
@@ -391,7 +391,7 @@ pub fn draw_per_sender<DB: DrawingBackend>(
             .map_err(plot_err)?
             .label(format!(
                 "T* = {} µs",
-                format_us(r.ideal.map_or(0, |i| i.t_star_ps))
+                format_us(r.t_star_bound().map_or(0, |i| i.t_star_ps))
             ))
             .legend(dashed_legend(T_STAR_COLOR));
     }

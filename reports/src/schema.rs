@@ -350,6 +350,13 @@ impl std::fmt::Display for Inconsistency {
 }
 
 impl RunResult {
+    /// The ideal completion where T* bounds the run: an incast, whose messages are all intended
+    /// at once. Open-loop and echo runs spread their arrivals over time, so their `ideal` only
+    /// serves the per-message slowdown.
+    pub fn t_star_bound(&self) -> Option<IdealCompletion> {
+        self.ideal.filter(|_| self.workload.kind == "incast")
+    }
+
     /// Checks invariants a correct run must satisfy and returns every violation found, in
     /// message order (empty when consistent):
     /// - no message completes before its intended send time;

@@ -237,6 +237,16 @@ pub fn summary_table(r: &RunResult) -> String {
     }
     let span = completion_span_ps(&r.messages);
     match r.ideal {
+        // T* is the finish time of an incast that starts all at once; arrivals spread over
+        // time (open loop, echo) have no such bound.
+        Some(_) if r.workload.kind != "incast" => {
+            let _ = writeln!(
+                w,
+                "ideal      T* not stated for a {} workload (it bounds an incast that starts \
+                 at once)",
+                r.workload.kind
+            );
+        }
         Some(ideal) => {
             let ratio = match span {
                 Some(sp) if ideal.t_star_ps > 0 => {
