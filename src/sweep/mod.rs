@@ -23,13 +23,13 @@ pub mod report;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use xrdma_reports::RunResult;
-use xrdma_scenario::Scenario;
+use xrdma_scenario::{Scenario, Workload};
 
 pub use axis::{parse_axes, parse_axis, Axis, AxisError, AxisKind, AxisValue, PointBackend};
 
@@ -403,14 +403,30 @@ where
         progress.finished(&p.id, &o, t.elapsed().as_secs_f64());
         o
     };
-    let sim: Vec<(usize, PointOutcome)> = pool.install(|| {
-        plan.points
-            .par_iter()
-            .enumerate()
-            .filter(|(_, p)| p.backend == PointBackend::Sim)
-            .map(|(i, p)| (i, one(p)))
-            .collect()
+    // Longest point first, each worker taking the next point when it is free (greedy list
+    // scheduling in LPT order, Graham 1969): the fan-in-256 point of a fan-in sweep starts at
+    // once instead of last, so it does not leave one worker running alone at the end.
+    let mut order: Vec<usize> = (0..plan.points.len())
+        .filter(|&i| plan.points[i].backend == PointBackend::Sim)
+        .collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(point_cost(&plan.points[i].scenario)));
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, PointOutcome)>> = Mutex::new(Vec::with_capacity(order.len()));
+    pool.scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|_| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = order.get(k) else { break };
+                let o = one(&plan.points[i]);
+                done.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((i, o));
+            });
+        }
     });
+    let sim = done
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let verbs = plan
         .points
         .iter()
@@ -421,6 +437,15 @@ where
     all.sort_by_key(|(i, _)| *i);
     progress.finish();
     Ok(all.into_iter().map(|(_, o)| o).collect())
+}
+
+/// A point's expected cost, for ordering the work: the payload bytes its workload moves
+/// (an incast's senders × bytes per sender; otherwise connections × the largest message).
+fn point_cost(sc: &Scenario) -> u64 {
+    match &sc.workload {
+        Workload::Incast(i) => u64::from(i.senders).saturating_mul(i.bytes_per_sender()),
+        w => u64::from(w.connections()).saturating_mul(w.largest_message()),
+    }
 }
 
 /// Default number of workers: the cores available to this process.
