@@ -158,10 +158,13 @@ impl Config {
         self.max_window + self.fragment_size + crate::fragment::HEADER_LEN as u64
     }
 
-    /// Bytes of one posted receive buffer: the header plus the larger of `eager_limit` and a
-    /// CTS grant, rounded up to 64 bytes (a cache line) so buffers do not share lines.
+    /// Bytes of one posted receive buffer: the header plus the larger of `eager_limit` and the
+    /// largest control frame body (a CTS with [`crate::fragment::MAX_BATCH`] grants, 80 bytes),
+    /// rounded up to 64 bytes (a cache line) so buffers do not share lines.
     pub fn recv_slot_bytes(&self) -> u64 {
-        let body = self.eager_limit.max(crate::fragment::GRANT_LEN as u64);
+        let body = self
+            .eager_limit
+            .max(crate::fragment::CONTROL_BODY_MAX as u64);
         (crate::fragment::HEADER_LEN as u64 + body).div_ceil(64) * 64
     }
 

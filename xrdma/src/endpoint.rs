@@ -7,15 +7,15 @@
 //!   when one is due). The immediate data is the frame's sequence number.
 //! - **Small messages** (at most [`crate::Config::eager_limit`] bytes, 4 KiB by default) go
 //!   eagerly: one `Eager` frame holds the header and the whole payload.
-//! - **Large messages** go by rendezvous: an `Rts` frame announces the length; the receiver
-//!   takes a landing buffer of the message's size class from its pool
-//!   ([`crate::landing`]) — registering more memory first if it must — and answers with a
-//!   `Cts` frame carrying the buffer's address and rkey ([`Grant`]); the sender then RDMA
-//!   WRITEs the payload straight into it as fragments of at most the fragment size (64 KiB)
-//!   and never more than the current send window, each a WRITE with immediate whose immediate
-//!   data is its sequence number. The receiver delivers the message when its last byte has
-//!   landed and puts the buffer back in the pool. RTS and CTS are answered in order, so they
-//!   need no tag.
+//! - **Large messages** go by rendezvous: an `Rts` frame announces the lengths of up to
+//!   [`MAX_BATCH`] queued large messages; the receiver takes a landing buffer of each
+//!   message's size class from its pool ([`crate::landing`]) — registering more memory first
+//!   if it must — and answers with a `Cts` frame carrying up to [`MAX_BATCH`] grants (address,
+//!   rkey, length: [`Grant`]); the sender then RDMA WRITEs each payload straight into its
+//!   buffer as fragments of at most the fragment size (64 KiB) and never more than the current
+//!   send window, each a WRITE with immediate whose immediate data is its sequence number. The
+//!   receiver delivers the message when its last byte has landed and puts the buffer back in
+//!   the pool. Announcements and grants are answered in order, so they need no tag.
 //! - Every frame and WRITE with immediate consumes one receive WR at the peer; the peer reposts
 //!   it at once and answers with a cumulative ACK: carried in the header of its next frame when
 //!   it has one ready in the same turn (request/response), else a zero-length SEND with
@@ -42,7 +42,9 @@
 //! [`Endpoint::poll_timeout`] (next deadline).
 
 use crate::error::{ConnId, XrdmaError};
-use crate::fragment::{FrameKind, Grant, MessageHeader, GRANT_LEN, HEADER_LEN};
+use crate::fragment::{
+    FrameKind, Grant, MessageHeader, CONTROL_BODY_MAX, GRANT_LEN, HEADER_LEN, MAX_BATCH,
+};
 use crate::landing::{class_of, LandingPool};
 use crate::mr_pool::{MrPool, Region};
 use crate::qp_cache::QpCache;
@@ -102,7 +104,7 @@ struct Connection {
     window: SendWindow,
     sq_outstanding: u32,
     in_tx_ready: bool,
-    grants_out: VecDeque<(Grant, u64)>,
+    grants_out: VecDeque<Grant>,
     fin_sent: bool,
     fin_acked: bool,
     // Receive side.
@@ -125,8 +127,9 @@ impl Connection {
     }
 }
 
-/// Queued large messages (the head included) whose RTS may be out before their turn.
-const RTS_AHEAD: usize = 4;
+/// Queued messages (the head included) among which large ones may be announced by an RTS
+/// before their turn.
+const RTS_LOOKAHEAD: usize = 2 * MAX_BATCH;
 
 const KIND_RECV: u64 = 1;
 const KIND_DATA: u64 = 2;
@@ -616,33 +619,63 @@ impl Endpoint {
         if c.failed || c.closed {
             return Ok(None);
         }
-        if let Some(&(grant, len)) = c.grants_out.front() {
-            let mut body = [0u8; GRANT_LEN];
-            body.copy_from_slice(&grant.encode());
-            let op = self.post_frame(now, conn, FrameKind::Cts, len, &body, None, false, mem)?;
+        if !c.grants_out.is_empty() {
+            // Every grant ready goes in one CTS, up to MAX_BATCH.
+            let n = c.grants_out.len().min(MAX_BATCH);
+            let mut body = [0u8; CONTROL_BODY_MAX];
+            for (k, g) in c.grants_out.iter().take(n).enumerate() {
+                body[k * GRANT_LEN..(k + 1) * GRANT_LEN].copy_from_slice(&g.encode());
+            }
+            let body = &body[..n * GRANT_LEN];
+            let op =
+                self.post_frame(now, conn, FrameKind::Cts, n as u64, body, None, false, mem)?;
             if op.is_some() {
                 let c = &mut self.conns[conn as usize];
-                c.grants_out.pop_front();
-                c.stats.grants_sent += 1;
+                c.grants_out.drain(..n);
+                c.stats.grants_sent += n as u64;
+                c.stats.cts_frames += 1;
             }
             return Ok(op);
         }
-        // Requests to send go out ahead of the data, for up to RTS_AHEAD queued large
-        // messages, so their grants are back by the time the head message's last fragment
-        // is posted (a message per round trip otherwise).
-        let ahead = c
-            .queue
-            .iter()
-            .take(RTS_AHEAD)
-            .position(|m| m.data.len() as u64 > eager_limit && !m.rts_sent);
-        if let Some(i) = ahead {
-            let (id, total) = (c.queue[i].id, c.queue[i].data.len() as u64);
-            let op =
-                self.post_frame(now, conn, FrameKind::Rts, total, &[], Some(id), false, mem)?;
+        // Requests to send go out ahead of the data, so grants are back by the time the head
+        // message's last fragment is posted (a message per round trip otherwise): one RTS
+        // announces up to MAX_BATCH large messages not yet announced among the first
+        // RTS_LOOKAHEAD queued ones. It goes when the head itself waits for one, or when a
+        // full batch has gathered, so a streaming sender sends an RTS per MAX_BATCH messages.
+        let mut body = [0u8; MAX_BATCH * 8];
+        let mut announce = [0usize; MAX_BATCH];
+        let mut n = 0;
+        for (i, m) in c.queue.iter().take(RTS_LOOKAHEAD).enumerate() {
+            let len = m.data.len() as u64;
+            if len > eager_limit && !m.rts_sent {
+                body[n * 8..(n + 1) * 8].copy_from_slice(&len.to_be_bytes());
+                announce[n] = i;
+                n += 1;
+                if n == MAX_BATCH {
+                    break;
+                }
+            }
+        }
+        if n == MAX_BATCH || (n > 0 && announce[0] == 0) {
+            let first = c.queue[announce[0]].id;
+            let body = &body[..n * 8];
+            let op = self.post_frame(
+                now,
+                conn,
+                FrameKind::Rts,
+                n as u64,
+                body,
+                Some(first),
+                false,
+                mem,
+            )?;
             if op.is_some() {
                 let c = &mut self.conns[conn as usize];
-                c.queue[i].rts_sent = true;
-                c.stats.rendezvous_messages += 1;
+                for &i in &announce[..n] {
+                    c.queue[i].rts_sent = true;
+                }
+                c.stats.rendezvous_messages += n as u64;
+                c.stats.rts_frames += 1;
                 return Ok(op);
             }
         }
@@ -932,30 +965,55 @@ impl Endpoint {
                 self.deliver(conn, h.message_len, 0, data, true);
             }
             FrameKind::Rts => {
-                if h.message_len <= self.cfg.eager_limit {
-                    let reason = format!("an RTS for {} bytes, an eager size", h.message_len);
+                let n = h.message_len as usize;
+                if n == 0 || n > MAX_BATCH || body.len() != n * 8 {
+                    let reason = format!(
+                        "an RTS announcing {} messages in {} bytes",
+                        h.message_len,
+                        body.len()
+                    );
                     self.malformed(conn, reason);
                     return;
                 }
-                self.conns[conn as usize]
-                    .pending_rts
-                    .push_back(h.message_len);
+                let eager_limit = self.cfg.eager_limit;
+                let c = &mut self.conns[conn as usize];
+                for chunk in body.chunks_exact(8) {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(chunk);
+                    c.pending_rts.push_back(u64::from_be_bytes(b));
+                }
+                if let Some(&small) = c.pending_rts.iter().find(|&&l| l <= eager_limit) {
+                    let reason = format!("an RTS for {small} bytes, an eager size");
+                    self.malformed(conn, reason);
+                    return;
+                }
                 self.grant_pending(conn);
             }
             FrameKind::Cts => {
-                let Some(grant) = Grant::decode(body) else {
-                    self.malformed(conn, "a CTS frame without its grant".into());
+                let n = h.message_len as usize;
+                if n == 0 || n > MAX_BATCH || body.len() != n * GRANT_LEN {
+                    let reason = format!(
+                        "a CTS with {} grants in {} bytes",
+                        h.message_len,
+                        body.len()
+                    );
+                    self.malformed(conn, reason);
                     return;
-                };
+                }
                 let c = &mut self.conns[conn as usize];
-                // Grants answer RTSs in order: the oldest queued message waiting for one.
-                let oldest = c.queue.iter_mut().find(|m| m.rts_sent && m.grant.is_none());
-                match oldest {
-                    Some(m) if m.data.len() as u64 == h.message_len => m.grant = Some(grant),
-                    _ => {
-                        let reason = format!("a CTS for {} bytes matches no RTS", h.message_len);
-                        self.malformed(conn, reason);
-                        return;
+                // Grants answer announced messages in order: each goes to the oldest queued
+                // message still waiting for one.
+                for chunk in body.chunks_exact(GRANT_LEN) {
+                    let grant = Grant::decode(chunk);
+                    let oldest = c.queue.iter_mut().find(|m| m.rts_sent && m.grant.is_none());
+                    match (oldest, grant) {
+                        (Some(m), Some(g)) if m.data.len() as u64 == g.len => m.grant = Some(g),
+                        (_, g) => {
+                            let len = g.map_or(0, |g| g.len);
+                            let reason = format!("a grant for {len} bytes matches no RTS");
+                            self.malformed(conn, reason);
+                            return;
+                        }
                     }
                 }
                 self.wake_tx(conn);
@@ -1081,11 +1139,11 @@ impl Endpoint {
                 len,
                 received: 0,
             });
-            let grant = Grant {
+            c.grants_out.push_back(Grant {
                 addr: buf.addr,
                 rkey: buf.rkey,
-            };
-            c.grants_out.push_back((grant, len));
+                len,
+            });
         }
         self.wake_tx(conn);
     }

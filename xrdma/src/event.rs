@@ -144,8 +144,12 @@ pub struct ConnStats {
     pub eager_messages: u64,
     /// Messages sent by rendezvous (RTS, CTS, WRITEs into the granted landing buffer).
     pub rendezvous_messages: u64,
-    /// Landing buffers granted to the peer (CTS frames sent).
+    /// Landing buffers granted to the peer.
     pub grants_sent: u64,
+    /// RTS frames sent (each announces up to [`crate::fragment::MAX_BATCH`] large messages).
+    pub rts_frames: u64,
+    /// CTS frames sent (each carries up to [`crate::fragment::MAX_BATCH`] grants).
+    pub cts_frames: u64,
     /// ACKs sent.
     pub acks_sent: u64,
     /// ACKs received (separate or carried on a frame).

@@ -41,10 +41,11 @@ pub fn fragment_count(len: u64, fragment_size: u64) -> u64 {
 pub enum FrameKind {
     /// A whole small message: the header, then `message_len` payload bytes.
     Eager,
-    /// Request to send: a large message of `message_len` bytes waits for a landing buffer.
+    /// Request to send: `message_len` (1 to [`MAX_BATCH`]) large messages wait for landing
+    /// buffers; their lengths follow the header, 8 bytes each (big-endian), oldest first.
     Rts,
-    /// Clear to send: the answer to the oldest unanswered RTS; a [`Grant`] follows the header
-    /// and `message_len` repeats the granted length.
+    /// Clear to send: `message_len` (1 to [`MAX_BATCH`]) [`Grant`]s follow the header,
+    /// answering the oldest unanswered announced messages in order.
     Cts,
     /// The sender has sent its last frame on this connection (graceful close).
     Fin,
@@ -122,17 +123,27 @@ impl MessageHeader {
     }
 }
 
-/// Bytes of a [`Grant`] on the wire.
-pub const GRANT_LEN: usize = 12;
+/// Most messages one RTS announces, and most grants one CTS carries: a streaming sender's
+/// control frames cost one RTS and one CTS per this many large messages.
+pub const MAX_BATCH: usize = 4;
 
-/// Where the receiver lets a large message land: the body of a CTS frame. Layout
-/// (big-endian): bytes 0..8 the virtual address, bytes 8..12 the remote key.
+/// Bytes of a [`Grant`] on the wire.
+pub const GRANT_LEN: usize = 20;
+
+/// The largest body a control frame (RTS, CTS) carries: [`MAX_BATCH`] grants.
+pub const CONTROL_BODY_MAX: usize = MAX_BATCH * GRANT_LEN;
+
+/// Where the receiver lets one large message land: an entry of a CTS frame's body. Layout
+/// (big-endian): bytes 0..8 the virtual address, bytes 8..12 the remote key, bytes 12..20 the
+/// message length it was granted for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Grant {
     /// Virtual address of the landing buffer in the receiver's address space.
     pub addr: u64,
     /// Remote key of the MR that holds it.
     pub rkey: u32,
+    /// Length of the message it lands, bytes (the sender checks it against its own).
+    pub len: u64,
 }
 
 impl Grant {
@@ -140,17 +151,20 @@ impl Grant {
     pub fn encode(&self) -> [u8; GRANT_LEN] {
         let mut b = [0u8; GRANT_LEN];
         b[..8].copy_from_slice(&self.addr.to_be_bytes());
-        b[8..].copy_from_slice(&self.rkey.to_be_bytes());
+        b[8..12].copy_from_slice(&self.rkey.to_be_bytes());
+        b[12..].copy_from_slice(&self.len.to_be_bytes());
         b
     }
 
     /// Decode from the wire layout; `None` when fewer than [`GRANT_LEN`] bytes are given.
     pub fn decode(bytes: &[u8]) -> Option<Grant> {
         let a: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
-        let k: [u8; 4] = bytes.get(8..GRANT_LEN)?.try_into().ok()?;
+        let k: [u8; 4] = bytes.get(8..12)?.try_into().ok()?;
+        let l: [u8; 8] = bytes.get(12..GRANT_LEN)?.try_into().ok()?;
         Some(Grant {
             addr: u64::from_be_bytes(a),
             rkey: u32::from_be_bytes(k),
+            len: u64::from_be_bytes(l),
         })
     }
 }
@@ -231,10 +245,14 @@ mod tests {
         let g = Grant {
             addr: 0x0102_0304_0506_0708,
             rkey: 0x0A0B_0C0D,
+            len: 0x1122,
         };
         let b = g.encode();
-        assert_eq!(b, [1, 2, 3, 4, 5, 6, 7, 8, 0x0A, 0x0B, 0x0C, 0x0D]);
+        assert_eq!(
+            b,
+            [1, 2, 3, 4, 5, 6, 7, 8, 0x0A, 0x0B, 0x0C, 0x0D, 0, 0, 0, 0, 0, 0, 0x11, 0x22]
+        );
         assert_eq!(Grant::decode(&b), Some(g));
-        assert_eq!(Grant::decode(&b[..11]), None);
+        assert_eq!(Grant::decode(&b[..19]), None);
     }
 }
