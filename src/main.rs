@@ -151,6 +151,16 @@ enum Command {
         /// 64 KiB growing to 256 KiB].
         #[arg(long, value_parser = parse_size)]
         window: Option<u64>,
+        /// Be the receiving server of a two-process run (`--backend verbs`), like
+        /// `ib_write_bw`'s: listen on `--bind`, take one client's stream, exit.
+        #[arg(long, conflicts_with = "connect")]
+        server: bool,
+        /// The server's bootstrap address (TCP `IP:port`).
+        #[arg(long, default_value = tools::ping::DEFAULT_BIND, requires = "server")]
+        bind: std::net::SocketAddr,
+        /// Be the streaming client of a two-process run: connect to the server at `IP:port`.
+        #[arg(long)]
+        connect: Option<std::net::SocketAddr>,
     },
     /// CPU use of an idle, connected worker pair under hybrid polling (RDMA device only).
     Idle {
@@ -506,6 +516,9 @@ fn real_main() -> Result<ExitCode> {
             size,
             iters,
             window,
+            server,
+            bind,
+            connect,
         } => {
             backend.require()?;
             ensure_fits(size)?;
@@ -514,6 +527,12 @@ fn real_main() -> Result<ExitCode> {
                 iters,
                 window,
             };
+            if server || connect.is_some() {
+                if backend != Backend::Verbs {
+                    bail!("--server and --connect run a two-process bw: they need --backend verbs");
+                }
+                return bw_two_process(server.then_some(bind), connect, &opts);
+            }
             let r = match backend {
                 Backend::Sim => tools::bw::run(&mut tools::sim_fabric()?, &opts)?,
                 #[cfg(feature = "verbs")]
@@ -622,12 +641,7 @@ fn ping_two_process(
     connect: Option<std::net::SocketAddr>,
     opts: &tools::ping::PingOptions,
 ) -> Result<ExitCode> {
-    let section = xrdma_scenario::VerbsSection {
-        run_timeout: TOOL_TIMEOUT,
-        ..Default::default()
-    };
-    let mut fabric = xrdma_testbed::verbs_fabric::VerbsFabric::new(1, &section)?;
-    let wait = std::time::Duration::from_secs(TOOL_TIMEOUT.as_ps() / 1_000_000_000_000);
+    let (mut fabric, wait) = one_worker_fabric()?;
     if let Some(bind) = server {
         let r = tools::ping::serve(&mut fabric, bind, wait)?;
         println!(
@@ -660,6 +674,58 @@ fn ping_two_process(
     _opts: &tools::ping::PingOptions,
 ) -> Result<ExitCode> {
     no_verbs()
+}
+
+/// The two ends of a two-process bandwidth run on the RDMA device: `server` = Some(bind
+/// address), or `connect` = Some(server address).
+#[cfg(feature = "verbs")]
+fn bw_two_process(
+    server: Option<std::net::SocketAddr>,
+    connect: Option<std::net::SocketAddr>,
+    opts: &tools::bw::BwOptions,
+) -> Result<ExitCode> {
+    let (mut fabric, wait) = one_worker_fabric()?;
+    if let Some(bind) = server {
+        let r = tools::bw::serve(&mut fabric, bind, wait)?;
+        println!(
+            "xrdma bw server: took {} message(s), {} byte(s) from the client at {}",
+            r.messages, r.bytes, r.client
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(addr) = connect else {
+        bail!("a two-process bw needs --server or --connect ADDR");
+    };
+    let r = tools::bw::connect(&mut fabric, addr, wait, opts)?;
+    println!("xrdma bw (verbs, two processes, server {addr}): one xrdma connection");
+    println!("{}", tools::bw::BwReport::header());
+    println!("{}", r.row());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "verbs"))]
+fn bw_two_process(
+    _server: Option<std::net::SocketAddr>,
+    _connect: Option<std::net::SocketAddr>,
+    _opts: &tools::bw::BwOptions,
+) -> Result<ExitCode> {
+    no_verbs()
+}
+
+/// One worker on the RDMA device the environment names, for one end of a two-process tool,
+/// and how long the bootstrap waits for the other end.
+#[cfg(feature = "verbs")]
+fn one_worker_fabric() -> Result<(
+    xrdma_testbed::verbs_fabric::VerbsFabric,
+    std::time::Duration,
+)> {
+    let section = xrdma_scenario::VerbsSection {
+        run_timeout: TOOL_TIMEOUT,
+        ..Default::default()
+    };
+    let fabric = xrdma_testbed::verbs_fabric::VerbsFabric::new(1, &section)?;
+    let wait = std::time::Duration::from_secs(TOOL_TIMEOUT.as_ps() / 1_000_000_000_000);
+    Ok((fabric, wait))
 }
 
 /// `xrdma idle` on the RDMA device: run and print the figures.

@@ -13,13 +13,18 @@
 #             --connect 127.0.0.1:FIG_PING_PORT --size 64B --iters FIG_PING_ITERS (10000)
 #             --warmup 1000` (ping.txt: the client, ping-server.txt: the server)
 #   ping-1p   the same ping with both ends in one process (`xrdma ping --backend verbs ...`)
-#   bw        xrdma bw --backend verbs --size 64KiB --iters FIG_BW_ITERS (5000)
+#   bw        two processes, like ib_write_bw's server and client: `xrdma bw --backend verbs
+#             --server --bind 127.0.0.1:FIG_BW_PORT (18521)` and `xrdma bw --backend verbs
+#             --connect 127.0.0.1:FIG_BW_PORT --size 64KiB --iters FIG_BW_ITERS (5000)`
+#             (bw.txt: the client, bw-server.txt: the server)
+#   bw-1p     the same stream with both ends in one process
 #   qp-setup  xrdma qp-setup --backend verbs --iters FIG_QP_ITERS (100)
 #   idle      xrdma idle --backend verbs --seconds FIG_IDLE_SECONDS (3)
 # and writes RESULTS_DIR/figures.env (key=value lines; µs, MiB/s as perftest's MB/sec, %):
 #   xrdma_half_rtt_64_typical_us  send_lat_typical_us  half_rtt_ratio      (target <= 1.2)
 #     (the two-process ping; xrdma_half_rtt_64_one_process_typical_us: the one-process one)
 #   xrdma_bw_64k_MBps             write_bw_64k_MBps    bw_ratio            (target >= 0.9)
+#     (two processes; xrdma_bw_64k_one_process_MBps: the one-process stream)
 #   qp_setup_fresh_us             qp_setup_cached_us   qp_setup_speedup    (target >= 20)
 #   qp_setup_cached_without_reset_us (reference: the cached path when the reset is done at close)
 #   idle_cpu_percent                                                       (target < 5)
@@ -48,27 +53,34 @@ tool() { # NAME ARGS...
   fi
   cat "$out/$name.txt"
 }
-ping_port=${FIG_PING_PORT:-18520}
+# Server and client of a two-process tool (NAME.txt: the client, NAME-server.txt: the
+# server); the client retries its connection until the server listens.
+pair() { # NAME PORT TOOL ARGS...
+  local name=$1 port=$2 tool=$3
+  shift 3
+  echo "figures: $name: xrdma $tool --backend verbs --server / --connect 127.0.0.1:$port $*"
+  timeout 300 "$xrdma" "$tool" --backend verbs --server --bind "127.0.0.1:$port" \
+    > "$out/$name-server.txt" 2>&1 &
+  local server=$!
+  if ! timeout 300 "$xrdma" "$tool" --backend verbs --connect "127.0.0.1:$port" "$@" \
+    > "$out/$name.txt" 2>&1; then
+    echo "figures: $name (two processes) failed:" >&2
+    tail -n 20 "$out/$name.txt" >&2
+    failed=1
+  fi
+  if ! wait "$server"; then
+    echo "figures: $name server failed:" >&2
+    tail -n 20 "$out/$name-server.txt" >&2
+    failed=1
+  fi
+  cat "$out/$name.txt" "$out/$name-server.txt"
+}
 ping_args=(--size 64B --iters "${FIG_PING_ITERS:-10000}" --warmup 1000)
-echo "figures: ping: xrdma ping --backend verbs --server / --connect 127.0.0.1:$ping_port ${ping_args[*]}"
-timeout 300 "$xrdma" ping --backend verbs --server --bind "127.0.0.1:$ping_port" \
-  > "$out/ping-server.txt" 2>&1 &
-ping_server=$!
-# The client retries its connection until the server listens.
-if ! timeout 300 "$xrdma" ping --backend verbs --connect "127.0.0.1:$ping_port" "${ping_args[@]}" \
-  > "$out/ping.txt" 2>&1; then
-  echo "figures: ping (two processes) failed:" >&2
-  tail -n 20 "$out/ping.txt" >&2
-  failed=1
-fi
-if ! wait "$ping_server"; then
-  echo "figures: ping server failed:" >&2
-  tail -n 20 "$out/ping-server.txt" >&2
-  failed=1
-fi
-cat "$out/ping.txt" "$out/ping-server.txt"
+bw_args=(--size 64KiB --iters "${FIG_BW_ITERS:-5000}")
+pair ping "${FIG_PING_PORT:-18520}" ping "${ping_args[@]}"
 tool ping-1p ping --backend verbs "${ping_args[@]}"
-tool bw bw --backend verbs --size 64KiB --iters "${FIG_BW_ITERS:-5000}"
+pair bw "${FIG_BW_PORT:-18521}" bw "${bw_args[@]}"
+tool bw-1p bw --backend verbs "${bw_args[@]}"
 tool qp-setup qp-setup --backend verbs --iters "${FIG_QP_ITERS:-100}"
 tool idle idle --backend verbs --seconds "${FIG_IDLE_SECONDS:-3}"
 
@@ -91,6 +103,7 @@ env_value() { # FILE KEY
 half_rtt=$(column "$out/ping.txt" 't_typical[usec]')
 half_rtt_1p=$(column "$out/ping-1p.txt" 't_typical[usec]')
 bw=$(field "$out/bw.txt" 'average.MB.sec' 3)
+bw_1p=$(field "$out/bw-1p.txt" 'average.MB.sec' 3)
 fresh=$(field "$out/qp-setup.txt" 'fresh_median' 2)
 cached=$(field "$out/qp-setup.txt" 'fresh_median' 3)
 speedup=$(field "$out/qp-setup.txt" 'fresh_median' 4)
@@ -100,7 +113,7 @@ send_lat=$(env_value "$results/perftest.env" send_lat_typical_us)
 write_bw=$(env_value "$results/perftest.env" write_bw_64k_MBps)
 
 num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
-for v in half_rtt half_rtt_1p bw fresh cached speedup idle; do
+for v in half_rtt half_rtt_1p bw bw_1p fresh cached speedup idle; do
   if ! num "${!v}"; then
     echo "figures: no figure for $v (see $out)" >&2
     failed=1
@@ -139,6 +152,8 @@ qp_setup_speedup=$speedup
   echo "bw_ratio=$bw_ratio"
   echo "bw_ratio_target=>=0.9"
   echo "bw_ratio_met=$(met "$bw_ratio" '>=' 0.9)"
+  echo "xrdma_bw_64k_one_process_MBps=$bw_1p"
+  echo "bw_one_process_ratio=$(ratio "$bw_1p" "$write_bw")"
   echo "qp_setup_fresh_us=$fresh"
   echo "qp_setup_cached_us=$cached"
   echo "qp_setup_speedup=$qp_setup_speedup"

@@ -4,12 +4,17 @@
 //! send window is never starved; the receiver (host 1) takes every message. Throughput is
 //! `iters · size` payload bytes over the time from the first send to the ACK of the last
 //! message, as `ib_write_bw` divides the bytes by the time from its first post to its last
-//! completion. perftest's "MB/sec" is MiB/s (2^20 bytes per second); bits per second are SI.
+//! completion. [`run`] puts both ends in one process; [`serve`] and [`connect`] split them over
+//! two processes like `ib_write_bw`'s server and client ([`super::remote`]). perftest's
+//! "MB/sec" is MiB/s (2^20 bytes per second); bits per second are SI.
 
+use super::remote::{self, Agreement};
 use super::{connect_pair, drive};
 use crate::fabric::Fabric;
 use anyhow::{bail, Result};
 use bytes::Bytes;
+use std::net::SocketAddr;
+use std::time::Duration;
 use xrdma::driver::Application;
 use xrdma::{Config, ConnId, Endpoint, Event, Time};
 
@@ -100,6 +105,21 @@ struct Streamer {
     errors: Vec<String>,
 }
 
+impl Streamer {
+    fn new(conn: ConnId, opts: &BwOptions) -> Self {
+        Streamer {
+            conn,
+            payload: Bytes::from(vec![0xA5; opts.size as usize]),
+            total: opts.iters,
+            sent: 0,
+            acked: 0,
+            first: None,
+            last_ack: None,
+            errors: Vec::new(),
+        }
+    }
+}
+
 impl Application for Streamer {
     fn on_event(&mut self, now: Time, _ep: &mut Endpoint, event: Event) {
         match event {
@@ -181,23 +201,9 @@ pub fn config(window: Option<u64>) -> Config {
 /// Setup failures, a connection failure, a message that did not arrive whole, or a fabric
 /// that stopped first.
 pub fn run<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwReport> {
-    if opts.iters == 0 || opts.size == 0 {
-        bail!("--iters and --size must be at least 1");
-    }
-    if opts.window == Some(0) {
-        bail!("--window must be at least 1 byte");
-    }
+    check(opts)?;
     let mut pair = connect_pair(fabric, &config(opts.window))?;
-    let mut tx = Streamer {
-        conn: pair.conns[0],
-        payload: Bytes::from(vec![0xA5; opts.size as usize]),
-        total: opts.iters,
-        sent: 0,
-        acked: 0,
-        first: None,
-        last_ack: None,
-        errors: Vec::new(),
-    };
+    let mut tx = Streamer::new(pair.conns[0], opts);
     let mut rx = Sink::default();
     drive(fabric, &mut pair, &mut tx, &mut rx, |t, r| {
         !t.errors.is_empty() || !r.errors.is_empty() || t.acked == t.total
@@ -214,6 +220,22 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwReport> {
             opts.iters
         );
     }
+    report(&tx, opts)
+}
+
+fn check(opts: &BwOptions) -> Result<()> {
+    if opts.iters == 0 || opts.size == 0 {
+        bail!("--iters and --size must be at least 1");
+    }
+    if opts.window == Some(0) {
+        bail!("--window must be at least 1 byte");
+    }
+    Ok(())
+}
+
+/// The figures of a finished stream.
+fn report(tx: &Streamer, opts: &BwOptions) -> Result<BwReport> {
+    let want = u64::from(opts.iters) * opts.size;
     let (Some(first), Some(last)) = (tx.first, tx.last_ack) else {
         bail!("nothing was sent");
     };
@@ -227,6 +249,71 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwReport> {
         elapsed_ps,
         bytes_per_second: want as f64 / (elapsed_ps as f64 / 1e12),
     })
+}
+
+/// What both ends of a two-process bandwidth run must agree on (tool version aside).
+const AGREEMENT: Agreement<'static> = Agreement {
+    tool: "bw",
+    terms: "xrdma bw: one connection, the client streams, the server takes every message",
+};
+
+/// What a bandwidth server received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SinkReport {
+    /// The client's bootstrap address.
+    pub client: SocketAddr,
+    /// Whole messages received.
+    pub messages: u64,
+    /// Their payload bytes.
+    pub bytes: u64,
+}
+
+/// Serve one two-process bandwidth run on host 0 of `fabric`, like `ib_write_bw`'s server:
+/// listen on `bind`, wait (up to `timeout`) for a client, take every message until the client
+/// says `bye`.
+///
+/// # Errors
+/// Bootstrap failures (no client, other version), setup failures, a connection failure, or
+/// the fabric's run timeout.
+pub fn serve<F: Fabric>(fabric: &mut F, bind: SocketAddr, timeout: Duration) -> Result<SinkReport> {
+    let mut r = remote::accept(fabric, bind, timeout, AGREEMENT, Config::default())?;
+    let mut sink = Sink::default();
+    remote::serve_until_bye(fabric, &mut r, &mut sink, |s| !s.errors.is_empty())?;
+    if let Some(e) = sink.errors.first() {
+        bail!("bw server failed: {e}");
+    }
+    Ok(SinkReport {
+        client: r.peer.addr(),
+        messages: sink.messages,
+        bytes: sink.bytes,
+    })
+}
+
+/// The client of a two-process bandwidth run: connect to the server at `server` (retrying
+/// until `timeout`), then stream `opts` from host 0 of `fabric` and time it on this process's
+/// clock, from the first send to the ACK of the last message (the server's xrdma has then
+/// taken every byte in order).
+///
+/// # Errors
+/// As [`run`], and bootstrap failures (no server, other version, closed early).
+pub fn connect<F: Fabric>(
+    fabric: &mut F,
+    server: SocketAddr,
+    timeout: Duration,
+    opts: &BwOptions,
+) -> Result<BwReport> {
+    check(opts)?;
+    let mut r = remote::connect(fabric, server, timeout, AGREEMENT, config(opts.window))?;
+    let mut tx = Streamer::new(r.conn, opts);
+    remote::drive_one(fabric, &mut r.ep, &mut tx, |_, t| {
+        !t.errors.is_empty() || t.acked == t.total
+    })?;
+    let bye = remote::bye(&mut r);
+    if let Some(e) = tx.errors.first() {
+        bail!("bw failed: {e}");
+    }
+    bye?;
+    report(&tx, opts)
 }
 
 #[cfg(test)]

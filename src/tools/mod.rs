@@ -12,6 +12,7 @@ pub mod cpu;
 pub mod idle;
 pub mod ping;
 pub mod qp_setup;
+pub mod remote;
 pub mod stats;
 
 use crate::fabric::{Fabric, SimFabric};

@@ -9,18 +9,18 @@
 //! [`run`] puts both ends in one process (hosts 0 and 1 of a fabric). [`serve`] and
 //! [`connect`] split them over two processes, like `ib_send_lat`'s server and client: the
 //! server listens on a TCP address, the client connects, the two swap their
-//! [`xrdma::driver::ConnInfo`] through the bootstrap ([`crate::bootstrap`]) and the client
+//! [`xrdma::driver::ConnInfo`] through the bootstrap ([`super::remote`]) and the client
 //! measures on its own clock; when it is done it says `bye` and both exit.
 
+use super::remote::{self, Agreement};
 use super::stats::LatencyStats;
 use super::{connect_pair, drive};
-use crate::bootstrap::{content_hash, ConnRecord, Frame, Hello, Listener, Peer};
 use crate::fabric::Fabric;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Result};
 use bytes::Bytes;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
-use xrdma::driver::{self, Application, ConnInfo, TurnScratch};
+use std::time::Duration;
+use xrdma::driver::Application;
 use xrdma::{Config, ConnId, Endpoint, Event, Time};
 
 /// What to measure.
@@ -166,17 +166,10 @@ impl Application for Echo {
 pub const DEFAULT_BIND: &str = "0.0.0.0:18515";
 
 /// What both ends of a two-process ping must agree on (tool version aside).
-fn hello(rank: u32) -> Hello {
-    Hello::new(
-        "ping",
-        &content_hash(b"xrdma ping: one connection, default Config, echo server"),
-        rank,
-    )
-}
-
-/// The client-server key of the ping's one connection: host 0 (client) -> host 1 (server).
-const CLIENT: u32 = 0;
-const SERVER: u32 = 1;
+const AGREEMENT: Agreement<'static> = Agreement {
+    tool: "ping",
+    terms: "xrdma ping: one connection, default Config, echo server",
+};
 
 /// What a ping server did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,46 +179,6 @@ pub struct ServeReport {
     /// Messages echoed.
     pub echoed: u64,
 }
-
-/// Turn host 0 of `fabric` (running `app` on `ep`) until `done(now, app)` holds or the fabric
-/// stops; `done` is asked once per round of turns. Returns the rounds run, or an error when
-/// the fabric stopped first.
-fn drive_one<F: Fabric, A: Application>(
-    fabric: &mut F,
-    ep: &mut Endpoint,
-    app: &mut A,
-    mut done: impl FnMut(Time, &A) -> bool,
-) -> Result<u64> {
-    let mut scratch = TurnScratch::default();
-    let mut ready: Vec<u32> = vec![0];
-    let mut settled = false;
-    let mut rounds = 0u64;
-    loop {
-        rounds += 1;
-        let now = fabric.now();
-        if !ready.is_empty() {
-            let wake = driver::turn(now, ep, &mut fabric.host(0), app, &mut scratch);
-            fabric.set_wake(0, wake.unwrap_or(Time::MAX));
-        }
-        ready.clear();
-        settled = settled || done(now, app);
-        if !fabric.advance(&mut ready, settled) {
-            break;
-        }
-    }
-    if !settled {
-        bail!(
-            "the {} fabric stopped at {} before the run finished",
-            fabric.backend(),
-            fabric.now()
-        );
-    }
-    Ok(rounds)
-}
-
-/// How often (fabric time) the server looks for the client's `bye`: a socket read is a
-/// system call, too costly for every busy-polling round.
-const BYE_POLL: Time = Time::from_ms(1);
 
 /// Serve one two-process ping on host 0 of `fabric`: listen on `bind`, wait (up to
 /// `timeout`) for a client, connect one xrdma connection through the bootstrap, echo every
@@ -239,54 +192,14 @@ pub fn serve<F: Fabric>(
     bind: SocketAddr,
     timeout: Duration,
 ) -> Result<ServeReport> {
-    let listener = Listener::bind(bind)?;
-    eprintln!("ping server: listening on {}", listener.local_addr());
-    let mut peer = listener.accept(Instant::now() + timeout, timeout)?;
-    peer.handshake(&hello(SERVER))?;
-    let mut ep = Endpoint::new(Config::default())?;
-    let half = driver::open(&mut ep, &mut fabric.host(0)).context("opening the server's QP")?;
-    let mine = half.info;
-    let theirs = peer.exchange_conns(vec![ConnRecord::new(CLIENT, SERVER, &mine)?], false)?;
-    let info: ConnInfo = theirs
-        .iter()
-        .find(|c| c.sender == CLIENT && c.receiver == SERVER)
-        .ok_or_else(|| anyhow!("the client sent no connection info"))?
-        .decode(peer.addr())?;
-    driver::establish(&mut ep, &mut fabric.host(0), half, &info, CLIENT)
-        .context("connecting the server's QP")?;
-    peer.send(&Frame::Start)?;
+    let mut r = remote::accept(fabric, bind, timeout, AGREEMENT, Config::default())?;
     let mut echo = Echo::default();
-    let mut next_poll = Time::ZERO;
-    let mut failure = None;
-    drive_one(fabric, &mut ep, &mut echo, |now, e| {
-        if !e.errors.is_empty() {
-            return true;
-        }
-        if now < next_poll {
-            return false;
-        }
-        next_poll = now + BYE_POLL;
-        match peer.try_recv() {
-            Ok(None) => false,
-            Ok(Some(Frame::Bye)) => true,
-            Ok(Some(_)) => {
-                failure = Some(anyhow!("the client sent an unexpected frame"));
-                true
-            }
-            Err(e) => {
-                failure = Some(e.into());
-                true
-            }
-        }
-    })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
+    remote::serve_until_bye(fabric, &mut r, &mut echo, |e| !e.errors.is_empty())?;
     if let Some(e) = echo.errors.first() {
         bail!("ping server failed: {e}");
     }
     Ok(ServeReport {
-        client: peer.addr(),
+        client: r.peer.addr(),
         echoed: echo.echoed,
     })
 }
@@ -306,24 +219,11 @@ pub fn connect<F: Fabric>(
     if opts.iters == 0 {
         bail!("--iters must be at least 1");
     }
-    let mut peer = Peer::connect(server, Instant::now() + timeout, timeout)?;
-    peer.handshake(&hello(CLIENT))?;
-    let mut ep = Endpoint::new(Config::default())?;
-    let half = driver::open(&mut ep, &mut fabric.host(0)).context("opening the client's QP")?;
-    let mine = half.info;
-    let theirs = peer.exchange_conns(vec![ConnRecord::new(CLIENT, SERVER, &mine)?], true)?;
-    let info: ConnInfo = theirs
-        .iter()
-        .find(|c| c.sender == CLIENT && c.receiver == SERVER)
-        .ok_or_else(|| anyhow!("the server sent no connection info"))?
-        .decode(peer.addr())?;
-    let conn = driver::establish(&mut ep, &mut fabric.host(0), half, &info, SERVER)
-        .context("connecting the client's QP")?;
-    peer.expect("start")?;
-    let mut client = Client::new(conn, opts);
-    let rounds = drive_one(fabric, &mut ep, &mut client, |_, c| c.finished())?;
+    let mut r = remote::connect(fabric, server, timeout, AGREEMENT, Config::default())?;
+    let mut client = Client::new(r.conn, opts);
+    let rounds = remote::drive_one(fabric, &mut r.ep, &mut client, |_, c| c.finished())?;
     // Tell the server we are done, whether or not the run went well.
-    let bye = peer.send(&Frame::Bye);
+    let bye = remote::bye(&mut r);
     if let Some(e) = client.errors.first() {
         bail!("ping failed: {e}");
     }
