@@ -18,7 +18,7 @@ pub struct HtmlPlot {
     pub svg: String,
 }
 
-/// Escapes `&`, `<`, `>` and `"` for HTML text and attribute values.
+/// Escapes `&`, `<`, `>`, `"` and `'` for HTML text and attribute values.
 pub fn escape(text: &str) -> String {
     let mut o = String::with_capacity(text.len());
     for c in text.chars() {
@@ -27,6 +27,7 @@ pub fn escape(text: &str) -> String {
             '<' => o.push_str("&lt;"),
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
             _ => o.push(c),
         }
     }
@@ -129,5 +130,6 @@ mod tests {
     #[test]
     fn escapes_markup() {
         assert_eq!(escape("a<b & \"c\">"), "a&lt;b &amp; &quot;c&quot;&gt;");
+        assert_eq!(escape("it's"), "it&#39;s");
     }
 }

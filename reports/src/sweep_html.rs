@@ -2,6 +2,7 @@
 //! the base scenario that produced the points and the tool version. The page loads nothing
 //! from elsewhere, so it can be mailed or attached to a review as one file.
 
+use crate::html::escape;
 use std::fmt::Write as _;
 
 /// Everything [`sweep_html`] puts on the page. Plain text fields are HTML-escaped; the SVG
@@ -30,22 +31,6 @@ pub struct SweepPage {
     pub scenario_yaml: String,
 }
 
-/// Escapes `&`, `<`, `>`, `"` and `'` for HTML text and attribute values.
-pub fn escape_html(text: &str) -> String {
-    let mut o = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 /// Drops an XML declaration before the `<svg` element, so the document can sit inline in HTML.
 fn inline_svg(svg: &str) -> &str {
     svg.find("<svg").map_or(svg, |i| &svg[i..])
@@ -61,7 +46,7 @@ figure{margin:1em 0}svg{max-width:100%;height:auto}";
 /// Renders `page` as one HTML5 document (UTF-8, inline CSS and SVG, no scripts, no external
 /// resources). Equal inputs give byte-identical output.
 pub fn sweep_html(page: &SweepPage) -> String {
-    let e = escape_html;
+    let e = escape;
     let mut o = String::new();
     // Writing into a String cannot fail.
     let _ = write!(
@@ -114,11 +99,6 @@ pub fn sweep_html(page: &SweepPage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(escape_html("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
-    }
 
     #[test]
     fn page_has_every_part_and_no_external_resource() {
