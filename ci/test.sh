@@ -50,8 +50,10 @@ mapfile -t verbs_tests < <(cargo test -p xrdma-verbs --no-run --message-format=j
   | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//')
 results=results/softroce
 rm -rf "$results"
+# Where cargo put the binary: CARGO_TARGET_DIR when set (made absolute), else ./target.
+target_dir=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 ci/softroce.sh --results "$results" -- ci/softroce/suite.sh "$PWD/$results" \
-  "$PWD/target/release/xrdma" "${verbs_tests[@]}"
+  "$target_dir/release/xrdma" "${verbs_tests[@]}"
 
 echo
 echo "ci/test.sh: all steps passed"

@@ -182,6 +182,29 @@ enum Command {
     },
 }
 
+/// The exit status a run's result earns, as `run` and `report` give it: 0 when every message
+/// arrived intact and the result is consistent, else 2 with a `FAILED:` line for each reason.
+fn verdict(result: &xrdma_reports::RunResult) -> ExitCode {
+    let d = &result.delivery;
+    let mut failed = false;
+    if d.missing + d.digest_mismatches + d.duplicates > 0 {
+        eprintln!(
+            "FAILED: {} message(s) missing, {} corrupted, {} duplicated",
+            d.missing, d.digest_mismatches, d.duplicates
+        );
+        failed = true;
+    }
+    for problem in result.validate() {
+        eprintln!("FAILED: inconsistent result: {problem}");
+        failed = true;
+    }
+    if failed {
+        ExitCode::from(EXIT_RESULT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 /// Prints `wrote PATH` for every report file in `files` (not `result.json`).
 fn print_written(files: &xrdma_reports::RunFiles) {
     let fixed = [&files.summary_txt, &files.latency_svg];
@@ -386,24 +409,7 @@ fn real_main() -> Result<ExitCode> {
             print!("{}", xrdma_reports::summary_table(&result));
             println!("wrote {}", files.result_json.display());
             print_written(&files);
-            let d = &result.delivery;
-            let mut failed = false;
-            if d.missing + d.digest_mismatches + d.duplicates > 0 {
-                eprintln!(
-                    "FAILED: {} message(s) missing, {} corrupted, {} duplicated",
-                    d.missing, d.digest_mismatches, d.duplicates
-                );
-                failed = true;
-            }
-            for problem in result.validate() {
-                eprintln!("FAILED: inconsistent result: {problem}");
-                failed = true;
-            }
-            Ok(if failed {
-                ExitCode::from(EXIT_RESULT_FAILED)
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(verdict(&result))
         }
         Command::Report { result, out, csv } => {
             let json = if result.is_dir() {
@@ -422,10 +428,7 @@ fn real_main() -> Result<ExitCode> {
                 .with_context(|| format!("writing the report to {}", out.display()))?;
             print!("{}", xrdma_reports::summary_table(&r));
             print_written(&files);
-            for problem in r.validate() {
-                eprintln!("warning: inconsistent result: {problem}");
-            }
-            Ok(ExitCode::SUCCESS)
+            Ok(verdict(&r))
         }
         Command::Conformance { backend } => {
             backend.require()?;

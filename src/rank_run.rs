@@ -54,7 +54,7 @@ impl RankPlan {
     pub fn new(sc: &Scenario, section: &VerbsSection, rank: u32) -> Result<Self> {
         let Workload::Incast(incast) = &sc.workload else {
             bail!(
-                "--rank runs an incast across processes; a {} workload runs in one process",
+                "--rank runs an incast across processes; this {} workload runs in one process",
                 sc.workload.kind()
             );
         };

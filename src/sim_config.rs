@@ -251,21 +251,19 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
             }
         }
     }
-    if sim.mtu < 256 || sim.mtu < sim.header_bytes {
+    if sim.mtu < 256 {
         warn(
             &["sim", "mtu"],
+            format!("{} B is below RoCE's smallest MTU (256 B)", sim.mtu),
+        );
+    }
+    if sim.mtu < sim.header_bytes {
+        warn(
+            &["sim", "header-bytes"],
             format!(
-                "{} B is below RoCE's smallest MTU (256 B){}: every packet carries more header \
-                 than payload, and T* no longer bounds the run",
-                sim.mtu,
-                if sim.mtu < sim.header_bytes {
-                    format!(
-                        " and below the {} B of headers per packet",
-                        sim.header_bytes
-                    )
-                } else {
-                    String::new()
-                }
+                "{} B of headers per packet is more than the {} B MTU: every packet carries \
+                 more header than payload, and T* no longer bounds the run",
+                sim.header_bytes, sim.mtu
             ),
         );
     }

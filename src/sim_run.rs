@@ -393,7 +393,7 @@ pub fn collect<F: Fabric>(
 ) -> Result<rep::RunResult> {
     let Workload::Incast(incast) = &sc.workload else {
         bail!(
-            "a {} workload runs in one process only; ranks run incasts",
+            "this {} workload runs in one process only; ranks run incasts",
             sc.workload.kind()
         );
     };

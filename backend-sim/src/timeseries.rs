@@ -246,7 +246,8 @@ impl Simulation {
     pub fn timeseries(&self) -> Option<SimTimeSeries> {
         let mut rec = self.timeseries.as_deref()?.clone();
         let snap = self.snapshot(rec.series.watch_host);
-        while rec.next() <= self.now {
+        // A boundary that saturated at the end of time has no successor.
+        while rec.next() <= self.now && rec.next() < Time::MAX {
             rec.push(&snap);
         }
         let covered = match rec.series.time.last() {
@@ -271,7 +272,7 @@ impl Simulation {
         let watch = self.timeseries.as_ref().and_then(|r| r.series.watch_host);
         let snap = self.snapshot(watch);
         if let Some(rec) = self.timeseries.as_deref_mut() {
-            while rec.next() < t {
+            while rec.next() < t && rec.next() < Time::MAX {
                 rec.push(&snap);
             }
         }

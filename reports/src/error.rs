@@ -25,7 +25,9 @@ pub enum ReportError {
     },
     /// A result file lacks `schema-version` or has a version this crate cannot read.
     #[error(
-        "{path}: unsupported schema-version {found:?} (this build reads versions 1..={supported})"
+        "{path}: {} (this build reads result files of versions 1..={supported}; is it an \
+         `xrdma run` result.json?)",
+        version_text(.found)
     )]
     UnsupportedSchema {
         /// The file involved.
@@ -41,4 +43,12 @@ pub enum ReportError {
     /// The plotting library reported an error while drawing.
     #[error("plot rendering failed: {0}")]
     Plot(String),
+}
+
+/// What a result file says of its version, for [`ReportError::UnsupportedSchema`].
+fn version_text(found: &Option<u64>) -> String {
+    match found {
+        Some(v) => format!("unsupported schema-version {v}"),
+        None => "no integer `schema-version` key".to_string(),
+    }
 }

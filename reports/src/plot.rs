@@ -311,7 +311,8 @@ pub fn draw_per_sender<DB: DrawingBackend>(
         .filter_map(|m| m.completed_ps)
         .map(|c| ps_to_us(c.saturating_sub(start)))
         .fold(0.0, f64::max);
-    let y_max = nice_upper(data_max.max(t_star_us.unwrap_or(0.0)));
+    // Headroom above the highest point, so the legend (top right) does not cover the tail.
+    let y_max = nice_upper(data_max.max(t_star_us.unwrap_or(0.0)) * 1.15);
     let (s_min, s_max) = match (
         msgs.iter().map(|m| m.sender).min(),
         msgs.iter().map(|m| m.sender).max(),
@@ -334,7 +335,15 @@ pub fn draw_per_sender<DB: DrawingBackend>(
         .map_err(plot_err)?;
     let decimals = tick_decimals(y_max);
     let y_fmt = move |v: &f64| format!("{v:.decimals$}");
-    let x_fmt = |v: &f64| format!("{v:.0}");
+    // Host indices are whole numbers: ticks between them get no label (a `{:.0}` of 1.5
+    // would print a second "2").
+    let x_fmt = |v: &f64| {
+        if (v - v.round()).abs() < 1e-9 {
+            format!("{v:.0}")
+        } else {
+            String::new()
+        }
+    };
     styled_mesh(&mut chart)
         .x_desc("sender host index")
         .y_desc("completion time since workload start (µs)")

@@ -138,9 +138,15 @@ pub fn summary_table(r: &RunResult) -> String {
         "run        {} ({}) backend={} seed={}",
         r.scenario.name, r.scenario.path, r.scenario.backend, r.scenario.seed
     );
+    // Open-loop and echo senders send different amounts: their per-sender figures are means.
+    let (who, per, mean) = match r.workload.kind.as_str() {
+        "echo" => ("client(s)", "per client", " (mean)"),
+        "incast" => ("sender(s)", "per sender", ""),
+        _ => ("sender(s)", "per sender", " (mean)"),
+    };
     let _ = writeln!(
         w,
-        "workload   {}: {} sender(s) -> host {}, {} per sender in {} message(s)",
+        "workload   {}: {} {who} -> host {}, {} {per} in {} message(s){mean}",
         r.workload.kind,
         r.workload.senders,
         r.workload.receiver,
@@ -208,9 +214,16 @@ pub fn summary_table(r: &RunResult) -> String {
         .map_or_else(|| "-".to_string(), |g| format!("{:.2} Gbps", g / 1e9));
     // Payload bits only: per-packet headers and xrdma's own header and ACKs are excluded, so
     // a 1 KiB MTU with 82 B of headers caps it near 92.6 Gbps on a 100 Gbps link.
+    // An echo's requests and responses cross the links in opposite directions: their sum can
+    // exceed one link's rate.
+    let what = if r.workload.kind == "echo" {
+        "request + response payload bits, both directions"
+    } else {
+        "payload bits"
+    };
     let _ = writeln!(
         w,
-        "goodput    {goodput} (payload bits / (last completion - first intended)){}",
+        "goodput    {goodput} ({what} / (last completion - first intended)){}",
         if s.undelivered > 0 {
             "  (incomplete run)"
         } else {
@@ -242,7 +255,7 @@ pub fn summary_table(r: &RunResult) -> String {
         Some(_) if r.workload.kind != "incast" => {
             let _ = writeln!(
                 w,
-                "ideal      T* not stated for a {} workload (it bounds an incast that starts \
+                "ideal      T* not stated for this {} workload (it bounds an incast that starts \
                  at once)",
                 r.workload.kind
             );

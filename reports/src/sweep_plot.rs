@@ -12,7 +12,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use crate::chart::{ensure_font, FONT_FAMILY, TAB10};
+use crate::chart::{ensure_font, log_range, log_tick_label, log_ticks, FONT_FAMILY, TAB10};
 use crate::error::ReportError;
 use crate::schema::RunResult;
 
@@ -308,25 +308,22 @@ pub fn draw_cdf_overlay<DB: DrawingBackend>(
     let curves: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| overlay_cdf(r.result)).collect();
     let xs = curves.iter().flatten().map(|p| p.0);
     let (x_lo, x_hi) = xs.fold((f64::INFINITY, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
-    let (x_lo, x_hi) = if x_lo.is_finite() && x_hi > 0.0 {
-        (x_lo / 1.2, x_hi * 1.2)
+    let x_range = if x_lo.is_finite() && x_hi > 0.0 {
+        log_range(x_lo, x_hi)
     } else {
-        (1.0, 10.0)
+        1.0..10.0
     };
+    // 1-2-5 ticks per decade (powers of ten over wide ranges), as on a run's own CDF, so
+    // labels never run into each other.
+    let ticks = log_ticks(&x_range);
     let mut chart = ChartBuilder::on(area)
         .caption(title, (FONT_FAMILY, 20))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(60)
-        .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..1.0)
+        .build_cartesian_2d(x_range.log_scale().with_key_points(ticks), 0f64..1.0)
         .map_err(plot_err)?;
-    let x_fmt = |v: &f64| {
-        if *v >= 10.0 {
-            format!("{v:.0}")
-        } else {
-            format!("{v:.2}")
-        }
-    };
+    let x_fmt = |v: &f64| log_tick_label(*v);
     chart
         .configure_mesh()
         .x_desc("message completion time from intended send (µs, log)")

@@ -91,12 +91,27 @@ impl Scenario {
 /// [`ScenarioError::Read`] if the file cannot be read; [`ScenarioError::Invalid`] as in
 /// [`parse`].
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+    use std::io::Read as _;
+    let read_err = |source| ScenarioError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    // Read at most one byte past the limit, so a device or a huge file is refused without
+    // being read whole.
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_SCENARIO_BYTES + 1).read_to_string(&mut text))
+        .map_err(read_err)?;
+    if text.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(read_err(std::io::Error::other(format!(
+            "larger than {MAX_SCENARIO_BYTES} bytes (1 MiB); a scenario is a short YAML file"
+        ))));
+    }
     parse(&text, path)
 }
+
+/// The largest scenario file read, bytes: the shipped ones are a few KiB.
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 
 /// Parses and checks the scenario `text`; `path_for_messages` names the file in errors and
 /// becomes [`Scenario::source_path`].

@@ -254,10 +254,20 @@ fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         Some(e) => Some(check_ecn(e, link_rate_bps)?),
         None => None,
     };
+    let link_delay = raw.link_delay.map_or(d.link_delay, |t| t.0);
+    if link_delay > MAX_LINK_DELAY {
+        return Err(field_error(
+            "link-delay",
+            format!(
+                "{link_delay} is above the {MAX_LINK_DELAY} a link may delay a packet (the \
+                 simulator's clock, u64 picoseconds, must not overflow in the run)"
+            ),
+        ));
+    }
     Ok(SimSection {
         seed: raw.seed.unwrap_or(d.seed),
         link_rate_bps,
-        link_delay: raw.link_delay.map_or(d.link_delay, |t| t.0),
+        link_delay,
         mtu,
         header_bytes,
         switch_buffer_bytes,
@@ -273,6 +283,10 @@ fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         sample_interval: raw.sample_interval.map_or(d.sample_interval, |s| s.0),
     })
 }
+
+/// The longest `link-delay` accepted: 1 s, a million times a datacenter link's and still far
+/// from overflowing the simulator's u64-picosecond clock (about 213 days) in any run.
+pub const MAX_LINK_DELAY: Time = Time::from_ms(1000);
 
 /// Checks what the `ecn` mapping itself says; defaults are filled in by [`check_sim`], which
 /// knows the link rate.

@@ -13,7 +13,7 @@
 //!
 //! `ranks` splits the workload's hosts over processes (`xrdma run --backend verbs FILE --rank
 //! R` runs rank R). Each rank lists the scenario hosts it runs and the `IP:port` its TCP
-//! bootstrap listener binds to; the ranks exchange QP addresses and rings there. Every
+//! bootstrap listener binds to; the ranks exchange QP addresses there. Every
 //! workload host belongs to exactly one rank. Without `ranks` the whole scenario runs in one
 //! process.
 
@@ -116,6 +116,12 @@ fn check_rank(raw: RawRank) -> Result<RankSpec, FieldError> {
             ),
         )
     })?;
+    if address.port() == 0 {
+        return Err(field_error(
+            "address",
+            format!("{address}: port 0 is not a port a peer can connect to"),
+        ));
+    }
     if raw.hosts.is_empty() {
         return Err(field_error("hosts", "a rank runs at least one host"));
     }

@@ -53,7 +53,7 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
     let io = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
     let Workload::Incast(incast) = &sc.workload else {
         bail!(
-            "--rank runs an incast across processes; a {} workload runs in one process",
+            "--rank runs an incast across processes; this {} workload runs in one process",
             sc.workload.kind()
         );
     };

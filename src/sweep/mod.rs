@@ -338,7 +338,7 @@ impl Progress {
             (Some(r), None) => {
                 let h = report::Headline::of(r);
                 format!(
-                    "p99 {} µs, max/T* {}{}{}",
+                    "p99 {} µs, span/T* {}{}{}",
                     h.p99_ps.map_or("-".into(), xrdma_reports::format_us),
                     h.max_over_t_star.map_or("-".into(), |v| format!("{v:.4}")),
                     if o.status == PointStatus::Failed {

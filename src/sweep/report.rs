@@ -35,9 +35,10 @@ pub struct Headline {
     pub p999_ps: Option<u64>,
     /// Largest completion time, ps.
     pub max_ps: Option<u64>,
-    /// T*, ps (single-switch incast on the simulator only).
+    /// T*, ps (an incast on the simulator's single switch only: [`RunResult::t_star_bound`]).
     pub t_star_ps: Option<u64>,
-    /// (last completion − first intended send) / T*, as in the run summary.
+    /// (last completion − first intended send) / T*, as in the run summary (the span of the
+    /// whole run over T*, not [`Headline::max_ps`] over T*).
     pub max_over_t_star: Option<f64>,
     /// Payload goodput, bits per second ([`xrdma_reports::goodput_bps`]).
     pub goodput_bps: Option<f64>,
@@ -47,7 +48,7 @@ impl Headline {
     /// The headline figures of `r`.
     pub fn of(r: &RunResult) -> Headline {
         let s = LatencySummary::from_records(&r.messages);
-        let t_star_ps = r.ideal.map(|i| i.t_star_ps);
+        let t_star_ps = r.t_star_bound().map(|i| i.t_star_ps);
         let span = completion_span_ps(&r.messages);
         Headline {
             fan_in: r.workload.senders,
@@ -300,7 +301,7 @@ pub fn write_reports(
                     "p99.9 µs",
                     "max µs",
                     "T* µs",
-                    "max/T*",
+                    "span/T*",
                     "goodput Gb/s",
                 ]
                 .map(String::from),

@@ -227,8 +227,11 @@ fn check(opts: &BwOptions) -> Result<()> {
     if opts.iters == 0 || opts.size == 0 {
         bail!("--iters and --size must be at least 1");
     }
-    if opts.window == Some(0) {
-        bail!("--window must be at least 1 byte");
+    let least = xrdma_scenario::MIN_FRAGMENT_SIZE;
+    if let Some(w) = opts.window.filter(|&w| w < least) {
+        // A window below one fragment's worth makes every fragment that small: 64 KiB of
+        // 1-byte WRITEs is a test of nothing but per-WR overhead.
+        bail!("--window must be at least {least} bytes (1 KiB, the smallest fragment); got {w}");
     }
     Ok(())
 }
@@ -322,14 +325,21 @@ mod tests {
     use crate::tools::sim_fabric;
 
     #[test]
-    fn a_zero_window_is_refused_by_its_own_name() {
-        let opts = BwOptions {
-            size: 4096,
-            iters: 1,
-            window: Some(0),
-        };
-        let e = run(&mut sim_fabric().unwrap(), &opts).unwrap_err();
-        assert_eq!(e.to_string(), "--window must be at least 1 byte");
+    fn a_window_below_one_fragment_is_refused_by_its_own_name() {
+        for w in [0, 1, 1023] {
+            let opts = BwOptions {
+                size: 4096,
+                iters: 1,
+                window: Some(w),
+            };
+            let e = run(&mut sim_fabric().unwrap(), &opts).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "--window must be at least 1024 bytes (1 KiB, the smallest fragment); got {w}"
+                )
+            );
+        }
     }
 
     #[test]
