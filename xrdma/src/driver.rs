@@ -69,12 +69,12 @@ pub fn alloc_region<T: Transport + ?Sized>(
 }
 
 /// The QP capacities a connection of an endpoint with `cfg` asks for: `send_depth` send WRs,
-/// `recv_depth` receive WRs, no inline data.
+/// `recv_depth` receive WRs, `inline_limit` bytes of inline data.
 pub fn qp_caps(cfg: &Config) -> QpCaps {
     QpCaps {
         max_send_wr: cfg.send_depth,
         max_recv_wr: cfg.recv_depth,
-        max_inline_data: 0,
+        max_inline_data: cfg.inline_limit,
     }
 }
 
