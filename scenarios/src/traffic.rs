@@ -57,6 +57,11 @@ pub fn parse_message_rate(text: &str) -> Result<f64, RateError> {
         },
     };
     let number = number.trim();
+    if let Some(p) = number.chars().last().filter(char::is_ascii_alphabetic) {
+        return Err(bad(&format!(
+            "unknown multiplier `{p}` (only `k`, thousand, and `M`, million)"
+        )));
+    }
     if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit() || c == '.') {
         return Err(bad("expected a plain decimal number before the unit"));
     }
@@ -340,6 +345,8 @@ mod tests {
         ] {
             assert!(parse_message_rate(bad).is_err(), "{bad:?} accepted");
         }
+        let e = parse_message_rate("1000G/s").unwrap_err().0;
+        assert!(e.contains("unknown multiplier `G`"), "{e}");
     }
 
     #[test]
