@@ -6,7 +6,9 @@
 //!   a 16-byte [`MessageHeader`] (kind, length, and a cumulative ACK of the other direction
 //!   when one is due). The immediate data is the frame's sequence number.
 //! - **Small messages** (at most [`crate::Config::eager_limit`] bytes, 4 KiB by default) go
-//!   eagerly: one `Eager` frame holds the header and the whole payload.
+//!   eagerly: one `Eager` frame holds the header and the whole payload. Small messages queued
+//!   together are coalesced: one frame carries as many header-and-payload records as fit one
+//!   receive buffer (up to [`MAX_COALESCE`]), for one WR, one receive and one ACK.
 //! - **Large messages** go by rendezvous: an `Rts` frame announces the lengths of up to
 //!   [`MAX_BATCH`] queued large messages; the receiver takes a landing buffer of each
 //!   message's size class from its pool ([`crate::landing`]) — registering more memory first
@@ -79,6 +81,9 @@ struct InflightFrame {
     completes: Option<MsgId>,
     /// The message this belongs to (`None` for CTS and FIN frames).
     msg: Option<MsgId>,
+    /// Further messages an eager frame completes, waiting in order in the connection's
+    /// `batch_ids`.
+    batch: u16,
     fin: bool,
 }
 
@@ -105,6 +110,8 @@ struct Connection {
     sq_outstanding: u32,
     in_tx_ready: bool,
     grants_out: VecDeque<Grant>,
+    /// Messages of coalesced eager frames in flight after each frame's first, in order.
+    batch_ids: VecDeque<MsgId>,
     fin_sent: bool,
     fin_acked: bool,
     // Receive side.
@@ -126,6 +133,9 @@ impl Connection {
             || (self.closing && !self.fin_sent && self.pending_rts.is_empty())
     }
 }
+
+/// The most small messages one eager frame carries.
+pub const MAX_COALESCE: usize = 64;
 
 /// Queued messages (the head included) among which large ones may be announced by an RTS
 /// before their turn.
@@ -260,6 +270,7 @@ impl Endpoint {
             sq_outstanding: 0,
             in_tx_ready: false,
             grants_out: VecDeque::new(),
+            batch_ids: VecDeque::new(),
             fin_sent: false,
             fin_acked: false,
             expected_rx_seq: Seq(c.initial_seq),
@@ -691,32 +702,102 @@ impl Endpoint {
             return Ok(None);
         };
         let total = msg.data.len() as u64;
-        let id = msg.id;
         if total <= eager_limit {
-            let data = msg.data.clone();
-            let op = self.post_frame(
-                now,
-                conn,
-                FrameKind::Eager,
-                total,
-                &data,
-                Some(id),
-                true,
-                mem,
-            )?;
-            if op.is_some() {
-                let c = &mut self.conns[conn as usize];
-                c.queue.pop_front();
-                c.stats.eager_messages += 1;
-                c.stats.send_bytes += total;
-                c.stats.fragments_sent += 1;
-            }
-            return Ok(op);
+            return self.post_eager(now, conn, mem);
         }
         let Some(grant) = msg.grant else {
             return Ok(None); // its RTS is out (above); woken by the CTS
         };
         self.next_fragment(now, conn, grant, frag_size, mem)
+    }
+
+    /// Post the small messages at the head of `conn`'s queue as one eager frame: as many as
+    /// fit one receive buffer ([`Config::recv_slot_bytes`]) and the window, up to
+    /// [`MAX_COALESCE`], each a 16-byte header and its payload, back to back (XRDMA's
+    /// batching of small messages: one SEND, one receive WR and one ACK for many).
+    fn post_eager<M: LocalMemory + ?Sized>(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        mem: &mut M,
+    ) -> Result<Option<Op>, XrdmaError> {
+        let eager_limit = self.cfg.eager_limit;
+        let room = self.cfg.recv_slot_bytes();
+        let c = &self.conns[conn as usize];
+        let (mut n, mut wire, mut payload) = (0usize, 0u64, 0u64);
+        for m in c.queue.iter().take(MAX_COALESCE) {
+            let len = m.data.len() as u64;
+            let w = wire + HEADER_LEN as u64 + len;
+            if len > eager_limit || w > room || (n > 0 && !self.can_post(c, payload + len)) {
+                break;
+            }
+            n += 1;
+            wire = w;
+            payload += len;
+        }
+        if n == 0 || !self.can_post(c, payload) {
+            return Ok(None);
+        }
+        let c = &mut self.conns[conn as usize];
+        let Some(slot) = c.ring.alloc(wire) else {
+            return Ok(None);
+        };
+        let local = c.setup.send_ring.addr + slot.offset;
+        let ack = c.ack_due.then(|| c.expected_rx_seq.add(u32::MAX));
+        let mut at = local;
+        let mut staged = Ok(());
+        for (i, m) in c.queue.iter().take(n).enumerate() {
+            let header = MessageHeader {
+                kind: FrameKind::Eager,
+                message_len: m.data.len() as u64,
+                ack: if i == 0 { ack } else { None },
+            };
+            staged = staged
+                .and_then(|()| mem.write(at, &header.encode()))
+                .and_then(|()| mem.write(at + HEADER_LEN as u64, &m.data));
+            at += HEADER_LEN as u64 + m.data.len() as u64;
+        }
+        if let Err(source) = staged {
+            c.ring.free(slot.footprint);
+            return Err(XrdmaError::Memory { conn, source });
+        }
+        if ack.is_some() {
+            c.ack_due = false;
+            c.stats.acks_piggybacked += 1;
+        }
+        let first = c.queue.front().map(|m| m.id);
+        for _ in 0..n {
+            if let Some(m) = c.queue.pop_front() {
+                c.batch_ids.push_back(m.id);
+            }
+        }
+        // The first message rides in `completes`; the rest wait in `batch_ids`.
+        c.batch_ids.pop_front();
+        c.stats.eager_messages += n as u64;
+        c.stats.send_bytes += payload;
+        c.stats.fragments_sent += 1;
+        let seq = self.push_inflight(now, conn, slot.footprint, payload, first, first, false);
+        let c = &mut self.conns[conn as usize];
+        if let Some(f) = c.inflight.back_mut() {
+            f.batch = (n - 1) as u16;
+        }
+        let wr = SendWr {
+            wr_id: wr_id(conn, 0, KIND_DATA),
+            opcode: SendOpcode::SendWithImm,
+            sge: Sge {
+                addr: local,
+                len: wire as u32,
+                lkey: c.setup.send_ring.lkey,
+            },
+            imm: seq.to_imm(),
+            remote_addr: 0,
+            rkey: 0,
+            signaled: true,
+        };
+        Ok(Some(Op::PostSend {
+            qpn: c.setup.qpn,
+            wr,
+        }))
     }
 
     /// Whether `conn` may post one more signalled WR carrying `payload` bytes now.
@@ -820,6 +901,7 @@ impl Endpoint {
             posted_at: now,
             completes,
             msg,
+            batch: 0,
             fin,
         });
         c.inflight_bytes += payload_len;
@@ -949,20 +1031,43 @@ impl Endpoint {
         let body = &bytes[HEADER_LEN..];
         match h.kind {
             FrameKind::Eager => {
-                if body.len() as u64 != h.message_len {
-                    let reason = format!(
-                        "an eager frame says {} bytes and carries {}",
-                        h.message_len,
-                        body.len()
-                    );
-                    self.malformed(conn, reason);
-                    return;
+                // One or more messages back to back, each a header and its payload.
+                let mut len = h.message_len;
+                let mut rest = body;
+                let mut records = Vec::new();
+                loop {
+                    let Some(data) = usize::try_from(len).ok().and_then(|l| rest.get(..l)) else {
+                        let reason = format!(
+                            "an eager message says {len} bytes and {} are left in its frame",
+                            rest.len()
+                        );
+                        self.malformed(conn, reason);
+                        return;
+                    };
+                    records.push(Bytes::copy_from_slice(data));
+                    rest = &rest[data.len()..];
+                    if rest.is_empty() {
+                        break;
+                    }
+                    match MessageHeader::decode(rest) {
+                        Some(next) if next.kind == FrameKind::Eager && next.ack.is_none() => {
+                            len = next.message_len;
+                            rest = &rest[HEADER_LEN..];
+                        }
+                        _ => {
+                            let reason = "a coalesced eager frame with a bad inner header";
+                            self.malformed(conn, reason.into());
+                            return;
+                        }
+                    }
                 }
-                let data = Bytes::copy_from_slice(body);
                 let c = &mut self.conns[conn as usize];
-                c.stats.recv_bytes += h.message_len;
                 c.stats.fragments_received += 1;
-                self.deliver(conn, h.message_len, 0, data, true);
+                for data in records {
+                    let n = data.len() as u64;
+                    self.conns[conn as usize].stats.recv_bytes += n;
+                    self.deliver(conn, n, 0, data, true);
+                }
             }
             FrameKind::Rts => {
                 let n = h.message_len as usize;
@@ -1185,6 +1290,12 @@ impl Endpoint {
                 c.stats.messages_sent += 1;
                 self.events.push_back(Event::Sent { conn, msg });
             }
+            for _ in 0..f.batch {
+                if let Some(msg) = c.batch_ids.pop_front() {
+                    c.stats.messages_sent += 1;
+                    self.events.push_back(Event::Sent { conn, msg });
+                }
+            }
             if f.fin {
                 c.fin_acked = true;
             }
@@ -1250,12 +1361,15 @@ impl Endpoint {
             return;
         }
         c.failed = true;
+        // In flight (each frame's message, then the rest of coalesced eager frames), then
+        // queued; an RTS sent ahead names a queued message. Every message is failed once.
         let mut pending: Vec<MsgId> = Vec::new();
-        // In flight first (oldest first), then queued; an RTS sent ahead names a queued
-        // message, which is failed once.
-        let ids = c.inflight.drain(..).filter_map(|f| f.msg);
-        for m in ids.chain(c.queue.drain(..).map(|m| m.id)) {
-            if !pending.contains(&m) {
+        let mut seen = std::collections::BTreeSet::new();
+        let inflight: Vec<MsgId> = c.inflight.drain(..).filter_map(|f| f.msg).collect();
+        let batched = c.batch_ids.drain(..);
+        let queued = c.queue.drain(..).map(|m| m.id);
+        for m in inflight.into_iter().chain(batched).chain(queued) {
+            if seen.insert(m) {
                 pending.push(m);
             }
         }

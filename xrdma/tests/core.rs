@@ -127,10 +127,12 @@ fn messages_of_every_edge_size_arrive_intact_and_are_acked() {
         .count();
     assert_eq!(sent, sizes.len());
     let st = w.eps[0].stats(w.conns[0]).unwrap();
-    // Fragments: 1 + 1 + 1 + 1 + 2 + 3 + 17 = 26.
-    assert_eq!(st.fragments_sent, 26);
+    // Frames and fragments: the 0 B and 1 B messages share one eager frame (both were queued
+    // when it was posted), then 1 + 1 + 2 + 3 + 17 WRITEs: 25.
+    assert_eq!(st.fragments_sent, 25);
+    assert_eq!(st.eager_messages, 2);
     assert_eq!(st.send_bytes, sizes.iter().sum::<usize>() as u64);
-    assert_eq!(w.eps[1].stats(w.conns[1]).unwrap().fragments_received, 26);
+    assert_eq!(w.eps[1].stats(w.conns[1]).unwrap().fragments_received, 25);
 }
 
 #[test]
@@ -486,4 +488,28 @@ fn a_streaming_sender_announces_and_is_granted_four_messages_per_frame() {
     let rx = w.eps[1].stats(w.conns[1]).unwrap();
     assert_eq!((tx.rendezvous_messages, tx.rts_frames), (16, 4));
     assert_eq!((rx.grants_sent, rx.cts_frames), (16, 4));
+}
+
+#[test]
+fn queued_small_messages_share_one_eager_frame() {
+    let mut w = World::new(Config::default());
+    // 100 messages of 100 B queued at once: a receive buffer holds 4096 + 64 = 4160 bytes
+    // (4 KiB eager limit + header, rounded to 64), so a frame carries ⌊4160 / (16 + 100)⌋ = 35
+    // messages: frames of 35, 35 and 30.
+    for i in 0..100u8 {
+        w.eps[0]
+            .send(w.pair.now, w.conns[0], pattern(100, i))
+            .unwrap();
+    }
+    w.settle();
+    let got = w.received(1);
+    assert_eq!(got.len(), 100);
+    for (i, m) in got.iter().enumerate() {
+        assert_eq!(*m, pattern(100, i as u8));
+    }
+    let tx = w.eps[0].stats(w.conns[0]).unwrap();
+    assert_eq!((tx.eager_messages, tx.fragments_sent), (100, 3));
+    assert_eq!(w.eps[1].stats(w.conns[1]).unwrap().fragments_received, 3);
+    let sent = w.count(0, |e| matches!(e, Event::Sent { .. }));
+    assert_eq!(sent, 100, "every coalesced message is reported sent once");
 }
