@@ -27,6 +27,9 @@ for s in scenarios/incast-8.yaml scenarios/incast-256.yaml scenarios/open-loop-s
   cargo run --release -q -- run "$s" --out "$out/$(basename "$s" .yaml)"
 done
 cargo run --release -q -- conformance
+for s in scenarios/*.yaml scenarios/cc/*.yaml; do
+  cargo run --release -q -- validate "$s" > /dev/null
+done
 
 step "Soft-RoCE: the verbs backend on rdma_rxe in a qemu guest"
 # prepare.sh installs the packages the verbs build needs (as root) and the guest; it exits 3

@@ -11,6 +11,7 @@ pub fn xrdma_config(x: &XrdmaSection) -> Config {
     Config {
         fragment_size: x.fragment_size,
         eager_limit: x.eager_limit,
+        landing_budget: x.landing_budget,
         initial_window: x.initial_window,
         min_window: x.min_window,
         max_window: x.max_window,
@@ -287,10 +288,11 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
     w
 }
 
-/// Upper estimate of the bytes a simulated incast touches: each connection has a staging ring
-/// and receive buffers at both ends, the receiver a landing buffer of the largest message's
-/// size class per connection and (unless fragments are delivered as they arrive) a copy of the
-/// whole message for the application, and the payload block is the largest message plus 1 MiB.
+/// Upper estimate of the bytes a simulated run touches: each connection has a staging ring
+/// and receive buffers at both ends and (unless fragments are delivered as they arrive) a copy
+/// of the whole message for the application; the receiver a landing buffer of the largest
+/// message's size class per connection, at most `landing-budget` of them at once; and the
+/// payload block is the largest message plus 1 MiB.
 pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
     let largest = sc.workload.largest_message();
     let landing = if largest > cfg.eager_limit {
@@ -303,10 +305,15 @@ pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
         .ring_bytes()
         .saturating_add(cfg.recv_buffer_bytes())
         .saturating_mul(2)
-        .saturating_add(landing)
         .saturating_add(reassembly);
+    let connections = u64::from(sc.workload.connections());
+    // Landing buffers in use at once are bounded by the budget (one always fits).
+    let landing = landing
+        .saturating_mul(connections)
+        .min(cfg.landing_budget.max(landing));
     per_sender
-        .saturating_mul(u64::from(sc.workload.connections()))
+        .saturating_mul(connections)
+        .saturating_add(landing)
         .saturating_add(largest.saturating_add(1 << 20))
 }
 

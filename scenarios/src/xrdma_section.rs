@@ -18,6 +18,10 @@ pub struct XrdmaSection {
     /// advance); larger ones by rendezvous (RTS, the receiver's grant, RDMA WRITEs into the
     /// granted buffer). Default 4 KiB (XRDMA's small/large split); ≤ 64 KiB.
     pub eager_limit: u64,
+    /// The most landing memory a receiver grants at once, bytes: large messages beyond it wait
+    /// for their grant until earlier ones have landed (receiver-driven admission). Default
+    /// 1 GiB; > 0.
+    pub landing_budget: u64,
     /// Send window at connection start, bytes. Default 64 KiB; `min_window ≤ initial_window ≤
     /// max_window`.
     pub initial_window: u64,
@@ -53,6 +57,7 @@ impl Default for XrdmaSection {
         XrdmaSection {
             fragment_size: c.fragment_size,
             eager_limit: c.eager_limit,
+            landing_budget: c.landing_budget,
             initial_window: c.initial_window,
             min_window: c.min_window,
             max_window: c.max_window,
@@ -71,6 +76,7 @@ impl Default for XrdmaSection {
 struct RawXrdma {
     fragment_size: Option<Size>,
     eager_limit: Option<Size>,
+    landing_budget: Option<Size>,
     initial_window: Option<Size>,
     min_window: Option<Size>,
     max_window: Option<Size>,
@@ -90,6 +96,7 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
     let s = XrdmaSection {
         fragment_size: raw.fragment_size.map_or(d.fragment_size, |v| v.0),
         eager_limit: raw.eager_limit.map_or(d.eager_limit, |v| v.0),
+        landing_budget: raw.landing_budget.map_or(d.landing_budget, |v| v.0),
         initial_window: raw.initial_window.map_or(d.initial_window, |v| v.0),
         min_window: raw.min_window.map_or(d.min_window, |v| v.0),
         max_window: raw.max_window.map_or(d.max_window, |v| v.0),
@@ -118,6 +125,9 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
                 xrdma::config::MAX_EAGER_LIMIT
             ),
         ));
+    }
+    if s.landing_budget == 0 {
+        return Err(field_error("landing-budget", "must be at least 1 byte"));
     }
     if s.min_window == 0 {
         return Err(field_error("min-window", "must be at least 1 byte"));

@@ -145,6 +145,7 @@ fn defaults_are_filled_in() {
         XrdmaSection {
             fragment_size: 65_536,
             eager_limit: 4_096,
+            landing_budget: 1 << 30,
             initial_window: 65_536,
             min_window: 4_096,
             max_window: 262_144,

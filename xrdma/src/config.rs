@@ -23,6 +23,12 @@ pub struct Config {
     /// Every posted receive buffer holds `eager_limit` bytes plus the 16-byte header
     /// (default 4 KiB, XRDMA's split between small and large buffers).
     pub eager_limit: u64,
+    /// The most landing memory a receiver grants at once, bytes (default 1 GiB): an RTS that
+    /// would take the landing buffers in use past it waits until a message has landed and its
+    /// buffer is free, and waiting connections are granted in turn. This bounds the memory a
+    /// many-to-one burst pins at the receiver (receiver-driven admission); one grant is
+    /// always allowed, so a message larger than the budget still goes, alone.
+    pub landing_budget: u64,
     /// Frames of at most this many bytes (header included) are posted inline
     /// (`IBV_SEND_INLINE`: the NIC takes the bytes from the WQE instead of reading registered
     /// memory); the QP is created with this `max_inline_data`. Default 220 bytes, a size
@@ -74,6 +80,7 @@ impl Default for Config {
             fragment_size: 64 << 10,
             eager_limit: 4 << 10,
             inline_limit: 220,
+            landing_budget: 1 << 30,
             initial_window: 64 << 10,
             min_window: 4 << 10,
             max_window: 256 << 10,
@@ -148,6 +155,9 @@ impl Config {
                     self.eager_limit
                 ),
             );
+        }
+        if self.landing_budget == 0 {
+            return err("landing-budget", "must be greater than 0".into());
         }
         if self.recv_depth < 2 {
             return err("recv-depth", format!("{} is below 2", self.recv_depth));

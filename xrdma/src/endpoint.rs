@@ -174,6 +174,8 @@ pub struct Endpoint {
     landing: LandingPool,
     /// Connections with an RTS waiting for registered memory.
     waiting_memory: Vec<ConnId>,
+    /// Connections with an RTS waiting for landing budget ([`Config::landing_budget`]).
+    waiting_budget: VecDeque<ConnId>,
     memory_requested: bool,
     /// Staging rings and receive buffers of closed connections, for the next ones.
     spare_buffers: Vec<(Region, Region)>,
@@ -200,6 +202,7 @@ impl Endpoint {
             pool: MrPool::new(),
             landing: LandingPool::new(),
             waiting_memory: Vec::new(),
+            waiting_budget: VecDeque::new(),
             memory_requested: false,
             spare_buffers: Vec::new(),
             qp_cache: QpCache::new(),
@@ -1193,6 +1196,7 @@ impl Endpoint {
         c.stats.fragments_received += 1;
         if done {
             self.landing.free(buf);
+            self.grant_waiting();
         }
     }
 
@@ -1226,6 +1230,17 @@ impl Endpoint {
             let Some(&len) = c.pending_rts.front() else {
                 break;
             };
+            // Receiver-side admission: grants wait while the landing buffers already granted
+            // and this one would pass the budget (one is always allowed, so a message larger
+            // than the budget still goes, alone). Freed buffers grant the waiters in turn.
+            let in_use = self.landing.in_use_bytes();
+            if in_use > 0 && in_use + class_of(len) > self.cfg.landing_budget {
+                if !self.waiting_budget.contains(&conn) {
+                    self.waiting_budget.push_back(conn);
+                }
+                self.wake_tx(conn);
+                return;
+            }
             let Some(buf) = self.landing.alloc(len, &mut self.pool) else {
                 if !self.waiting_memory.contains(&conn) {
                     self.waiting_memory.push(conn);
@@ -1251,6 +1266,17 @@ impl Endpoint {
             });
         }
         self.wake_tx(conn);
+    }
+
+    /// Landing memory was freed: let the connections waiting for the budget try again, in
+    /// turn (one that is still blocked goes to the back).
+    fn grant_waiting(&mut self) {
+        for _ in 0..self.waiting_budget.len() {
+            let Some(conn) = self.waiting_budget.pop_front() else {
+                break;
+            };
+            self.grant_pending(conn);
+        }
     }
 
     fn on_ack(&mut self, now: Time, conn: ConnId, acked: Seq) {
@@ -1384,6 +1410,7 @@ impl Endpoint {
             self.landing.free(buf);
         }
         self.waiting_memory.retain(|&w| w != conn);
+        self.waiting_budget.retain(|&w| w != conn);
         self.timers.set(conn, None);
         for msg in pending {
             self.events.push_back(Event::SendFailed {

@@ -25,6 +25,7 @@ pub fn class_of(len: u64) -> u64 {
 pub struct LandingPool {
     free: BTreeMap<u64, Vec<Region>>,
     in_use: u64,
+    peak: u64,
     carved: u64,
 }
 
@@ -48,6 +49,7 @@ impl LandingPool {
             }
         };
         self.in_use += class;
+        self.peak = self.peak.max(self.in_use);
         Some(r)
     }
 
@@ -60,6 +62,11 @@ impl LandingPool {
     /// Bytes of landing buffers granted and not yet freed.
     pub fn in_use_bytes(&self) -> u64 {
         self.in_use
+    }
+
+    /// The most bytes of landing buffers granted at once so far.
+    pub fn peak_in_use_bytes(&self) -> u64 {
+        self.peak
     }
 
     /// Bytes ever carved from the MR pool for landing buffers.

@@ -513,3 +513,38 @@ fn queued_small_messages_share_one_eager_frame() {
     let sent = w.count(0, |e| matches!(e, Event::Sent { .. }));
     assert_eq!(sent, 100, "every coalesced message is reported sent once");
 }
+
+#[test]
+fn the_landing_budget_admits_large_messages_in_turn() {
+    // A 128 KiB budget: each 100 000-byte message takes a 128 KiB landing buffer, so the
+    // receiver grants one at a time; 2 of the 4 announced wait until the message before them
+    // has landed. All arrive intact and in order, and no more than 128 KiB is ever granted.
+    let cfg = Config {
+        landing_budget: 128 << 10,
+        ..Config::default()
+    };
+    let mut w = World::new(cfg);
+    for i in 0..4u8 {
+        w.eps[0]
+            .send(w.pair.now, w.conns[0], pattern(100_000, i))
+            .unwrap();
+    }
+    w.settle();
+    let got = w.received(1);
+    assert_eq!(got.len(), 4);
+    for (i, m) in got.iter().enumerate() {
+        assert_eq!(*m, pattern(100_000, i as u8));
+    }
+    let landing = w.eps[1].landing_pool();
+    assert_eq!(landing.peak_in_use_bytes(), 128 << 10);
+    assert_eq!(landing.in_use_bytes(), 0);
+    // Without the budget all four are granted at once (one RTS announces them together).
+    let mut w = World::new(Config::default());
+    for i in 0..4u8 {
+        w.eps[0]
+            .send(w.pair.now, w.conns[0], pattern(100_000, i))
+            .unwrap();
+    }
+    w.settle();
+    assert_eq!(w.eps[1].landing_pool().peak_in_use_bytes(), 4 * (128 << 10));
+}
