@@ -1,0 +1,380 @@
+//! The send side of an endpoint: which frame or fragment a connection posts next (grants,
+//! announcements, coalesced eager messages, rendezvous WRITEs, the FIN), staged into the send
+//! ring, within the window and the receive credits.
+
+use super::wr_id;
+use super::{Connection, Endpoint, InflightFrame, Op, KIND_DATA, MAX_COALESCE, RTS_LOOKAHEAD};
+use crate::error::{ConnId, XrdmaError};
+use crate::fragment::{
+    FrameKind, Grant, MessageHeader, CONTROL_BODY_MAX, GRANT_LEN, HEADER_LEN, MAX_BATCH,
+};
+use crate::{LocalMemory, MsgId, SendOpcode, SendWr, Seq, Sge, Time};
+
+impl Endpoint {
+    /// Produce `conn`'s next frame or fragment if window, credits, send queue and ring allow:
+    /// a CTS first (it unblocks the peer), then the head message (eager frame, RTS, or the
+    /// next fragment of a granted one), then a FIN once the queue is empty and closing.
+    /// `Ok(None)` when blocked (the connection is re-queued when something frees).
+    pub(super) fn next_send<M: LocalMemory + ?Sized>(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        mem: &mut M,
+    ) -> Result<Option<Op>, XrdmaError> {
+        let eager_limit = self.cfg.eager_limit;
+        let frag_size = self.cfg.fragment_size;
+        let c = &self.conns[conn as usize];
+        if c.failed || c.closed {
+            return Ok(None);
+        }
+        if !c.grants_out.is_empty() {
+            // Every grant ready goes in one CTS, up to MAX_BATCH.
+            let n = c.grants_out.len().min(MAX_BATCH);
+            let mut body = [0u8; CONTROL_BODY_MAX];
+            for (k, g) in c.grants_out.iter().take(n).enumerate() {
+                body[k * GRANT_LEN..(k + 1) * GRANT_LEN].copy_from_slice(&g.encode());
+            }
+            let body = &body[..n * GRANT_LEN];
+            let op =
+                self.post_frame(now, conn, FrameKind::Cts, n as u64, body, None, false, mem)?;
+            if op.is_some() {
+                let c = &mut self.conns[conn as usize];
+                c.grants_out.drain(..n);
+                c.stats.grants_sent += n as u64;
+                c.stats.cts_frames += 1;
+            }
+            return Ok(op);
+        }
+        // Requests to send go out ahead of the data, so grants are back by the time the head
+        // message's last fragment is posted (a message per round trip otherwise): one RTS
+        // announces up to MAX_BATCH large messages not yet announced among the first
+        // RTS_LOOKAHEAD queued ones. It goes when the head itself waits for one, or when a
+        // full batch has gathered, so a streaming sender sends an RTS per MAX_BATCH messages.
+        let mut body = [0u8; MAX_BATCH * 8];
+        let mut announce = [0usize; MAX_BATCH];
+        let mut n = 0;
+        for (i, m) in c.queue.iter().take(RTS_LOOKAHEAD).enumerate() {
+            let len = m.data.len() as u64;
+            if len > eager_limit && !m.rts_sent {
+                body[n * 8..(n + 1) * 8].copy_from_slice(&len.to_be_bytes());
+                announce[n] = i;
+                n += 1;
+                if n == MAX_BATCH {
+                    break;
+                }
+            }
+        }
+        if n == MAX_BATCH || (n > 0 && announce[0] == 0) {
+            let first = c.queue[announce[0]].id;
+            let body = &body[..n * 8];
+            let op = self.post_frame(
+                now,
+                conn,
+                FrameKind::Rts,
+                n as u64,
+                body,
+                Some(first),
+                false,
+                mem,
+            )?;
+            if op.is_some() {
+                let c = &mut self.conns[conn as usize];
+                for &i in &announce[..n] {
+                    c.queue[i].rts_sent = true;
+                }
+                c.stats.rendezvous_messages += n as u64;
+                c.stats.rts_frames += 1;
+                return Ok(op);
+            }
+        }
+        let c = &self.conns[conn as usize];
+        let Some(msg) = c.queue.front() else {
+            if c.closing && !c.fin_sent && c.pending_rts.is_empty() {
+                let op = self.post_frame(now, conn, FrameKind::Fin, 0, &[], None, false, mem)?;
+                if op.is_some() {
+                    self.conns[conn as usize].fin_sent = true;
+                }
+                return Ok(op);
+            }
+            return Ok(None);
+        };
+        let total = msg.data.len() as u64;
+        if total <= eager_limit {
+            return self.post_eager(now, conn, mem);
+        }
+        let Some(grant) = msg.grant else {
+            return Ok(None); // its RTS is out (above); woken by the CTS
+        };
+        self.next_fragment(now, conn, grant, frag_size, mem)
+    }
+
+    /// Post the small messages at the head of `conn`'s queue as one eager frame: as many as
+    /// fit one receive buffer ([`Config::recv_slot_bytes`]) and the window, up to
+    /// [`MAX_COALESCE`], each a 16-byte header and its payload, back to back (XRDMA's
+    /// batching of small messages: one SEND, one receive WR and one ACK for many).
+    pub(super) fn post_eager<M: LocalMemory + ?Sized>(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        mem: &mut M,
+    ) -> Result<Option<Op>, XrdmaError> {
+        let eager_limit = self.cfg.eager_limit;
+        let room = self.cfg.recv_slot_bytes();
+        let c = &self.conns[conn as usize];
+        let (mut n, mut wire, mut payload) = (0usize, 0u64, 0u64);
+        for m in c.queue.iter().take(MAX_COALESCE) {
+            let len = m.data.len() as u64;
+            let w = wire + HEADER_LEN as u64 + len;
+            if len > eager_limit || w > room || (n > 0 && !self.can_post(c, payload + len)) {
+                break;
+            }
+            n += 1;
+            wire = w;
+            payload += len;
+        }
+        if n == 0 || !self.can_post(c, payload) {
+            return Ok(None);
+        }
+        let c = &mut self.conns[conn as usize];
+        let Some(slot) = c.ring.alloc(wire) else {
+            return Ok(None);
+        };
+        let local = c.setup.send_ring.addr + slot.offset;
+        let ack = c.ack_due.then(|| c.expected_rx_seq.add(u32::MAX));
+        let mut at = local;
+        let mut staged = Ok(());
+        for (i, m) in c.queue.iter().take(n).enumerate() {
+            let header = MessageHeader {
+                kind: FrameKind::Eager,
+                message_len: m.data.len() as u64,
+                ack: if i == 0 { ack } else { None },
+            };
+            staged = staged
+                .and_then(|()| mem.write(at, &header.encode()))
+                .and_then(|()| mem.write(at + HEADER_LEN as u64, &m.data));
+            at += HEADER_LEN as u64 + m.data.len() as u64;
+        }
+        if let Err(source) = staged {
+            c.ring.free(slot.footprint);
+            return Err(XrdmaError::Memory { conn, source });
+        }
+        if ack.is_some() {
+            c.ack_due = false;
+            c.stats.acks_piggybacked += 1;
+        }
+        let first = c.queue.front().map(|m| m.id);
+        for _ in 0..n {
+            if let Some(m) = c.queue.pop_front() {
+                c.batch_ids.push_back(m.id);
+            }
+        }
+        // The first message rides in `completes`; the rest wait in `batch_ids`.
+        c.batch_ids.pop_front();
+        c.stats.eager_messages += n as u64;
+        c.stats.send_bytes += payload;
+        c.stats.fragments_sent += 1;
+        let seq = self.push_inflight(now, conn, slot.footprint, payload, first, first, false);
+        let c = &mut self.conns[conn as usize];
+        if let Some(f) = c.inflight.back_mut() {
+            f.batch = (n - 1) as u16;
+        }
+        let wr = SendWr {
+            wr_id: wr_id(conn, 0, KIND_DATA),
+            opcode: SendOpcode::SendWithImm,
+            sge: Sge {
+                addr: local,
+                len: wire as u32,
+                lkey: c.setup.send_ring.lkey,
+            },
+            imm: seq.to_imm(),
+            remote_addr: 0,
+            rkey: 0,
+            signaled: true,
+        };
+        Ok(Some(Op::PostSend {
+            qpn: c.setup.qpn,
+            wr,
+        }))
+    }
+
+    /// Whether `conn` may post one more signalled WR carrying `payload` bytes now.
+    pub(super) fn can_post(&self, c: &Connection, payload: u64) -> bool {
+        let max_frames = (self.cfg.recv_depth / 2) as usize;
+        let window_full = c.inflight_bytes > 0 && c.inflight_bytes + payload > c.window.bytes();
+        !window_full && c.inflight.len() < max_frames && c.sq_outstanding < self.cfg.send_depth
+    }
+
+    /// Stage and post one frame (header, then `body`): a SEND with immediate into the peer's
+    /// next receive buffer. `owner` is the message the frame belongs to (eager, RTS);
+    /// `completes` says its ACK completes that message (eager).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn post_frame<M: LocalMemory + ?Sized>(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        kind: FrameKind,
+        message_len: u64,
+        body: &[u8],
+        owner: Option<MsgId>,
+        completes: bool,
+        mem: &mut M,
+    ) -> Result<Option<Op>, XrdmaError> {
+        let payload = if kind == FrameKind::Eager {
+            body.len() as u64
+        } else {
+            0
+        };
+        if !self.can_post(&self.conns[conn as usize], payload) {
+            return Ok(None);
+        }
+        let c = &mut self.conns[conn as usize];
+        let wire = (HEADER_LEN + body.len()) as u64;
+        let Some(slot) = c.ring.alloc(wire) else {
+            return Ok(None);
+        };
+        let local = c.setup.send_ring.addr + slot.offset;
+        let ack = c.ack_due.then(|| c.expected_rx_seq.add(u32::MAX));
+        let header = MessageHeader {
+            kind,
+            message_len,
+            ack,
+        };
+        let staged = mem
+            .write(local, &header.encode())
+            .and_then(|()| mem.write(local + HEADER_LEN as u64, body));
+        if let Err(source) = staged {
+            c.ring.free(slot.footprint);
+            return Err(XrdmaError::Memory { conn, source });
+        }
+        if ack.is_some() {
+            c.ack_due = false;
+            c.stats.acks_piggybacked += 1;
+        }
+        let fin = kind == FrameKind::Fin;
+        let done = if completes { owner } else { None };
+        let seq = self.push_inflight(now, conn, slot.footprint, payload, done, owner, fin);
+        let c = &self.conns[conn as usize];
+        let wr = SendWr {
+            wr_id: wr_id(conn, 0, KIND_DATA),
+            opcode: SendOpcode::SendWithImm,
+            sge: Sge {
+                addr: local,
+                len: wire as u32,
+                lkey: c.setup.send_ring.lkey,
+            },
+            imm: seq.to_imm(),
+            remote_addr: 0,
+            rkey: 0,
+            signaled: true,
+        };
+        Ok(Some(Op::PostSend {
+            qpn: c.setup.qpn,
+            wr,
+        }))
+    }
+
+    /// Book a posted frame or fragment as in flight and return its sequence number.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push_inflight(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        footprint: u64,
+        payload_len: u64,
+        completes: Option<MsgId>,
+        msg: Option<MsgId>,
+        fin: bool,
+    ) -> Seq {
+        let c = &mut self.conns[conn as usize];
+        let seq = c.next_tx_seq;
+        c.next_tx_seq = seq.next();
+        if c.inflight.is_empty() {
+            self.timers.set(conn, Some(now + self.cfg.ack_timeout));
+        }
+        c.inflight.push_back(InflightFrame {
+            seq,
+            footprint,
+            payload_len,
+            posted_at: now,
+            completes,
+            msg,
+            batch: 0,
+            fin,
+        });
+        c.inflight_bytes += payload_len;
+        c.sq_outstanding += 1;
+        seq
+    }
+
+    /// The next fragment of the granted head message: an RDMA WRITE with immediate into the
+    /// landing buffer at the fragment's offset, never longer than the window.
+    pub(super) fn next_fragment<M: LocalMemory + ?Sized>(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        grant: Grant,
+        frag_size: u64,
+        mem: &mut M,
+    ) -> Result<Option<Op>, XrdmaError> {
+        let c = &self.conns[conn as usize];
+        let Some(msg) = c.queue.front() else {
+            return Ok(None);
+        };
+        let total = msg.data.len() as u64;
+        // A fragment never exceeds the window, so an ECN-shrunk window below the fragment size
+        // still limits the bytes in flight.
+        let len = (total - msg.next_off).min(frag_size).min(c.window.bytes());
+        if !self.can_post(c, len) {
+            return Ok(None);
+        }
+        let c = &mut self.conns[conn as usize];
+        let Some(slot) = c.ring.alloc(len) else {
+            return Ok(None);
+        };
+        let Some(msg) = c.queue.front_mut() else {
+            return Ok(None);
+        };
+        let local = c.setup.send_ring.addr + slot.offset;
+        let off = msg.next_off;
+        let payload = msg.data.slice(off as usize..(off + len) as usize);
+        if let Err(source) = mem.write(local, &payload) {
+            c.ring.free(slot.footprint);
+            return Err(XrdmaError::Memory { conn, source });
+        }
+        let id = msg.id;
+        let done = off + len >= total;
+        msg.next_off += len;
+        c.stats.send_bytes += len;
+        c.stats.fragments_sent += 1;
+        let seq = self.push_inflight(
+            now,
+            conn,
+            slot.footprint,
+            len,
+            done.then_some(id),
+            Some(id),
+            false,
+        );
+        let c = &mut self.conns[conn as usize];
+        if done {
+            c.queue.pop_front();
+        }
+        let wr = SendWr {
+            wr_id: wr_id(conn, 0, KIND_DATA),
+            opcode: SendOpcode::RdmaWriteWithImm,
+            sge: Sge {
+                addr: local,
+                len: len as u32,
+                lkey: c.setup.send_ring.lkey,
+            },
+            imm: seq.to_imm(),
+            remote_addr: grant.addr + off,
+            rkey: grant.rkey,
+            signaled: true,
+        };
+        Ok(Some(Op::PostSend {
+            qpn: c.setup.qpn,
+            wr,
+        }))
+    }
+}
