@@ -187,6 +187,10 @@ enum Command {
 fn verdict(result: &xrdma_reports::RunResult) -> ExitCode {
     let d = &result.delivery;
     let mut failed = false;
+    if result.messages.is_empty() {
+        eprintln!("FAILED: the workload sent no message (check its start, rate and duration)");
+        failed = true;
+    }
     if d.missing + d.digest_mismatches + d.duplicates > 0 {
         eprintln!(
             "FAILED: {} message(s) missing, {} corrupted, {} duplicated",

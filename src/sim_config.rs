@@ -311,9 +311,12 @@ pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
     let landing = landing
         .saturating_mul(connections)
         .min(cfg.landing_budget.max(landing));
+    // Each message's records: the sender's, the receiver's and the result's (about 256 bytes).
+    let records = sc.workload.expected_messages().saturating_mul(256);
     per_sender
         .saturating_mul(connections)
         .saturating_add(landing)
+        .saturating_add(records)
         .saturating_add(largest.saturating_add(1 << 20))
 }
 

@@ -131,7 +131,8 @@ pub const PLOT_STEMS: [&str; 5] = [
 ];
 
 /// Creates `dir` (and its parents) and writes `result.json` plus everything
-/// [`write_report`] writes. Existing files are overwritten.
+/// [`write_report`] writes. Existing files are overwritten; a `messages.csv` of an earlier run
+/// is removed when `with_csv` is false.
 ///
 /// # Errors
 /// [`ReportError::Io`] naming the path that failed; errors of [`write_json`] and
@@ -139,14 +140,27 @@ pub const PLOT_STEMS: [&str; 5] = [
 pub fn write_run_dir(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     write_json(&dir.join("result.json"), r)?;
+    if !with_csv {
+        // A CSV of an earlier run in this directory would contradict the new result.json.
+        remove_stale(&dir.join("messages.csv"))?;
+    }
     write_report(dir, r, with_csv)
+}
+
+/// Removes `path` when it exists (a file an earlier run wrote and this one does not).
+fn remove_stale(path: &Path) -> Result<(), ReportError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(path)(e)),
+        _ => Ok(()),
+    }
 }
 
 /// Creates `dir` (and its parents) and redraws every table and plot of `r` into it:
 /// `summary.txt`, `latency.svg`, the plots of [`PLOT_STEMS`] as SVG and PNG, `report.html`
 /// (self-contained, SVGs inline), and `messages.csv` when `with_csv` is true. Does not write
 /// `result.json`. Every file is a pure function of `r`: redrawing from the saved JSON gives
-/// byte-identical files.
+/// byte-identical files. Time-series plots an earlier run left in `dir` are removed when `r`
+/// has no time series.
 ///
 /// # Errors
 /// [`ReportError::Io`] naming the path that failed; [`ReportError::Plot`] or
@@ -154,6 +168,14 @@ pub fn write_run_dir(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFil
 /// series lengths do not match its sample times.
 pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    if r.timeseries.is_none() {
+        // Time-series plots of an earlier run here would sit beside a result without them.
+        for stem in &PLOT_STEMS[2..] {
+            for ext in ["svg", "png"] {
+                remove_stale(&dir.join(format!("{stem}.{ext}")))?;
+            }
+        }
+    }
     let mut files = RunFiles {
         dir: dir.to_path_buf(),
         result_json: dir.join("result.json"),

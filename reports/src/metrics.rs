@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::percentile::nearest_rank;
 use crate::schema::{IdealCompletion, MessageRecord, UnfinishedMessage};
-use crate::summary::completion_span_ps;
 
 /// Ideal FCT of `payload_bytes` alone on an idle path, ps:
 ///
@@ -79,23 +78,32 @@ pub fn jain_index(x: &[f64]) -> Option<f64> {
 }
 
 /// Goodput of each sender, bits per second, in ascending sender order: the payload bits of its
-/// completed records (request plus response for an exchange) over the run's span (first
-/// intended send to last completion, over all senders, so the shares are comparable). Every
-/// sender with a record appears, with 0 when none of its messages completed. Empty when
-/// nothing completed.
+/// completed records (request plus response for an exchange) over its own span, from its first
+/// intended send to its last completion. (Over the run's common span every incast sender, which
+/// sends the same bytes, would get the same share however unequally it was served.) A sender
+/// none of whose messages completed appears with 0. Empty when nothing completed.
 pub fn per_sender_goodput_bps(records: &[MessageRecord]) -> Vec<(u32, f64)> {
-    let Some(span) = completion_span_ps(records).filter(|&s| s > 0) else {
-        return Vec::new();
-    };
-    let mut bits: BTreeMap<u32, u128> = BTreeMap::new();
+    // Per sender: payload bits completed, first intended, last completion.
+    let mut acc: BTreeMap<u32, (u128, u64, Option<u64>)> = BTreeMap::new();
     for m in records {
-        let b = bits.entry(m.sender).or_insert(0);
-        if m.completed_ps.is_some() {
-            *b += u128::from(m.payload_bytes()) * 8;
+        let e = acc.entry(m.sender).or_insert((0, u64::MAX, None));
+        e.1 = e.1.min(m.intended_ps);
+        if let Some(done) = m.completed_ps {
+            e.0 += u128::from(m.payload_bytes()) * 8;
+            e.2 = Some(e.2.map_or(done, |d: u64| d.max(done)));
         }
     }
-    bits.into_iter()
-        .map(|(s, b)| (s, b as f64 * 1e12 / span as f64))
+    if acc.values().all(|e| e.2.is_none()) {
+        return Vec::new();
+    }
+    acc.into_iter()
+        .map(|(s, (bits, first, last))| {
+            let g = match last {
+                Some(l) if l > first => bits as f64 * 1e12 / (l - first) as f64,
+                _ => 0.0,
+            };
+            (s, g)
+        })
         .collect()
 }
 
@@ -136,6 +144,23 @@ mod tests {
             delivered_ps: done,
             response_bytes: None,
         }
+    }
+
+    #[test]
+    fn an_incast_served_unequally_is_not_fair() {
+        // Two senders of 1000 B from t = 0: one done at 10 µs, one at 40 µs. Own-span goodputs
+        // x = 8000 bits / 10 µs and 8000 bits / 40 µs, in the ratio 4 : 1, so Jain's index is
+        // (4 + 1)² / (2 · (16 + 1)) = 25 / 34 = 0.7353; over the common 40 µs span both would
+        // read 200 Mb/s and the index 1.
+        let us = 1_000_000;
+        let r = [
+            rec(1, 1000, 0, Some(10 * us)),
+            rec(2, 1000, 0, Some(40 * us)),
+        ];
+        let g = per_sender_goodput_bps(&r);
+        assert_eq!(g, vec![(1, 8e8), (2, 2e8)]);
+        let j = goodput_fairness(&r).unwrap();
+        assert!((j - 25.0 / 34.0).abs() < 1e-12, "{j}");
     }
 
     #[test]

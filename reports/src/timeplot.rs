@@ -54,7 +54,7 @@ fn sampling_note(ts: &TimeSeries) -> String {
     if ts.coarsened > 0 {
         format!(
             "every {us} µs, coarsened {}× from {} µs (cap {} points)",
-            ts.coarsened,
+            1u64 << ts.coarsened.min(63),
             ts.requested_interval_ps as f64 / 1e6,
             ts.max_points
         )

@@ -110,6 +110,10 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     parse(&text, path)
 }
 
+/// The latest `start` a workload may have: one hour, far from the end of the simulator's
+/// u64-picosecond clock (about 213 days) so every deadline after it fits.
+pub const MAX_START: xrdma::Time = xrdma::Time::from_ms(3_600_000);
+
 /// The largest scenario file read, bytes: the shipped ones are a few KiB.
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 
@@ -176,12 +180,31 @@ fn check_body(raw: RawBody) -> Result<Body, FieldError> {
     if raw.name.trim().is_empty() {
         return Err(field_error("name", "must not be empty"));
     }
+    if matches!(raw.name.trim(), "." | "..") {
+        return Err(field_error(
+            "name",
+            format!(
+                "{:?} names a directory, not a run; it names result directories",
+                raw.name
+            ),
+        ));
+    }
     if raw.name.contains(['/', '\\']) || raw.name.chars().any(char::is_control) {
         return Err(field_error(
             "name",
             format!(
                 "{:?} contains `/`, `\\` or a control character; it names result directories",
                 raw.name
+            ),
+        ));
+    }
+    if raw.workload.start() > MAX_START {
+        return Err(field_error(
+            "workload",
+            format!(
+                "starts at {}, after {MAX_START}: the simulator's clock (u64 picoseconds) must \
+                 hold the whole run after it",
+                raw.workload.start()
             ),
         ));
     }

@@ -149,7 +149,11 @@ struct RawSim {
     sample_interval: Option<SampleInterval>,
 }
 
-/// `sample-interval`: a time span above 0, or `off`.
+/// The shortest `sample-interval` accepted: 1 µs, about ten 1 KiB packets at 100 Gb/s, so a bin
+/// holds several packets and its rate is a rate.
+pub const MIN_SAMPLE_INTERVAL: Time = Time::from_us(1);
+
+/// `sample-interval`: a time span of at least [`MIN_SAMPLE_INTERVAL`], or `off`.
 struct SampleInterval(Option<Time>);
 
 struct SampleIntervalVisitor;
@@ -158,7 +162,7 @@ impl serde::de::Visitor<'_> for SampleIntervalVisitor {
     type Value = SampleInterval;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a time span above 0 such as `10us`, or `off`")
+        f.write_str("a time span of at least 1us such as `10us`, or `off`")
     }
 
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SampleInterval, E> {
@@ -166,10 +170,12 @@ impl serde::de::Visitor<'_> for SampleIntervalVisitor {
             return Ok(SampleInterval(None));
         }
         let t = crate::units::parse_time(v).map_err(E::custom)?;
-        if t == Time::ZERO {
-            return Err(E::custom(
-                "must be above 0 (write `off` to turn sampling off)",
-            ));
+        if t < MIN_SAMPLE_INTERVAL {
+            return Err(E::custom(format!(
+                "{t} is below {MIN_SAMPLE_INTERVAL}: a shorter bin than one MTU packet's \
+                 serialization shows whole packets as rate spikes (write `off` to turn \
+                 sampling off)"
+            )));
         }
         Ok(SampleInterval(Some(t)))
     }

@@ -53,6 +53,25 @@ impl Workload {
         }
     }
 
+    /// How many messages the workload sends in all (an open-loop run's expected count,
+    /// rounded up; an echo's requests).
+    pub fn expected_messages(&self) -> u64 {
+        match self {
+            Workload::Incast(i) => i.messages_per_sender() * u64::from(i.senders),
+            Workload::OpenLoop(o) => (o.expected_per_sender() * f64::from(o.senders)).ceil() as u64,
+            Workload::Echo(e) => u64::from(e.requests) * u64::from(e.clients),
+        }
+    }
+
+    /// The workload's `start` (intended time of its first message).
+    pub fn start(&self) -> Time {
+        match self {
+            Workload::Incast(i) => i.start,
+            Workload::OpenLoop(o) => o.start,
+            Workload::Echo(e) => e.start,
+        }
+    }
+
     /// The largest message any host sends, bytes.
     pub fn largest_message(&self) -> u64 {
         match self {
@@ -182,6 +201,20 @@ fn check_incast(raw: RawIncast) -> Result<Incast, FieldError> {
         return Err(field_error(
             "messages",
             "the list is empty: give at least one `{ size: ..., count: ... }`",
+        ));
+    }
+    // Every message costs a record in the result (and a few in the run): the same bound as an
+    // open-loop run's, so a typo in `count` cannot eat the machine's memory.
+    let per_sender: u64 = raw.messages.iter().map(|m| u64::from(m.count)).sum();
+    let total = per_sender.saturating_mul(u64::from(raw.senders));
+    if total as f64 > crate::open_loop::MAX_OPEN_LOOP_MESSAGES {
+        return Err(field_error(
+            "messages",
+            format!(
+                "{total} messages in all ({} senders × {per_sender}); at most {:.0} are allowed",
+                raw.senders,
+                crate::open_loop::MAX_OPEN_LOOP_MESSAGES
+            ),
         ));
     }
     Ok(Incast {

@@ -205,10 +205,16 @@ fn sample_interval_takes_a_span_or_off() {
         Some(Time(2_500_000))
     );
     assert_eq!(interval("sim:\n  sample-interval: off\n"), None);
-    let e = err(&with("sim:\n  sample-interval: 0us\n"));
-    assert!(
-        e.contains("sample-interval") && e.contains("above 0"),
-        "{e}"
+    for short in ["0us", "1ps", "999ns"] {
+        let e = err(&with(&format!("sim:\n  sample-interval: {short}\n")));
+        assert!(
+            e.contains("sample-interval") && e.contains("is below 1.000 us"),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        interval("sim:\n  sample-interval: 1us\n"),
+        Some(Time(1_000_000))
     );
     let e = err(&with("sim:\n  sample-interval: fast\n"));
     assert!(e.contains("sample-interval"), "{e}");

@@ -355,19 +355,19 @@ mod tests {
         .unwrap();
         // Each 64 KiB message goes by rendezvous: one 65536-byte RDMA WRITE with immediate,
         // i.e. 64 packets at a 1 KiB MTU with 82 B of headers each, plus RETH (16 B) on the
-        // first and ImmDt (4 B) on the last: 65536 + 64·82 + 20 = 70804 B; and a quarter of an
-        // RTS SEND (one announces four messages: 82 B of headers + the 16-byte xrdma header +
-        // 4·8 B of lengths + 4 B ImmDt = 134 B). The receiver's CTS (one per four messages) and
-        // ACK SENDs travel the other way; at least the CTSs' transport ACKs (82 + 4 AETH =
-        // 86 B) come back on the data link: 70804 + 134/4 + 86/4 = 70859 wire bytes per 65536
-        // payload bytes at least. On a 100 Gb/s link that caps goodput at
-        // 100e9 · 65536 / 70859 = 92.49 Gb/s. RTSs go out up to four messages ahead, so grants
-        // are back before the data needs them, and the window (64 KiB growing to 256 KiB)
-        // exceeds the bandwidth-delay product (100 Gb/s · ~4.1 µs RTT ≈ 51 KB), so the link
-        // stays busy: the run reaches the cap, less the xrdma ACK SENDs' transport ACKs (at
-        // most one per message, 0.1 %), the first RTS/CTS round trip, one RTT of start-up and
-        // the last ACK's trip (~12 µs of ~2.8 ms for 500 messages: under 1 %).
-        let cap = 100e9 * 65536.0 / 70859.0 / 8.0;
+        // first and ImmDt (4 B) on the last: 65536 + 64·82 + 20 = 70804 B; and a sixteenth of
+        // an RTS SEND (one announces sixteen messages: 82 B of headers + the 16-byte xrdma
+        // header + 16·8 B of lengths + 4 B ImmDt = 230 B). The receiver's CTS (one per sixteen
+        // messages) and ACK SENDs travel the other way; at least the CTSs' transport ACKs
+        // (82 + 4 AETH = 86 B) come back on the data link: 70804 + 230/16 + 86/16 = 70823.75
+        // wire bytes per 65536 payload bytes at least. On a 100 Gb/s link that caps goodput
+        // at 100e9 · 65536 / 70823.75 = 92.53 Gb/s. RTSs go out up to 32 messages ahead, so
+        // grants are back before the data needs them, and the window (64 KiB growing to
+        // 256 KiB) exceeds the bandwidth-delay product (100 Gb/s · ~4.1 µs RTT ≈ 51 KB), so the
+        // link stays busy: the run reaches the cap, less the xrdma ACK SENDs' transport ACKs
+        // (at most one per message, 0.1 %), the first RTS/CTS round trip, one RTT of start-up
+        // and the last ACK's trip (~12 µs of ~2.8 ms for 500 messages: under 1 %).
+        let cap = 100e9 * 65536.0 / 70823.75 / 8.0;
         assert!(
             r.bytes_per_second <= cap,
             "{} > cap {cap}",

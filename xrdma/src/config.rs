@@ -176,7 +176,7 @@ impl Config {
     }
 
     /// Bytes of one posted receive buffer: the header plus the larger of `eager_limit` and the
-    /// largest control frame body (a CTS with [`crate::fragment::MAX_BATCH`] grants, 80 bytes),
+    /// largest control frame body (a CTS with [`crate::fragment::MAX_BATCH`] grants, 320 bytes),
     /// rounded up to 64 bytes (a cache line) so buffers do not share lines.
     pub fn recv_slot_bytes(&self) -> u64 {
         let body = self

@@ -125,7 +125,7 @@ impl MessageHeader {
 
 /// Most messages one RTS announces, and most grants one CTS carries: a streaming sender's
 /// control frames cost one RTS and one CTS per this many large messages.
-pub const MAX_BATCH: usize = 4;
+pub const MAX_BATCH: usize = 16;
 
 /// Bytes of a [`Grant`] on the wire.
 pub const GRANT_LEN: usize = 20;

@@ -467,27 +467,27 @@ fn a_new_connection_reuses_the_cached_qp_and_buffers() {
 }
 
 #[test]
-fn a_streaming_sender_announces_and_is_granted_four_messages_per_frame() {
+fn a_streaming_sender_announces_and_is_granted_sixteen_messages_per_frame() {
     let mut w = World::new(Config::default());
-    // 16 large messages queued at once: the head is unannounced, so the first RTS goes at once
-    // with the first four; a full batch of four more is waiting in the eight-message
-    // lookahead, so the second follows; then one RTS per four messages as the queue drains:
-    // 16 / 4 = 4 RTS frames. The receiver grants each RTS's four in one CTS: 4 CTS frames.
-    for i in 0..16u8 {
+    // 64 large messages queued at once: the head is unannounced, so the first RTS goes at once
+    // with the first sixteen; a full batch of sixteen more is waiting in the 32-message
+    // lookahead, so the second follows; then one RTS per sixteen messages as the queue drains:
+    // 64 / 16 = 4 RTS frames. The receiver grants each RTS's sixteen in one CTS: 4 CTS frames.
+    for i in 0..64u8 {
         w.eps[0]
             .send(w.pair.now, w.conns[0], pattern(65_536, i))
             .unwrap();
     }
     w.settle();
     let got = w.received(1);
-    assert_eq!(got.len(), 16);
+    assert_eq!(got.len(), 64);
     for (i, m) in got.iter().enumerate() {
         assert_eq!(*m, pattern(65_536, i as u8));
     }
     let tx = w.eps[0].stats(w.conns[0]).unwrap();
     let rx = w.eps[1].stats(w.conns[1]).unwrap();
-    assert_eq!((tx.rendezvous_messages, tx.rts_frames), (16, 4));
-    assert_eq!((rx.grants_sent, rx.cts_frames), (16, 4));
+    assert_eq!((tx.rendezvous_messages, tx.rts_frames), (64, 4));
+    assert_eq!((rx.grants_sent, rx.cts_frames), (64, 4));
 }
 
 #[test]
