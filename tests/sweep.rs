@@ -260,7 +260,12 @@ fn compare_shows_ratios_to_the_first_run_and_refuses_other_workloads() {
     assert!(p50.contains("(×2.000)"), "{table}");
     let files = compare::write_compare(&dir.join("cmp"), &runs).unwrap();
     let svg = std::fs::read_to_string(&files.svg).unwrap();
-    assert!(svg.contains("small (sim, seed 2)") && svg.contains("µs, log"));
+    // A sweep point's run is named after its axis values.
+    assert_eq!(runs[0].result.scenario.name, "small [fan-in=2, size=4KiB]");
+    assert!(
+        svg.contains("small [fan-in=2, size=4KiB] (sim, seed 2)") && svg.contains("µs, log"),
+        "{svg}"
+    );
     // Fan-in 4 is another workload.
     let b = sweep::point_dir(&out, &p.points[1].id);
     let runs = compare::load_runs(&[a, b]).unwrap();

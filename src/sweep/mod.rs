@@ -250,7 +250,22 @@ where
                 std::fs::remove_dir_all(d).with_context(|| format!("removing {}", d.display()))?;
             }
         }
-        let result = runner(point.backend, &point.scenario)?;
+        let mut result = runner(point.backend, &point.scenario)?;
+        // The point's own scenario: the base file with the axis values it was run at, so the
+        // point's report and a later compare say what ran.
+        let applied: Vec<String> = plan
+            .axes
+            .iter()
+            .zip(&point.values)
+            .map(|(a, v)| format!("{}={v}", a.kind.name()))
+            .collect();
+        result.scenario.name = format!("{} [{}]", result.scenario.name, applied.join(", "));
+        result.scenario_yaml = Some(format!(
+            "# sweep point {}: the base scenario below, run at {}\n{}",
+            point.id,
+            applied.join(", "),
+            plan.base_yaml
+        ));
         xrdma_reports::write_run_dir(&partial, &result, false)
             .with_context(|| format!("writing {}", partial.display()))?;
         let pf = PointFile {
