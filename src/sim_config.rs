@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use xrdma::{Config, Time};
-use xrdma_scenario::{Scenario, SimSection, TopologySection, XrdmaSection};
+use xrdma_scenario::{Scenario, SimSection, TopologySection, Workload, XrdmaSection};
 use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, SimConfigError, Topology};
 
 /// The xrdma configuration a scenario asks for.
@@ -213,6 +213,27 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
             path.join(".")
         ));
     };
+    if let Workload::Incast(i) = &sc.workload {
+        // What the senders may have in flight at once (each at most a max-window, and no more
+        // than it sends) takes the receiver's link (B) `bytes·(1 + header/MTU)·8 / B` to
+        // drain: a fragment at the back of that queue waits that long for its ACK.
+        let per_sender = i.bytes_per_sender().min(cfg.max_window);
+        let bytes = u128::from(per_sender) * u128::from(i.senders);
+        let wire = bytes * u128::from(sim.mtu + sim.header_bytes) / u128::from(sim.mtu.max(1));
+        let drain_ps = wire * 8 * 1_000_000_000_000 / u128::from(sim.link_rate_bps.max(1));
+        if drain_ps > u128::from(cfg.ack_timeout.as_ps()) {
+            let drain = Time::from_ps(u64::try_from(drain_ps).unwrap_or(u64::MAX));
+            warn(
+                &["xrdma", "ack-timeout"],
+                format!(
+                    "{} is shorter than the {drain} the receiver's link needs to drain what \
+                     the senders may have in flight ({} × up to max-window): fragments then \
+                     wait past the ACK timeout and their connections fail",
+                    cfg.ack_timeout, i.senders
+                ),
+            );
+        }
+    }
     if sim.pfc.is_none() {
         let rto = xrdma_sim::local_ack_timeout(sim.local_ack_timeout);
         let budget = Time(rto.as_ps().saturating_mul(u64::from(sim.retry_cnt) + 1));

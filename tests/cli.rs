@@ -135,3 +135,27 @@ fn legal_but_harmful_settings_warn_with_their_key() {
         "{err}"
     );
 }
+
+#[test]
+fn an_ack_timeout_shorter_than_the_incast_drain_warns() {
+    // 2 senders × 4 KiB (less than a max-window each) = 8192 B, 8 KiB·(1 + 82/1024) = 8848 B
+    // on the wire: 70 784 bits at 1 Mb/s = 70.784 ms, longer than a 10 ms ACK timeout.
+    let dir = scratch("ackwarn");
+    let file = dir.join("s.yaml");
+    let yaml = GOOD.replace(
+        "sim:\n",
+        "xrdma:\n  ack-timeout: 10ms\nsim:\n  link-rate: 1Mbps\n",
+    );
+    std::fs::write(&file, yaml).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("xrdma.ack-timeout: 10.000 ms is shorter than the 70.784 ms"),
+        "{err}"
+    );
+}

@@ -319,6 +319,8 @@ pub fn draw_cdf_overlay<DB: DrawingBackend>(
     let mut chart = ChartBuilder::on(area)
         .caption(title, (FONT_FAMILY, 20))
         .margin(16)
+        // Room for the last tick label, which is centred on the right edge.
+        .margin_right(36)
         .x_label_area_size(48)
         .y_label_area_size(60)
         .build_cartesian_2d(x_range.log_scale().with_key_points(ticks), 0f64..1.0)

@@ -175,7 +175,8 @@ impl Figure for ThroughputPlot<'_> {
         let mut chart = ChartBuilder::on(&top)
             .caption(
                 format!(
-                    "Delivered payload, all {} senders, per interval, sampled {}",
+                    "Payload delivered to host {} from all {} senders, per interval, sampled {}",
+                    r.workload.receiver,
                     ts.senders.len(),
                     sampling_note(ts)
                 ),
