@@ -3,7 +3,9 @@
 //! ring, within the window and the receive credits.
 
 use super::wr_id;
-use super::{Connection, Endpoint, InflightFrame, Op, KIND_DATA, MAX_COALESCE, RTS_LOOKAHEAD};
+use super::{
+    ConnSetup, Connection, Endpoint, InflightFrame, Op, KIND_DATA, MAX_COALESCE, RTS_LOOKAHEAD,
+};
 use crate::error::{ConnId, XrdmaError};
 use crate::fragment::{
     FrameKind, Grant, MessageHeader, CONTROL_BODY_MAX, GRANT_LEN, HEADER_LEN, MAX_BATCH,
@@ -178,23 +180,7 @@ impl Endpoint {
         if let Some(f) = c.inflight.back_mut() {
             f.batch = (n - 1) as u16;
         }
-        let wr = SendWr {
-            wr_id: wr_id(conn, 0, KIND_DATA),
-            opcode: SendOpcode::SendWithImm,
-            sge: Sge {
-                addr: local,
-                len: wire as u32,
-                lkey: c.setup.send_ring.lkey,
-            },
-            imm: seq.to_imm(),
-            remote_addr: 0,
-            rkey: 0,
-            signaled: true,
-        };
-        Ok(Some(Op::PostSend {
-            qpn: c.setup.qpn,
-            wr,
-        }))
+        Ok(Some(frame_op(conn, &c.setup, local, wire, seq)))
     }
 
     /// Whether `conn` may post one more signalled WR carrying `payload` bytes now.
@@ -254,23 +240,7 @@ impl Endpoint {
         let done = if completes { owner } else { None };
         let seq = self.push_inflight(now, conn, slot.footprint, payload, done, owner, fin);
         let c = &self.conns[conn as usize];
-        let wr = SendWr {
-            wr_id: wr_id(conn, 0, KIND_DATA),
-            opcode: SendOpcode::SendWithImm,
-            sge: Sge {
-                addr: local,
-                len: wire as u32,
-                lkey: c.setup.send_ring.lkey,
-            },
-            imm: seq.to_imm(),
-            remote_addr: 0,
-            rkey: 0,
-            signaled: true,
-        };
-        Ok(Some(Op::PostSend {
-            qpn: c.setup.qpn,
-            wr,
-        }))
+        Ok(Some(frame_op(conn, &c.setup, local, wire, seq)))
     }
 
     /// Book a posted frame or fragment as in flight and return its sequence number.
@@ -377,4 +347,23 @@ impl Endpoint {
             wr,
         }))
     }
+}
+
+/// The SEND with immediate that carries a frame of `wire` bytes staged at `local` in `setup`'s
+/// send ring, its sequence number in the immediate data.
+fn frame_op(conn: ConnId, setup: &ConnSetup, local: u64, wire: u64, seq: Seq) -> Op {
+    let wr = SendWr {
+        wr_id: wr_id(conn, 0, KIND_DATA),
+        opcode: SendOpcode::SendWithImm,
+        sge: Sge {
+            addr: local,
+            len: wire as u32,
+            lkey: setup.send_ring.lkey,
+        },
+        imm: seq.to_imm(),
+        remote_addr: 0,
+        rkey: 0,
+        signaled: true,
+    };
+    Op::PostSend { qpn: setup.qpn, wr }
 }
