@@ -122,9 +122,9 @@ enum Command {
         /// Round trips measured.
         #[arg(long, default_value_t = 10_000)]
         iters: u32,
-        /// Round trips run first and not measured.
-        #[arg(long, default_value_t = 1_000)]
-        warmup: u32,
+        /// Round trips run first and not measured [default: 1000, or `--iters` when fewer].
+        #[arg(long)]
+        warmup: Option<u32>,
         /// Be the echo server of a two-process ping (`--backend verbs`): listen on `--bind`,
         /// serve one client, exit.
         #[arg(long, conflicts_with = "connect")]
@@ -489,7 +489,7 @@ fn real_main() -> Result<ExitCode> {
             let opts = tools::ping::PingOptions {
                 size,
                 iters,
-                warmup,
+                warmup: warmup.unwrap_or(iters.min(1_000)),
             };
             if server || connect.is_some() {
                 if backend != Backend::Verbs {

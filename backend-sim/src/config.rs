@@ -287,7 +287,7 @@ impl SimConfig {
                 "pfc",
                 format!(
                     "{ports} ports × (xoff {xoff} B + headroom {headroom} B) = {need} B exceeds \
-                     switch_buffer_bytes {}",
+                     the {} B switch buffer (switch-buffer)",
                     self.switch_buffer_bytes
                 ),
             ));

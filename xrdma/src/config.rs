@@ -133,7 +133,10 @@ impl Config {
             );
         }
         if self.max_window > (1 << 32) {
-            return err("max-window", format!("{} exceeds 4 GiB", self.max_window));
+            return err(
+                "max-window",
+                format!("{} bytes exceeds 4 GiB (4294967296 bytes)", self.max_window),
+            );
         }
         if !(0.5..=0.8).contains(&self.beta) {
             return err("beta", format!("{} is outside [0.5, 0.8]", self.beta));
