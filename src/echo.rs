@@ -9,7 +9,7 @@
 //! the digest it expects.
 
 use crate::incast::PayloadPool;
-use crate::sim_run::HostApp;
+use crate::role::{Finish, HostRole};
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -202,7 +202,7 @@ impl Application for EchoClient {
     }
 }
 
-impl HostApp for EchoClient {
+impl Finish for EchoClient {
     fn finished(&self) -> bool {
         self.started
             && (self.exchanges.len() >= self.echo.requests as usize || !self.errors.is_empty())
@@ -289,45 +289,6 @@ impl Application for EchoServer {
     }
 }
 
-/// Either role of the echo workload.
-pub enum EchoRole {
-    /// A client.
-    Client(Box<EchoClient>),
-    /// The server.
-    Server(Box<EchoServer>),
-    /// A host of the fabric that takes no part.
-    Idle,
-}
-
-impl Application for EchoRole {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        match self {
-            EchoRole::Client(c) => c.on_event(now, ep, event),
-            EchoRole::Server(s) => s.on_event(now, ep, event),
-            EchoRole::Idle => {}
-        }
-    }
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
-        match self {
-            EchoRole::Client(c) => c.on_turn(now, ep),
-            EchoRole::Server(s) => s.on_turn(now, ep),
-            EchoRole::Idle => {}
-        }
-    }
-    fn next_wake(&self) -> Option<Time> {
-        match self {
-            EchoRole::Client(c) => c.next_wake(),
-            EchoRole::Server(s) => s.next_wake(),
-            EchoRole::Idle => None,
-        }
-    }
-}
-
-impl HostApp for EchoRole {
-    fn finished(&self) -> bool {
-        match self {
-            EchoRole::Client(c) => c.finished(),
-            EchoRole::Server(_) | EchoRole::Idle => true,
-        }
-    }
-}
+/// Every host's application in an echo run: a client (the sender of requests), the server
+/// (their receiver, which answers), or idle.
+pub type EchoRole = HostRole<Box<EchoClient>, Box<EchoServer>>;

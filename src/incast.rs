@@ -8,6 +8,7 @@
 //! been fully posted, which keeps memory at about one message per sender; latency still counts
 //! from the intended send time, so the queueing this causes is measured, not hidden.
 
+use crate::role::{Finish, HostRole};
 use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -262,47 +263,11 @@ impl Application for Receiver {
     }
 }
 
-/// Either role, so one vector holds every host's application.
-pub enum Role {
-    /// A sender.
-    Sender(Sender),
-    /// The receiver.
-    Receiver(Receiver),
-    /// A host of the fabric that takes no part in the workload.
-    Idle,
-}
+/// Every host's application in an incast: a [`Sender`], the [`Receiver`], or idle.
+pub type Role = HostRole<Sender, Receiver>;
 
-impl Role {
-    /// Whether this host has nothing left to do: a sender whose every message was ACKed or
-    /// failed; the receiver and idle hosts always are (they only react).
-    pub fn finished(&self) -> bool {
-        match self {
-            Role::Sender(s) => s.finished(),
-            Role::Receiver(_) | Role::Idle => true,
-        }
-    }
-}
-
-impl Application for Role {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        match self {
-            Role::Sender(s) => s.on_event(now, ep, event),
-            Role::Receiver(r) => r.on_event(now, ep, event),
-            Role::Idle => {}
-        }
-    }
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
-        match self {
-            Role::Sender(s) => s.on_turn(now, ep),
-            Role::Receiver(r) => r.on_turn(now, ep),
-            Role::Idle => {}
-        }
-    }
-    fn next_wake(&self) -> Option<Time> {
-        match self {
-            Role::Sender(s) => s.next_wake(),
-            Role::Receiver(r) => r.next_wake(),
-            Role::Idle => None,
-        }
+impl Finish for Sender {
+    fn finished(&self) -> bool {
+        Sender::finished(self)
     }
 }

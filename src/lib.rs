@@ -13,6 +13,7 @@ pub mod fabric;
 pub mod incast;
 pub mod open_loop;
 pub mod rank_run;
+pub mod role;
 pub mod sim_config;
 pub mod sim_run;
 pub mod sweep;

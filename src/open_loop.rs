@@ -6,7 +6,7 @@
 //! stalled receiver holds it (no coordinated omission): a backlog shows up in the tail.
 
 use crate::incast::{PayloadPool, Receiver};
-use crate::sim_run::HostApp;
+use crate::role::{Finish, HostRole};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -214,54 +214,14 @@ impl Application for OpenLoopSender {
     }
 }
 
-impl HostApp for OpenLoopSender {
+impl Finish for OpenLoopSender {
     fn finished(&self) -> bool {
         (self.next.is_none() || !self.errors.is_empty()) && self.in_flight.is_empty()
     }
 }
 
-/// Either role of the open-loop workload.
-pub enum OpenLoopRole {
-    /// A sender.
-    Sender(Box<OpenLoopSender>),
-    /// The receiver.
-    Receiver(Receiver),
-    /// A host of the fabric that takes no part.
-    Idle,
-}
-
-impl Application for OpenLoopRole {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        match self {
-            OpenLoopRole::Sender(s) => s.on_event(now, ep, event),
-            OpenLoopRole::Receiver(r) => r.on_event(now, ep, event),
-            OpenLoopRole::Idle => {}
-        }
-    }
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
-        match self {
-            OpenLoopRole::Sender(s) => s.on_turn(now, ep),
-            OpenLoopRole::Receiver(r) => r.on_turn(now, ep),
-            OpenLoopRole::Idle => {}
-        }
-    }
-    fn next_wake(&self) -> Option<Time> {
-        match self {
-            OpenLoopRole::Sender(s) => s.next_wake(),
-            OpenLoopRole::Receiver(r) => r.next_wake(),
-            OpenLoopRole::Idle => None,
-        }
-    }
-}
-
-impl HostApp for OpenLoopRole {
-    fn finished(&self) -> bool {
-        match self {
-            OpenLoopRole::Sender(s) => s.finished(),
-            OpenLoopRole::Receiver(_) | OpenLoopRole::Idle => true,
-        }
-    }
-}
+/// Every host's application in an open-loop run: a sender, the receiver, or idle.
+pub type OpenLoopRole = HostRole<Box<OpenLoopSender>, Receiver>;
 
 #[cfg(test)]
 mod tests {

@@ -144,7 +144,7 @@ pub fn run_on<F: Fabric>(
             let mut apps = Vec::with_capacity(hosts as usize);
             for h in 0..hosts {
                 if h == echo.server {
-                    apps.push(EchoRole::Server(Box::new(EchoServer::new(
+                    apps.push(EchoRole::Receiver(Box::new(EchoServer::new(
                         pool.clone(),
                         echo,
                     ))));
@@ -153,7 +153,7 @@ pub fn run_on<F: Fabric>(
                 } else {
                     let (conn, _) = connect(fabric, &mut eps, h, echo.server)?;
                     let client = EchoClient::new(h, conn, pool.clone(), seed, echo);
-                    apps.push(EchoRole::Client(Box::new(client)));
+                    apps.push(EchoRole::Sender(Box::new(client)));
                 }
             }
             let deadline =
@@ -178,12 +178,6 @@ pub trait HostApp: Application {
     /// Whether this host has nothing left to do (a sender whose every message was ACKed or
     /// failed; hosts that only react always are).
     fn finished(&self) -> bool;
-}
-
-impl HostApp for Role {
-    fn finished(&self) -> bool {
-        Role::finished(self)
-    }
 }
 
 /// Connects host `a` to host `b` with one RC QP pair, exchanging
@@ -575,7 +569,7 @@ fn collect_echo(echo: &Echo, apps: &[EchoRole]) -> Result<Outcome> {
     let mut found = Vec::new();
     for app in apps {
         match app {
-            EchoRole::Server(s) => {
+            EchoRole::Receiver(s) => {
                 found.extend(
                     s.requests
                         .iter()
@@ -583,7 +577,7 @@ fn collect_echo(echo: &Echo, apps: &[EchoRole]) -> Result<Outcome> {
                 );
                 errors.extend(s.errors.iter().cloned());
             }
-            EchoRole::Client(c) => {
+            EchoRole::Sender(c) => {
                 errors.extend(c.errors.iter().map(|e| format!("host {}: {e}", c.host)))
             }
             EchoRole::Idle => {}
@@ -594,7 +588,7 @@ fn collect_echo(echo: &Echo, apps: &[EchoRole]) -> Result<Outcome> {
     let (mut delivered, mut mismatches, mut missing) = (0, 0, 0);
     let (mut req_bytes, mut resp_bytes) = (0u64, 0u64);
     for app in apps {
-        let EchoRole::Client(c) = app else { continue };
+        let EchoRole::Sender(c) = app else { continue };
         for x in &c.exchanges {
             let arrival = arrivals.remove(&(c.host, x.index));
             let request_ok =

@@ -25,6 +25,19 @@ pub trait Application {
     fn next_wake(&self) -> Option<Time>;
 }
 
+/// A boxed application is an application (workloads box their large per-host state).
+impl<A: Application + ?Sized> Application for Box<A> {
+    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+        (**self).on_event(now, ep, event);
+    }
+    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
+        (**self).on_turn(now, ep);
+    }
+    fn next_wake(&self) -> Option<Time> {
+        (**self).next_wake()
+    }
+}
+
 /// What a peer needs to connect to one of our connections: exchanged out of band (in process,
 /// or over TCP between processes). Landing buffers are granted per message (CTS frames), so
 /// the QP's address is all a connection needs up front.

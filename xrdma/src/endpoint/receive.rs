@@ -60,43 +60,19 @@ impl Endpoint {
         let body = &bytes[HEADER_LEN..];
         match h.kind {
             FrameKind::Eager => {
-                // One or more messages back to back, each a header and its payload.
-                let mut len = h.message_len;
-                let mut rest = body;
-                let mut records = Vec::new();
-                loop {
-                    let Some(data) = usize::try_from(len).ok().and_then(|l| rest.get(..l)) else {
-                        let reason = format!(
-                            "an eager message says {len} bytes and {} are left in its frame",
-                            rest.len()
-                        );
-                        self.malformed(conn, reason);
-                        return;
-                    };
-                    records.push(Bytes::copy_from_slice(data));
-                    rest = &rest[data.len()..];
-                    if rest.is_empty() {
-                        break;
-                    }
-                    match MessageHeader::decode(rest) {
-                        Some(next) if next.kind == FrameKind::Eager && next.ack.is_none() => {
-                            len = next.message_len;
-                            rest = &rest[HEADER_LEN..];
-                        }
-                        _ => {
-                            let reason = "a coalesced eager frame with a bad inner header";
-                            self.malformed(conn, reason.into());
-                            return;
-                        }
-                    }
+                // One or more messages back to back, each a header and its payload. The frame
+                // is walked twice, checked whole before any message is delivered, so a bad
+                // frame delivers nothing and a good one allocates only its messages.
+                if let Err(reason) = eager_records(h.message_len, body, |_| {}) {
+                    self.malformed(conn, reason);
+                    return;
                 }
-                let c = &mut self.conns[conn as usize];
-                c.stats.fragments_received += 1;
-                for data in records {
+                self.conns[conn as usize].stats.fragments_received += 1;
+                let _ = eager_records(h.message_len, body, |data| {
                     let n = data.len() as u64;
                     self.conns[conn as usize].stats.recv_bytes += n;
-                    self.deliver(conn, n, 0, data, true);
-                }
+                    self.deliver(conn, n, 0, Bytes::copy_from_slice(data), true);
+                });
             }
             FrameKind::Rts => {
                 let n = h.message_len as usize;
@@ -309,6 +285,37 @@ impl Endpoint {
                 break;
             };
             self.grant_pending(conn);
+        }
+    }
+}
+
+/// Walk the messages of an eager frame whose first header says `first_len` bytes and whose
+/// `body` follows that header: each message's payload goes to `each`, in order.
+///
+/// # Errors
+/// What is wrong with the frame: a length past its end, or an inner header that is not an
+/// eager one without an ACK.
+fn eager_records(first_len: u64, body: &[u8], mut each: impl FnMut(&[u8])) -> Result<(), String> {
+    let mut len = first_len;
+    let mut rest = body;
+    loop {
+        let Some(data) = usize::try_from(len).ok().and_then(|l| rest.get(..l)) else {
+            return Err(format!(
+                "an eager message says {len} bytes and {} are left in its frame",
+                rest.len()
+            ));
+        };
+        each(data);
+        rest = &rest[data.len()..];
+        if rest.is_empty() {
+            return Ok(());
+        }
+        match MessageHeader::decode(rest) {
+            Some(next) if next.kind == FrameKind::Eager && next.ack.is_none() => {
+                len = next.message_len;
+                rest = &rest[HEADER_LEN..];
+            }
+            _ => return Err("a coalesced eager frame with a bad inner header".into()),
         }
     }
 }
