@@ -497,7 +497,7 @@ fn real_main() -> Result<ExitCode> {
                         "--server and --connect run a two-process ping: they need --backend verbs"
                     );
                 }
-                return ping_two_process(server.then_some(bind), connect, &opts);
+                return two_process(TwoProcess::Ping(&opts), server.then_some(bind), connect);
             }
             let r = match backend {
                 Backend::Sim => tools::ping::run(&mut tools::sim_fabric()?, &opts)?,
@@ -538,7 +538,7 @@ fn real_main() -> Result<ExitCode> {
                 if backend != Backend::Verbs {
                     bail!("--server and --connect run a two-process bw: they need --backend verbs");
                 }
-                return bw_two_process(server.then_some(bind), connect, &opts);
+                return two_process(TwoProcess::Bw(&opts), server.then_some(bind), connect);
             }
             let r = match backend {
                 Backend::Sim => tools::bw::run(&mut tools::sim_fabric()?, &opts)?,
@@ -640,81 +640,69 @@ fn real_main() -> Result<ExitCode> {
     }
 }
 
-/// The two ends of a two-process ping on the RDMA device: `server` = Some(bind address), or
-/// `connect` = Some(server address).
+/// A perftest-style tool run as two processes: its options (read only where the verbs
+/// backend is built).
+#[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+enum TwoProcess<'a> {
+    /// `xrdma ping --server | --connect`.
+    Ping(&'a tools::ping::PingOptions),
+    /// `xrdma bw --server | --connect`.
+    Bw(&'a tools::bw::BwOptions),
+}
+
+/// One end of a two-process tool on the RDMA device: the server when `server` is
+/// Some(bind address), else the client of the server at `connect`.
 #[cfg(feature = "verbs")]
-fn ping_two_process(
+fn two_process(
+    tool: TwoProcess<'_>,
     server: Option<std::net::SocketAddr>,
     connect: Option<std::net::SocketAddr>,
-    opts: &tools::ping::PingOptions,
 ) -> Result<ExitCode> {
     let (mut fabric, wait) = one_worker_fabric()?;
-    if let Some(bind) = server {
-        let r = tools::ping::serve(&mut fabric, bind, wait)?;
-        println!(
-            "xrdma ping server: echoed {} message(s) for the client at {}",
-            r.echoed, r.client
-        );
-        return Ok(ExitCode::SUCCESS);
+    match (tool, server, connect) {
+        (TwoProcess::Ping(_), Some(bind), _) => {
+            let r = tools::ping::serve(&mut fabric, bind, wait)?;
+            println!(
+                "xrdma ping server: echoed {} message(s) for the client at {}",
+                r.echoed, r.client
+            );
+        }
+        (TwoProcess::Bw(_), Some(bind), _) => {
+            let r = tools::bw::serve(&mut fabric, bind, wait)?;
+            println!(
+                "xrdma bw server: took {} message(s), {} byte(s) from the client at {}",
+                r.messages, r.bytes, r.client
+            );
+        }
+        (TwoProcess::Ping(opts), None, Some(addr)) => {
+            let r = tools::ping::connect(&mut fabric, addr, wait, opts)?;
+            println!(
+                "xrdma ping (verbs, two processes, server {addr}): half round trip (RTT/2), one \
+                 xrdma connection"
+            );
+            println!("{}", tools::stats::LatencyStats::header());
+            println!("{}", r.stats.row());
+            println!(
+                "driver rounds per round trip: {:.1} (client turns per exchange)",
+                r.rounds_per_rtt
+            );
+        }
+        (TwoProcess::Bw(opts), None, Some(addr)) => {
+            let r = tools::bw::connect(&mut fabric, addr, wait, opts)?;
+            println!("xrdma bw (verbs, two processes, server {addr}): one xrdma connection");
+            println!("{}", tools::bw::BwReport::header());
+            println!("{}", r.row());
+        }
+        (_, None, None) => bail!("a two-process run needs --server or --connect ADDR"),
     }
-    let Some(addr) = connect else {
-        bail!("a two-process ping needs --server or --connect ADDR");
-    };
-    let r = tools::ping::connect(&mut fabric, addr, wait, opts)?;
-    println!(
-        "xrdma ping (verbs, two processes, server {addr}): half round trip (RTT/2), one xrdma \
-         connection"
-    );
-    println!("{}", tools::stats::LatencyStats::header());
-    println!("{}", r.stats.row());
-    println!(
-        "driver rounds per round trip: {:.1} (client turns per exchange)",
-        r.rounds_per_rtt
-    );
     Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(not(feature = "verbs"))]
-fn ping_two_process(
+fn two_process(
+    _tool: TwoProcess<'_>,
     _server: Option<std::net::SocketAddr>,
     _connect: Option<std::net::SocketAddr>,
-    _opts: &tools::ping::PingOptions,
-) -> Result<ExitCode> {
-    no_verbs()
-}
-
-/// The two ends of a two-process bandwidth run on the RDMA device: `server` = Some(bind
-/// address), or `connect` = Some(server address).
-#[cfg(feature = "verbs")]
-fn bw_two_process(
-    server: Option<std::net::SocketAddr>,
-    connect: Option<std::net::SocketAddr>,
-    opts: &tools::bw::BwOptions,
-) -> Result<ExitCode> {
-    let (mut fabric, wait) = one_worker_fabric()?;
-    if let Some(bind) = server {
-        let r = tools::bw::serve(&mut fabric, bind, wait)?;
-        println!(
-            "xrdma bw server: took {} message(s), {} byte(s) from the client at {}",
-            r.messages, r.bytes, r.client
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let Some(addr) = connect else {
-        bail!("a two-process bw needs --server or --connect ADDR");
-    };
-    let r = tools::bw::connect(&mut fabric, addr, wait, opts)?;
-    println!("xrdma bw (verbs, two processes, server {addr}): one xrdma connection");
-    println!("{}", tools::bw::BwReport::header());
-    println!("{}", r.row());
-    Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(not(feature = "verbs"))]
-fn bw_two_process(
-    _server: Option<std::net::SocketAddr>,
-    _connect: Option<std::net::SocketAddr>,
-    _opts: &tools::bw::BwOptions,
 ) -> Result<ExitCode> {
     no_verbs()
 }
