@@ -117,6 +117,8 @@ struct Connection {
     fin_acked: bool,
     // Receive side.
     expected_rx_seq: Seq,
+    /// Whether the connection is in the endpoint's queue of grants waiting for budget.
+    budget_wait: bool,
     /// Lengths of RTSs not yet granted, oldest first.
     pending_rts: VecDeque<u64>,
     /// Granted landing buffers, in the order their messages arrive.
@@ -278,6 +280,7 @@ impl Endpoint {
             fin_sent: false,
             fin_acked: false,
             expected_rx_seq: Seq(c.initial_seq),
+            budget_wait: false,
             pending_rts: VecDeque::new(),
             landings: VecDeque::new(),
             fin_received: false,

@@ -244,7 +244,9 @@ impl Endpoint {
             // than the budget still goes, alone). Freed buffers grant the waiters in turn.
             let in_use = self.landing.in_use_bytes();
             if in_use > 0 && in_use + class_of(len) > self.cfg.landing_budget {
-                if !self.waiting_budget.contains(&conn) {
+                let c = &mut self.conns[conn as usize];
+                if !c.budget_wait {
+                    c.budget_wait = true;
                     self.waiting_budget.push_back(conn);
                 }
                 self.wake_tx(conn);
@@ -284,6 +286,7 @@ impl Endpoint {
             let Some(conn) = self.waiting_budget.pop_front() else {
                 break;
             };
+            self.conns[conn as usize].budget_wait = false;
             self.grant_pending(conn);
         }
     }
