@@ -314,6 +314,18 @@ pub enum Inconsistency {
         /// T*, ps.
         t_star_ps: u64,
     },
+    /// Messages the receiving application was handed whose senders never saw them complete
+    /// (no ACK, or no response, before the run ended): lost from the latency samples.
+    DeliveredNotCompleted {
+        /// `(sender, index)` of each, in message order.
+        messages: Vec<(u32, u32)>,
+    },
+    /// Messages their senders saw complete that the receiving application was never handed
+    /// (an ACK for something not delivered).
+    CompletedNotDelivered {
+        /// `(sender, index)` of each, in message order.
+        messages: Vec<(u32, u32)>,
+    },
     /// `delivery.delivered + delivery.missing` differs from the number of message records.
     DeliveryCountMismatch {
         /// Number of message records.
@@ -338,6 +350,22 @@ impl std::fmt::Display for Inconsistency {
                 "last completion {completion_span_ps} ps after the first intended send is below \
                  the ideal T* = {t_star_ps} ps"
             ),
+            Self::DeliveredNotCompleted { messages } => {
+                write!(
+                    f,
+                    "{} message(s) delivered but never complete at the sender: ",
+                    messages.len()
+                )?;
+                list_messages(f, messages)
+            }
+            Self::CompletedNotDelivered { messages } => {
+                write!(
+                    f,
+                    "{} message(s) complete at the sender but never delivered: ",
+                    messages.len()
+                )?;
+                list_messages(f, messages)
+            }
             Self::DeliveryCountMismatch {
                 records,
                 delivered_plus_missing,
@@ -348,6 +376,22 @@ impl std::fmt::Display for Inconsistency {
         }
     }
 }
+
+/// Writes `sender S message I` for the first [`LISTED_OFFENDERS`] of `messages`, then how
+/// many more there are.
+fn list_messages(f: &mut std::fmt::Formatter<'_>, messages: &[(u32, u32)]) -> std::fmt::Result {
+    for (k, (sender, index)) in messages.iter().take(LISTED_OFFENDERS).enumerate() {
+        let sep = if k == 0 { "" } else { ", " };
+        write!(f, "{sep}sender {sender} message {index}")?;
+    }
+    if messages.len() > LISTED_OFFENDERS {
+        write!(f, " and {} more", messages.len() - LISTED_OFFENDERS)?;
+    }
+    Ok(())
+}
+
+/// How many offending messages an [`Inconsistency`]'s text names (all are in the value).
+const LISTED_OFFENDERS: usize = 20;
 
 impl RunResult {
     /// The ideal completion where T* bounds the run: an incast, whose messages are all intended
@@ -362,9 +406,13 @@ impl RunResult {
     /// - no message completes before its intended send time;
     /// - when every message was delivered and `ideal` is set, the last completion minus the
     ///   first intended send time is ≥ T* (a completion below the ideal is a simulator bug);
+    /// - every message delivered to the receiving application completed at its sender, and
+    ///   every message complete at its sender was delivered (both directions, with the
+    ///   offenders listed);
     /// - `delivery.delivered + delivery.missing` equals the number of message records.
     pub fn validate(&self) -> Vec<Inconsistency> {
         let mut problems = Vec::new();
+        let (mut not_completed, mut not_delivered) = (Vec::new(), Vec::new());
         for m in &self.messages {
             if m.completed_ps.is_some_and(|c| c < m.intended_ps) {
                 problems.push(Inconsistency::CompletedBeforeIntended {
@@ -372,6 +420,21 @@ impl RunResult {
                     index: m.index,
                 });
             }
+            match (m.delivered_ps, m.completed_ps) {
+                (Some(_), None) => not_completed.push((m.sender, m.index)),
+                (None, Some(_)) => not_delivered.push((m.sender, m.index)),
+                _ => {}
+            }
+        }
+        if !not_completed.is_empty() {
+            problems.push(Inconsistency::DeliveredNotCompleted {
+                messages: not_completed,
+            });
+        }
+        if !not_delivered.is_empty() {
+            problems.push(Inconsistency::CompletedNotDelivered {
+                messages: not_delivered,
+            });
         }
         let all_delivered = self.messages.iter().all(|m| m.completed_ps.is_some());
         let last = self.messages.iter().filter_map(|m| m.completed_ps).max();

@@ -328,6 +328,49 @@ fn validate_reports_inconsistencies() {
 }
 
 #[test]
+fn validate_checks_delivery_against_completion_in_both_directions() {
+    // Message 0 delivered, never ACKed; message 1 ACKed, never delivered; message 2 fine.
+    let mut ms = vec![
+        msg(1, 0, 10, 0, None),
+        msg(1, 1, 10, 0, Some(5 * US)),
+        msg(2, 0, 10, 0, Some(6 * US)),
+    ];
+    ms[0].delivered_ps = Some(3 * US);
+    ms[1].delivered_ps = None;
+    let mut r = result(ms, None);
+    (r.delivery.delivered, r.delivery.missing) = (2, 1);
+    let problems = r.validate();
+    assert_eq!(
+        problems,
+        vec![
+            Inconsistency::DeliveredNotCompleted {
+                messages: vec![(1, 0)]
+            },
+            Inconsistency::CompletedNotDelivered {
+                messages: vec![(1, 1)]
+            },
+        ]
+    );
+    assert_eq!(
+        problems[0].to_string(),
+        "1 message(s) delivered but never complete at the sender: sender 1 message 0"
+    );
+    // A long list names the first twenty and counts the rest.
+    let ms: Vec<MessageRecord> = (0..25)
+        .map(|i| {
+            let mut m = msg(3, i, 10, 0, None);
+            m.delivered_ps = Some(US);
+            m
+        })
+        .collect();
+    let r = result(ms, None);
+    let text = r.validate()[0].to_string();
+    assert!(text.starts_with("25 message(s) delivered"), "{text}");
+    assert!(text.contains("sender 3 message 19 and 5 more"), "{text}");
+    assert!(!text.contains("message 20"), "{text}");
+}
+
+#[test]
 fn csv_rows() {
     let csv = messages_csv(&result(with_undelivered(), None));
     let lines: Vec<&str> = csv.lines().collect();

@@ -78,14 +78,33 @@ struct InflightFrame {
     footprint: u64,
     payload_len: u64,
     posted_at: Time,
-    /// Set on a message's last frame or fragment: ACKing it completes the message.
-    completes: Option<MsgId>,
+    /// The messages ACKing this completes: a message's last fragment, or every message of
+    /// an eager frame. The frame owns them, so frames ACKed together or one at a time
+    /// complete exactly their own messages.
+    completes: Completes,
     /// The message this belongs to (`None` for CTS and FIN frames).
     msg: Option<MsgId>,
-    /// Further messages an eager frame completes, waiting in order in the connection's
-    /// `batch_ids`.
-    batch: u16,
     fin: bool,
+}
+
+/// The messages an in-flight frame or fragment completes when it is ACKed.
+enum Completes {
+    /// None: a control frame, or a fragment before a message's last.
+    Nothing,
+    /// One message: its last fragment, or an eager frame of one message.
+    One(MsgId),
+    /// A coalesced eager frame's messages, in the order they were queued.
+    Batch(Box<[MsgId]>),
+}
+
+impl Completes {
+    fn ids(&self) -> &[MsgId] {
+        match self {
+            Completes::Nothing => &[],
+            Completes::One(id) => std::slice::from_ref(id),
+            Completes::Batch(ids) => ids,
+        }
+    }
 }
 
 /// A large message landing in a granted buffer.
@@ -111,8 +130,6 @@ struct Connection {
     sq_outstanding: u32,
     in_tx_ready: bool,
     grants_out: VecDeque<Grant>,
-    /// Messages of coalesced eager frames in flight after each frame's first, in order.
-    batch_ids: VecDeque<MsgId>,
     fin_sent: bool,
     fin_acked: bool,
     // Receive side.
@@ -276,7 +293,6 @@ impl Endpoint {
             sq_outstanding: 0,
             in_tx_ready: false,
             grants_out: VecDeque::new(),
-            batch_ids: VecDeque::new(),
             fin_sent: false,
             fin_acked: false,
             expected_rx_seq: Seq(c.initial_seq),
@@ -654,15 +670,9 @@ impl Endpoint {
             if f.payload_len > 0 {
                 newest = Some(f.posted_at);
             }
-            if let Some(msg) = f.completes {
+            for &msg in f.completes.ids() {
                 c.stats.messages_sent += 1;
                 self.events.push_back(Event::Sent { conn, msg });
-            }
-            for _ in 0..f.batch {
-                if let Some(msg) = c.batch_ids.pop_front() {
-                    c.stats.messages_sent += 1;
-                    self.events.push_back(Event::Sent { conn, msg });
-                }
             }
             if f.fin {
                 c.fin_acked = true;
@@ -729,14 +739,17 @@ impl Endpoint {
             return;
         }
         c.failed = true;
-        // In flight (each frame's message, then the rest of coalesced eager frames), then
-        // queued; an RTS sent ahead names a queued message. Every message is failed once.
+        // In flight (each frame's own message and the messages it completes), then queued;
+        // an RTS sent ahead names a queued message. Every message is failed once.
         let mut pending: Vec<MsgId> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
-        let inflight: Vec<MsgId> = c.inflight.drain(..).filter_map(|f| f.msg).collect();
-        let batched = c.batch_ids.drain(..);
+        let mut inflight: Vec<MsgId> = Vec::new();
+        for f in c.inflight.drain(..) {
+            inflight.extend(f.msg);
+            inflight.extend_from_slice(f.completes.ids());
+        }
         let queued = c.queue.drain(..).map(|m| m.id);
-        for m in inflight.into_iter().chain(batched).chain(queued) {
+        for m in inflight.into_iter().chain(queued) {
             if seen.insert(m) {
                 pending.push(m);
             }

@@ -4,7 +4,8 @@
 
 use super::wr_id;
 use super::{
-    ConnSetup, Connection, Endpoint, InflightFrame, Op, KIND_DATA, MAX_COALESCE, RTS_LOOKAHEAD,
+    Completes, ConnSetup, Connection, Endpoint, InflightFrame, Op, KIND_DATA, MAX_COALESCE,
+    RTS_LOOKAHEAD,
 };
 use crate::error::{ConnId, XrdmaError};
 use crate::fragment::{
@@ -164,22 +165,18 @@ impl Endpoint {
             c.ack_due = false;
             c.stats.acks_piggybacked += 1;
         }
-        let first = c.queue.front().map(|m| m.id);
-        for _ in 0..n {
-            if let Some(m) = c.queue.pop_front() {
-                c.batch_ids.push_back(m.id);
-            }
-        }
-        // The first message rides in `completes`; the rest wait in `batch_ids`.
-        c.batch_ids.pop_front();
+        // The frame owns the ids of exactly the messages it carries.
+        let ids: Vec<MsgId> = c.queue.drain(..n).map(|m| m.id).collect();
+        let first = ids.first().copied();
+        let completes = match ids.as_slice() {
+            [one] => Completes::One(*one),
+            _ => Completes::Batch(ids.into_boxed_slice()),
+        };
         c.stats.eager_messages += n as u64;
         c.stats.send_bytes += payload;
         c.stats.fragments_sent += 1;
-        let seq = self.push_inflight(now, conn, slot.footprint, payload, first, first, false);
-        let c = &mut self.conns[conn as usize];
-        if let Some(f) = c.inflight.back_mut() {
-            f.batch = (n - 1) as u16;
-        }
+        let seq = self.push_inflight(now, conn, slot.footprint, payload, completes, first, false);
+        let c = &self.conns[conn as usize];
         Ok(Some(frame_op(conn, &c.setup, local, wire, seq)))
     }
 
@@ -237,7 +234,10 @@ impl Endpoint {
             c.stats.acks_piggybacked += 1;
         }
         let fin = kind == FrameKind::Fin;
-        let done = if completes { owner } else { None };
+        let done = match owner {
+            Some(id) if completes => Completes::One(id),
+            _ => Completes::Nothing,
+        };
         let seq = self.push_inflight(now, conn, slot.footprint, payload, done, owner, fin);
         let c = &self.conns[conn as usize];
         Ok(Some(frame_op(conn, &c.setup, local, wire, seq)))
@@ -251,7 +251,7 @@ impl Endpoint {
         conn: ConnId,
         footprint: u64,
         payload_len: u64,
-        completes: Option<MsgId>,
+        completes: Completes,
         msg: Option<MsgId>,
         fin: bool,
     ) -> Seq {
@@ -268,7 +268,6 @@ impl Endpoint {
             posted_at: now,
             completes,
             msg,
-            batch: 0,
             fin,
         });
         c.inflight_bytes += payload_len;
@@ -321,7 +320,11 @@ impl Endpoint {
             conn,
             slot.footprint,
             len,
-            done.then_some(id),
+            if done {
+                Completes::One(id)
+            } else {
+                Completes::Nothing
+            },
             Some(id),
             false,
         );
