@@ -122,6 +122,7 @@ impl Fabric for SimFabric {
             retransmit_timeouts: st.retransmit_timeouts,
             seq_naks: st.seq_naks,
             rnr_naks: st.rnr_naks,
+            lossless: Some(self.sim.config().pfc.is_some()),
         }
     }
     fn sim_info(&self) -> Option<rep::SimInfo> {

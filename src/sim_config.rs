@@ -249,28 +249,17 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
             );
         }
     }
-    if let Some(pfc) = sim.pfc {
-        if let Some(given) = pfc.headroom_bytes {
-            let computed = SimConfig {
-                pfc: Some(xrdma_sim::PfcConfig {
-                    headroom_bytes: None,
-                    ..pfc
-                }),
-                ..sim.clone()
-            }
-            .pfc_thresholds();
-            if let Ok(Some(t)) = computed {
-                if given < t.headroom_bytes {
-                    warn(
-                        &["sim", "pfc", "headroom"],
-                        format!(
-                            "{given} B is below the {} B that can still arrive after XOFF \
-                             (2 x BDP + 3 packets + the PAUSE frame): the fabric can drop",
-                            t.headroom_bytes
-                        ),
-                    );
-                }
-            }
+    if let Some(given) = sim.pfc.and_then(|p| p.headroom_bytes) {
+        let needed = sim.pfc_headroom_needed();
+        if given < needed {
+            warn(
+                &["sim", "pfc", "headroom"],
+                format!(
+                    "{given} B is below the {needed} B that can still arrive after XOFF \
+                     (2 x BDP + 3 packets + the PAUSE frame): the fabric can drop, and a drop \
+                     on this lossless fabric fails the run"
+                ),
+            );
         }
     }
     if sim.mtu < 256 {

@@ -159,3 +159,35 @@ fn an_ack_timeout_shorter_than_the_incast_drain_warns() {
         "{err}"
     );
 }
+
+#[test]
+fn a_lossless_run_that_drops_fails_and_its_headroom_was_warned_about() {
+    // 64 senders × 1 MiB into a 4 MiB buffer over 10 µs links: the headroom needed (2 × BDP
+    // + 3 packets + PAUSE = 253 462 B) does not even fit a port's share, and 1 KiB is given.
+    // The switch drops what arrives after XOFF; "lossless" must not pass.
+    let yaml = "name: low-headroom
+workload:
+  incast:
+    senders: 64
+    receiver: 0
+    messages:
+      - { size: 1MiB, count: 1 }
+sim:
+  switch-buffer: 4MiB
+  link-delay: 10us
+  pfc: { headroom: 1KiB }
+";
+    let (code, err, wrote) = run_cli_code("lowheadroom", yaml);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(wrote);
+    assert!(
+        err.contains("sim.pfc.headroom: 1024 B is below the 253462 B"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "FAILED: inconsistent result: the fabric is configured lossless (PFC) but dropped"
+        ),
+        "{err}"
+    );
+}

@@ -197,6 +197,29 @@ impl SimConfig {
         Time(self.link_delay.as_ps().saturating_mul(4)) + data + data + ack + ack
     }
 
+    /// The PFC headroom a port whose fastest link runs at `link_rate_bps` needs, bytes:
+    /// `2·bdp + 3·max_packet + 84`, what can still arrive after its XOFF (see
+    /// [`SimConfig::pfc_thresholds`], from IEEE 802.1Qbb Annex O's delay budget).
+    pub fn pfc_headroom_needed_at(&self, link_rate_bps: u64) -> u64 {
+        2 * self.bdp_bytes_at(link_rate_bps)
+            + 3 * self.max_packet_wire_bytes()
+            + PFC_FRAME_BYTES as u64
+    }
+
+    /// The largest PFC headroom any switch port of the topology needs
+    /// ([`SimConfig::pfc_headroom_needed_at`] at the fastest link of each kind of switch).
+    pub fn pfc_headroom_needed(&self) -> u64 {
+        if self.topology == Topology::Star {
+            return self.pfc_headroom_needed_at(self.link_rate_bps);
+        }
+        self.topology
+            .switch_kinds(self.hosts, self.link_rate_bps)
+            .iter()
+            .map(|k| self.pfc_headroom_needed_at(k.max_rate_bps))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The PFC thresholds in force, `Ok(None)` when PFC is off.
     ///
     /// Defaults (per port, bytes): `headroom = 2·bdp + 3·max_packet + 84`, the most a port's
@@ -254,11 +277,9 @@ impl SimConfig {
     ) -> Result<Option<PfcThresholds>, SimConfigError> {
         let Some(pfc) = self.pfc else { return Ok(None) };
         let ports = ports.max(1);
-        let headroom = pfc.headroom_bytes.unwrap_or_else(|| {
-            2 * self.bdp_bytes_at(link_rate_bps)
-                + 3 * self.max_packet_wire_bytes()
-                + PFC_FRAME_BYTES as u64
-        });
+        let headroom = pfc
+            .headroom_bytes
+            .unwrap_or_else(|| self.pfc_headroom_needed_at(link_rate_bps));
         let per_port = self.switch_buffer_bytes / ports;
         let xoff = match pfc.xoff_bytes {
             Some(x) => x,

@@ -200,6 +200,10 @@ pub struct NetworkCounters {
     /// RNR NAKs sent by responders (no receive WR posted).
     #[serde(default)]
     pub rnr_naks: u64,
+    /// Whether the fabric was configured lossless (PFC on every port): then any drop is a
+    /// failed run. `None` where the backend does not know (a real fabric's switches).
+    #[serde(default)]
+    pub lossless: Option<bool>,
 }
 
 /// Analytical lower bound T* on the completion of an N-to-1 incast:
@@ -326,6 +330,13 @@ pub enum Inconsistency {
         /// `(sender, index)` of each, in message order.
         messages: Vec<(u32, u32)>,
     },
+    /// The fabric was configured lossless (PFC) and still dropped packets: its headroom or
+    /// thresholds do not hold what arrives after XOFF, and the run does not show a lossless
+    /// fabric.
+    DropsOnLosslessFabric {
+        /// Packets dropped.
+        drops: u64,
+    },
     /// `delivery.delivered + delivery.missing` differs from the number of message records.
     DeliveryCountMismatch {
         /// Number of message records.
@@ -366,6 +377,11 @@ impl std::fmt::Display for Inconsistency {
                 )?;
                 list_messages(f, messages)
             }
+            Self::DropsOnLosslessFabric { drops } => write!(
+                f,
+                "the fabric is configured lossless (PFC) but dropped {drops} packet(s): its \
+                 headroom or XOFF threshold does not hold what arrives after a PAUSE"
+            ),
             Self::DeliveryCountMismatch {
                 records,
                 delivered_plus_missing,
@@ -409,6 +425,7 @@ impl RunResult {
     /// - every message delivered to the receiving application completed at its sender, and
     ///   every message complete at its sender was delivered (both directions, with the
     ///   offenders listed);
+    /// - a fabric configured lossless (`network.lossless`) dropped nothing;
     /// - `delivery.delivered + delivery.missing` equals the number of message records.
     pub fn validate(&self) -> Vec<Inconsistency> {
         let mut problems = Vec::new();
@@ -449,6 +466,11 @@ impl RunResult {
                     t_star_ps: ideal.t_star_ps,
                 });
             }
+        }
+        if self.network.lossless == Some(true) && self.network.drops > 0 {
+            problems.push(Inconsistency::DropsOnLosslessFabric {
+                drops: self.network.drops,
+            });
         }
         let records = self.messages.len() as u64;
         let dpm = self

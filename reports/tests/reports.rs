@@ -64,6 +64,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             retransmit_timeouts: 0,
             seq_naks: 0,
             rnr_naks: 0,
+            lossless: Some(true),
         },
         ideal,
         sim: Some(SimInfo {
@@ -325,6 +326,21 @@ fn validate_reports_inconsistencies() {
             t_star_ps: 32 * US
         }]
     );
+}
+
+#[test]
+fn a_drop_on_a_lossless_fabric_is_an_inconsistency() {
+    let mut r = result(with_undelivered(), None);
+    r.network.drops = 11;
+    assert_eq!(
+        r.validate(),
+        vec![Inconsistency::DropsOnLosslessFabric { drops: 11 }]
+    );
+    // A lossy fabric may drop (go-back-N recovers); a backend that cannot tell is not judged.
+    for lossless in [Some(false), None] {
+        r.network.lossless = lossless;
+        assert!(r.validate().is_empty());
+    }
 }
 
 #[test]
