@@ -12,6 +12,7 @@ pub mod echo;
 pub mod fabric;
 pub mod incast;
 pub mod open_loop;
+pub mod output;
 pub mod rank_run;
 pub mod role;
 pub mod sim_config;

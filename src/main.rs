@@ -9,7 +9,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use xrdma_testbed::{sim_config, sim_run, tools};
+use xrdma_testbed::output::{print_written, verdict, EXIT_RESULT_FAILED};
+use xrdma_testbed::{out, outln, sim_config, sim_run, tools};
 
 /// RDMA message middleware test bed: run scenarios, write latency reports and plots.
 #[derive(Parser, Debug)]
@@ -182,46 +183,6 @@ enum Command {
     },
 }
 
-/// The exit status a run's result earns, as `run` and `report` give it: 0 when every message
-/// arrived intact and the result is consistent, else 2 with a `FAILED:` line for each reason.
-fn verdict(result: &xrdma_reports::RunResult) -> ExitCode {
-    let d = &result.delivery;
-    let mut failed = false;
-    if result.messages.is_empty() {
-        eprintln!("FAILED: the workload sent no message (check its start, rate and duration)");
-        failed = true;
-    }
-    if d.missing + d.digest_mismatches + d.duplicates > 0 {
-        eprintln!(
-            "FAILED: {} message(s) missing, {} corrupted, {} duplicated",
-            d.missing, d.digest_mismatches, d.duplicates
-        );
-        failed = true;
-    }
-    for problem in result.validate() {
-        eprintln!("FAILED: inconsistent result: {problem}");
-        failed = true;
-    }
-    if failed {
-        ExitCode::from(EXIT_RESULT_FAILED)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// Prints `wrote PATH` for every report file in `files` (not `result.json`).
-fn print_written(files: &xrdma_reports::RunFiles) {
-    let fixed = [&files.summary_txt, &files.latency_svg];
-    let rest = files.plots.iter().chain([&files.report_html]);
-    for f in fixed
-        .into_iter()
-        .chain(rest)
-        .chain(files.messages_csv.as_ref())
-    {
-        println!("wrote {}", f.display());
-    }
-}
-
 fn parse_size(text: &str) -> Result<u64, String> {
     xrdma_scenario::units::parse_size(text).map_err(|e| e.to_string())
 }
@@ -311,7 +272,7 @@ fn run_rank(sc: &xrdma_scenario::Scenario, rank: u32) -> Result<Option<xrdma_rep
             acked,
             messages,
         } => {
-            println!(
+            outln!(
                 "rank {rank}: {senders} sender(s), {acked}/{messages} messages ACKed; records \
                  handed to rank {to_rank}, which writes the report"
             );
@@ -330,9 +291,6 @@ fn run_rank(
 
 /// Set for the child processes of `xrdma bench`, which print their row without the header.
 const BENCH_CHILD: &str = "XRDMA_BENCH_CHILD";
-
-/// The run finished but its result shows a failure.
-const EXIT_RESULT_FAILED: u8 = 2;
 
 fn main() -> ExitCode {
     match real_main() {
@@ -408,10 +366,12 @@ fn real_main() -> Result<ExitCode> {
                 },
             };
             result.scenario_yaml = yaml;
+            // The summary first: a results directory that cannot be written (a full disk)
+            // still leaves the figures on the terminal.
+            out!("{}", xrdma_reports::summary_table(&result));
             let files = xrdma_reports::write_run_dir(&out, &result, csv)
                 .with_context(|| format!("writing results to {}", out.display()))?;
-            print!("{}", xrdma_reports::summary_table(&result));
-            println!("wrote {}", files.result_json.display());
+            outln!("wrote {}", files.result_json.display());
             print_written(&files);
             Ok(verdict(&result))
         }
@@ -428,9 +388,9 @@ fn real_main() -> Result<ExitCode> {
                     .parent()
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             };
+            out!("{}", xrdma_reports::summary_table(&r));
             let files = xrdma_reports::write_report(&out, &r, csv)
                 .with_context(|| format!("writing the report to {}", out.display()))?;
-            print!("{}", xrdma_reports::summary_table(&r));
             print_written(&files);
             Ok(verdict(&r))
         }
@@ -441,7 +401,7 @@ fn real_main() -> Result<ExitCode> {
             for f in &failures {
                 eprintln!("FAILED {f}");
             }
-            println!("conformance: {passed} passed, {} failed", failures.len());
+            outln!("conformance: {passed} passed, {} failed", failures.len());
             Ok(if failures.is_empty() {
                 ExitCode::SUCCESS
             } else {
@@ -451,14 +411,14 @@ fn real_main() -> Result<ExitCode> {
         Command::Bench { case: Some(case) } => {
             let f = xrdma_testbed::bench::run_case(&case)?;
             if std::env::var_os(BENCH_CHILD).is_none() {
-                println!("{}", xrdma_testbed::bench::BenchFigures::header());
+                outln!("{}", xrdma_testbed::bench::BenchFigures::header());
             }
-            println!("{}", f.line());
+            outln!("{}", f.line());
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { case: None } => {
             let exe = std::env::current_exe().context("locating this executable")?;
-            println!("{}", xrdma_testbed::bench::BenchFigures::header());
+            outln!("{}", xrdma_testbed::bench::BenchFigures::header());
             for case in xrdma_testbed::bench::CASES {
                 let out = std::process::Command::new(&exe)
                     .args(["bench", "--case", case])
@@ -471,7 +431,7 @@ fn real_main() -> Result<ExitCode> {
                         String::from_utf8_lossy(&out.stderr)
                     );
                 }
-                print!("{}", String::from_utf8_lossy(&out.stdout));
+                out!("{}", String::from_utf8_lossy(&out.stdout));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -506,13 +466,13 @@ fn real_main() -> Result<ExitCode> {
                 #[cfg(not(feature = "verbs"))]
                 Backend::Verbs => no_verbs()?,
             };
-            println!(
+            outln!(
                 "xrdma ping ({}): half round trip (RTT/2), one xrdma connection",
                 backend.name()
             );
-            println!("{}", tools::stats::LatencyStats::header());
-            println!("{}", r.stats.row());
-            println!(
+            outln!("{}", tools::stats::LatencyStats::header());
+            outln!("{}", r.stats.row());
+            outln!(
                 "driver rounds per round trip: {:.1} (turns of both hosts needed per exchange)",
                 r.rounds_per_rtt
             );
@@ -548,7 +508,7 @@ fn real_main() -> Result<ExitCode> {
                 Backend::Verbs => no_verbs()?,
             };
             let w = tools::bw::config(window);
-            println!(
+            outln!(
                 "xrdma bw ({}): one-way stream, {} messages outstanding, window {} B{}",
                 backend.name(),
                 tools::bw::TX_DEPTH,
@@ -559,8 +519,8 @@ fn real_main() -> Result<ExitCode> {
                     " (pinned)".into()
                 }
             );
-            println!("{}", tools::bw::BwReport::header());
-            println!("{}", r.row());
+            outln!("{}", tools::bw::BwReport::header());
+            outln!("{}", r.row());
             Ok(ExitCode::SUCCESS)
         }
         Command::Idle { backend, seconds } => {
@@ -592,12 +552,12 @@ fn real_main() -> Result<ExitCode> {
                 #[cfg(not(feature = "verbs"))]
                 Backend::Verbs => no_verbs()?,
             };
-            println!(
+            outln!(
                 "xrdma qp-setup ({backend:?}): QP pair connect, fresh (create_qp + connect_qp) vs \
                  from the QP cache (reset_qp + connect_qp); wall clock"
             );
-            println!("{}", tools::qp_setup::QpSetupReport::header());
-            println!("{}", r.row());
+            outln!("{}", tools::qp_setup::QpSetupReport::header());
+            outln!("{}", r.row());
             Ok(ExitCode::SUCCESS)
         }
         Command::Sweep {
@@ -615,11 +575,11 @@ fn real_main() -> Result<ExitCode> {
             if !allow_different_workloads {
                 xrdma_testbed::compare::check_same_workload(&runs)?;
             }
-            print!("{}", xrdma_testbed::compare::compare_table(&runs));
+            out!("{}", xrdma_testbed::compare::compare_table(&runs));
             let out = out.unwrap_or_else(|| PathBuf::from("results").join("compare"));
             let files = xrdma_testbed::compare::write_compare(&out, &runs)?;
             for f in [&files.table, &files.svg, &files.png] {
-                println!("wrote {}", f.display());
+                outln!("wrote {}", f.display());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -629,7 +589,7 @@ fn real_main() -> Result<ExitCode> {
             for w in &checked.warnings {
                 eprintln!("warning: {w}");
             }
-            println!(
+            outln!(
                 "{}: ok ({} hosts, about {} of memory)",
                 scenario.display(),
                 checked.sim.hosts,
@@ -662,36 +622,39 @@ fn two_process(
     match (tool, server, connect) {
         (TwoProcess::Ping(_), Some(bind), _) => {
             let r = tools::ping::serve(&mut fabric, bind, wait)?;
-            println!(
+            outln!(
                 "xrdma ping server: echoed {} message(s) for the client at {}",
-                r.echoed, r.client
+                r.echoed,
+                r.client
             );
         }
         (TwoProcess::Bw(_), Some(bind), _) => {
             let r = tools::bw::serve(&mut fabric, bind, wait)?;
-            println!(
+            outln!(
                 "xrdma bw server: took {} message(s), {} byte(s) from the client at {}",
-                r.messages, r.bytes, r.client
+                r.messages,
+                r.bytes,
+                r.client
             );
         }
         (TwoProcess::Ping(opts), None, Some(addr)) => {
             let r = tools::ping::connect(&mut fabric, addr, wait, opts)?;
-            println!(
+            outln!(
                 "xrdma ping (verbs, two processes, server {addr}): half round trip (RTT/2), one \
                  xrdma connection"
             );
-            println!("{}", tools::stats::LatencyStats::header());
-            println!("{}", r.stats.row());
-            println!(
+            outln!("{}", tools::stats::LatencyStats::header());
+            outln!("{}", r.stats.row());
+            outln!(
                 "driver rounds per round trip: {:.1} (client turns per exchange)",
                 r.rounds_per_rtt
             );
         }
         (TwoProcess::Bw(opts), None, Some(addr)) => {
             let r = tools::bw::connect(&mut fabric, addr, wait, opts)?;
-            println!("xrdma bw (verbs, two processes, server {addr}): one xrdma connection");
-            println!("{}", tools::bw::BwReport::header());
-            println!("{}", r.row());
+            outln!("xrdma bw (verbs, two processes, server {addr}): one xrdma connection");
+            outln!("{}", tools::bw::BwReport::header());
+            outln!("{}", r.row());
         }
         (_, None, None) => bail!("a two-process run needs --server or --connect ADDR"),
     }
@@ -727,11 +690,11 @@ fn one_worker_fabric() -> Result<(
 #[cfg(feature = "verbs")]
 fn idle(seconds: f64) -> Result<ExitCode> {
     let r = tools::idle::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, seconds)?;
-    println!("xrdma idle (Verbs): a connected worker pair, idle, hybrid polling");
-    println!(" wall[s]  cpu[s]  cpu[% of one core]  blocks  wakeups");
+    outln!("xrdma idle (Verbs): a connected worker pair, idle, hybrid polling");
+    outln!(" wall[s]  cpu[s]  cpu[% of one core]  blocks  wakeups");
     let blocks: u64 = r.workers.iter().map(|w| w.blocks).sum();
     let wakeups: u64 = r.workers.iter().map(|w| w.wakeups).sum();
-    println!(
+    outln!(
         " {:<8.2} {:<7.2} {:<19.2} {:<7} {}",
         r.wall_seconds,
         r.cpu_seconds,
@@ -767,6 +730,8 @@ fn sweep(
     if jobs == 0 {
         bail!("--jobs must be at least 1");
     }
+    // More workers than points would only sit idle (each holds a thread and its stack).
+    let jobs = jobs.min(plan.points.len().max(1));
     eprintln!(
         "sweeping {} over {} point(s) with {jobs} worker(s) into {} ...",
         scenario.display(),
@@ -786,7 +751,7 @@ fn sweep(
         .filter(|(_, o)| o.status != sweep::PointStatus::Ok)
         .map(|(p, _)| p.id.as_str())
         .collect();
-    println!(
+    outln!(
         "{} point(s): {} run, {resumed} resumed, {} not ok",
         outcomes.len(),
         outcomes.len() - resumed,
@@ -797,7 +762,7 @@ fn sweep(
         .chain(&files.plots)
         .chain([&files.html])
     {
-        println!("wrote {}", f.display());
+        outln!("wrote {}", f.display());
     }
     if bad.is_empty() {
         Ok(ExitCode::SUCCESS)

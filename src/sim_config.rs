@@ -166,17 +166,49 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
     })
 }
 
-/// The scenario's xrdma configuration, checked (every backend runs the same core).
+/// The scenario's xrdma configuration, checked (every backend runs the same core), and the
+/// workload's stalls against the run's end (a stall that starts after the run has stopped
+/// would silently be a no-op).
 ///
 /// # Errors
-/// The first field out of range, as `FILE:LINE:COLUMN: xrdma.FIELD: reason`.
+/// The first field out of range, as `FILE:LINE:COLUMN: xrdma.FIELD: reason`; a stall at or
+/// after the run's end, as `FILE:LINE:COLUMN: workload.KIND.stall: reason`.
 pub fn check_xrdma(sc: &Scenario) -> Result<Config> {
     let cfg = xrdma_config(&sc.xrdma);
     if let Err(e) = cfg.validate() {
         let at = where_is(sc, &["xrdma", e.field]);
         bail!("{at}: xrdma.{}: {}", e.field, e.reason);
     }
+    check_stalls(sc)?;
     Ok(cfg)
+}
+
+/// Refuses a stall that starts at or after the run's end ([`crate::sim_run::deadline`]).
+fn check_stalls(sc: &Scenario) -> Result<()> {
+    let stalls = match &sc.workload {
+        Workload::OpenLoop(ol) => &ol.stalls,
+        Workload::Echo(e) => &e.stalls,
+        Workload::Incast(_) => return Ok(()),
+    };
+    let seed = sc.sim_or_default().seed;
+    let Some(end) = crate::sim_run::deadline(&sc.workload, seed) else {
+        return Ok(());
+    };
+    if let Some(s) = stalls.iter().find(|s| s.at >= end) {
+        let kind = sc.workload.kind();
+        let why = match &sc.workload {
+            Workload::Echo(_) => "start + time-limit",
+            _ => "the last arrival + drain",
+        };
+        bail!(
+            "{}: workload.{kind}.stall: the stall of host {} at {} starts after the run ends \
+             at {end} ({why}): it would never happen; move it earlier or lengthen the run",
+            where_is(sc, &["workload", kind, "stall"]),
+            s.host,
+            s.at
+        );
+    }
+    Ok(())
 }
 
 /// The scenario key for a simulator field: `pfc.headroom_bytes` is `sim.pfc.headroom`,

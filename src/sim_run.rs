@@ -118,25 +118,10 @@ pub fn run_on<F: Fabric>(
                     ))));
                 }
             }
-            let end = match ol.end {
-                OpenLoopEnd::Duration(d) => ol.start.as_ps().saturating_add(d.as_ps()),
-                // The last arrival: the latest next-wake any sender will ask for.
-                OpenLoopEnd::Count(_) => ol
-                    .sender_hosts()
-                    .filter_map(|h| PoissonArrivals::new(seed, h, ol).last())
-                    .map(|(at, _)| at.as_ps())
-                    .max()
-                    .unwrap_or(ol.start.as_ps()),
-            };
-            let deadline = Time::from_ps(end.saturating_add(ol.drain.as_ps()));
-            drive(
-                fabric,
-                &mut eps,
-                &mut apps,
-                &ol.stalls,
-                Some(deadline),
-                |_, _| true,
-            );
+            let deadline = deadline(&sc.workload, seed);
+            drive(fabric, &mut eps, &mut apps, &ol.stalls, deadline, |_, _| {
+                true
+            });
             collect_open_loop(ol, &apps)?
         }
         Workload::Echo(echo) => {
@@ -156,14 +141,12 @@ pub fn run_on<F: Fabric>(
                     apps.push(EchoRole::Sender(Box::new(client)));
                 }
             }
-            let deadline =
-                Time::from_ps(echo.start.as_ps().saturating_add(echo.time_limit.as_ps()));
             drive(
                 fabric,
                 &mut eps,
                 &mut apps,
                 &echo.stalls,
-                Some(deadline),
+                deadline(&sc.workload, seed),
                 |_, _| true,
             );
             collect_echo(echo, &apps)?
@@ -171,6 +154,32 @@ pub fn run_on<F: Fabric>(
     };
     let wall_seconds = wall.elapsed().as_secs_f64();
     Ok(finish(sc, fabric, seed, outcome, wall_seconds))
+}
+
+/// When a run of `workload` with `seed` stops, on the run's clock: an open-loop run `drain`
+/// after its last arrival (the end of `duration`, or the last of `count` arrivals from the
+/// seed), an echo run `time-limit` after its start; `None` for an incast, which runs until
+/// the fabric has nothing left to do.
+pub fn deadline(workload: &Workload, seed: u64) -> Option<Time> {
+    match workload {
+        Workload::Incast(_) => None,
+        Workload::OpenLoop(ol) => {
+            let end = match ol.end {
+                OpenLoopEnd::Duration(d) => ol.start.as_ps().saturating_add(d.as_ps()),
+                // The last arrival: the latest next-wake any sender will ask for.
+                OpenLoopEnd::Count(_) => ol
+                    .sender_hosts()
+                    .filter_map(|h| PoissonArrivals::new(seed, h, ol).last())
+                    .map(|(at, _)| at.as_ps())
+                    .max()
+                    .unwrap_or(ol.start.as_ps()),
+            };
+            Some(Time::from_ps(end.saturating_add(ol.drain.as_ps())))
+        }
+        Workload::Echo(echo) => Some(Time::from_ps(
+            echo.start.as_ps().saturating_add(echo.time_limit.as_ps()),
+        )),
+    }
 }
 
 /// A host's application as the runner sees it.

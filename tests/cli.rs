@@ -191,3 +191,69 @@ sim:
         "{err}"
     );
 }
+
+#[test]
+fn a_closed_stdout_does_not_panic_and_the_run_still_writes_its_files() {
+    // `xrdma run … | head -0`: the reader is gone before the first line. The run must not
+    // panic on EPIPE (exit 101); it writes its files and exits with its own verdict.
+    let dir = scratch("epipe");
+    let file = dir.join("s.yaml");
+    std::fs::write(&file, GOOD).unwrap();
+    let out = dir.join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // close the read end: every write to stdout fails with EPIPE
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.join("result.json").exists() && out.join("report.html").exists());
+}
+
+#[test]
+fn a_stall_after_the_run_ends_is_refused() {
+    let yaml = "name: late-stall
+workload:
+  open-loop:
+    senders: 1
+    receiver: 0
+    rate: 1k/s
+    duration: 10ms
+    size: 1KiB
+    drain: 5ms
+    stall: { host: 0, at: 20ms, for: 1ms }
+";
+    let (code, err, wrote) = run_cli_code("latestall", yaml);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!wrote, "nothing runs");
+    assert!(
+        err.contains("s.yaml:10:")
+            && err.contains("workload.open-loop.stall")
+            && err.contains("starts after the run ends at 15.000 ms"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sweep_jobs_are_capped_at_the_point_count() {
+    let dir = scratch("jobs");
+    let file = dir.join("s.yaml");
+    std::fs::write(&file, GOOD).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .args(["sweep"])
+        .arg(&file)
+        .args(["--axis", "seed=1,2", "--jobs", "1000", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("over 2 point(s) with 2 worker(s)"), "{err}");
+}

@@ -111,12 +111,19 @@ pub fn render_svg<F: Figure>(fig: &F) -> Result<String, ReportError> {
 /// failed write as a drawing error; the message names the cause).
 pub fn write_png<F: Figure>(fig: &F, path: &Path) -> Result<(), ReportError> {
     ensure_font()?;
-    let root = BitMapBackend::new(path, fig.size()).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    fig.draw(&root)?;
-    root.present()
-        .map_err(|e| ReportError::Plot(format!("{}: {e}", path.display())))?;
-    Ok(())
+    let tmp = crate::io::temp_sibling(path);
+    let drawn = (|| {
+        let root = BitMapBackend::new(&tmp, fig.size()).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        fig.draw(&root)?;
+        root.present()
+            .map_err(|e| ReportError::Plot(format!("{}: {e}", path.display())))
+    })();
+    if let Err(e) = drawn {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    crate::io::commit_temp(&tmp, path)
 }
 
 /// Writes `fig` as `dir/STEM.svg` and `dir/STEM.png`; returns the SVG text (for inlining).
@@ -126,10 +133,7 @@ pub fn write_png<F: Figure>(fig: &F, path: &Path) -> Result<(), ReportError> {
 pub fn write_svg_png<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<String, ReportError> {
     let svg = render_svg(fig)?;
     let svg_path = dir.join(format!("{stem}.svg"));
-    std::fs::write(&svg_path, &svg).map_err(|source| ReportError::Io {
-        path: svg_path,
-        source,
-    })?;
+    crate::io::write_atomic(&svg_path, svg.as_bytes())?;
     write_png(fig, &dir.join(format!("{stem}.png")))?;
     Ok(svg)
 }

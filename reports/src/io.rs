@@ -19,7 +19,49 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
 }
 
 fn write_file(path: &Path, contents: &str) -> Result<(), ReportError> {
-    std::fs::write(path, contents).map_err(io_err(path))
+    write_atomic(path, contents.as_bytes())
+}
+
+/// The temporary sibling a file is written to before it is renamed over `path`:
+/// `NAME.tmp.EXT` beside it (the extension kept last, so encoders that choose the format by
+/// extension still do).
+pub fn temp_sibling(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = match path.extension() {
+        Some(ext) => format!("{name}.tmp.{}", ext.to_string_lossy()),
+        None => format!("{name}.tmp"),
+    };
+    path.with_file_name(tmp)
+}
+
+/// Moves the finished temporary file `tmp` over `path` (a rename: readers see the old file
+/// or the whole new one, never a truncated one); the temporary file is removed if the rename
+/// fails.
+///
+/// # Errors
+/// [`ReportError::Io`] naming `path` when the rename fails.
+pub fn commit_temp(tmp: &Path, path: &Path) -> Result<(), ReportError> {
+    std::fs::rename(tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(tmp);
+        io_err(path)(e)
+    })
+}
+
+/// Writes `bytes` to `path` atomically: to [`temp_sibling`] first, then renamed over `path`,
+/// so a full disk or a crash never leaves a truncated file (the previous one stays).
+///
+/// # Errors
+/// [`ReportError::Io`] naming the file that could not be written or renamed; the temporary
+/// file is removed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let tmp = temp_sibling(path);
+    if let Err(e) = std::fs::write(&tmp, bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_err(path)(e));
+    }
+    commit_temp(&tmp, path)
 }
 
 /// Writes `r` to `path` as pretty-printed JSON (two-space indent, keys in schema declaration

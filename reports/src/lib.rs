@@ -31,7 +31,8 @@ pub mod timeplot;
 
 pub use error::ReportError;
 pub use io::{
-    messages_csv, read_json, write_json, write_report, write_run_dir, RunFiles, PLOT_STEMS,
+    commit_temp, messages_csv, read_json, temp_sibling, write_atomic, write_json, write_report,
+    write_run_dir, RunFiles, PLOT_STEMS,
 };
 pub use plot::{latency_svg, latency_svg_string};
 pub use schema::{

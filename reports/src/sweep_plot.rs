@@ -380,7 +380,7 @@ pub fn render_svg(
 }
 
 /// Renders a figure drawn by `draw` to a PNG file at `path` ([`SWEEP_WIDTH_PX`] ×
-/// [`SWEEP_HEIGHT_PX`], RGB). The image is written to `path` with `.tmp.png` appended first and
+/// [`SWEEP_HEIGHT_PX`], RGB). The image is written to [`crate::io::temp_sibling`] first and
 /// then renamed, so an interrupted write never leaves a truncated `path`.
 ///
 /// # Errors
@@ -390,17 +390,16 @@ pub fn render_png(
     path: &Path,
     draw: impl FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), ReportError>,
 ) -> Result<(), ReportError> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp.png");
-    let tmp = std::path::PathBuf::from(tmp);
-    {
+    let tmp = crate::io::temp_sibling(path);
+    let drawn = {
         let root = BitMapBackend::new(&tmp, (SWEEP_WIDTH_PX, SWEEP_HEIGHT_PX)).into_drawing_area();
-        draw(&root)?;
+        draw(&root)
+    };
+    if let Err(e) = drawn {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
     }
-    std::fs::rename(&tmp, path).map_err(|source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    crate::io::commit_temp(&tmp, path)
 }
 
 #[cfg(test)]

@@ -489,3 +489,26 @@ fn run_dir_writes_all_files() {
     let files = write_run_dir(&d, &r, false).unwrap();
     assert_eq!(files.messages_csv, None);
 }
+
+#[test]
+fn a_failed_write_leaves_the_previous_file_whole_and_no_temporary() {
+    let d = std::env::temp_dir().join(format!("xrdma-atomic-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let path = d.join("result.json");
+    write_atomic(&path, b"old\n").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"old\n");
+    // The temporary cannot be written (a directory stands in its place, as a full disk
+    // would refuse it): the write fails and the old file is untouched.
+    std::fs::create_dir(temp_sibling(&path)).unwrap();
+    assert!(matches!(
+        write_atomic(&path, b"new, longer contents\n"),
+        Err(ReportError::Io { .. })
+    ));
+    assert_eq!(std::fs::read(&path).unwrap(), b"old\n");
+    std::fs::remove_dir(temp_sibling(&path)).unwrap();
+    write_atomic(&path, b"new\n").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"new\n");
+    assert!(!temp_sibling(&path).exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}

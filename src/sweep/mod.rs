@@ -196,11 +196,7 @@ pub struct PointOutcome {
 /// # Errors
 /// The write or the rename fails.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+    Ok(xrdma_reports::write_atomic(path, bytes)?)
 }
 
 /// The directory of point `id` under the sweep directory `out`.

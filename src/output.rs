@@ -1,0 +1,78 @@
+//! Standard output that outlives its reader: `xrdma run … | head` must not panic when `head`
+//! exits (Rust's `println!` panics on `EPIPE`, exit 101 with a backtrace). A closed pipe is
+//! ignored: the run goes on, its files are written and its exit status is kept; only the
+//! terminal text is cut short. Any other write error is said once on standard error.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The run finished but its result shows a failure.
+pub const EXIT_RESULT_FAILED: u8 = 2;
+
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Write `args` to standard output, ignoring a closed pipe (see the module docs).
+pub fn write(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    let r = out.write_fmt(args).and_then(|()| out.flush());
+    if let Err(e) = r {
+        if e.kind() != std::io::ErrorKind::BrokenPipe && !WARNED.swap(true, Ordering::Relaxed) {
+            // Standard error may be closed too: nothing more can be said then.
+            let _ = writeln!(std::io::stderr(), "warning: standard output: {e}");
+        }
+    }
+}
+
+/// `print!` that ignores a closed pipe ([`write`]).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::output::write(format_args!($($arg)*)) };
+}
+
+/// `println!` that ignores a closed pipe ([`write`]).
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::output::write(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::output::write(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// The exit status a run's result earns, as `run` and `report` give it: 0 when every message
+/// arrived intact and the result is consistent, else 2 with a `FAILED:` line for each reason.
+pub fn verdict(result: &xrdma_reports::RunResult) -> ExitCode {
+    let d = &result.delivery;
+    let mut failed = false;
+    if result.messages.is_empty() {
+        eprintln!("FAILED: the workload sent no message (check its start, rate and duration)");
+        failed = true;
+    }
+    if d.missing + d.digest_mismatches + d.duplicates > 0 {
+        eprintln!(
+            "FAILED: {} message(s) missing, {} corrupted, {} duplicated",
+            d.missing, d.digest_mismatches, d.duplicates
+        );
+        failed = true;
+    }
+    for problem in result.validate() {
+        eprintln!("FAILED: inconsistent result: {problem}");
+        failed = true;
+    }
+    if failed {
+        ExitCode::from(EXIT_RESULT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Prints `wrote PATH` for every report file in `files` (not `result.json`).
+pub fn print_written(files: &xrdma_reports::RunFiles) {
+    let fixed = [&files.summary_txt, &files.latency_svg];
+    let rest = files.plots.iter().chain([&files.report_html]);
+    for f in fixed
+        .into_iter()
+        .chain(rest)
+        .chain(files.messages_csv.as_ref())
+    {
+        outln!("wrote {}", f.display());
+    }
+}
