@@ -21,6 +21,8 @@ pub fn xrdma_config(x: &XrdmaSection) -> Config {
         ack_timeout: x.ack_timeout,
         adaptive_window: x.adaptive_window,
         deliver_fragments: x.deliver_fragments,
+        recv_depth: x.recv_depth,
+        receive_credits: x.receive_credits,
         ..Config::default()
     }
 }

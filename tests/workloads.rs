@@ -207,3 +207,43 @@ sim:
     assert_eq!(r.delivery.delivered, r.messages.len() as u64);
     assert_eq!(r.delivery.duplicates + r.delivery.missing, 0);
 }
+
+#[test]
+fn without_receive_credits_a_stalled_receiver_answers_rnr_and_nothing_is_lost() {
+    // With receive credits (the default) a sender never has more than half the receiver's
+    // receive depth in flight, so a stall costs no RNR NAK. `receive-credits: false` lets the
+    // senders post past them: the stalled receiver's NIC consumes its 16 posted receives,
+    // then answers RNR NAKs, the requesters retry (rnr-retry 7: forever) every min RNR timer,
+    // and once the receiver runs again everything arrives, once, intact.
+    let yaml = |credits: bool| {
+        format!(
+            "name: rnr
+workload:
+  open-loop:
+    senders: 2
+    receiver: 0
+    rate: 20k/s
+    duration: 30ms
+    size: 1KiB
+    stall: {{ host: 0, at: 5ms, for: 10ms }}
+    drain: 50ms
+xrdma:
+  recv-depth: 16
+  receive-credits: {credits}
+sim:
+  seed: 5
+  pfc: {{}}
+"
+        )
+    };
+    let with = sim_run::run(&parse(&yaml(true))).unwrap();
+    assert_eq!(with.network.rnr_naks, 0);
+    let without = sim_run::run(&parse(&yaml(false))).unwrap();
+    assert!(without.network.rnr_naks > 0, "{:?}", without.network);
+    for r in [&with, &without] {
+        assert!(r.validate().is_empty(), "{:?}", r.validate());
+        assert!(r.unfinished.is_empty());
+        assert_eq!(r.delivery.delivered, r.messages.len() as u64);
+        assert_eq!(r.delivery.duplicates + r.delivery.missing, 0);
+    }
+}

@@ -892,7 +892,9 @@ impl Simulation {
                     self.fail_qp(h, qi, Some((psn, WcStatus::RnrRetryExcErr)));
                     return;
                 }
-                qp.rnr_count += 1;
+                // Saturating: with rnr_retry 7 (retry forever) the count only feeds the
+                // counters, and a long stall outlasts 255 retries.
+                qp.rnr_count = qp.rnr_count.saturating_add(1);
                 qp.rnr_wait = true;
                 // Go back to the NAKed packet.
                 if let Some(j) = qp.find_wqe(psn, qp.sq.len()) {

@@ -47,6 +47,12 @@ pub struct XrdmaSection {
     /// Deliver each fragment as it arrives instead of whole messages (no reassembly buffer at
     /// the receiver; for large runs). Default `false`.
     pub deliver_fragments: bool,
+    /// Receive WRs kept posted per connection (`recv-depth`). Default 256; ≥ 2.
+    pub recv_depth: u32,
+    /// Whether senders stay within half the peer's receive depth (`receive-credits`, see
+    /// [`xrdma::Config::receive_credits`]); `false` lets a stalled receiver run out of posted
+    /// receives, so its NIC answers RNR NAKs. Default `true`.
+    pub receive_credits: bool,
 }
 
 impl Default for XrdmaSection {
@@ -67,6 +73,8 @@ impl Default for XrdmaSection {
             ack_timeout: c.ack_timeout,
             adaptive_window: c.adaptive_window,
             deliver_fragments: c.deliver_fragments,
+            recv_depth: c.recv_depth,
+            receive_credits: c.receive_credits,
         }
     }
 }
@@ -86,6 +94,8 @@ struct RawXrdma {
     ack_timeout: Option<Span>,
     adaptive_window: Option<bool>,
     deliver_fragments: Option<bool>,
+    recv_depth: Option<u32>,
+    receive_credits: Option<bool>,
 }
 
 /// The smallest fragment size accepted: 1 KiB, the smallest common RoCE MTU.
@@ -106,6 +116,8 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         ack_timeout: raw.ack_timeout.map_or(d.ack_timeout, |v| v.0),
         adaptive_window: raw.adaptive_window.unwrap_or(d.adaptive_window),
         deliver_fragments: raw.deliver_fragments.unwrap_or(d.deliver_fragments),
+        recv_depth: raw.recv_depth.unwrap_or(d.recv_depth),
+        receive_credits: raw.receive_credits.unwrap_or(d.receive_credits),
     };
     if s.fragment_size < MIN_FRAGMENT_SIZE {
         return Err(field_error(

@@ -155,6 +155,8 @@ fn defaults_are_filled_in() {
             ack_timeout: Time(1_000_000_000_000),
             adaptive_window: true,
             deliver_fragments: false,
+            recv_depth: 256,
+            receive_credits: true,
         }
     );
     assert_eq!(s.sim, None);

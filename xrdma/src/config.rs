@@ -56,9 +56,16 @@ pub struct Config {
     /// NIC's whole retransmission budget, (retry count + 1) x local ACK timeout, so on a lossy
     /// fabric go-back-N gets to recover a lost tail before the middleware gives up).
     pub ack_timeout: Time,
-    /// Receive WRs kept posted per QP; also caps fragments in flight per connection, so a
-    /// sender can never cause an RNR NAK (default 256).
+    /// Receive WRs kept posted per QP (default 256). With [`Config::receive_credits`] a
+    /// sender keeps at most half of them in flight, so it never causes an RNR NAK.
     pub recv_depth: u32,
+    /// Whether a sender keeps its frames and fragments in flight within half the peer's
+    /// receive depth, its receive credits (default `true`): data and ACKs together then never
+    /// find the peer's receive queue empty. `false` lets a sender post past them (only the
+    /// window and the send queue limit it), so a peer that stops reposting receives (a
+    /// stalled host) runs out, and its NIC answers RNR NAKs that the requester retries
+    /// (`rnr_retry`, `min_rnr_timer`): the setting that exercises RNR end to end.
+    pub receive_credits: bool,
     /// Send queue depth per QP (default 512).
     pub send_depth: u32,
     /// First sequence number of each direction (default 0); tests set it near `u32::MAX` to
@@ -89,6 +96,7 @@ impl Default for Config {
             target_delay: Time::from_us(10),
             ack_timeout: Time::from_ms(1000),
             recv_depth: 256,
+            receive_credits: true,
             send_depth: 512,
             initial_seq: 0,
             adaptive_window: true,

@@ -182,7 +182,11 @@ impl Endpoint {
 
     /// Whether `conn` may post one more signalled WR carrying `payload` bytes now.
     pub(super) fn can_post(&self, c: &Connection, payload: u64) -> bool {
-        let max_frames = (self.cfg.recv_depth / 2) as usize;
+        let max_frames = if self.cfg.receive_credits {
+            (self.cfg.recv_depth / 2) as usize
+        } else {
+            usize::MAX
+        };
         let window_full = c.inflight_bytes > 0 && c.inflight_bytes + payload > c.window.bytes();
         !window_full && c.inflight.len() < max_frames && c.sq_outstanding < self.cfg.send_depth
     }
