@@ -19,6 +19,10 @@ cargo clippy --workspace --exclude xrdma-verbs --all-targets -q -- -D warnings
 step "cargo test (all crates but the verbs backend)"
 cargo test --workspace --exclude xrdma-verbs -q
 
+step "fuzz harnesses, bounded: 4000 cases per property (hostile frames into the receive path, mutated scenarios, bootstrap framing)"
+PROPTEST_CASES=4000 cargo test -q -p xrdma --test fuzz_frames
+PROPTEST_CASES=4000 cargo test -q -p xrdma-testbed --test fuzz_inputs
+
 step "every shipped scenario on the simulator, twice: the same results bit for bit (release)"
 cargo build --release -q
 bin=$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/xrdma

@@ -182,6 +182,16 @@ pub fn check_xrdma(sc: &Scenario) -> Result<Config> {
         bail!("{at}: xrdma.{}: {}", e.field, e.reason);
     }
     check_stalls(sc)?;
+    let largest = sc.workload.largest_message();
+    if largest > cfg.max_message_size {
+        let kind = sc.workload.kind();
+        bail!(
+            "{}: workload.{kind}: a {largest}-byte message exceeds the largest an RC QP \
+             carries ({} bytes, 2 GiB)",
+            where_is(sc, &["workload", kind]),
+            cfg.max_message_size
+        );
+    }
     Ok(cfg)
 }
 

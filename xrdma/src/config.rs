@@ -11,6 +11,9 @@ pub const MR_CHUNK_BYTES: u64 = 4 << 20;
 /// The largest [`Config::eager_limit`], bytes: one posted receive buffer never exceeds it.
 pub const MAX_EAGER_LIMIT: u64 = 64 << 10;
 
+/// The largest message an RC QP carries, bytes: 2^31 (IB Spec vol. 1 §9.4; `max_msg_sz`).
+pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
+
 /// Configuration of an [`crate::Endpoint`]. All sizes in bytes, all times in [`Time`] (ps).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Config {
@@ -29,6 +32,11 @@ pub struct Config {
     /// many-to-one burst pins at the receiver (receiver-driven admission); one grant is
     /// always allowed, so a message larger than the budget still goes, alone.
     pub landing_budget: u64,
+    /// The largest message, bytes (default and most 2 GiB, 2^31: the largest message an IB
+    /// RC QP carries, IB Spec vol. 1 §9.4 and `ibv_port_attr.max_msg_sz` on ConnectX and
+    /// Soft-RoCE). [`crate::Endpoint::send`] refuses a longer one, and a receiver fails a
+    /// connection whose RTS announces one (before granting or registering anything).
+    pub max_message_size: u64,
     /// Frames of at most this many bytes (header included) are posted inline
     /// (`IBV_SEND_INLINE`: the NIC takes the bytes from the WQE instead of reading registered
     /// memory); the QP is created with this `max_inline_data`. Default 220 bytes, a size
@@ -87,6 +95,7 @@ impl Default for Config {
             fragment_size: 64 << 10,
             eager_limit: 4 << 10,
             inline_limit: 220,
+            max_message_size: MAX_MESSAGE_SIZE,
             landing_budget: 1 << 30,
             initial_window: 64 << 10,
             min_window: 4 << 10,
@@ -164,6 +173,15 @@ impl Config {
                 format!(
                     "{} bytes is above the {MAX_EAGER_LIMIT}-byte largest receive buffer",
                     self.eager_limit
+                ),
+            );
+        }
+        if !(self.eager_limit..=MAX_MESSAGE_SIZE).contains(&self.max_message_size) {
+            return err(
+                "max-message-size",
+                format!(
+                    "{} bytes is outside [eager-limit ({}), 2 GiB ({MAX_MESSAGE_SIZE})]",
+                    self.max_message_size, self.eager_limit
                 ),
             );
         }

@@ -20,6 +20,17 @@ pub enum XrdmaError {
         /// How long it had waited.
         waited: Time,
     },
+    /// A message longer than [`crate::Config::max_message_size`] was handed to
+    /// [`crate::Endpoint::send`]; nothing was queued.
+    #[error("connection {conn}: a {len}-byte message exceeds the {max}-byte maximum")]
+    MessageTooLarge {
+        /// The connection.
+        conn: ConnId,
+        /// The message's length, bytes.
+        len: u64,
+        /// The maximum, bytes.
+        max: u64,
+    },
     /// A work request completed in error (`ibv_wc_status` other than success).
     #[error("connection {conn}: {op} completed with {status:?}")]
     WorkCompletion {

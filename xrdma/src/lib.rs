@@ -36,7 +36,7 @@ pub mod seq;
 pub mod timer;
 pub mod window;
 
-pub use config::{Config, ConfigError, MR_CHUNK_BYTES};
+pub use config::{Config, ConfigError, MAX_MESSAGE_SIZE, MR_CHUNK_BYTES};
 pub use endpoint::Endpoint;
 pub use error::{ConnId, XrdmaError};
 pub use event::{ConnSetup, ConnStats, Event, MsgId, Op};

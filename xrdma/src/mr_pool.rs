@@ -44,8 +44,10 @@ impl MrPool {
     pub fn alloc(&mut self, len: u64) -> Option<Region> {
         for (mr, used) in self.chunks.iter_mut().rev() {
             let start = used.div_ceil(REGION_ALIGN) * REGION_ALIGN;
-            if start + len <= mr.len {
-                *used = start + len;
+            // Checked: a length near u64::MAX must not wrap into a region that "fits".
+            let end = start.checked_add(len);
+            if let Some(end) = end.filter(|&e| e <= mr.len) {
+                *used = end;
                 return Some(Region {
                     addr: mr.addr + start,
                     len,

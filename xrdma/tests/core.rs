@@ -581,3 +581,27 @@ fn every_coalesced_message_completes_exactly_once_with_many_frames_in_flight() {
     sent.sort();
     assert_eq!(sent, ids, "each message completes once");
 }
+
+#[test]
+fn a_message_above_the_maximum_is_refused_and_nothing_is_queued() {
+    let cfg = Config {
+        max_message_size: 8192,
+        ..Config::default()
+    };
+    let mut w = World::new(cfg);
+    let err = w.eps[0].send(w.pair.now, w.conns[0], pattern(8193, 0));
+    assert_eq!(
+        err,
+        Err(XrdmaError::MessageTooLarge {
+            conn: w.conns[0],
+            len: 8193,
+            max: 8192
+        })
+    );
+    assert_eq!(w.eps[0].queued_bytes(w.conns[0]), 0);
+    assert!(w.eps[0]
+        .send(w.pair.now, w.conns[0], pattern(8192, 0))
+        .is_ok());
+    w.settle();
+    assert_eq!(w.received(1), vec![pattern(8192, 0)]);
+}

@@ -366,7 +366,7 @@ impl Endpoint {
     ///
     /// # Errors
     /// [`XrdmaError::UnknownConnection`], [`XrdmaError::ConnectionFailed`],
-    /// [`XrdmaError::ConnectionClosed`].
+    /// [`XrdmaError::ConnectionClosed`], [`XrdmaError::MessageTooLarge`].
     pub fn send(&mut self, _now: Time, conn: ConnId, data: Bytes) -> Result<MsgId, XrdmaError> {
         let c = self
             .conns
@@ -377,6 +377,10 @@ impl Endpoint {
         }
         if c.closing || c.closed {
             return Err(XrdmaError::ConnectionClosed { conn });
+        }
+        let (len, max) = (data.len() as u64, self.cfg.max_message_size);
+        if len > max {
+            return Err(XrdmaError::MessageTooLarge { conn, len, max });
         }
         let id = MsgId(self.next_msg);
         self.next_msg += 1;

@@ -97,6 +97,12 @@ impl Endpoint {
                     self.malformed(conn, reason);
                     return;
                 }
+                let max = self.cfg.max_message_size;
+                if let Some(&huge) = c.pending_rts.iter().find(|&&l| l > max) {
+                    let reason = format!("an RTS for {huge} bytes, above the {max}-byte maximum");
+                    self.malformed(conn, reason);
+                    return;
+                }
                 self.grant_pending(conn);
             }
             FrameKind::Cts => {

@@ -27,6 +27,8 @@ pub struct Pair {
     pub now: Time,
     /// Swallow zero-length SENDs (the separate ACKs) from this host.
     pub drop_acks_from: Option<usize>,
+    /// Refuse registrations above this many bytes (as a NIC out of memory would).
+    pub max_registration: Option<u64>,
 }
 
 const MR_SHIFT: u32 = 40;
@@ -37,6 +39,7 @@ impl Pair {
             hosts: [Host::default(), Host::default()],
             now: Time::ZERO,
             drop_acks_from: None,
+            max_registration: None,
         }
     }
 
@@ -80,6 +83,12 @@ impl Transport for Side<'_> {
         self.pair.now
     }
     fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
+        if self.pair.max_registration.is_some_and(|m| len > m) {
+            return Err(TransportError::RegistrationFailed {
+                len,
+                reason: "more than the host can register".into(),
+            });
+        }
         let host = &mut self.pair.hosts[self.h];
         host.mrs.push(vec![0; len as usize]);
         let i = host.mrs.len() as u64;
@@ -194,7 +203,26 @@ impl Transport for Side<'_> {
     }
 }
 
+impl Host {
+    /// Forget the completions waiting on this host's CQ.
+    pub fn discard_completions(&mut self) {
+        self.cq.clear();
+    }
+}
+
 impl Pair {
+    /// Post again, on every QP of host `h`, the receives consumed so far (a peer that only
+    /// sends keeps room for the other side's ACKs).
+    pub fn repost_all(&mut self, h: usize) {
+        for qp in &mut self.hosts[h].qps {
+            if let Some(first) = qp.recvs.front().copied() {
+                while qp.recvs.len() < 256 {
+                    qp.recvs.push_back(first);
+                }
+            }
+        }
+    }
+
     /// Completions or congestion notifications are waiting on some host.
     pub fn busy(&self) -> bool {
         self.hosts

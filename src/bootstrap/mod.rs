@@ -18,12 +18,11 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+mod wire;
+pub use wire::{encode_frame, parse_frame, MAX_FRAME_BYTES};
+
 /// Version of this wire protocol; a peer with another one is refused.
 pub const PROTOCOL_VERSION: u32 = 1;
-
-/// Largest frame accepted, bytes (64 MiB: the records of a 256-sender run are well below
-/// 1 MiB; anything larger is a stray client, not a rank).
-pub const MAX_FRAME_BYTES: u32 = 64 << 20;
 
 /// Pause between two connection attempts while the peer is not listening yet.
 pub const CONNECT_RETRY: Duration = Duration::from_millis(100);
@@ -421,23 +420,8 @@ impl Peer {
     /// # Errors
     /// [`BootstrapError::Encode`], or the write's timeout, close or I/O error.
     pub fn send(&mut self, frame: &Frame) -> Result<(), BootstrapError> {
-        let body = serde_json::to_vec(frame).map_err(|e| BootstrapError::Encode {
-            reason: e.to_string(),
-        })?;
-        let len = u32::try_from(body.len())
-            .ok()
-            .filter(|&l| l <= MAX_FRAME_BYTES)
-            .ok_or_else(|| BootstrapError::Encode {
-                reason: format!(
-                    "a `{}` frame of {} B exceeds the limit of {MAX_FRAME_BYTES} B",
-                    frame.kind(),
-                    body.len()
-                ),
-            })?;
+        let wire = encode_frame(frame).map_err(|reason| BootstrapError::Encode { reason })?;
         self.set_nonblocking(false)?;
-        let mut wire = Vec::with_capacity(body.len() + 4);
-        wire.extend_from_slice(&len.to_be_bytes());
-        wire.extend_from_slice(&body);
         let what = format!("sending a `{}` frame", frame.kind());
         self.stream
             .write_all(&wire)
@@ -447,27 +431,17 @@ impl Peer {
 
     /// A whole frame from the bytes read so far, if there is one.
     fn parse_buffered(&mut self) -> Result<Option<Frame>, BootstrapError> {
-        if self.buf.len() < 4 {
-            return Ok(None);
-        }
-        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
-        if len > MAX_FRAME_BYTES {
-            return Err(BootstrapError::Malformed {
+        match parse_frame(&self.buf) {
+            Ok(Some((frame, used))) => {
+                self.buf.drain(..used);
+                Ok(Some(frame))
+            }
+            Ok(None) => Ok(None),
+            Err(reason) => Err(BootstrapError::Malformed {
                 peer: self.peer,
-                reason: format!("a frame of {len} B exceeds the limit of {MAX_FRAME_BYTES} B"),
-            });
+                reason,
+            }),
         }
-        let end = 4 + len as usize;
-        if self.buf.len() < end {
-            return Ok(None);
-        }
-        let frame =
-            serde_json::from_slice(&self.buf[4..end]).map_err(|e| BootstrapError::Malformed {
-                peer: self.peer,
-                reason: e.to_string(),
-            })?;
-        self.buf.drain(..end);
-        Ok(Some(frame))
     }
 
     /// Read once into the buffer; `Ok(false)` when nothing was there (non-blocking mode).
