@@ -20,3 +20,4 @@ pub mod sweep;
 pub mod tools;
 #[cfg(feature = "verbs")]
 pub mod verbs_fabric;
+pub mod window_bench;
