@@ -41,6 +41,22 @@ pub trait Fabric {
     fn timeseries(&self) -> Option<rep::TimeSeries> {
         None
     }
+    /// Rate of a host's link, bits/s, where the fabric knows it (the simulator's
+    /// `link-rate`); the send window adds one fragment's serialisation at this rate to its
+    /// target ([`xrdma::Config::link_rate_bps`]). `None` by default.
+    fn link_rate_bps(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// `cfg` with [`xrdma::Config::link_rate_bps`] filled in from `fabric` where `cfg` leaves it
+/// unset.
+pub fn with_link_rate<F: Fabric>(cfg: &xrdma::Config, fabric: &F) -> xrdma::Config {
+    let mut c = cfg.clone();
+    if c.link_rate_bps.is_none() {
+        c.link_rate_bps = fabric.link_rate_bps();
+    }
+    c
 }
 
 /// The simulator as a [`Fabric`].
@@ -94,6 +110,9 @@ impl Fabric for SimFabric {
     }
     fn hosts(&self) -> u32 {
         self.sim.config().hosts
+    }
+    fn link_rate_bps(&self) -> Option<u64> {
+        Some(self.sim.config().link_rate_bps)
     }
     fn host(&mut self, h: u32) -> Self::Host<'_> {
         self.sim.transport(h)

@@ -21,3 +21,4 @@ pub mod sweep;
 pub mod tools;
 #[cfg(feature = "verbs")]
 pub mod verbs_fabric;
+pub mod window_bench;

@@ -106,7 +106,8 @@ enum Command {
     /// case in its own process.
     Bench {
         /// Run only this case (pfc-incast, dcqcn-incast, lossy-incast, xrdma-incast,
-        /// fattree-1024).
+        /// fattree-1024), or `window`: the send-window throughput and fairness table of the
+        /// `scenarios/window/` runs (not part of the default set).
         #[arg(long)]
         case: Option<String>,
     },
@@ -407,6 +408,15 @@ fn real_main() -> Result<ExitCode> {
             } else {
                 ExitCode::from(EXIT_RESULT_FAILED)
             })
+        }
+        Command::Bench { case: Some(case) } if case == "window" => {
+            use xrdma_testbed::window_bench::WindowFigures;
+            println!("{}", WindowFigures::header());
+            for (name, yaml) in xrdma_testbed::window_bench::SCENARIOS {
+                let f = xrdma_testbed::window_bench::measure(name, yaml)?;
+                println!("{}", f.line());
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Bench { case: Some(case) } => {
             let f = xrdma_testbed::bench::run_case(&case)?;

@@ -18,6 +18,7 @@ pub fn xrdma_config(x: &XrdmaSection) -> Config {
         beta: x.beta,
         alpha: x.alpha,
         target_delay: x.target_delay,
+        flow_scaling_range: x.flow_scaling_range,
         ack_timeout: x.ack_timeout,
         adaptive_window: x.adaptive_window,
         deliver_fragments: x.deliver_fragments,

@@ -62,6 +62,7 @@ pub fn run_on<F: Fabric>(
             fabric.backend()
         );
     }
+    let cfg = &crate::fabric::with_link_rate(cfg, fabric);
     let mut eps = Vec::with_capacity(hosts as usize);
     for _ in 0..hosts {
         eps.push(Endpoint::new(cfg.clone())?);

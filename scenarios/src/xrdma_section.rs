@@ -33,11 +33,18 @@ pub struct XrdmaSection {
     /// Multiplicative decrease on an ECN signal: window ← β × window. Default 0.5;
     /// within [0.5, 0.8].
     pub beta: f64,
-    /// Ceiling of the growth factor per RTT: window ← window × (1 + α) at most. Default 0.125;
+    /// Additive increase per RTT while the queueing delay is below the target: α fragments
+    /// (window ← window × (1 + α) while the window is below one fragment). Default 0.125;
     /// within (0, 1].
     pub alpha: f64,
-    /// RTT above the minimum RTT beyond which the window stops growing. Default 10 µs; > 0.
+    /// Base target queueing delay: the window grows below `target-delay` + one fragment's
+    /// serialisation at the link rate + the flow scaling, and shrinks above it (at most once
+    /// per RTT, to no less than β × window). Default 10 µs; > 0.
     pub target_delay: Time,
+    /// Extra target delay at `min-window`, falling to none at `max-window` (Swift's
+    /// flow-based scaling): fan-in flows with small windows get a larger target. Default
+    /// 10 µs; `0us` turns it off.
+    pub flow_scaling_range: Time,
     /// A fragment not ACKed within this time is reclaimed and reported as an error. Default
     /// 1 s; > 0.
     pub ack_timeout: Time,
@@ -70,6 +77,7 @@ impl Default for XrdmaSection {
             beta: c.beta,
             alpha: c.alpha,
             target_delay: c.target_delay,
+            flow_scaling_range: c.flow_scaling_range,
             ack_timeout: c.ack_timeout,
             adaptive_window: c.adaptive_window,
             deliver_fragments: c.deliver_fragments,
@@ -91,12 +99,16 @@ struct RawXrdma {
     beta: Option<f64>,
     alpha: Option<f64>,
     target_delay: Option<Span>,
+    flow_scaling_range: Option<Span>,
     ack_timeout: Option<Span>,
     adaptive_window: Option<bool>,
     deliver_fragments: Option<bool>,
     recv_depth: Option<u32>,
     receive_credits: Option<bool>,
 }
+
+/// The largest `flow-scaling-range` accepted: 1 s (a target beyond it is no target).
+pub const MAX_FLOW_SCALING_RANGE: Time = Time::from_ms(1000);
 
 /// The smallest fragment size accepted: 1 KiB, the smallest common RoCE MTU.
 pub const MIN_FRAGMENT_SIZE: u64 = 1 << 10;
@@ -113,6 +125,7 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         beta: raw.beta.unwrap_or(d.beta),
         alpha: raw.alpha.unwrap_or(d.alpha),
         target_delay: raw.target_delay.map_or(d.target_delay, |v| v.0),
+        flow_scaling_range: raw.flow_scaling_range.map_or(d.flow_scaling_range, |v| v.0),
         ack_timeout: raw.ack_timeout.map_or(d.ack_timeout, |v| v.0),
         adaptive_window: raw.adaptive_window.unwrap_or(d.adaptive_window),
         deliver_fragments: raw.deliver_fragments.unwrap_or(d.deliver_fragments),
@@ -188,6 +201,15 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
     }
     if s.target_delay == Time::ZERO {
         return Err(field_error("target-delay", "must be above 0"));
+    }
+    if s.flow_scaling_range > MAX_FLOW_SCALING_RANGE {
+        return Err(field_error(
+            "flow-scaling-range",
+            format!(
+                "{} is above 1 s; the range is added to a queueing-delay target",
+                s.flow_scaling_range
+            ),
+        ));
     }
     if s.ack_timeout == Time::ZERO {
         return Err(field_error("ack-timeout", "must be above 0"));

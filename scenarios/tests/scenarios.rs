@@ -139,7 +139,7 @@ fn defaults_are_filled_in() {
     );
     assert_eq!(i.sender_hosts().collect::<Vec<_>>(), vec![0, 1, 3]);
     // xrdma defaults: 4 KiB eager limit, 64 KiB fragments and initial window, 4 KiB..256 KiB
-    // window, beta 0.5, alpha 1/8, target delay 10 us = 1e7 ps, ACK timeout 1 s = 1e12 ps.
+    // window, beta 0.5, alpha 1/8, target delay and flow scaling range 10 us = 1e7 ps, ACK timeout 1 s = 1e12 ps.
     assert_eq!(
         s.xrdma,
         XrdmaSection {
@@ -152,6 +152,7 @@ fn defaults_are_filled_in() {
             beta: 0.5,
             alpha: 0.125,
             target_delay: Time(10_000_000),
+            flow_scaling_range: Time(10_000_000),
             ack_timeout: Time(1_000_000_000_000),
             adaptive_window: true,
             deliver_fragments: false,

@@ -76,8 +76,9 @@ pub fn connect_pair<F: Fabric>(fabric: &mut F, cfg: &Config) -> Result<Pair> {
             fabric.hosts()
         );
     }
+    let cfg = crate::fabric::with_link_rate(cfg, fabric);
     let mut a = Endpoint::new(cfg.clone())?;
-    let mut b = Endpoint::new(cfg.clone())?;
+    let mut b = Endpoint::new(cfg)?;
     let ha = driver::open(&mut a, &mut fabric.host(0)).context("opening host 0's QP")?;
     let hb = driver::open(&mut b, &mut fabric.host(1)).context("opening host 1's QP")?;
     let ca = driver::establish(&mut a, &mut fabric.host(0), ha, &hb.info, 1)

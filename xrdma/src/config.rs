@@ -51,14 +51,29 @@ pub struct Config {
     /// (default 256 KiB).
     pub max_window: u64,
     /// Multiplicative decrease on an ECN echo: `window ← β·window`, β ∈ [0.5, 0.8]
-    /// (default 0.5; the XRDMA paper's range).
+    /// (default 0.5; the XRDMA paper's range). Also the floor of one decrease on delay, which
+    /// never takes more of the window than an ECN echo would (Swift's `max_mdf = 1 − β`).
     pub beta: f64,
-    /// Ceiling of the per-RTT growth factor: with RTT at its minimum the window grows by
-    /// `(1 + alpha)` per RTT, falling linearly to no growth at `min_rtt + target_delay`
-    /// (default 0.125). Range (0, 1].
+    /// Additive increase of the window while the queueing delay is below the target:
+    /// `alpha` fragments per RTT, or the factor `(1 + alpha)` per RTT while the window is
+    /// below one fragment (Swift's `ai`, in fragments; see [`crate::window`]). Range (0, 1],
+    /// default 0.125 (8 KiB per RTT with 64 KiB fragments).
     pub alpha: f64,
-    /// Queueing delay above the smallest RTT seen at which growth stops (default 10 µs).
+    /// Base target queueing delay (Swift's `base_target`): the window grows while the
+    /// queueing delay stays below `target_delay` plus one fragment's serialisation plus the
+    /// flow scaling, and shrinks above it (default 10 µs).
     pub target_delay: Time,
+    /// Extra target delay at the smallest window, falling to none at `max_window` (Swift's
+    /// flow-based scaling range `fs_range`, SIGCOMM 2020 §3.5): many flows into one
+    /// receiver each hold a small window and together queue more than one would. Zero turns
+    /// it off. Default 10 µs, chosen here so the target doubles at `min_window` (the Swift
+    /// paper publishes no value).
+    pub flow_scaling_range: Time,
+    /// Rate of the link this endpoint's fragments leave on, bits/s, to add one fragment's
+    /// serialisation to the target and take each RTT sample's own serialisation out of its
+    /// queueing delay. The runner sets it (the simulator's host link rate; on a device, the
+    /// port's active rate); `None` (the default) leaves both terms at 0.
+    pub link_rate_bps: Option<u64>,
     /// A fragment not ACKed this long after it was posted fails its connection with
     /// [`crate::XrdmaError::AckTimeout`] and its buffers are reclaimed (default 1 s: above a
     /// NIC's whole retransmission budget, (retry count + 1) x local ACK timeout, so on a lossy
@@ -103,6 +118,8 @@ impl Default for Config {
             beta: 0.5,
             alpha: 0.125,
             target_delay: Time::from_us(10),
+            flow_scaling_range: Time::from_us(10),
+            link_rate_bps: None,
             ack_timeout: Time::from_ms(1000),
             recv_depth: 256,
             receive_credits: true,
@@ -163,6 +180,9 @@ impl Config {
         }
         if self.target_delay == Time::ZERO {
             return err("target-delay", "must be greater than 0".into());
+        }
+        if self.link_rate_bps == Some(0) {
+            return err("link-rate", "must be greater than 0 bit/s".into());
         }
         if self.ack_timeout == Time::ZERO {
             return err("ack-timeout", "must be greater than 0".into());

@@ -1,60 +1,123 @@
-//! The per-connection send window: grows from RTT history, shrinks by β on an ECN echo.
+//! The per-connection send window: Swift-style AIMD on queueing delay, and β on an ECN echo.
 //!
-//! The window caps the bytes of fragments (header included) in flight, i.e. posted and not yet
-//! ACKed by the receiving xrdma endpoint. It sits on top of the NIC's own rate control (DCQCN),
-//! as in XRDMA.
+//! The window caps the payload bytes of fragments in flight, i.e. posted and not yet ACKed by
+//! the receiving xrdma endpoint. It sits on top of the NIC's own rate control (DCQCN), as in
+//! XRDMA. The law follows Swift (Kumar et al., "Swift: Delay is Simple and Effective for
+//! Congestion Control in the Datacenter", SIGCOMM 2020, Algorithm 1 and §3.5), measured in
+//! bytes and fragments instead of packets:
 //!
-//! * **Growth** (delay-based, in the spirit of TIMELY, SIGCOMM'15, and Swift, SIGCOMM'20):
-//!   each ACK with an RTT sample `r` and `acked` bytes adds `a · acked` where
-//!   `a = alpha · max(0, 1 − (r − min_rtt) / target_delay)`. Over one RTT about one window is
-//!   ACKed, so the window grows by the factor `(1 + a)` per RTT: fastest when the path shows no
-//!   queueing, not at all once queueing delay reaches `target_delay`.
-//! * **Decrease**: on an ECN echo (a CNP reported for the connection's QP), at most once per
-//!   smoothed RTT, `window ← max(min_window, β · window)` (DCTCP-style once-per-RTT reaction,
-//!   SIGCOMM'10; β ∈ [0.5, 0.8] from the XRDMA description).
-//! * RTT history: `min_rtt` is the smallest sample seen, `srtt` the RFC 6298 EWMA with gain 1/8.
+//! * **Queueing delay** of an RTT sample `r` whose newest fragment carried `s` payload bytes:
+//!   `d = r − ser(s) − base`, where `ser(s)` is the serialisation of `s` bytes at the link rate
+//!   and `base = min(r − ser(s))` over all samples. Taking each sample's own serialisation out
+//!   makes `base` the path's fixed delay whatever fragment size set the minimum (a window that
+//!   once shrank below a fragment no longer makes every later full fragment look queued).
+//! * **Target** `T = target_delay + ser(min(fragment_size, window)) + fs(window)`:
+//!   - `target_delay` is Swift's base target, the queueing a single hop may hold;
+//!   - one fragment's serialisation, because with two fragments in flight the second waits
+//!     behind the first at the sender's own NIC: on an idle path a window of a few fragments
+//!     already shows that much delay (64 KiB at 25 Gb/s is 21 µs, above a 10 µs base target);
+//!   - `fs(w) = clamp(fs_α/√w + fs_β, 0, flow_scaling_range)`, Swift's flow-based scaling:
+//!     many flows sharing a bottleneck each hold a small window yet together queue more, so
+//!     a small window earns a larger target. Swift's constants
+//!     `fs_α = range / (1/√fs_min − 1/√fs_max)`, `fs_β = −fs_α/√fs_max` with the window in
+//!     bytes, `fs_min = min_window` and `fs_max = max_window`: the full range at the smallest
+//!     window, none at the largest. Swift's per-hop term is left out: the endpoint does not
+//!     see the hop count (no TTL in an RDMA ACK).
+//! * **Increase** while `d < T`: each ACK of `acked` bytes adds `alpha · acked · min(1,
+//!   fragment_size / window)`: per RTT (about one window ACKed) `alpha` fragments once the
+//!   window exceeds one fragment (additive, Swift's `ai/cwnd` per ACK), `alpha · window` below
+//!   (multiplicative, Swift's rule for a window under one packet). Additive increase is what
+//!   makes two flows that both back off multiplicatively converge to equal shares (Chiu and
+//!   Jain, 1989). Until the first decrease the window grows by `alpha · acked` (the factor
+//!   `1 + alpha` per RTT at any size), a start-up in the manner of TCP's slow start
+//!   (RFC 5681) so a new connection finds the path's capacity in a few RTTs; the first
+//!   decrease ends it for the connection's life.
+//! * **Decrease on delay** when `d ≥ T`, at most once per smoothed RTT:
+//!   `window ← max(min_window, window · max(T/d, β))` — Swift's
+//!   `max(1 − β_s·(d − T)/d, 1 − max_mdf)` with gain `β_s = 1` (the cut that would bring a
+//!   queue the flow alone built back to the target) and `max_mdf = 1 − β`, so no single
+//!   decrease takes more than an ECN echo would.
+//! * **Decrease on ECN echo** (a CNP reported for the connection's QP), at most once per
+//!   smoothed RTT and not within one of a delay decrease: `window ← max(min_window,
+//!   β·window)` (DCTCP-style once-per-RTT reaction, SIGCOMM'10; β ∈ [0.5, 0.8] from the XRDMA
+//!   description).
+//! * RTT history: `min_rtt` is the smallest raw sample, `srtt` the RFC 6298 EWMA with gain 1/8.
+//!
+//! The link rate comes from [`crate::Config::link_rate_bps`] (the runner knows it: the
+//! simulator's link rate, a device's active port rate). Without it the serialisation terms are
+//! 0 and the law judges raw `r − min_rtt` against `target_delay + fs(window)`.
 
-use crate::Time;
+use crate::{Config, Time};
+
+/// The window's parameters, from [`Config`] (see the module docs for each one's role).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowParams {
+    /// Window of a new connection, bytes.
+    pub initial: u64,
+    /// Smallest window, bytes.
+    pub min: u64,
+    /// Largest window, bytes.
+    pub max: u64,
+    /// Increase per RTT: `alpha` fragments, or `alpha · window` below one fragment.
+    pub alpha: f64,
+    /// ECN decrease factor, and the floor of one delay decrease's factor.
+    pub beta: f64,
+    /// Base target queueing delay.
+    pub target_delay: Time,
+    /// Largest fragment payload, bytes.
+    pub fragment_size: u64,
+    /// Rate of the link the fragments leave on, bits/s; `None` when unknown.
+    pub link_rate_bps: Option<u64>,
+    /// Extra target at the smallest window (Swift's `fs_range`); zero turns flow scaling off.
+    pub flow_scaling_range: Time,
+}
+
+impl WindowParams {
+    /// The window parameters of `c`.
+    pub fn from_config(c: &Config) -> Self {
+        WindowParams {
+            initial: c.initial_window,
+            min: c.min_window,
+            max: c.max_window,
+            alpha: c.alpha,
+            beta: c.beta,
+            target_delay: c.target_delay,
+            fragment_size: c.fragment_size,
+            link_rate_bps: c.link_rate_bps,
+            flow_scaling_range: c.flow_scaling_range,
+        }
+    }
+}
 
 /// Send window state of one connection. All sizes in bytes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SendWindow {
+    p: WindowParams,
     window: u64,
-    min: u64,
-    max: u64,
-    beta: f64,
-    alpha: f64,
-    target_delay: Time,
     min_rtt: Option<Time>,
+    base_delay: Option<Time>,
     srtt: Option<Time>,
     last_decrease: Option<Time>,
     growth_credit: f64,
     decreases: u64,
+    delay_decreases: u64,
     fixed: bool,
 }
 
 impl SendWindow {
-    /// A window of `initial` bytes clamped to `[min, max]`.
-    pub fn new(
-        initial: u64,
-        min: u64,
-        max: u64,
-        alpha: f64,
-        beta: f64,
-        target_delay: Time,
-    ) -> Self {
+    /// A window of `p.initial` bytes clamped to `[p.min, p.max]`.
+    pub fn new(mut p: WindowParams) -> Self {
+        p.max = p.max.max(p.min);
         SendWindow {
-            window: initial.clamp(min, max.max(min)),
-            min,
-            max: max.max(min),
-            beta,
-            alpha,
-            target_delay,
+            window: p.initial.clamp(p.min, p.max),
+            p,
             min_rtt: None,
+            base_delay: None,
             srtt: None,
             last_decrease: None,
             growth_credit: 0.0,
             decreases: 0,
+            delay_decreases: 0,
             fixed: false,
         }
     }
@@ -75,30 +138,71 @@ impl SendWindow {
         self.min_rtt
     }
 
+    /// The path's fixed delay: the smallest RTT sample less its own fragment's serialisation.
+    pub fn base_delay(&self) -> Option<Time> {
+        self.base_delay
+    }
+
     /// Smoothed RTT (RFC 6298, gain 1/8).
     pub fn srtt(&self) -> Option<Time> {
         self.srtt
     }
 
-    /// Number of β decreases applied so far.
+    /// Number of decreases applied so far, on ECN echoes and on delay.
     pub fn decreases(&self) -> u64 {
         self.decreases
     }
 
-    /// The growth factor `a` an RTT sample `rtt` earns (see the module docs); 0 before any
-    /// minimum is known.
-    pub fn growth_factor(&self, rtt: Time) -> f64 {
-        let Some(min_rtt) = self.min_rtt else {
-            return 0.0;
-        };
-        let queueing = rtt.saturating_sub(min_rtt).as_ps() as f64;
-        let target = self.target_delay.as_ps().max(1) as f64;
-        self.alpha * (1.0 - queueing / target).max(0.0)
+    /// Number of those decreases that were on delay.
+    pub fn delay_decreases(&self) -> u64 {
+        self.delay_decreases
     }
 
-    /// `acked` bytes were ACKed; `rtt` is the sample of the newest of them.
-    pub fn on_ack(&mut self, acked: u64, rtt: Time) {
+    /// Serialisation of `bytes` at the link rate; zero when the rate is unknown.
+    pub fn serialization(&self, bytes: u64) -> Time {
+        self.p
+            .link_rate_bps
+            .map_or(Time::ZERO, |r| Time::serialization(bytes, r))
+    }
+
+    /// Swift's flow-based scaling `fs(window)` of the target (see the module docs).
+    pub fn flow_scaling(&self, window: u64) -> Time {
+        let range = self.p.flow_scaling_range.as_ps() as f64;
+        let (lo, hi) = (self.p.min.max(1) as f64, self.p.max.max(1) as f64);
+        if range == 0.0 || lo >= hi {
+            return Time::ZERO;
+        }
+        let fs_alpha = range / (1.0 / lo.sqrt() - 1.0 / hi.sqrt());
+        let fs_beta = -fs_alpha / hi.sqrt();
+        let fs = fs_alpha / (window.max(1) as f64).sqrt() + fs_beta;
+        Time(fs.clamp(0.0, range) as u64)
+    }
+
+    /// The target queueing delay at the current window (see the module docs).
+    pub fn target(&self) -> Time {
+        let in_flight_fragment = self.p.fragment_size.min(self.window);
+        self.p.target_delay
+            + self.serialization(in_flight_fragment)
+            + self.flow_scaling(self.window)
+    }
+
+    /// Queueing delay of a sample `rtt` whose newest fragment carried `sample_bytes` of
+    /// payload, against the base delay known so far; `None` before any sample.
+    pub fn queueing_delay(&self, rtt: Time, sample_bytes: u64) -> Option<Time> {
+        let base = self.base_delay?;
+        Some(
+            rtt.saturating_sub(self.serialization(sample_bytes))
+                .saturating_sub(base),
+        )
+    }
+
+    /// At `now`, `acked` bytes were ACKed; `rtt` is the sample of the newest of them, a frame
+    /// or fragment of `sample_bytes` payload bytes. Grows the window below the target,
+    /// shrinks it (at most once per smoothed RTT) at or above it.
+    pub fn on_ack(&mut self, now: Time, acked: u64, rtt: Time, sample_bytes: u64) {
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        let fixed_part = rtt.saturating_sub(self.serialization(sample_bytes));
+        self.base_delay = Some(self.base_delay.map_or(fixed_part, |b| b.min(fixed_part)));
         self.srtt = Some(match self.srtt {
             None => rtt,
             // srtt ← 7/8·srtt + 1/8·rtt, in integer picoseconds.
@@ -107,30 +211,51 @@ impl SendWindow {
         if self.fixed {
             return;
         }
-        let a = self.growth_factor(rtt);
-        // Whole bytes only; the fraction carries over so small ACKs still add up.
-        self.growth_credit += a * acked as f64;
-        let whole = self.growth_credit.floor();
-        self.growth_credit -= whole;
-        self.window = self.window.saturating_add(whole as u64).min(self.max);
+        let delay = self.queueing_delay(rtt, sample_bytes).unwrap_or(Time::ZERO);
+        let target = self.target();
+        if delay < target {
+            // Start-up (no decrease yet): the factor (1 + alpha) per RTT; after it, additive.
+            let share = if self.decreases == 0 {
+                1.0
+            } else {
+                (self.p.fragment_size as f64 / self.window.max(1) as f64).min(1.0)
+            };
+            let per_byte = self.p.alpha * share;
+            // Whole bytes only; the fraction carries over so small ACKs still add up.
+            self.growth_credit += per_byte * acked as f64;
+            let whole = self.growth_credit.floor();
+            self.growth_credit -= whole;
+            self.window = self.window.saturating_add(whole as u64).min(self.p.max);
+        } else if self.may_decrease(now) {
+            let factor = (target.as_ps() as f64 / delay.as_ps().max(1) as f64).max(self.p.beta);
+            self.decrease(now, factor);
+            self.delay_decreases += 1;
+        }
     }
 
     /// An ECN echo arrived at `now`. Applies `window ← max(min, β·window)` unless a decrease
     /// already happened less than one smoothed RTT ago; returns whether it applied.
     pub fn on_congestion(&mut self, now: Time) -> bool {
-        if self.fixed {
+        if self.fixed || !self.may_decrease(now) {
             return false;
         }
-        if let (Some(last), Some(srtt)) = (self.last_decrease, self.srtt) {
-            if now < last + srtt {
-                return false;
-            }
+        self.decrease(now, self.p.beta);
+        true
+    }
+
+    /// Whether no decrease happened within one smoothed RTT before `now`.
+    fn may_decrease(&self, now: Time) -> bool {
+        match (self.last_decrease, self.srtt) {
+            (Some(last), Some(srtt)) => now >= last + srtt,
+            _ => true,
         }
-        self.window = ((self.window as f64 * self.beta) as u64).max(self.min);
+    }
+
+    fn decrease(&mut self, now: Time, factor: f64) {
+        self.window = ((self.window as f64 * factor) as u64).max(self.p.min);
         self.last_decrease = Some(now);
         self.growth_credit = 0.0;
         self.decreases += 1;
-        true
     }
 }
 
@@ -138,9 +263,32 @@ impl SendWindow {
 mod tests {
     use super::*;
 
-    fn win(initial: u64, beta: f64) -> SendWindow {
-        SendWindow::new(initial, 4096, 1 << 20, 0.125, beta, Time::from_us(10))
+    const G25: u64 = 25_000_000_000;
+
+    fn params() -> WindowParams {
+        WindowParams {
+            initial: 65536,
+            min: 4096,
+            max: 1 << 20,
+            alpha: 0.125,
+            beta: 0.5,
+            target_delay: Time::from_us(10),
+            fragment_size: 65536,
+            link_rate_bps: Some(G25),
+            flow_scaling_range: Time::ZERO,
+        }
     }
+
+    fn win(initial: u64, beta: f64) -> SendWindow {
+        SendWindow::new(WindowParams {
+            initial,
+            beta,
+            ..params()
+        })
+    }
+
+    /// 64 KiB at 25 Gb/s: 65536 * 8 / 25e9 s = 20.97152 us.
+    const SER_64K: Time = Time(20_971_520);
 
     #[test]
     fn ecn_echo_multiplies_by_beta() {
@@ -155,11 +303,11 @@ mod tests {
     #[test]
     fn decrease_is_floored_at_min_and_once_per_rtt() {
         let mut w = win(5000, 0.5);
-        w.on_ack(0, Time::from_us(8)); // srtt = 8 us
+        w.on_ack(Time::ZERO, 0, Time::from_us(8), 0); // srtt = 8 us
         assert!(w.on_congestion(Time::from_us(100)));
         assert_eq!(w.bytes(), 4096); // 2500 floored to min 4096
         let mut w = win(65536, 0.5);
-        w.on_ack(0, Time::from_us(8));
+        w.on_ack(Time::ZERO, 0, Time::from_us(8), 0);
         assert!(w.on_congestion(Time::from_us(100)));
         assert!(!w.on_congestion(Time::from_us(107))); // within one srtt of 100 us
         assert_eq!(w.bytes(), 32768);
@@ -168,41 +316,174 @@ mod tests {
     }
 
     #[test]
-    fn growth_follows_queueing_delay() {
+    fn the_base_delay_takes_out_each_samples_serialisation() {
         let mut w = win(65536, 0.5);
-        // First sample sets min_rtt = 5 us and grows by alpha * acked = 0.125 * 8192 = 1024.
-        w.on_ack(8192, Time::from_us(5));
-        assert_eq!(w.bytes(), 65536 + 1024);
-        // 5 us of queueing = half the 10 us target: a = 0.0625, 0.0625 * 16384 = 1024.
-        w.on_ack(16384, Time::from_us(10));
-        assert_eq!(w.bytes(), 65536 + 2048);
-        // Queueing at or beyond target: no growth.
-        w.on_ack(65536, Time::from_us(15));
-        assert_eq!(w.bytes(), 65536 + 2048);
-        assert_eq!(w.growth_factor(Time::from_us(30)), 0.0);
+        // A 4 KiB fragment (1.31072 us at 25 Gb/s) with a 6.31072 us RTT: base 5 us.
+        w.on_ack(Time::ZERO, 4096, Time(6_310_720), 4096);
+        assert_eq!(w.base_delay(), Some(Time::from_us(5)));
+        assert_eq!(w.min_rtt(), Some(Time(6_310_720)));
+        // A full fragment with the same fixed delay shows no queueing.
+        let rtt = Time::from_us(5) + SER_64K;
+        assert_eq!(w.queueing_delay(rtt, 65536), Some(Time::ZERO));
+        w.on_ack(Time::ZERO, 65536, rtt, 65536);
+        assert_eq!(w.base_delay(), Some(Time::from_us(5)));
+    }
+
+    #[test]
+    fn the_target_holds_one_fragments_serialisation() {
+        let w = win(262_144, 0.5);
+        assert_eq!(w.target(), Time::from_us(10) + SER_64K);
+        // A window below one fragment: fragments are window-sized, so is the term.
+        let w = win(16384, 0.5);
+        assert_eq!(w.target(), Time::from_us(10) + Time(5_242_880));
+        // An unknown rate: the base target alone.
+        let w = SendWindow::new(WindowParams {
+            link_rate_bps: None,
+            ..params()
+        });
+        assert_eq!(w.target(), Time::from_us(10));
+    }
+
+    #[test]
+    fn a_fragment_waiting_behind_another_still_grows_the_window() {
+        // Issue 9: a window once shrunk below a fragment set the minimum RTT on a small
+        // fragment; later full fragments waiting behind one another at the sender's own NIC
+        // read 35 us above that minimum, over the 10 us target, and the window froze. Here
+        // the wait (15 us) is below one fragment's serialisation plus the target.
+        let mut w = win(131_072, 0.5);
+        w.on_ack(Time::ZERO, 4096, Time(6_310_720), 4096);
+        let before = w.bytes();
+        let rtt = Time::from_us(5) + SER_64K + Time::from_us(15);
+        w.on_ack(Time::from_us(50), 65536, rtt, 65536);
+        assert!(w.bytes() > before, "{} <= {before}", w.bytes());
+    }
+
+    #[test]
+    fn start_up_grows_by_the_factor_one_plus_alpha_until_the_first_decrease() {
+        let mut w = win(131_072, 0.5);
+        w.on_ack(Time::ZERO, 0, Time::from_us(5), 0);
+        w.on_ack(Time::ZERO, 131_072, Time::from_us(5) + SER_64K, 65536);
+        assert_eq!(w.bytes(), 131_072 + 16384);
+    }
+
+    #[test]
+    fn increase_is_additive_above_one_fragment_and_multiplicative_below() {
+        let mut w = win(262_144, 0.5);
+        w.on_ack(Time::ZERO, 0, Time::from_us(5), 0);
+        assert!(w.on_congestion(Time::from_us(10))); // ends the start-up: 128 KiB
+                                                     // 0.125 * (64 KiB / 128 KiB) * 128 KiB = 8 KiB: alpha fragments per window ACKed.
+        w.on_ack(
+            Time::from_us(20),
+            131_072,
+            Time::from_us(5) + SER_64K,
+            65536,
+        );
+        assert_eq!(w.bytes(), 131_072 + 8192);
+        let mut w = win(32768, 0.5);
+        w.on_ack(Time::ZERO, 0, Time::from_us(5), 0);
+        assert!(w.on_congestion(Time::from_us(10)));
+        // Below one fragment: 0.125 * 16 KiB = 2 KiB, a factor (1 + alpha) per window.
+        w.on_ack(Time::from_us(20), 16384, Time::from_us(5), 16384);
+        assert_eq!(w.bytes(), 16384 + 2048);
+    }
+
+    #[test]
+    fn growth_stops_at_max() {
+        let mut w = SendWindow::new(WindowParams {
+            initial: 60_000,
+            max: 65536,
+            alpha: 1.0,
+            ..params()
+        });
+        w.on_ack(Time::ZERO, 60_000, Time::from_us(5), 60_000);
+        assert_eq!(w.bytes(), 65536);
+    }
+
+    #[test]
+    fn delay_above_target_cuts_by_target_over_delay_once_per_rtt() {
+        let mut w = win(262_144, 0.5);
+        w.on_ack(Time::ZERO, 0, Time::from_us(5), 0); // base 5 us, srtt 5 us
+        let target = w.target(); // 10 us + 20.97152 us
+                                 // Delay 4/3 of the target: window * 3/4.
+        let rtt = |d: Time| Time::from_us(5) + SER_64K + d;
+        let d = Time(target.as_ps() * 4 / 3);
+        w.on_ack(Time::from_us(100), 65536, rtt(d), 65536);
+        assert_eq!((w.bytes(), w.delay_decreases()), (196_608, 1));
+        // Within one srtt: no second cut, and no growth either.
+        w.on_ack(Time::from_us(101), 65536, rtt(d), 65536);
+        assert_eq!(w.bytes(), 196_608);
+        // An ECN echo within that srtt is ignored too: one reaction per RTT.
+        assert!(!w.on_congestion(Time::from_us(102)));
+        // Far above the target the cut is bounded by beta.
+        w.on_ack(
+            Time::from_us(1000),
+            65536,
+            rtt(Time(target.as_ps() * 10)),
+            65536,
+        );
+        assert_eq!((w.bytes(), w.decreases()), (98_304, 2));
+    }
+
+    #[test]
+    fn flow_scaling_spans_the_range_between_min_and_max_window() {
+        let p = WindowParams {
+            flow_scaling_range: Time::from_us(20),
+            ..params()
+        };
+        let w = SendWindow::new(p);
+        assert_eq!(w.flow_scaling(4096), Time::from_us(20));
+        assert_eq!(w.flow_scaling(1 << 20), Time::ZERO);
+        assert_eq!(w.flow_scaling(1), Time::from_us(20)); // clamped to the range
+        let (a, b) = (w.flow_scaling(16384), w.flow_scaling(262_144));
+        assert!(Time::from_us(20) > a && a > b && b > Time::ZERO, "{a} {b}");
+        // fs(16 KiB) = range * (1/128 - 1/1024) / (1/64 - 1/1024) = 20 us * 7/15.
+        assert!(a.as_ps().abs_diff(9_333_333) <= 1, "{a}");
+        assert_eq!(
+            w.target(),
+            Time::from_us(10) + SER_64K + w.flow_scaling(65536)
+        );
+    }
+
+    #[test]
+    fn two_windows_on_one_bottleneck_converge_to_equal_shares() {
+        // A fluid model of two flows into one 25 Gb/s link with a 5 us fixed delay: each
+        // round both see the queue the two windows together build, and ACK their window.
+        let mut w = [win(524_288, 0.5), win(65536, 0.5)];
+        let bdp = (G25 as f64 / 8.0 * (5e-6 + SER_64K.as_ps() as f64 * 1e-12)) as u64;
+        let mut now = Time::ZERO;
+        for _ in 0..400 {
+            let queue = (w[0].bytes() + w[1].bytes()).saturating_sub(bdp);
+            let rtt = Time::from_us(5) + SER_64K + Time::serialization(queue, G25);
+            for x in &mut w {
+                let b = x.bytes();
+                x.on_ack(now, b, rtt, 65536);
+            }
+            now += rtt;
+        }
+        let (a, b) = (w[0].bytes() as f64, w[1].bytes() as f64);
+        assert!(a.min(b) / a.max(b) > 0.9, "{a} vs {b}");
+        assert!(
+            a + b > bdp as f64,
+            "the link stays busy: {} <= {bdp}",
+            a + b
+        );
     }
 
     #[test]
     fn a_fixed_window_never_moves_but_measures_rtt() {
         let mut w = win(65536, 0.5).fixed();
-        w.on_ack(65536, Time::from_us(5));
+        w.on_ack(Time::ZERO, 65536, Time::from_us(5), 65536);
+        w.on_ack(Time::from_us(10), 65536, Time::from_us(500), 65536);
         assert!(!w.on_congestion(Time::from_us(100)));
         assert_eq!((w.bytes(), w.decreases()), (65536, 0));
         assert_eq!(w.min_rtt(), Some(Time::from_us(5)));
     }
 
     #[test]
-    fn growth_stops_at_max() {
-        let mut w = SendWindow::new(60_000, 4096, 65536, 1.0, 0.5, Time::from_us(10));
-        w.on_ack(60_000, Time::from_us(5));
-        assert_eq!(w.bytes(), 65536);
-    }
-
-    #[test]
     fn srtt_is_rfc6298_ewma() {
         let mut w = win(65536, 0.5);
-        w.on_ack(0, Time(8000));
-        w.on_ack(0, Time(16000));
+        w.on_ack(Time::ZERO, 0, Time(8000), 0);
+        w.on_ack(Time::ZERO, 0, Time(16000), 0);
         // 7/8 * 8000 + 1/8 * 16000 = 7000 + 2000 = 9000
         assert_eq!(w.srtt(), Some(Time(9000)));
         assert_eq!(w.min_rtt(), Some(Time(8000)));

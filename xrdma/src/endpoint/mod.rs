@@ -50,7 +50,7 @@ use crate::mr_pool::{MrPool, Region};
 use crate::qp_cache::QpCache;
 use crate::ring::SendRing;
 use crate::timer::TimerTable;
-use crate::window::SendWindow;
+use crate::window::{SendWindow, WindowParams};
 use crate::{
     Config, ConfigError, LocalMemory, MemoryRegion, QpAddress, QpNum, RecvWr, SendOpcode, SendWr,
     Seq, Sge, Time, Transport, TransportError, WcOpcode, WcStatus, WorkCompletion,
@@ -276,14 +276,7 @@ impl Endpoint {
             inflight: VecDeque::new(),
             inflight_bytes: 0,
             window: {
-                let w = SendWindow::new(
-                    c.initial_window,
-                    c.min_window,
-                    c.max_window,
-                    c.alpha,
-                    c.beta,
-                    c.target_delay,
-                );
+                let w = SendWindow::new(WindowParams::from_config(c));
                 if c.adaptive_window {
                     w
                 } else {
@@ -672,7 +665,7 @@ impl Endpoint {
             // RTT samples come from payload only: a control frame's RTT has no serialization
             // in it and would read as a smaller minimum, so full fragments would look queued.
             if f.payload_len > 0 {
-                newest = Some(f.posted_at);
+                newest = Some((f.posted_at, f.payload_len));
             }
             for &msg in f.completes.ids() {
                 c.stats.messages_sent += 1;
@@ -683,8 +676,9 @@ impl Endpoint {
             }
             c.inflight.pop_front();
         }
-        if let Some(posted) = newest {
-            c.window.on_ack(acked_bytes, now.saturating_sub(posted));
+        if let Some((posted, len)) = newest {
+            c.window
+                .on_ack(now, acked_bytes, now.saturating_sub(posted), len);
         }
         let deadline = c
             .inflight
