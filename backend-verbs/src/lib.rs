@@ -4,8 +4,9 @@
 //! Soft-RoCE (`rdma_rxe`):
 //!
 //! - [`Device`]: opens a device by name (or the first one), queries the port, chooses the
-//!   source GID (an explicit index, else the first RoCE v2 IPv4-mapped GID; an error listing
-//!   the GID table when none fits) and allocates the protection domain;
+//!   source GID (an explicit index, else the first RoCE v2 GID with an IPv4-mapped address,
+//!   else one with a unique-local or global IPv6 address, never a link-local one; an error
+//!   listing the GID table when none fits) and allocates the protection domain;
 //! - [`VerbsTransport`]: one worker's CQ (with a completion channel), RC QPs and MRs, with
 //!   the same verbs semantics as the simulator backend, so the same core runs on both;
 //! - [`HybridDriver`]: busy-poll while traffic flows, block on the completion channel when
@@ -33,7 +34,7 @@ pub mod wc;
 
 pub use device::{device_names, Device, DeviceConfig, PortInfo};
 pub use error::VerbsError;
-pub use gid::{GidEntry, GidType};
+pub use gid::{GidEntry, GidScope, GidType};
 pub use hybrid::{HybridDriver, HybridPolicy, HybridStats, Step};
 pub use qp::ConnectParams;
 pub use resources::PAGE_BYTES;
