@@ -15,6 +15,33 @@
 //! Device and GID can be chosen from the environment ([`DeviceConfig::from_env`]):
 //! `XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`, `XRDMA_VERBS_GID_INDEX`.
 //!
+//! ## Registered memory is never lent out
+//!
+//! The NIC may write into a registered MR at any time (a peer's RDMA WRITE, an incoming SEND),
+//! so no safe API hands out a `&[u8]` or `&mut [u8]` over MR memory: such a borrow would
+//! promise Rust the bytes do not change while the device changes them. Bytes go in and out by
+//! copy only ([`xrdma::LocalMemory::read_into`], [`xrdma::LocalMemory::read_bytes`],
+//! [`xrdma::LocalMemory::write`]):
+//!
+//! ```no_run
+//! use xrdma::{LocalMemory, Transport};
+//! # fn f(t: &mut xrdma_verbs::VerbsTransport) -> Result<(), xrdma::TransportError> {
+//! let mr = t.register_memory(4096)?;
+//! t.write(mr.addr, b"ping")?;
+//! let mut out = [0u8; 4];
+//! t.read_into(mr.addr, &mut out)?;
+//! # Ok(()) }
+//! ```
+//!
+//! Borrowing a slice of an MR does not compile:
+//!
+//! ```compile_fail
+//! use xrdma::LocalMemory;
+//! fn peek(t: &xrdma_verbs::VerbsTransport, addr: u64) -> &[u8] {
+//!     t.read(addr, 4).unwrap()
+//! }
+//! ```
+//!
 //! This is the workspace's only crate with `unsafe`; every block states why it is sound.
 //! Verbs objects are owned by wrappers that destroy them on drop, and each child keeps its
 //! parent alive through an `Arc` (MR and QP → PD → context; QP → CQ → completion channel), so
