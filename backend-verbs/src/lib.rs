@@ -49,6 +49,7 @@
 
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod device;
 pub mod error;

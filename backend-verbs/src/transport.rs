@@ -460,7 +460,10 @@ impl Transport for VerbsTransport {
         }
         self.check_sge(&wr.sge)?;
         let qp = self.qp(qpn)?;
-        match qp.post_send(wr) {
+        // SAFETY: `check_sge` just found the SGE inside one of our MRs with its lkey, all of
+        // the same PD as the QP. MRs are never deregistered while the transport lives, and the
+        // transport drops its QPs before its MRs (field order), so the MR outlives the WR.
+        match unsafe { qp.post_send(wr) } {
             Ok(()) => {
                 self.posts += 1;
                 Ok(())
@@ -486,7 +489,9 @@ impl Transport for VerbsTransport {
         }
         self.check_sge(&wr.sge)?;
         let qp = self.qp(qpn)?;
-        match qp.post_recv(wr) {
+        // SAFETY: as in `post_send`: the SGE was just checked to lie in one of our MRs under
+        // its lkey, and MRs outlive every QP of the transport.
+        match unsafe { qp.post_recv(wr) } {
             Ok(()) => {
                 self.posts += 1;
                 Ok(())
