@@ -43,7 +43,7 @@
 //!     }
 //! }
 //! assert!(wcs.iter().any(|wc| wc.opcode == WcOpcode::Recv && wc.byte_len == 5));
-//! assert_eq!(sim.transport(1).read(dst.addr, 5).unwrap(), b"hello");
+//! assert_eq!(sim.transport(1).read_bytes(dst.addr, 5).unwrap(), &b"hello"[..]);
 //! ```
 
 #![forbid(unsafe_code)]

@@ -130,7 +130,9 @@ impl Memory {
         TransportError::BadAddress { addr, len, key: 0 }
     }
 
-    /// The `len` bytes at `addr`.
+    /// The `len` bytes at `addr`, borrowed. Sound to lend out here, unlike on a real NIC:
+    /// simulated memory is plain Rust memory that only `&mut self` methods change. The
+    /// `LocalMemory` implementation copies out of it.
     pub(crate) fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
         let (i, off) = self
             .locate(addr, len as u64)

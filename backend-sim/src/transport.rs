@@ -3,6 +3,7 @@
 use crate::nic::{flush_wc, initial_psn, packets_for, Qp, QpState, QPN_BASE};
 use crate::packet::psn_add;
 use crate::{HostId, Simulation};
+use bytes::Bytes;
 use xrdma::{
     LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendWr, Time, Transport,
     TransportError, WcOpcode, WcStatus, WorkCompletion,
@@ -69,9 +70,18 @@ impl<'a> HostTransport<'a> {
 }
 
 impl LocalMemory for HostTransport<'_> {
-    fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
+    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
         let h = self.check_host()?;
-        self.sim.hosts[h].mem.read(addr, len)
+        out.copy_from_slice(self.sim.hosts[h].mem.read(addr, out.len())?);
+        Ok(())
+    }
+
+    /// One copy from the host's memory into the new buffer (no zeroing first).
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
+        let h = self.check_host()?;
+        Ok(Bytes::copy_from_slice(
+            self.sim.hosts[h].mem.read(addr, len)?,
+        ))
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {

@@ -68,13 +68,17 @@ fn lossy_16_to_1_incast_delivers_every_message_exactly_once() {
     for (h, src) in srcs.iter().enumerate() {
         let want = sim
             .transport(h as u32)
-            .read(src.addr, (W + S) as usize)
+            .read_bytes(src.addr, (W + S) as usize)
             .unwrap()
             .to_vec();
         let t = sim.transport(n);
-        let w = t.read(dst.addr + h as u64 * W as u64, W as usize).unwrap();
+        let w = t
+            .read_bytes(dst.addr + h as u64 * W as u64, W as usize)
+            .unwrap();
         assert_eq!(w, &want[..W as usize], "WRITE of sender {h}");
-        let s = t.read(rbuf.addr + h as u64 * S as u64, S as usize).unwrap();
+        let s = t
+            .read_bytes(rbuf.addr + h as u64 * S as u64, S as usize)
+            .unwrap();
         assert_eq!(s, &want[W as usize..], "SEND of sender {h}");
     }
     assert_eq!(st.packets_in_flight, 0);
@@ -115,11 +119,13 @@ fn lossy_read_incast_recovers_lost_responses_by_timeout() {
     for (h, src) in srcs.iter().enumerate() {
         let want = sim
             .transport(h as u32)
-            .read(src.addr, R as usize)
+            .read_bytes(src.addr, R as usize)
             .unwrap()
             .to_vec();
         let t = sim.transport(n);
-        let got = t.read(dst.addr + h as u64 * R as u64, R as usize).unwrap();
+        let got = t
+            .read_bytes(dst.addr + h as u64 * R as u64, R as usize)
+            .unwrap();
         assert_eq!(got, &want[..], "READ from {h}");
     }
 }
@@ -233,7 +239,7 @@ fn payload_free_mode_keeps_timing_and_skips_bytes() {
         w.rkey = dst.rkey;
         sim.transport(0).post_send(qa, &w).unwrap();
         let seen = run(&mut sim);
-        let bytes = sim.transport(1).read(dst.addr, 4).unwrap().to_vec();
+        let bytes = sim.transport(1).read_bytes(dst.addr, 4).unwrap().to_vec();
         (seen[0].at, seen[0].wc.status, bytes, sim.trace_hash())
     };
     let (t1, s1, b1, h1) = run_one(true);

@@ -61,12 +61,12 @@ fn pfc_makes_an_8_to_1_incast_lossless() {
         let want = inc
             .sim
             .transport(h as u32)
-            .read(src.addr, 256 * 1024)
+            .read_bytes(src.addr, 256 * 1024)
             .unwrap()
             .to_vec();
         let t = inc.sim.transport(8);
         let got = t
-            .read(inc.dst.addr + h as u64 * 256 * 1024, 256 * 1024)
+            .read_bytes(inc.dst.addr + h as u64 * 256 * 1024, 256 * 1024)
             .unwrap();
         assert_eq!(got, &want[..], "sender {h}");
     }

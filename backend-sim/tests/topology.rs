@@ -77,11 +77,11 @@ fn fat_tree_permutation_completes_losslessly_and_uses_every_core() {
     for (i, src, d, addr) in expect {
         let want = sim
             .transport(i)
-            .read(src.addr, bytes as usize)
+            .read_bytes(src.addr, bytes as usize)
             .unwrap()
             .to_vec();
         assert_eq!(
-            sim.transport(d).read(addr, bytes as usize).unwrap(),
+            sim.transport(d).read_bytes(addr, bytes as usize).unwrap(),
             &want[..]
         );
     }

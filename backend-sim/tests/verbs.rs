@@ -41,13 +41,19 @@ fn one_packet_write_with_imm_timing_and_bytes() {
         (s.wc.opcode, s.wc.status, s.wc.wr_id),
         (WcOpcode::RdmaWrite, WcStatus::Success, 1)
     );
-    let sent = sim.transport(0).read(src.addr, 512).unwrap().to_vec();
+    let sent = sim.transport(0).read_bytes(src.addr, 512).unwrap().to_vec();
     assert_eq!(
-        sim.transport(1).read(dst.addr + 100, 512).unwrap(),
+        sim.transport(1).read_bytes(dst.addr + 100, 512).unwrap(),
         &sent[..]
     );
-    assert_eq!(sim.transport(1).read(dst.addr + 99, 1).unwrap(), &[0]);
-    assert_eq!(sim.transport(1).read(dst.addr + 612, 1).unwrap(), &[0]);
+    assert_eq!(
+        sim.transport(1).read_bytes(dst.addr + 99, 1).unwrap(),
+        &[0u8][..]
+    );
+    assert_eq!(
+        sim.transport(1).read_bytes(dst.addr + 612, 1).unwrap(),
+        &[0u8][..]
+    );
     let st = sim.stats();
     assert_eq!((st.data_packets, st.ack_packets, st.drops), (1, 1, 0));
     assert_eq!(st.delivered_payload_bytes, 512);
@@ -79,8 +85,15 @@ fn four_packet_write_with_imm_is_pipelined_store_and_forward() {
     // The ACK of the last packet: + 2·6_880 + 2·D = 4_459_040.
     let s = seen.iter().find(|s| s.host == 0).unwrap();
     assert_eq!(s.at, Time(4_459_040));
-    let sent = sim.transport(0).read(src.addr, 4096).unwrap().to_vec();
-    assert_eq!(sim.transport(1).read(dst.addr, 4096).unwrap(), &sent[..]);
+    let sent = sim
+        .transport(0)
+        .read_bytes(src.addr, 4096)
+        .unwrap()
+        .to_vec();
+    assert_eq!(
+        sim.transport(1).read_bytes(dst.addr, 4096).unwrap(),
+        &sent[..]
+    );
     // ack_every = 1: one ACK per data packet.
     assert_eq!((sim.stats().data_packets, sim.stats().ack_packets), (4, 4));
 }
@@ -104,9 +117,13 @@ fn ack_every_coalesces_acks() {
     assert_eq!(seen[0].wc.status, WcStatus::Success);
     // 10 packets: ACKs after packets 3, 6, 9 and the last (10) → 4.
     assert_eq!(sim.stats().ack_packets, 4);
-    let sent = sim.transport(0).read(src.addr, 10 * 1024).unwrap().to_vec();
+    let sent = sim
+        .transport(0)
+        .read_bytes(src.addr, 10 * 1024)
+        .unwrap()
+        .to_vec();
     assert_eq!(
-        sim.transport(1).read(dst.addr, 10 * 1024).unwrap(),
+        sim.transport(1).read_bytes(dst.addr, 10 * 1024).unwrap(),
         &sent[..]
     );
 }
@@ -151,9 +168,19 @@ fn send_into_posted_receive_and_unsignaled_sends() {
     let sends: Vec<_> = seen.iter().filter(|s| s.host == 0).map(|s| s.wc).collect();
     assert_eq!(sends.len(), 1);
     assert_eq!((sends[0].wr_id, sends[0].opcode), (21, WcOpcode::Send));
-    let sent = sim.transport(0).read(src.addr, 3000).unwrap().to_vec();
-    assert_eq!(sim.transport(1).read(dst.addr, 3000).unwrap(), &sent[..]);
-    assert_eq!(sim.transport(1).read(dst2.addr, 10).unwrap(), &sent[..10]);
+    let sent = sim
+        .transport(0)
+        .read_bytes(src.addr, 3000)
+        .unwrap()
+        .to_vec();
+    assert_eq!(
+        sim.transport(1).read_bytes(dst.addr, 3000).unwrap(),
+        &sent[..]
+    );
+    assert_eq!(
+        sim.transport(1).read_bytes(dst2.addr, 10).unwrap(),
+        &sent[..10]
+    );
 }
 
 #[test]
@@ -185,8 +212,11 @@ fn send_without_receive_gets_rnr_then_succeeds() {
     let s = seen.iter().find(|s| s.host == 0).unwrap();
     assert_eq!((s.at, s.wc.status), (Time(18_085_760), WcStatus::Success));
     assert_eq!(sim.stats().rnr_naks, 1);
-    let sent = sim.transport(0).read(src.addr, 100).unwrap().to_vec();
-    assert_eq!(sim.transport(1).read(dst.addr, 100).unwrap(), &sent[..]);
+    let sent = sim.transport(0).read_bytes(src.addr, 100).unwrap().to_vec();
+    assert_eq!(
+        sim.transport(1).read_bytes(dst.addr, 100).unwrap(),
+        &sent[..]
+    );
 }
 
 #[test]
@@ -257,7 +287,7 @@ fn bad_rkey_gives_remote_access_error() {
         (2, WcStatus::WrFlushErr)
     );
     assert_eq!(
-        sim.transport(1).read(dst.addr, 1024).unwrap(),
+        sim.transport(1).read_bytes(dst.addr, 1024).unwrap(),
         &[0u8; 1024][..]
     );
 }
@@ -319,8 +349,15 @@ fn rdma_read_timing_and_bytes() {
         ),
         (9, WcOpcode::RdmaRead, WcStatus::Success, 3000)
     );
-    let want = sim.transport(1).read(remote.addr, 3000).unwrap().to_vec();
-    assert_eq!(sim.transport(0).read(local.addr, 3000).unwrap(), &want[..]);
+    let want = sim
+        .transport(1)
+        .read_bytes(remote.addr, 3000)
+        .unwrap()
+        .to_vec();
+    assert_eq!(
+        sim.transport(0).read_bytes(local.addr, 3000).unwrap(),
+        &want[..]
+    );
     // 1 request + 3 responses, no ACKs (responses acknowledge the READ).
     assert_eq!((sim.stats().data_packets, sim.stats().ack_packets), (4, 0));
 }
@@ -348,15 +385,24 @@ fn read_then_write_complete_in_order() {
     // completions keep posting order.
     let ids: Vec<_> = seen.iter().map(|s| (s.wc.wr_id, s.wc.status)).collect();
     assert_eq!(ids, vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
-    let want = sim.transport(1).read(remote.addr, 4096).unwrap().to_vec();
-    assert_eq!(sim.transport(0).read(local.addr, 4096).unwrap(), &want[..]);
     let want = sim
-        .transport(0)
-        .read(local.addr + 4096, 100)
+        .transport(1)
+        .read_bytes(remote.addr, 4096)
         .unwrap()
         .to_vec();
     assert_eq!(
-        sim.transport(1).read(remote.addr + 4096, 100).unwrap(),
+        sim.transport(0).read_bytes(local.addr, 4096).unwrap(),
+        &want[..]
+    );
+    let want = sim
+        .transport(0)
+        .read_bytes(local.addr + 4096, 100)
+        .unwrap()
+        .to_vec();
+    assert_eq!(
+        sim.transport(1)
+            .read_bytes(remote.addr + 4096, 100)
+            .unwrap(),
         &want[..]
     );
 }
@@ -486,4 +532,34 @@ fn wakes_fire_at_their_time_and_can_be_replaced_or_cancelled() {
     assert!(!sim.advance(&mut ready));
     assert!(ready.is_empty());
     assert_eq!(sim.now(), Time::from_us(4));
+}
+
+#[test]
+fn local_reads_copy_the_range_and_refuse_what_lies_outside_an_mr() {
+    use xrdma::TransportError;
+    let mut sim = sim2();
+    let mr = sim.transport(0).register_memory(64).unwrap();
+    sim.transport(0).write(mr.addr + 10, b"abcdef").unwrap();
+    let mut out = [0xffu8; 8];
+    sim.transport(0).read_into(mr.addr + 9, &mut out).unwrap();
+    assert_eq!(&out, b"\0abcdef\0");
+    assert_eq!(
+        sim.transport(0).read_bytes(mr.addr + 12, 3).unwrap(),
+        &b"cde"[..]
+    );
+    for (addr, len) in [(mr.addr - 1, 2), (mr.addr + 60, 5), (mr.addr + 64, 1)] {
+        let mut out = vec![0xffu8; len];
+        let err = sim.transport(0).read_into(addr, &mut out).unwrap_err();
+        let want = TransportError::BadAddress {
+            addr,
+            len: len as u64,
+            key: 0,
+        };
+        assert_eq!(err, want);
+        assert!(out.iter().all(|&b| b == 0xff), "out is untouched");
+        assert_eq!(sim.transport(0).read_bytes(addr, len).unwrap_err(), want);
+    }
+    // Another host's memory is not this host's.
+    let mut out = [0u8; 1];
+    assert!(sim.transport(1).read_into(mr.addr, &mut out).is_err());
 }

@@ -32,8 +32,9 @@ pub enum VerbsError {
         state: &'static str,
     },
     /// No GID of the port fits: the explicit index is empty or out of range, or (without an
-    /// explicit index) the port has no RoCEv2 IPv4-mapped GID. `table` lists every non-empty
-    /// entry as `index: gid (type)`.
+    /// explicit index) the port has no RoCE v2 GID with an IPv4-mapped or routable IPv6
+    /// (unique-local or global) address (see [`crate::gid::choose_gid`]). `table` lists every
+    /// non-empty entry as `index: gid (type)`.
     #[error("no usable GID on {device} port {port}: {why}; GID table: {table}")]
     NoUsableGid {
         /// Device name.

@@ -1,10 +1,16 @@
 //! GID table entries and the choice of the source GID.
 //!
 //! RoCE ports carry several GIDs per netdev address: RoCE v1 (Ethernet-only, not routable)
-//! and RoCE v2 (UDP/IP, routable), each for an IPv6 link-local address and, when the netdev
-//! has an IPv4 address, an IPv4-mapped one (`::ffff:a.b.c.d`, RFC 4291 §2.5.5.2). A RoCEv2
-//! IPv4-mapped GID is what two hosts on an IP network can reach each other with, so it is the
-//! default choice. The GID type is read from sysfs
+//! and RoCE v2 (UDP/IP, routable), one pair for each IPv6 address of the netdev (link-local
+//! `fe80::/10`, and any unique-local `fc00::/7` or global `2000::/3` one) and, when the netdev
+//! has an IPv4 address, one pair for the IPv4-mapped address (`::ffff:a.b.c.d`, RFC 4291
+//! §2.5.5.2). Without an explicit index, [`choose_gid`] takes a RoCE v2 entry whose address
+//! other hosts can route to, preferring the IPv4-mapped one (the common deployment), then a
+//! unique-local or global IPv6 one ([`GidScope`]). Link-local entries are never chosen
+//! automatically (they reach only the same L2 segment, and peers on another subnet would
+//! silently fail to connect); an explicit index (`gid-index` in the scenario's `verbs:` block,
+//! or `XRDMA_VERBS_GID_INDEX`) selects any non-empty entry, link-local included. All-zero
+//! entries are empty slots and are skipped. The GID type is read from sysfs
 //! (`/sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/<index>`), which the kernel
 //! writes as `"RoCE v2"` or `"IB/RoCE v1"`.
 
@@ -55,10 +61,73 @@ pub struct GidEntry {
     pub kind: GidType,
 }
 
+/// What kind of address a GID is, as far as the automatic choice cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GidScope {
+    /// All 16 bytes zero: an unused slot.
+    Empty,
+    /// IPv4-mapped, `::ffff:a.b.c.d` (`::ffff:0:0/96`): routable over IPv4.
+    Ipv4Mapped,
+    /// IPv6 unique-local, `fc00::/7` (RFC 4193): routable inside a site.
+    UniqueLocal,
+    /// IPv6 global unicast, `2000::/3` (RFC 4291 §2.4).
+    Global,
+    /// IPv6 link-local, `fe80::/10`: reachable only on the same L2 segment.
+    LinkLocal,
+    /// Anything else (loopback, multicast, IPv4-compatible, deprecated site-local, ...).
+    Other,
+}
+
+impl GidScope {
+    /// Whether another host can route to a GID of this scope (IPv4-mapped, unique-local or
+    /// global).
+    pub fn is_routable(self) -> bool {
+        matches!(
+            self,
+            GidScope::Ipv4Mapped | GidScope::UniqueLocal | GidScope::Global
+        )
+    }
+
+    /// A short name used in messages (`"IPv4-mapped"`, `"link-local"`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            GidScope::Empty => "all-zero",
+            GidScope::Ipv4Mapped => "IPv4-mapped",
+            GidScope::UniqueLocal => "unique-local IPv6",
+            GidScope::Global => "global IPv6",
+            GidScope::LinkLocal => "link-local",
+            GidScope::Other => "non-routable",
+        }
+    }
+}
+
 impl GidEntry {
     /// Whether the GID is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
     pub fn is_ipv4_mapped(&self) -> bool {
         self.gid[..10].iter().all(|&b| b == 0) && self.gid[10] == 0xff && self.gid[11] == 0xff
+    }
+
+    /// Whether all 16 bytes are zero (an unused table slot).
+    pub fn is_empty(&self) -> bool {
+        self.gid.iter().all(|&b| b == 0)
+    }
+
+    /// The GID's address scope.
+    pub fn scope(&self) -> GidScope {
+        let g = &self.gid;
+        if self.is_empty() {
+            GidScope::Empty
+        } else if self.is_ipv4_mapped() {
+            GidScope::Ipv4Mapped
+        } else if g[0] == 0xfe && g[1] & 0xc0 == 0x80 {
+            GidScope::LinkLocal
+        } else if g[0] & 0xfe == 0xfc {
+            GidScope::UniqueLocal
+        } else if g[0] & 0xe0 == 0x20 {
+            GidScope::Global
+        } else {
+            GidScope::Other
+        }
     }
 
     /// The GID written as an IPv6 address.
@@ -92,42 +161,86 @@ pub fn format_table(table: &[GidEntry]) -> String {
     s
 }
 
-/// Choose the source GID from `table` (the port's non-empty entries).
+/// Choose the source GID from `table` (a port's entries; all-zero ones are skipped).
 ///
-/// - `explicit = Some(i)`: entry `i`, which must be present (non-empty);
+/// - `explicit = Some(i)`: entry `i`, which must be present and non-zero (any type and scope:
+///   an explicit choice is the way to use a link-local or RoCE v1 GID);
 /// - else, on an InfiniBand port (`infiniband`), entry 0 (the port GID, GRH optional);
-/// - else the lowest-index RoCE v2 IPv4-mapped entry.
+/// - else the lowest-index RoCE v2 entry with an IPv4-mapped address, failing that the
+///   lowest-index RoCE v2 entry with a unique-local (`fc00::/7`) or global (`2000::/3`) IPv6
+///   address. Link-local (`fe80::/10`) and other non-routable entries are never chosen here.
+///
+/// A pure function of its arguments, so the policy is tested without a device.
 ///
 /// # Errors
-/// `Err(why)` naming what was looked for; the caller adds the table to the error.
+/// `Err(why)` saying what was looked for and what the table had instead (e.g. only link-local
+/// RoCE v2 entries, or no RoCE v2 entry at all); the caller adds the full table to the error.
 pub fn choose_gid(
     table: &[GidEntry],
     explicit: Option<u32>,
     infiniband: bool,
 ) -> Result<GidEntry, String> {
+    let mut present = table.iter().filter(|e| !e.is_empty());
     if let Some(i) = explicit {
-        return table
-            .iter()
+        return present
             .find(|e| e.index == i)
             .cloned()
             .ok_or_else(|| format!("GID index {i} was asked for but that entry is empty"));
     }
     if infiniband {
-        return table
-            .iter()
+        return present
             .find(|e| e.index == 0)
             .cloned()
             .ok_or_else(|| "InfiniBand port without GID 0".to_string());
     }
-    table
+    let v2 = || {
+        table
+            .iter()
+            .filter(|e| e.kind == GidType::RoceV2 && !e.is_empty())
+    };
+    let best = v2()
+        .find(|e| e.scope() == GidScope::Ipv4Mapped)
+        .or_else(|| v2().find(|e| e.scope().is_routable()));
+    if let Some(e) = best {
+        return Ok(e.clone());
+    }
+    Err(format!(
+        "no RoCE v2 GID with an IPv4-mapped (::ffff:a.b.c.d) or routable IPv6 (unique-local \
+         fc00::/7, global 2000::/3) address; {}; give the netdev such an address, or choose \
+         an entry with `gid-index` in the scenario's `verbs:` block or {} (link-local \
+         fe80::/10 entries are used only when chosen that way)",
+        describe_unusable(table),
+        crate::device::ENV_GID_INDEX,
+    ))
+}
+
+/// What a table without a routable RoCE v2 entry has instead, for [`choose_gid`]'s error:
+/// `"the table has no non-zero entry"`, `"the table has no RoCE v2 entry (only IB/RoCE v1)"`
+/// or `"the port's RoCE v2 entries are link-local (index 1)"`.
+fn describe_unusable(table: &[GidEntry]) -> String {
+    let present: Vec<&GidEntry> = table.iter().filter(|e| !e.is_empty()).collect();
+    if present.is_empty() {
+        return "the table has no non-zero entry".into();
+    }
+    let v2: Vec<&GidEntry> = present
         .iter()
-        .find(|e| e.kind == GidType::RoceV2 && e.is_ipv4_mapped())
-        .cloned()
-        .ok_or_else(|| {
-            "no RoCE v2 IPv4-mapped GID (::ffff:a.b.c.d); give the netdev an IPv4 address or \
-             set XRDMA_VERBS_GID_INDEX"
-                .to_string()
-        })
+        .copied()
+        .filter(|e| e.kind == GidType::RoceV2)
+        .collect();
+    if v2.is_empty() {
+        let mut kinds: Vec<&str> = present.iter().map(|e| e.kind.name()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        return format!("the table has no RoCE v2 entry (only {})", kinds.join(", "));
+    }
+    let mut s = String::from("the port's RoCE v2 entries are ");
+    for (i, e) in v2.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "{} (index {})", e.scope().name(), e.index);
+    }
+    s
 }
 
 #[cfg(test)]
@@ -188,6 +301,99 @@ mod tests {
         assert!(choose_gid(&t, None, false).is_err());
         assert_eq!(format_table(&t), "0: fe80::1 (RoCE v2)");
         assert_eq!(format_table(&[]), "empty");
+    }
+
+    fn index_of(table: &[GidEntry]) -> Result<u32, String> {
+        choose_gid(table, None, false).map(|e| e.index)
+    }
+
+    #[test]
+    fn mapped_v2_wins_over_v1_and_link_local() {
+        let t = vec![
+            entry(0, "fe80::1", GidType::IbRoceV1),
+            entry(1, "fe80::1", GidType::RoceV2),
+            entry(2, "fd00:99::1", GidType::RoceV2),
+            entry(3, "::ffff:10.99.0.1", GidType::IbRoceV1),
+            entry(4, "::ffff:10.99.0.1", GidType::RoceV2),
+        ];
+        assert_eq!(index_of(&t), Ok(4));
+    }
+
+    #[test]
+    fn unique_local_v2_is_chosen_when_there_is_no_ipv4() {
+        let t = vec![
+            entry(0, "fe80::1", GidType::IbRoceV1),
+            entry(1, "fe80::1", GidType::RoceV2),
+            entry(2, "fd12:3456:789a::5", GidType::IbRoceV1),
+            entry(3, "fd12:3456:789a::5", GidType::RoceV2),
+        ];
+        assert_eq!(index_of(&t), Ok(3));
+    }
+
+    #[test]
+    fn global_v2_is_chosen_when_there_is_no_ipv4() {
+        let t = vec![
+            entry(0, "fe80::1", GidType::RoceV2),
+            entry(1, "2001:db8:1::7", GidType::IbRoceV1),
+            entry(2, "2001:db8:1::7", GidType::RoceV2),
+        ];
+        assert_eq!(index_of(&t), Ok(2));
+    }
+
+    #[test]
+    fn link_local_only_is_an_error_naming_what_was_there() {
+        let t = vec![
+            entry(0, "fe80::1", GidType::IbRoceV1),
+            entry(1, "fe80::1", GidType::RoceV2),
+        ];
+        let e = index_of(&t).unwrap_err();
+        assert!(e.contains("link-local"), "{e}");
+        assert!(e.contains("index 1"), "{e}");
+        assert!(e.contains("gid-index"), "{e}");
+        // Given explicitly, a link-local entry is used.
+        assert_eq!(choose_gid(&t, Some(1), false).unwrap().index, 1);
+    }
+
+    #[test]
+    fn all_zero_entries_are_skipped() {
+        let t = vec![
+            entry(0, "::", GidType::RoceV2),
+            entry(1, "fe80::1", GidType::RoceV2),
+            entry(2, "::", GidType::RoceV2),
+            entry(3, "fd00::3", GidType::RoceV2),
+        ];
+        assert_eq!(index_of(&t), Ok(3));
+        assert!(index_of(&t[..1]).is_err());
+        let e = choose_gid(&t, Some(0), false).unwrap_err();
+        assert!(e.contains("index 0"), "{e}");
+    }
+
+    #[test]
+    fn roce_v1_only_is_an_error() {
+        let t = vec![
+            entry(0, "fe80::1", GidType::IbRoceV1),
+            entry(1, "::ffff:10.99.0.1", GidType::IbRoceV1),
+            entry(2, "fd00::1", GidType::IbRoceV1),
+        ];
+        let e = index_of(&t).unwrap_err();
+        assert!(e.contains("no RoCE v2 entry (only IB/RoCE v1)"), "{e}");
+    }
+
+    #[test]
+    fn scopes_follow_the_ipv6_prefixes() {
+        let scope = |a: &str| entry(0, a, GidType::RoceV2).scope();
+        assert_eq!(scope("::"), GidScope::Empty);
+        assert_eq!(scope("::ffff:192.168.1.2"), GidScope::Ipv4Mapped);
+        assert_eq!(scope("fe80::1"), GidScope::LinkLocal);
+        assert_eq!(scope("febf::1"), GidScope::LinkLocal);
+        assert_eq!(scope("fc00::1"), GidScope::UniqueLocal);
+        assert_eq!(scope("fdff::1"), GidScope::UniqueLocal);
+        assert_eq!(scope("2001:db8::1"), GidScope::Global);
+        assert_eq!(scope("3fff::1"), GidScope::Global);
+        for other in ["::1", "ff02::1", "fec0::1", "::10.0.0.1", "4000::1"] {
+            assert_eq!(scope(other), GidScope::Other, "{other}");
+            assert!(!scope(other).is_routable());
+        }
     }
 
     #[test]

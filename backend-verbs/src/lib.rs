@@ -4,8 +4,9 @@
 //! Soft-RoCE (`rdma_rxe`):
 //!
 //! - [`Device`]: opens a device by name (or the first one), queries the port, chooses the
-//!   source GID (an explicit index, else the first RoCE v2 IPv4-mapped GID; an error listing
-//!   the GID table when none fits) and allocates the protection domain;
+//!   source GID (an explicit index, else the first RoCE v2 GID with an IPv4-mapped address,
+//!   else one with a unique-local or global IPv6 address, never a link-local one; an error
+//!   listing the GID table when none fits) and allocates the protection domain;
 //! - [`VerbsTransport`]: one worker's CQ (with a completion channel), RC QPs and MRs, with
 //!   the same verbs semantics as the simulator backend, so the same core runs on both;
 //! - [`HybridDriver`]: busy-poll while traffic flows, block on the completion channel when
@@ -14,6 +15,33 @@
 //! Device and GID can be chosen from the environment ([`DeviceConfig::from_env`]):
 //! `XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`, `XRDMA_VERBS_GID_INDEX`.
 //!
+//! ## Registered memory is never lent out
+//!
+//! The NIC may write into a registered MR at any time (a peer's RDMA WRITE, an incoming SEND),
+//! so no safe API hands out a `&[u8]` or `&mut [u8]` over MR memory: such a borrow would
+//! promise Rust the bytes do not change while the device changes them. Bytes go in and out by
+//! copy only ([`xrdma::LocalMemory::read_into`], [`xrdma::LocalMemory::read_bytes`],
+//! [`xrdma::LocalMemory::write`]):
+//!
+//! ```no_run
+//! use xrdma::{LocalMemory, Transport};
+//! # fn f(t: &mut xrdma_verbs::VerbsTransport) -> Result<(), xrdma::TransportError> {
+//! let mr = t.register_memory(4096)?;
+//! t.write(mr.addr, b"ping")?;
+//! let mut out = [0u8; 4];
+//! t.read_into(mr.addr, &mut out)?;
+//! # Ok(()) }
+//! ```
+//!
+//! Borrowing a slice of an MR does not compile:
+//!
+//! ```compile_fail
+//! use xrdma::LocalMemory;
+//! fn peek(t: &xrdma_verbs::VerbsTransport, addr: u64) -> &[u8] {
+//!     t.read(addr, 4).unwrap()
+//! }
+//! ```
+//!
 //! This is the workspace's only crate with `unsafe`; every block states why it is sound.
 //! Verbs objects are owned by wrappers that destroy them on drop, and each child keeps its
 //! parent alive through an `Arc` (MR and QP → PD → context; QP → CQ → completion channel), so
@@ -21,6 +49,7 @@
 
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod device;
 pub mod error;
@@ -33,7 +62,7 @@ pub mod wc;
 
 pub use device::{device_names, Device, DeviceConfig, PortInfo};
 pub use error::VerbsError;
-pub use gid::{GidEntry, GidType};
+pub use gid::{GidEntry, GidScope, GidType};
 pub use hybrid::{HybridDriver, HybridPolicy, HybridStats, Step};
 pub use qp::ConnectParams;
 pub use resources::PAGE_BYTES;

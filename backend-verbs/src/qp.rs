@@ -324,7 +324,13 @@ impl Qp {
     }
 
     /// Post one send WR; `Err(errno)` when the provider refuses (ENOMEM: queue full).
-    pub(crate) fn post_send(&mut self, wr: &SendWr) -> Result<(), i32> {
+    ///
+    /// # Safety
+    /// A non-empty `wr.sge` must lie inside a live MR of this QP's PD registered under
+    /// `wr.sge.lkey`, and that MR must stay registered and allocated until the WR completes
+    /// or this QP is reset or destroyed: the provider copies inline payloads from `sge.addr`
+    /// in this call, and the device reads (SEND, WRITE) or writes (READ) the range later.
+    pub(crate) unsafe fn post_send(&mut self, wr: &SendWr) -> Result<(), i32> {
         let (opcode, wc_op) = match wr.opcode {
             SendOpcode::Send => (ibv_wr_opcode::IBV_WR_SEND, WcOpcode::Send),
             SendOpcode::SendWithImm => (ibv_wr_opcode::IBV_WR_SEND_WITH_IMM, WcOpcode::Send),
@@ -367,7 +373,9 @@ impl Qp {
         };
         let mut bad: *mut ibv_send_wr = std::ptr::null_mut();
         // SAFETY: `raw` is a live QP; `w` and `sge` outlive the call (the provider copies the
-        // WR into its queue, or the payload when inline); `bad` is a valid out-pointer.
+        // WR into its queue, or the payload when inline); `bad` is a valid out-pointer. The
+        // memory `sge` names is a live registered MR range for as long as the device may use
+        // it, which is this function's safety contract.
         let rc = unsafe { ibv_post_send(self.raw.as_ptr(), &mut w, &mut bad) };
         if rc != 0 {
             self.sends.pop_last();
@@ -377,7 +385,12 @@ impl Qp {
     }
 
     /// Post one receive WR; `Err(errno)` when the provider refuses (ENOMEM: queue full).
-    pub(crate) fn post_recv(&mut self, wr: &RecvWr) -> Result<(), i32> {
+    ///
+    /// # Safety
+    /// As for [`Qp::post_send`]: a non-empty `wr.sge` must lie inside a live MR of this QP's
+    /// PD registered under `wr.sge.lkey` that stays registered and allocated until the WR
+    /// completes or this QP is reset or destroyed (the device writes arriving bytes there).
+    pub(crate) unsafe fn post_recv(&mut self, wr: &RecvWr) -> Result<(), i32> {
         let mut sge = ibv_sge {
             addr: wr.sge.addr,
             length: wr.sge.len,
@@ -391,7 +404,9 @@ impl Qp {
             num_sge: i32::from(wr.sge.len > 0),
         };
         let mut bad: *mut ibv_recv_wr = std::ptr::null_mut();
-        // SAFETY: `raw` is a live QP; `w` and `sge` outlive the call; `bad` is valid.
+        // SAFETY: `raw` is a live QP; `w` and `sge` outlive the call; `bad` is valid. The
+        // memory `sge` names is a live registered MR range for as long as the device may
+        // write it, which is this function's safety contract.
         let rc = unsafe { ibv_post_recv(self.raw.as_ptr(), &mut w, &mut bad) };
         if rc != 0 {
             self.recvs.pop_last();

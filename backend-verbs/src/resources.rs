@@ -267,26 +267,62 @@ impl Mr {
         (off.checked_add(len)? <= self.len).then_some(off as usize)
     }
 
-    /// The bytes `off..off+len` (the range was checked by [`Mr::offset_of`]).
-    pub(crate) fn slice(&self, off: usize, len: usize) -> &[u8] {
-        debug_assert!(off as u64 + len as u64 <= self.len);
-        // SAFETY: `off + len <= self.len <= layout.size()` (checked by `offset_of`), the buffer
-        // is live and initialised (zeroed at allocation). The NIC may write into registered
-        // memory concurrently; the xrdma core reads a range only after the completion that
-        // ends the device's writes to it (or before it hands the range to the device), so no
-        // DMA overlaps the borrow.
-        unsafe { std::slice::from_raw_parts(self.buf.as_ptr().add(off), len) }
+    /// Copy the `out.len()` bytes at `addr` into `out`; `false` (and `out` untouched) when the
+    /// range is not inside this MR.
+    pub(crate) fn read_into(&self, addr: u64, out: &mut [u8]) -> bool {
+        let Some(off) = self.offset_of(addr, out.len() as u64) else {
+            return false;
+        };
+        // SAFETY: the source `off..off + out.len()` lies inside our allocation (checked just
+        // above: `off + len <= self.len <= layout.size()`), which stays allocated while `&self`
+        // is borrowed (it is freed only in `Drop`) and is initialised (zeroed at allocation;
+        // since then written only as bytes, by us or by the device). `out` is a Rust slice
+        // that cannot overlap the MR, because no safe API of this crate lends out a reference
+        // into MR memory. The bytes are copied as plain `u8` through a raw pointer, and no
+        // Rust reference to the source exists: if the NIC writes the range concurrently,
+        // `out` gets stale or mixed bytes, never undefined behaviour. (The core reads only
+        // ranges whose receive or WRITE completion it has polled, so it sees whole data.)
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.buf.as_ptr().add(off), out.as_mut_ptr(), out.len());
+        }
+        true
     }
 
-    /// Copy `data` to `off` (the range was checked by [`Mr::offset_of`]).
-    pub(crate) fn write(&mut self, off: usize, data: &[u8]) {
-        debug_assert!(off as u64 + data.len() as u64 <= self.len);
-        // SAFETY: the destination range lies inside our buffer (checked by `offset_of`), the
-        // source is a distinct Rust slice so they cannot overlap, and `&mut self` excludes
-        // other Rust borrows of the buffer.
+    /// The `len` bytes at `addr` in a new `Vec` (one allocation, one copy, no zeroing);
+    /// `None` when the range is not inside this MR.
+    pub(crate) fn read_vec(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        let off = self.offset_of(addr, len as u64)?;
+        let mut v = Vec::with_capacity(len);
+        // SAFETY: the source range is inside the live, initialised allocation, read as plain
+        // bytes through a raw pointer with no reference to it, exactly as in `read_into`; the
+        // destination is the fresh `Vec`'s own capacity of at least `len` bytes, which cannot
+        // overlap the MR. After the copy its first `len` bytes are initialised, so `set_len`
+        // exposes only initialised `u8`s.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.buf.as_ptr().add(off), v.as_mut_ptr(), len);
+            v.set_len(len);
+        }
+        Some(v)
+    }
+
+    /// Copy `data` to `addr`; `false` (and nothing written) when the range is not inside this
+    /// MR.
+    pub(crate) fn write(&mut self, addr: u64, data: &[u8]) -> bool {
+        let Some(off) = self.offset_of(addr, data.len() as u64) else {
+            return false;
+        };
+        // SAFETY: the destination `off..off + data.len()` lies inside our live allocation
+        // (checked just above). `data` is a Rust slice that cannot point into the MR, because
+        // no safe API of this crate lends out a reference into MR memory, so the ranges do not
+        // overlap. No Rust reference to the destination exists (`&mut self` also excludes
+        // other calls on this MR); the device may read the range concurrently (a posted SEND
+        // or a peer's READ), in which case it transfers stale or mixed bytes, which is a
+        // protocol error and not undefined behaviour. The core writes only ranges it has not
+        // handed to the device.
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), self.buf.as_ptr().add(off), data.len());
         }
+        true
     }
 }
 

@@ -5,6 +5,7 @@ use crate::error::VerbsError;
 use crate::qp::{ConnectParams, PortCtx, Qp, QpState};
 use crate::resources::{CompChannel, Cq, Mr};
 use crate::wc::{to_completion, RawWc};
+use bytes::Bytes;
 use rdma_sys::*;
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
@@ -167,8 +168,13 @@ impl VerbsTransport {
         }
     }
 
+    /// The MR that starts at or below `addr` and could contain it (the last one by address).
+    fn mr_containing(&self, addr: u64) -> Option<&Mr> {
+        self.mrs.range(..=addr).next_back().map(|(_, mr)| mr)
+    }
+
     fn mr_at(&self, addr: u64, len: u64) -> Option<(&Mr, usize)> {
-        let (_, mr) = self.mrs.range(..=addr).next_back()?;
+        let mr = self.mr_containing(addr)?;
         mr.offset_of(addr, len).map(|off| (mr, off))
     }
 
@@ -328,25 +334,41 @@ impl VerbsTransport {
     }
 }
 
+/// Reads and writes copy between Rust buffers and MR memory; nothing here lends out a
+/// reference into an MR (see the crate documentation, "Registered memory is never lent out").
 impl LocalMemory for VerbsTransport {
-    fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
-        let (mr, off) = self
-            .mr_at(addr, len as u64)
+    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
+        let len = out.len() as u64;
+        match self.mr_containing(addr) {
+            Some(mr) if mr.read_into(addr, out) => Ok(()),
+            _ => Err(TransportError::BadAddress { addr, len, key: 0 }),
+        }
+    }
+
+    /// One copy from the MR into the new buffer (no zeroing first).
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
+        self.mr_containing(addr)
+            .and_then(|mr| mr.read_vec(addr, len))
+            .map(Bytes::from)
             .ok_or(TransportError::BadAddress {
                 addr,
                 len: len as u64,
                 key: 0,
-            })?;
-        Ok(mr.slice(off, len))
+            })
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
         let len = data.len() as u64;
-        let bad = TransportError::BadAddress { addr, len, key: 0 };
-        let (_, mr) = self.mrs.range_mut(..=addr).next_back().ok_or(bad.clone())?;
-        let off = mr.offset_of(addr, len).ok_or(bad)?;
-        mr.write(off, data);
-        Ok(())
+        let written = self
+            .mrs
+            .range_mut(..=addr)
+            .next_back()
+            .is_some_and(|(_, mr)| mr.write(addr, data));
+        if written {
+            Ok(())
+        } else {
+            Err(TransportError::BadAddress { addr, len, key: 0 })
+        }
     }
 }
 
@@ -438,7 +460,10 @@ impl Transport for VerbsTransport {
         }
         self.check_sge(&wr.sge)?;
         let qp = self.qp(qpn)?;
-        match qp.post_send(wr) {
+        // SAFETY: `check_sge` just found the SGE inside one of our MRs with its lkey, all of
+        // the same PD as the QP. MRs are never deregistered while the transport lives, and the
+        // transport drops its QPs before its MRs (field order), so the MR outlives the WR.
+        match unsafe { qp.post_send(wr) } {
             Ok(()) => {
                 self.posts += 1;
                 Ok(())
@@ -464,7 +489,9 @@ impl Transport for VerbsTransport {
         }
         self.check_sge(&wr.sge)?;
         let qp = self.qp(qpn)?;
-        match qp.post_recv(wr) {
+        // SAFETY: as in `post_send`: the SGE was just checked to lie in one of our MRs under
+        // its lkey, and MRs outlive every QP of the transport.
+        match unsafe { qp.post_recv(wr) } {
             Ok(()) => {
                 self.posts += 1;
                 Ok(())

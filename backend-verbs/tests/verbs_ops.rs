@@ -67,7 +67,7 @@ fn send_lands_in_the_posted_receive() {
     );
     assert_eq!((sb[0].byte_len, sb[0].imm, sb[0].qp_num), (100, None, p.qb));
     assert_eq!((sb[1].wr_id, sb[1].imm), (78, Some(0xDEAD_BEEF)));
-    assert_eq!(p.b.read(p.mb.addr + 4096, 100).unwrap(), &data[..]);
+    assert_eq!(p.b.read_bytes(p.mb.addr + 4096, 100).unwrap(), &data[..]);
 }
 
 #[test]
@@ -128,10 +128,13 @@ fn write_with_imm_delivers_bytes_imm_and_length() {
             Some(0x0102_0304)
         )
     );
-    assert_eq!(p.b.read(p.mb.addr + 100_000, 5000).unwrap(), &data[..]);
+    assert_eq!(
+        p.b.read_bytes(p.mb.addr + 100_000, 5000).unwrap(),
+        &data[..]
+    );
     // The bytes around the written range are untouched (zeroed at registration).
-    assert_eq!(p.b.read(p.mb.addr + 99_999, 1).unwrap(), &[0]);
-    assert_eq!(p.b.read(p.mb.addr + 105_000, 1).unwrap(), &[0]);
+    assert_eq!(p.b.read_bytes(p.mb.addr + 99_999, 1).unwrap(), &[0u8][..]);
+    assert_eq!(p.b.read_bytes(p.mb.addr + 105_000, 1).unwrap(), &[0u8][..]);
 }
 
 #[test]
@@ -165,7 +168,10 @@ fn rdma_read_fetches_remote_bytes() {
         (sa[0].wr_id, sa[0].status, sa[0].opcode, sa[0].byte_len),
         (4, WcStatus::Success, WcOpcode::RdmaRead, 10_000)
     );
-    assert_eq!(p.a.read(p.ma.addr + 500_000, 10_000).unwrap(), &data[..]);
+    assert_eq!(
+        p.a.read_bytes(p.ma.addr + 500_000, 10_000).unwrap(),
+        &data[..]
+    );
     // A READ consumes no receive and raises no completion at the responder.
     assert!(wait_wcs(&mut p.b, 1, Duration::from_millis(200)).is_empty());
 }
@@ -306,7 +312,7 @@ fn local_errors_are_refused_synchronously() {
         },
     )
     .unwrap();
-    assert!(p.a.read(p.ma.addr + MR_BYTES, 1).is_err());
+    assert!(p.a.read_bytes(p.ma.addr + MR_BYTES, 1).is_err());
     assert_eq!(p.a.mr_count(), 1);
     assert_eq!(p.a.registered_bytes(), MR_BYTES);
 }

@@ -4,7 +4,7 @@
 //! verbs:
 //!   device: rxe0        # as ibv_devices names it; default: the first device
 //!   port: 1             # default 1
-//!   gid-index: 1        # default: the first RoCE v2 IPv4-mapped GID
+//!   gid-index: 1        # default: a routable RoCE v2 GID (IPv4-mapped, else IPv6 ULA/global)
 //!   run-timeout: 60s    # wall-clock limit of one run; default 60 s
 //!   ranks:              # optional: run the scenario as several processes
 //!     - { address: "10.0.0.1:18515", hosts: [0] }        # rank 0: the receiver
@@ -31,7 +31,8 @@ pub struct VerbsSection {
     pub device: Option<String>,
     /// Port number (1-based); `None`: 1.
     pub port: Option<u8>,
-    /// GID index; `None`: the backend chooses a RoCE v2 IPv4-mapped GID.
+    /// GID index (any non-empty entry, link-local included); `None`: the backend chooses a
+    /// RoCE v2 GID with an IPv4-mapped address, else a unique-local or global IPv6 one.
     pub gid_index: Option<u32>,
     /// Wall-clock limit of one run; messages not finished by then are reported missing.
     pub run_timeout: Time,

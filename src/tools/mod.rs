@@ -32,7 +32,8 @@ pub fn sim_fabric() -> Result<SimFabric> {
 
 /// The verbs fabric the tools use: two workers on the device the environment names
 /// (`XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`, `XRDMA_VERBS_GID_INDEX`; else the first device
-/// and its first RoCE v2 IPv4-mapped GID), with a wall-clock limit of `timeout`.
+/// and its first routable RoCE v2 GID, IPv4-mapped preferred), with a wall-clock limit of
+/// `timeout`.
 ///
 /// # Errors
 /// No device, no usable GID, or a verb that fails.
@@ -46,7 +47,8 @@ pub fn verbs_fabric(timeout: Time) -> Result<crate::verbs_fabric::VerbsFabric> {
 }
 
 /// The device the environment names (`XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`,
-/// `XRDMA_VERBS_GID_INDEX`; else the first device and its first RoCE v2 IPv4-mapped GID).
+/// `XRDMA_VERBS_GID_INDEX`; else the first device and its first routable RoCE v2 GID,
+/// IPv4-mapped preferred).
 ///
 /// # Errors
 /// No device, no usable GID, or a malformed variable.

@@ -16,6 +16,7 @@
 //!   with [`WcStatus::WrFlushErr`].
 
 use crate::Time;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -239,12 +240,35 @@ pub enum TransportError {
 
 /// Access to the host's registered memory, so the core can stage outgoing bytes and read
 /// arrived ones without touching pointers. Ranges must lie inside one registered MR.
+///
+/// Bytes move by copy only: no method lends out a slice of registered memory. The NIC may
+/// write into an MR at any time (a peer's RDMA WRITE, an incoming SEND), and a `&[u8]` over
+/// such memory would promise Rust that the bytes cannot change while it is held. A read of a
+/// range the device is still writing gives unspecified (stale or mixed) bytes but is never
+/// undefined behaviour; the core reads a range only after polling the completion that ends
+/// the device's writes to it, and writes only ranges it has not handed to the device.
 pub trait LocalMemory {
-    /// The `len` bytes at `addr`.
+    /// Copy the `out.len()` bytes at `addr` into `out`.
     ///
     /// # Errors
-    /// [`TransportError::BadAddress`] when the range is not inside one registered MR.
-    fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError>;
+    /// [`TransportError::BadAddress`] (with `key` 0) when `addr..addr + out.len()` is not
+    /// inside one registered MR; `out` is then left as it was.
+    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError>;
+
+    /// The `len` bytes at `addr`, copied into a new buffer: one allocation of `len` bytes and
+    /// one copy, for callers that keep the bytes (the core's delivered messages).
+    ///
+    /// The provided version zeroes a buffer and fills it with [`LocalMemory::read_into`];
+    /// backends override it to copy straight into the new allocation.
+    ///
+    /// # Errors
+    /// [`TransportError::BadAddress`] as for [`LocalMemory::read_into`].
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
+        let mut buf = vec![0u8; len];
+        self.read_into(addr, &mut buf)?;
+        Ok(Bytes::from(buf))
+    }
+
     /// Copy `data` to `addr`.
     ///
     /// # Errors
@@ -315,8 +339,11 @@ pub trait Transport: LocalMemory {
 }
 
 impl<M: LocalMemory + ?Sized> LocalMemory for &mut M {
-    fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
-        (**self).read(addr, len)
+    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
+        (**self).read_into(addr, out)
+    }
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
+        (**self).read_bytes(addr, len)
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
         (**self).write(addr, data)
@@ -352,5 +379,62 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     }
     fn poll_congestion(&mut self) -> Option<QpNum> {
         (**self).poll_congestion()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One MR of `bytes.len()` bytes at `base`; only the required methods, so the test
+    /// exercises the provided `read_bytes`.
+    struct Flat {
+        base: u64,
+        bytes: Vec<u8>,
+    }
+
+    impl LocalMemory for Flat {
+        fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
+            let bad = TransportError::BadAddress {
+                addr,
+                len: out.len() as u64,
+                key: 0,
+            };
+            let off = usize::try_from(addr.checked_sub(self.base).ok_or(bad.clone())?)
+                .map_err(|_| bad.clone())?;
+            let src = off
+                .checked_add(out.len())
+                .and_then(|end| self.bytes.get(off..end))
+                .ok_or(bad)?;
+            out.copy_from_slice(src);
+            Ok(())
+        }
+        fn write(&mut self, _addr: u64, _data: &[u8]) -> Result<(), TransportError> {
+            unreachable!("not used")
+        }
+    }
+
+    #[test]
+    fn read_bytes_copies_the_range_and_refuses_what_lies_outside() {
+        let mem = Flat {
+            base: 0x1000,
+            bytes: (0..16).collect(),
+        };
+        assert_eq!(mem.read_bytes(0x1004, 3).unwrap(), &[4u8, 5, 6][..]);
+        assert_eq!(mem.read_bytes(0x1010, 0).unwrap(), &[][..]);
+        let via_ref = &mut &mut Flat {
+            base: 0,
+            bytes: vec![9; 4],
+        };
+        assert_eq!(via_ref.read_bytes(1, 2).unwrap(), &[9u8, 9][..]);
+        for (addr, len) in [(0x0fff, 1), (0x100f, 2), (0x1010, 1)] {
+            assert!(
+                matches!(
+                    mem.read_bytes(addr, len),
+                    Err(TransportError::BadAddress { addr: a, len: l, key: 0 }) if a == addr && l == len as u64
+                ),
+                "{addr:#x}+{len}"
+            );
+        }
     }
 }

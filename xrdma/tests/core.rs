@@ -605,3 +605,33 @@ fn a_message_above_the_maximum_is_refused_and_nothing_is_queued() {
     w.settle();
     assert_eq!(w.received(1), vec![pattern(8192, 0)]);
 }
+
+#[test]
+fn in_memory_reads_copy_in_range_and_refuse_out_of_range() {
+    let mut pair = Pair::new();
+    let mut side = pair.side(0);
+    let mr = side.register_memory(32).unwrap();
+    side.write(mr.addr + 4, &[1, 2, 3]).unwrap();
+    let mut out = [9u8; 5];
+    side.read_into(mr.addr + 3, &mut out).unwrap();
+    assert_eq!(out, [0, 1, 2, 3, 0]);
+    assert_eq!(side.read_bytes(mr.addr + 5, 2).unwrap(), &[2u8, 3][..]);
+    for (addr, len) in [
+        (mr.addr + 30, 3),
+        (mr.addr + 32, 1),
+        (0, 1),
+        (mr.addr << 1, 1),
+    ] {
+        let want = TransportError::BadAddress {
+            addr,
+            len: len as u64,
+            key: 0,
+        };
+        assert_eq!(
+            side.read_bytes(addr, len).unwrap_err(),
+            want,
+            "{addr:#x}+{len}"
+        );
+        assert_eq!(side.write(addr, &vec![0; len]).unwrap_err(), want);
+    }
+}

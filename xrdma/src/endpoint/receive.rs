@@ -4,9 +4,11 @@
 
 use super::{Endpoint, Event, Landing};
 use crate::error::{ConnId, XrdmaError};
-use crate::fragment::{FrameKind, Grant, MessageHeader, GRANT_LEN, HEADER_LEN, MAX_BATCH};
+use crate::fragment::{
+    FrameKind, Grant, MessageHeader, CONTROL_BODY_MAX, GRANT_LEN, HEADER_LEN, MAX_BATCH,
+};
 use crate::landing::class_of;
-use crate::{LocalMemory, Op, Seq, Time, MR_CHUNK_BYTES};
+use crate::{LocalMemory, Op, Seq, Time, TransportError, MR_CHUNK_BYTES};
 use bytes::Bytes;
 
 impl Endpoint {
@@ -33,7 +35,28 @@ impl Endpoint {
         self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
     }
 
+    /// Copy `out.len()` bytes at `addr` into `out`; on a memory error fail `conn` and return
+    /// `false`.
+    fn read_or_fail<M: LocalMemory + ?Sized>(
+        &mut self,
+        conn: ConnId,
+        mem: &M,
+        addr: u64,
+        out: &mut [u8],
+    ) -> bool {
+        match mem.read_into(addr, out) {
+            Ok(()) => true,
+            Err(source) => {
+                self.fail(conn, XrdmaError::Memory { conn, source });
+                false
+            }
+        }
+    }
+
     /// A frame arrived in the receive buffer at `addr`.
+    ///
+    /// Headers and control bodies are copied to the stack; an eager message's payload is
+    /// copied once, from the receive buffer straight into the buffer it is delivered in.
     pub(super) fn on_frame<M: LocalMemory + ?Sized>(
         &mut self,
         now: Time,
@@ -46,43 +69,69 @@ impl Endpoint {
         if !self.accept_seq(conn, seq) {
             return;
         }
-        let bytes = match mem.read(addr, byte_len as usize) {
-            Ok(b) => b,
-            Err(source) => {
-                self.fail(conn, XrdmaError::Memory { conn, source });
+        let mut head = [0u8; HEADER_LEN];
+        let header = if (byte_len as usize) < HEADER_LEN {
+            None
+        } else {
+            if !self.read_or_fail(conn, mem, addr, &mut head) {
                 return;
             }
+            MessageHeader::decode(&head)
         };
-        let Some(h) = MessageHeader::decode(bytes) else {
+        let Some(h) = header else {
             self.malformed(conn, format!("a {byte_len}-byte frame has no valid header"));
             return;
         };
-        let body = &bytes[HEADER_LEN..];
+        let body_addr = addr + HEADER_LEN as u64;
+        let body_len = byte_len as usize - HEADER_LEN;
         match h.kind {
             FrameKind::Eager => {
                 // One or more messages back to back, each a header and its payload. The frame
-                // is walked twice, checked whole before any message is delivered, so a bad
-                // frame delivers nothing and a good one allocates only its messages.
-                if let Err(reason) = eager_records(h.message_len, body, |_| {}) {
-                    self.malformed(conn, reason);
-                    return;
+                // is walked twice, checked whole (headers and lengths) before any message is
+                // delivered, so a bad frame delivers nothing and a good one allocates only its
+                // messages.
+                let check = eager_records(
+                    mem,
+                    h.message_len,
+                    body_addr,
+                    body_len as u64,
+                    |_, _| Ok(()),
+                );
+                match check {
+                    Ok(()) => {}
+                    Err(FrameError::Malformed(reason)) => return self.malformed(conn, reason),
+                    Err(FrameError::Memory(source)) => {
+                        return self.fail(conn, XrdmaError::Memory { conn, source })
+                    }
                 }
                 self.conns[conn as usize].stats.fragments_received += 1;
-                let _ = eager_records(h.message_len, body, |data| {
-                    let n = data.len() as u64;
-                    self.conns[conn as usize].stats.recv_bytes += n;
-                    self.deliver(conn, n, 0, Bytes::copy_from_slice(data), true);
-                });
+                let delivered =
+                    eager_records(mem, h.message_len, body_addr, body_len as u64, |at, n| {
+                        // `n` is at most the frame's length, a `u32`.
+                        let data = mem.read_bytes(at, n as usize)?;
+                        self.conns[conn as usize].stats.recv_bytes += n;
+                        self.deliver(conn, n, 0, data, true);
+                        Ok(())
+                    });
+                // The first walk checked the frame; only the memory can fail here.
+                if let Err(FrameError::Memory(source)) = delivered {
+                    self.fail(conn, XrdmaError::Memory { conn, source });
+                    return;
+                }
             }
             FrameKind::Rts => {
                 let n = h.message_len as usize;
-                if n == 0 || n > MAX_BATCH || body.len() != n * 8 {
+                if n == 0 || n > MAX_BATCH || body_len != n * 8 {
                     let reason = format!(
-                        "an RTS announcing {} messages in {} bytes",
+                        "an RTS announcing {} messages in {body_len} bytes",
                         h.message_len,
-                        body.len()
                     );
                     self.malformed(conn, reason);
+                    return;
+                }
+                let mut control = [0u8; CONTROL_BODY_MAX];
+                let body = &mut control[..body_len];
+                if !self.read_or_fail(conn, mem, body_addr, body) {
                     return;
                 }
                 let eager_limit = self.cfg.eager_limit;
@@ -107,13 +156,14 @@ impl Endpoint {
             }
             FrameKind::Cts => {
                 let n = h.message_len as usize;
-                if n == 0 || n > MAX_BATCH || body.len() != n * GRANT_LEN {
-                    let reason = format!(
-                        "a CTS with {} grants in {} bytes",
-                        h.message_len,
-                        body.len()
-                    );
+                if n == 0 || n > MAX_BATCH || body_len != n * GRANT_LEN {
+                    let reason = format!("a CTS with {} grants in {body_len} bytes", h.message_len);
                     self.malformed(conn, reason);
+                    return;
+                }
+                let mut control = [0u8; CONTROL_BODY_MAX];
+                let body = &mut control[..body_len];
+                if !self.read_or_fail(conn, mem, body_addr, body) {
                     return;
                 }
                 let c = &mut self.conns[conn as usize];
@@ -189,8 +239,8 @@ impl Endpoint {
             c.landings.pop_front();
         }
         if let Some((addr, n)) = range {
-            let data = match mem.read(addr, n as usize) {
-                Ok(b) => Bytes::copy_from_slice(b),
+            let data = match mem.read_bytes(addr, n as usize) {
+                Ok(b) => b,
                 Err(source) => {
                     self.fail(conn, XrdmaError::Memory { conn, source });
                     return;
@@ -298,33 +348,60 @@ impl Endpoint {
     }
 }
 
+/// Why an eager frame could not be walked.
+enum FrameError {
+    /// The frame is malformed: what is wrong with it.
+    Malformed(String),
+    /// Its bytes could not be read.
+    Memory(TransportError),
+}
+
 /// Walk the messages of an eager frame whose first header says `first_len` bytes and whose
-/// `body` follows that header: each message's payload goes to `each`, in order.
+/// body (the bytes after that header) is `body_len` bytes at `body_addr`: each message's
+/// payload range `(addr, len)` goes to `each`, in order. Inner headers are read from `mem`.
 ///
 /// # Errors
-/// What is wrong with the frame: a length past its end, or an inner header that is not an
-/// eager one without an ACK.
-fn eager_records(first_len: u64, body: &[u8], mut each: impl FnMut(&[u8])) -> Result<(), String> {
+/// [`FrameError::Malformed`]: a length past the frame's end, or an inner header that is not
+/// an eager one without an ACK; [`FrameError::Memory`]: a read, or `each`, failed.
+fn eager_records<M: LocalMemory + ?Sized>(
+    mem: &M,
+    first_len: u64,
+    body_addr: u64,
+    body_len: u64,
+    mut each: impl FnMut(u64, u64) -> Result<(), TransportError>,
+) -> Result<(), FrameError> {
     let mut len = first_len;
-    let mut rest = body;
+    let (mut at, mut rest) = (body_addr, body_len);
     loop {
-        let Some(data) = usize::try_from(len).ok().and_then(|l| rest.get(..l)) else {
-            return Err(format!(
-                "an eager message says {len} bytes and {} are left in its frame",
-                rest.len()
-            ));
-        };
-        each(data);
-        rest = &rest[data.len()..];
-        if rest.is_empty() {
+        if len > rest {
+            return Err(FrameError::Malformed(format!(
+                "an eager message says {len} bytes and {rest} are left in its frame"
+            )));
+        }
+        each(at, len).map_err(FrameError::Memory)?;
+        at += len;
+        rest -= len;
+        if rest == 0 {
             return Ok(());
         }
-        match MessageHeader::decode(rest) {
+        let mut head = [0u8; HEADER_LEN];
+        let next = if rest < HEADER_LEN as u64 {
+            None
+        } else {
+            mem.read_into(at, &mut head).map_err(FrameError::Memory)?;
+            MessageHeader::decode(&head)
+        };
+        match next {
             Some(next) if next.kind == FrameKind::Eager && next.ack.is_none() => {
                 len = next.message_len;
-                rest = &rest[HEADER_LEN..];
+                at += HEADER_LEN as u64;
+                rest -= HEADER_LEN as u64;
             }
-            _ => return Err("a coalesced eager frame with a bad inner header".into()),
+            _ => {
+                return Err(FrameError::Malformed(
+                    "a coalesced eager frame with a bad inner header".into(),
+                ))
+            }
         }
     }
 }

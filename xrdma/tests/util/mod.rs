@@ -60,18 +60,34 @@ fn locate(addr: u64) -> (usize, usize) {
     )
 }
 
+impl Host {
+    /// The bytes `addr..addr + len` of one MR, or `BadAddress`.
+    fn range(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
+        let bad = TransportError::BadAddress {
+            addr,
+            len: len as u64,
+            key: 0,
+        };
+        let m = usize::try_from(addr >> MR_SHIFT)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .ok_or(bad.clone())?;
+        let o = (addr & ((1 << MR_SHIFT) - 1)) as usize;
+        self.mrs
+            .get(m)
+            .and_then(|mr| mr.get(o..o.checked_add(len)?))
+            .ok_or(bad)
+    }
+}
+
+/// Only the required methods: the core tests run the provided `read_bytes`.
 impl LocalMemory for Side<'_> {
-    fn read(&self, addr: u64, len: usize) -> Result<&[u8], TransportError> {
-        let (m, o) = locate(addr);
-        self.pair.hosts[self.h].mrs[m]
-            .get(o..o + len)
-            .ok_or(TransportError::BadAddress {
-                addr,
-                len: len as u64,
-                key: 0,
-            })
+    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
+        out.copy_from_slice(self.pair.hosts[self.h].range(addr, out.len())?);
+        Ok(())
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+        self.pair.hosts[self.h].range(addr, data.len())?;
         let (m, o) = locate(addr);
         self.pair.hosts[self.h].mrs[m][o..o + data.len()].copy_from_slice(data);
         Ok(())
@@ -132,7 +148,9 @@ impl Transport for Side<'_> {
                     state: "INIT",
                     op: "post_send",
                 })?;
-        let data = self.read(wr.sge.addr, wr.sge.len as usize)?.to_vec();
+        let data = self.pair.hosts[self.h]
+            .range(wr.sge.addr, wr.sge.len as usize)?
+            .to_vec();
         let dropped = wr.opcode == SendOpcode::SendWithImm
             && data.is_empty()
             && self.pair.drop_acks_from == Some(self.h);
