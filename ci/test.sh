@@ -34,6 +34,9 @@ for s in "${shipped[@]}"; do
 done
 ci/determinism.sh "$bin" "${shipped[@]}"
 "$bin" conformance
+# 1 M messages checked in order, then 10 000 close/connect cycles through the QP cache: QPs,
+# MRs and buffers must not grow.
+"$bin" soak --messages 1000000 --cycles 10000
 
 step "Soft-RoCE: the verbs backend on rdma_rxe in a qemu guest"
 # prepare.sh installs the packages the verbs build needs (as root) and the guest; it exits 3

@@ -173,6 +173,21 @@ enum Command {
         #[arg(long, default_value_t = 3.0)]
         seconds: f64,
     },
+    /// Soak: stream many messages over one connection (every one checked in order), then
+    /// close and reconnect many times through the QP cache; QPs, MRs and buffers are counted
+    /// after the first cycle and at the end and must not grow. Exits 2 when anything was
+    /// lost, corrupted or leaked.
+    Soak {
+        /// Where to run it.
+        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        backend: Backend,
+        /// Messages streamed (sizes cycle through 64 B, 1 KiB and 8 KiB).
+        #[arg(long, default_value_t = 1_000_000)]
+        messages: u64,
+        /// Close/connect cycles.
+        #[arg(long, default_value_t = 10_000)]
+        cycles: u32,
+    },
     /// QP pair connection time: fresh QPs vs QPs from the QP cache (reset and reconnected).
     QpSetup {
         /// Where to run it (on the simulator the times are only its book-keeping).
@@ -541,6 +556,47 @@ fn real_main() -> Result<ExitCode> {
                 );
             }
             idle(seconds)
+        }
+        Command::Soak {
+            backend,
+            messages,
+            cycles,
+        } => {
+            let opts = tools::soak::SoakOptions {
+                messages,
+                cycles,
+                ..tools::soak::SoakOptions::default()
+            };
+            let started = std::time::Instant::now();
+            let r = match backend {
+                Backend::Sim => tools::soak::run(&mut tools::sim_fabric()?, &opts)?,
+                #[cfg(feature = "verbs")]
+                Backend::Verbs => tools::soak::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
+                #[cfg(not(feature = "verbs"))]
+                Backend::Verbs => no_verbs()?,
+            };
+            outln!(
+                "xrdma soak ({}): {messages} messages, {cycles} cycles, {:.1} s wall",
+                if backend == Backend::Sim {
+                    "sim"
+                } else {
+                    "verbs"
+                },
+                started.elapsed().as_secs_f64()
+            );
+            for l in r.lines() {
+                outln!("{l}");
+            }
+            for g in r.growth() {
+                outln!("GREW: {g}");
+            }
+            if r.passed() {
+                outln!("soak: 1 passed, 0 failed");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                outln!("soak: 0 passed, 1 failed");
+                Ok(ExitCode::from(EXIT_RESULT_FAILED))
+            }
         }
         Command::QpSetup { backend, iters } => {
             let r = match backend {

@@ -10,6 +10,9 @@
 #   verbs tests     every TEST_BIN, one test thread (the backend's own verbs-level tests)
 #   conformance     `xrdma conformance --backend verbs`: the cases the simulator passes in
 #                   `cargo test`, unchanged, on rxe0
+#   soak            `xrdma soak --backend verbs`: 100 000 messages checked in order, then 2000
+#                   close/connect cycles through the QP cache with no growth of QPs, MRs or
+#                   buffers
 #   incast-8        `xrdma run --backend verbs scenarios/incast-8.yaml`: the shipped scenario,
 #                   unedited, writing the same report as on the simulator (RESULTS_DIR/incast-8)
 #   incast-8 ranks  incast-8.yaml as two processes on rxe0: the script writes a variant with a
@@ -58,6 +61,10 @@ for t in "$@"; do
     timeout 300 "$t" --test-threads=1 --nocapture
 done
 check conformance "$results/conformance.log" timeout 300 "$xrdma" conformance --backend verbs
+# 100 000 messages over rxe0, checked in order, then close/connect cycles through the QP cache
+# (QPs, MRs and buffers must not grow).
+check soak "$results/soak.log" \
+  timeout 600 "$xrdma" soak --backend verbs --messages 100000 --cycles 2000
 check incast-8 "$results/incast-8.log" \
   timeout 300 "$xrdma" run --backend verbs "$repo/scenarios/incast-8.yaml" --out "$results/incast-8"
 # incast-8.yaml as two processes: the shipped file with a `verbs.ranks` block appended.

@@ -13,6 +13,7 @@ pub mod idle;
 pub mod ping;
 pub mod qp_setup;
 pub mod remote;
+pub mod soak;
 pub mod stats;
 
 use crate::fabric::{Fabric, SimFabric};

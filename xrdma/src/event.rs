@@ -124,6 +124,33 @@ pub enum Event {
     },
 }
 
+/// What one endpoint holds, for leak checks and the stat tool: registered memory, QPs made
+/// and cached, buffers waiting for reuse. Counts, bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct EndpointResources {
+    /// MRs registered (4 MiB chunks and larger ones for big landing buffers).
+    pub mr_chunks: usize,
+    /// Bytes registered in them.
+    pub registered_bytes: u64,
+    /// QPs this endpoint created (QP cache misses): each is one `create_qp`.
+    pub qps_created: u64,
+    /// Connections whose QP came from the QP cache (hits).
+    pub qps_reused: u64,
+    /// QPs waiting in the QP cache.
+    pub qps_cached: usize,
+    /// Open connections (not failed, not closed).
+    pub open_connections: usize,
+    /// Connection records kept, open or not (connection ids are never reused).
+    pub connection_records: usize,
+    /// Staging rings and receive buffers of closed connections waiting for the next one.
+    pub spare_buffer_sets: usize,
+    /// Landing buffer bytes granted and not yet freed.
+    pub landing_in_use_bytes: u64,
+    /// Landing buffer bytes carved from the MR pool so far (free or in use).
+    pub landing_carved_bytes: u64,
+}
+
 /// Per-connection counters (the `stat` tool's columns). Bytes are payload bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

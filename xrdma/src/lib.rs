@@ -39,5 +39,5 @@ pub mod window;
 pub use config::{Config, ConfigError, MAX_MESSAGE_SIZE, MR_CHUNK_BYTES};
 pub use endpoint::Endpoint;
 pub use error::{ConnId, XrdmaError};
-pub use event::{ConnSetup, ConnStats, Event, MsgId, Op};
+pub use event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op};
 pub use seq::Seq;

@@ -58,7 +58,7 @@ use crate::{
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
 
-pub use crate::event::{ConnSetup, ConnStats, Event, MsgId, Op};
+pub use crate::event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op};
 
 mod receive;
 mod send;
@@ -253,6 +253,22 @@ impl Endpoint {
     /// reuse (the driver uses them before carving new ones).
     pub fn take_spare_buffers(&mut self) -> Option<(Region, Region)> {
         self.spare_buffers.pop()
+    }
+
+    /// What the endpoint holds now (see [`EndpointResources`]).
+    pub fn resources(&self) -> EndpointResources {
+        EndpointResources {
+            mr_chunks: self.pool.mr_count(),
+            registered_bytes: self.pool.registered_bytes(),
+            qps_created: self.qp_cache.misses(),
+            qps_reused: self.qp_cache.hits(),
+            qps_cached: self.qp_cache.len(),
+            open_connections: self.conns.iter().filter(|c| !c.failed && !c.closed).count(),
+            connection_records: self.conns.len(),
+            spare_buffer_sets: self.spare_buffers.len(),
+            landing_in_use_bytes: self.landing.in_use_bytes(),
+            landing_carved_bytes: self.landing.carved_bytes(),
+        }
     }
 
     /// Number of connections ever added.
