@@ -5,12 +5,17 @@
 //!
 //! | fault | what happens | what a real NIC does | what the core does |
 //! |---|---|---|---|
-//! | **drop** | a completion is lost: the WR completed, its CQE never shows | not for RC | a send WR's lost CQE is implied by the next one of its QP (a send queue completes in order); a lost receive CQE loses its frame, so the next frame is out of sequence and the connection fails with [`XrdmaError::OutOfSequence`], or, if it was the last, the sender's ACK timer fails it; a lost last CQE of a closing connection fails it after the ACK timeout |
-//! | **duplicate** | a completion is reported twice | not for RC | every WR carries a per-queue tag in its `wr_id`: a completion whose WR is no longer outstanding is ignored, so nothing is delivered, reposted or ACKed twice |
-//! | **delay** | a completion is held back for 1 to `max_delay_polls` polls | yes, across QPs and between one QP's send and receive queues (one CQ) | nothing visible: order within a queue is kept unless `reorder` is set |
-//! | **reorder** (`delay` with `reorder: true`) | a held completion is overtaken by later ones of its own queue | no | an overtaken send CQE is implied by the later one and the late copy ignored; an overtaken receive CQE is a lost frame, as for **drop** |
-//! | **error** | a successful completion turns into [`FaultConfig::error_status`]; its QP is in error from then on: later completions of its WRs report [`WcStatus::WrFlushErr`], later posts complete at once with it | yes (e.g. retries exhausted) | the connection fails with [`XrdmaError::WorkCompletion`] and every pending message with it |
+//! | **drop** | a completion is lost: the WR completed, its CQE never shows | not for RC | each queue completes in order, so a send WR's lost completion is implied by the next one of its queue; a lost receive completion loses its frame: the next frame is out of sequence ([`XrdmaError::OutOfSequence`]) or, if none follows, the sender's ACK timer fails the sender ([`XrdmaError::AckTimeout`]); a side left waiting on the peer with nothing in flight probes it after the ACK timeout (an ACK, which the peer ignores as a repeat), which completes (implying any lost completion before it) or fails once the peer's QP is gone |
+//! | **duplicate** | a completion is reported twice | not for RC | every WR carries a per-queue tag in its `wr_id`; a completion whose WR is no longer outstanding is ignored, so nothing is delivered, reposted or ACKed twice |
+//! | **delay** | a completion is held back for 1 to `max_delay_polls` polls | yes, across QPs and between one QP's send and receive queues (one CQ) | nothing but timing changes: order within a queue is kept unless `reorder` is set |
+//! | **reorder** (`delay` with `reorder: true`) | a held completion is overtaken by later ones of its own queue | no | an overtaken send completion is implied by the later one and the late copy ignored; an overtaken receive completion is a lost frame, as for **drop** |
+//! | **error** | a successful completion turns into [`FaultConfig::error_status`]; its QP is in error from then on: later completions of its WRs report [`WcStatus::WrFlushErr`], later posts complete at once with it | yes (e.g. retries exhausted) | the connection fails with [`XrdmaError::WorkCompletion`], and every pending message with it |
 //! | **refuse** | `post_send`/`post_recv` returns [`TransportError::Other`] and the WR is not posted | yes (e.g. `ENOMEM`) | the connection fails with [`XrdmaError::Post`] |
+//!
+//! A failed connection's landing buffers go back to the pool at once (admitting connections
+//! that waited for the landing budget), and its staging ring and receive buffers serve the
+//! next connection once its QP is reset. A connection that has nothing to send and waits for
+//! nothing learns of a failed peer only at its next send.
 //!
 //! Whatever the faults, the core never delivers a message twice, never loses one silently
 //! (each message given to [`crate::Endpoint::send`] ends in exactly one
@@ -25,6 +30,7 @@
 //! [`FaultInjector::from_state`].
 //!
 //! [`XrdmaError::OutOfSequence`]: crate::XrdmaError::OutOfSequence
+//! [`XrdmaError::AckTimeout`]: crate::XrdmaError::AckTimeout
 //! [`XrdmaError::WorkCompletion`]: crate::XrdmaError::WorkCompletion
 //! [`XrdmaError::Post`]: crate::XrdmaError::Post
 

@@ -1,12 +1,34 @@
 //! The endpoint's life cycle: completions in (success or error), timers, failing a
 //! connection and finishing a close.
 
-use super::{split_wr_id, Endpoint, Event, Op, KIND_ACK, KIND_DATA};
+use super::{split_wr_id, Endpoint, Event, Op, KIND_ACK, KIND_DATA, TAG_MASK};
 use crate::error::{ConnId, XrdmaError};
 use crate::mr_pool::Region;
-use crate::{LocalMemory, MsgId, Seq, Time, WcOpcode, WcStatus, WorkCompletion};
+use crate::{
+    LocalMemory, MsgId, QpAddress, QpNum, Seq, Time, Transport, TransportError, WcOpcode, WcStatus,
+    WorkCompletion,
+};
 
 impl Endpoint {
+    /// Reset `qpn`, a failed connection's QP, through `t`: what a driver does with
+    /// [`Op::ResetQp`]. Once the QP is reset the NIC no longer touches the connection's
+    /// staging ring and receive buffers, so they serve the next connection.
+    ///
+    /// # Errors
+    /// The transport's error from `reset_qp` (the buffers are then not reused).
+    pub fn reset_failed_qp<T: Transport + ?Sized>(
+        &mut self,
+        t: &mut T,
+        qpn: QpNum,
+    ) -> Result<QpAddress, TransportError> {
+        let addr = t.reset_qp(qpn)?;
+        if let Some(i) = self.resetting.iter().position(|(q, _)| *q == qpn) {
+            let (_, buffers) = self.resetting.swap_remove(i);
+            self.spare_buffers.push(buffers);
+        }
+        Ok(addr)
+    }
+
     /// A work completion from the transport's CQ. `mem` gives access to the buffers.
     pub fn handle_completion<M: LocalMemory + ?Sized>(
         &mut self,
@@ -14,7 +36,7 @@ impl Endpoint {
         wc: &WorkCompletion,
         mem: &M,
     ) {
-        let (conn, slot, kind) = split_wr_id(wc.wr_id);
+        let (conn, tag, kind) = split_wr_id(wc.wr_id);
         let Some(c) = self.conns.get_mut(conn as usize) else {
             return;
         };
@@ -39,7 +61,15 @@ impl Endpoint {
         }
         match kind {
             KIND_DATA | KIND_ACK => {
-                c.sq_outstanding = c.sq_outstanding.saturating_sub(1);
+                // A send queue completes in order: this completion implies every older one
+                // (whose completions were lost); one not outstanding is a duplicate or was
+                // overtaken, and is ignored.
+                let older = tag.wrapping_sub(c.sq_oldest) & TAG_MASK;
+                if older >= c.sq_outstanding {
+                    return;
+                }
+                c.sq_oldest = tag.wrapping_add(1) & TAG_MASK;
+                c.sq_outstanding -= older + 1;
                 let ack_due = c.ack_due;
                 self.wake_tx(conn);
                 if ack_due {
@@ -48,9 +78,22 @@ impl Endpoint {
                 self.maybe_closed(conn);
             }
             _ => {
+                // Receives complete in order too: the older ones completed with their
+                // completions lost (their frames are lost: the next sequence check fails the
+                // connection if one carried data), and their buffers are free again.
+                let older = tag.wrapping_sub(c.rq_oldest) & TAG_MASK;
+                if older as usize >= c.rq.len() {
+                    return;
+                }
                 let setup = c.setup;
-                let op = self.recv_op(conn, &setup, slot);
-                self.ops.push_back(op);
+                let mut slot = 0;
+                for _ in 0..=older {
+                    let c = &mut self.conns[conn as usize];
+                    slot = c.rq.pop_front().unwrap_or(0);
+                    c.rq_oldest = c.rq_oldest.wrapping_add(1) & TAG_MASK;
+                    let op = self.recv_op(conn, &setup, slot);
+                    self.ops.push_back(op);
+                }
                 let imm = Seq(wc.imm.unwrap_or(0));
                 match wc.opcode {
                     WcOpcode::RecvRdmaWithImm => self.on_fragment(conn, imm, wc.byte_len, mem),
@@ -63,12 +106,31 @@ impl Endpoint {
                 }
             }
         }
+        self.rearm(now, conn);
     }
 
-    /// Fire every timer due at `now`: an expired ACK timer fails its connection.
+    /// Set `conn`'s timer after progress at `now`: the ACK timeout of its oldest frame in
+    /// flight; else, while it waits on its peer (for a grant, or to finish a close), an idle
+    /// deadline `ack_timeout` from now, at which it probes the peer.
+    pub(super) fn rearm(&mut self, now: Time, conn: ConnId) {
+        let c = &self.conns[conn as usize];
+        let deadline = match c.inflight.front() {
+            _ if c.failed || c.closed => None,
+            Some(f) => Some(f.posted_at + self.cfg.ack_timeout),
+            None if c.waits_on_peer() => Some(now + self.cfg.ack_timeout),
+            None => None,
+        };
+        self.timers.set(conn, deadline);
+    }
+
+    /// Fire every timer due at `now`. An expired ACK timer fails its connection. A connection
+    /// that waited on its peer with nothing in flight for the ACK timeout probes it with an
+    /// ACK (which the peer ignores, as a repeat): the NIC completes it, or, if the peer is
+    /// gone, completes it in error and the connection fails. A completion lost is implied
+    /// by the probe's, so a close waiting only for one finishes.
     pub fn handle_timeout(&mut self, now: Time) {
         while let Some(conn) = self.timers.expire(now) {
-            let c = &self.conns[conn as usize];
+            let c = &mut self.conns[conn as usize];
             if let Some(f) = c.inflight.front() {
                 let err = XrdmaError::AckTimeout {
                     conn,
@@ -76,6 +138,10 @@ impl Endpoint {
                     waited: now.saturating_sub(f.posted_at),
                 };
                 self.fail(conn, err);
+            } else if c.waits_on_peer() {
+                c.ack_due = true;
+                self.queue_ack(conn);
+                self.timers.set(conn, Some(now + self.cfg.ack_timeout));
             }
         }
     }
@@ -134,11 +200,16 @@ impl Endpoint {
         c.ack_due = false;
         let landings: Vec<Region> = c.landings.drain(..).map(|l| l.buf).collect();
         let qpn = c.setup.qpn;
+        let freed = !landings.is_empty();
         for buf in landings {
             self.landing.free(buf);
         }
         self.waiting_memory.retain(|&w| w != conn);
         self.waiting_budget.retain(|&w| w != conn);
+        if freed {
+            // The landing budget those buffers held now admits the connections waiting for it.
+            self.grant_waiting();
+        }
         self.timers.set(conn, None);
         for msg in pending {
             self.events.push_back(Event::SendFailed {
@@ -149,6 +220,9 @@ impl Endpoint {
         }
         self.events
             .push_back(Event::ConnectionFailed { conn, error });
+        let c = &self.conns[conn as usize];
+        self.resetting
+            .push((qpn, (c.setup.send_ring, c.setup.recv_buffers)));
         self.ops.push_back(Op::ResetQp { qpn });
     }
 }

@@ -26,7 +26,13 @@
 //! - The sender keeps every frame's and fragment's staging buffer until the ACK covering it
 //!   arrives, and only then frees it and reports the message sent. If the oldest one waits
 //!   longer than the ACK timeout, the connection fails, its buffers are reclaimed and every
-//!   pending message is failed with a typed error.
+//!   pending message is failed with a typed error. A connection that waits on its peer with
+//!   nothing in flight (for a grant, for the rest of a landing message, or to finish a close)
+//!   probes it with a repeated ACK after the ACK timeout: the NIC completes it, or fails it
+//!   once the peer's QP is gone, so every wait is bounded.
+//! - Each WR's `wr_id` carries a tag numbering the posts to its queue; a queue completes in
+//!   order, so a completion's tag implies every older one's and a repeated or late one is
+//!   ignored ([`crate::fault`] lists what the core does for each kind of faulty completion).
 //! - Frames and fragments in flight per connection are capped by the send window (payload
 //!   bytes), by half the receive depth (so data and ACKs together never find the peer's
 //!   receive queue empty, which would cost an RNR NAK), and by the send queue depth.
@@ -132,6 +138,11 @@ struct Connection {
     inflight_bytes: u64,
     window: SendWindow,
     sq_outstanding: u32,
+    /// Tag of the oldest send WR whose completion is outstanding ([`wr_id`]).
+    sq_oldest: u32,
+    /// Receive slots posted, oldest first, and the tag of the oldest.
+    rq: VecDeque<u32>,
+    rq_oldest: u32,
     in_tx_ready: bool,
     grants_out: VecDeque<Grant>,
     fin_sent: bool,
@@ -156,6 +167,21 @@ impl Connection {
             || !self.queue.is_empty()
             || (self.closing && !self.fin_sent && self.pending_rts.is_empty())
     }
+
+    /// Whether, with nothing in flight, the connection still waits on its peer: for a grant,
+    /// for the rest of a message landing in a buffer it granted, or to finish a close.
+    fn waits_on_peer(&self) -> bool {
+        !self.failed
+            && !self.closed
+            && (!self.queue.is_empty() || !self.landings.is_empty() || self.closing)
+    }
+
+    /// Book one more send WR posted; returns its tag.
+    fn send_tag(&mut self) -> u32 {
+        let tag = self.sq_oldest.wrapping_add(self.sq_outstanding) & TAG_MASK;
+        self.sq_outstanding += 1;
+        tag
+    }
 }
 
 /// The most small messages one eager frame carries.
@@ -169,10 +195,16 @@ const KIND_RECV: u64 = 1;
 const KIND_DATA: u64 = 2;
 const KIND_ACK: u64 = 3;
 
-/// `wr_id` layout: connection in bits 32..64, receive slot in bits 8..32, kind in bits 0..8.
-fn wr_id(conn: ConnId, slot: u32, kind: u64) -> u64 {
-    (u64::from(conn) << 32) | (u64::from(slot & 0xFF_FFFF) << 8) | kind
+/// `wr_id` layout: connection in bits 32..64, the WR's tag in bits 8..32, kind in bits 0..8.
+/// A tag numbers the posts to one of the connection's two queues (mod 2^24); each queue
+/// completes in order, so a completion's tag tells a duplicate or a late one (not
+/// outstanding: ignored) from a genuine one, whose arrival also implies every older one.
+fn wr_id(conn: ConnId, tag: u32, kind: u64) -> u64 {
+    (u64::from(conn) << 32) | (u64::from(tag & TAG_MASK) << 8) | kind
 }
+
+/// The 24 bits of a WR tag.
+const TAG_MASK: u32 = 0xFF_FFFF;
 
 fn split_wr_id(id: u64) -> (ConnId, u32, u64) {
     (
@@ -203,6 +235,8 @@ pub struct Endpoint {
     memory_requested: bool,
     /// Staging rings and receive buffers of closed connections, for the next ones.
     spare_buffers: Vec<(Region, Region)>,
+    /// Buffers of failed connections, spare once their QP is reset.
+    resetting: Vec<(QpNum, (Region, Region))>,
     qp_cache: QpCache,
 }
 
@@ -229,6 +263,7 @@ impl Endpoint {
             waiting_budget: VecDeque::new(),
             memory_requested: false,
             spare_buffers: Vec::new(),
+            resetting: Vec::new(),
             qp_cache: QpCache::new(),
         })
     }
@@ -295,6 +330,9 @@ impl Endpoint {
                 }
             },
             sq_outstanding: 0,
+            sq_oldest: 0,
+            rq: VecDeque::new(),
+            rq_oldest: 0,
             in_tx_ready: false,
             grants_out: VecDeque::new(),
             fin_sent: false,
@@ -326,12 +364,16 @@ impl Endpoint {
         fit.min(u64::from(self.cfg.recv_depth)) as u32
     }
 
-    fn recv_op(&self, conn: ConnId, s: &ConnSetup, slot: u32) -> Op {
+    /// The receive WR that posts `slot` of `conn` (booked as posted).
+    fn recv_op(&mut self, conn: ConnId, s: &ConnSetup, slot: u32) -> Op {
         let slot_len = self.cfg.recv_slot_bytes();
+        let c = &mut self.conns[conn as usize];
+        let tag = c.rq_oldest.wrapping_add(c.rq.len() as u32) & TAG_MASK;
+        c.rq.push_back(slot);
         Op::PostRecv {
             qpn: s.qpn,
             wr: RecvWr {
-                wr_id: wr_id(conn, slot, KIND_RECV),
+                wr_id: wr_id(conn, tag, KIND_RECV),
                 sge: Sge {
                     addr: s.recv_buffers.addr + u64::from(slot) * slot_len,
                     len: slot_len as u32,
@@ -547,11 +589,11 @@ impl Endpoint {
                 continue; // re-queued when a send completes
             }
             c.ack_due = false;
-            c.sq_outstanding += 1;
+            let tag = c.send_tag();
             c.stats.acks_sent += 1;
             let s = &c.setup;
             let wr = SendWr {
-                wr_id: wr_id(conn, 0, KIND_ACK),
+                wr_id: wr_id(conn, tag, KIND_ACK),
                 opcode: SendOpcode::SendWithImm,
                 sge: Sge {
                     addr: s.send_ring.addr,
@@ -613,11 +655,7 @@ impl Endpoint {
         if let Some(posted) = newest {
             c.window.on_ack(acked_bytes, now.saturating_sub(posted));
         }
-        let deadline = c
-            .inflight
-            .front()
-            .map(|f| f.posted_at + self.cfg.ack_timeout);
-        self.timers.set(conn, deadline);
+        self.rearm(now, conn);
         self.wake_tx(conn);
         self.maybe_closed(conn);
     }
