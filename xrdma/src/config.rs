@@ -14,6 +14,9 @@ pub const MAX_EAGER_LIMIT: u64 = 64 << 10;
 /// The largest message an RC QP carries, bytes: 2^31 (IB Spec vol. 1 §9.4; `max_msg_sz`).
 pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
 
+/// The largest [`Config::recv_depth`] and [`Config::send_depth`].
+pub const MAX_QUEUE_DEPTH: u32 = 1 << 16;
+
 /// Configuration of an [`crate::Endpoint`]. All sizes in bytes, all times in [`Time`] (ps).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Config {
@@ -208,11 +211,19 @@ impl Config {
         if self.landing_budget == 0 {
             return err("landing-budget", "must be greater than 0".into());
         }
-        if self.recv_depth < 2 {
-            return err("recv-depth", format!("{} is below 2", self.recv_depth));
+        // Completions are matched to WRs by a 24-bit tag per queue (see the endpoint), so a
+        // queue holds far fewer than 2^24 WRs; real NICs allow at most tens of thousands.
+        if !(2..=MAX_QUEUE_DEPTH).contains(&self.recv_depth) {
+            return err(
+                "recv-depth",
+                format!("{} is outside 2..={MAX_QUEUE_DEPTH}", self.recv_depth),
+            );
         }
-        if self.send_depth < 2 {
-            return err("send-depth", format!("{} is below 2", self.send_depth));
+        if !(2..=MAX_QUEUE_DEPTH).contains(&self.send_depth) {
+            return err(
+                "send-depth",
+                format!("{} is outside 2..={MAX_QUEUE_DEPTH}", self.send_depth),
+            );
         }
         Ok(())
     }

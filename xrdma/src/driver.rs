@@ -201,7 +201,7 @@ pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
         let r = match &op {
             Op::PostSend { qpn, wr } => t.post_send(*qpn, wr),
             Op::PostRecv { qpn, wr } => t.post_recv(*qpn, wr),
-            Op::ResetQp { qpn } => t.reset_qp(*qpn).map(|_| ()),
+            Op::ResetQp { qpn } => ep.reset_failed_qp(t, *qpn).map(|_| ()),
             Op::ReleaseQp { qpn } => ep.release_qp(t, *qpn).map(|_| ()),
             Op::RegisterMemory { len } => t.register_memory(*len).map(|mr| ep.add_memory(mr)),
         };

@@ -44,7 +44,8 @@ pub enum Op {
         /// The WR.
         wr: RecvWr,
     },
-    /// Move `qpn` to RESET: its connection failed and its buffers were reclaimed.
+    /// Move `qpn` to RESET: its connection failed. Its buffers serve the next connection once
+    /// the QP is reset ([`crate::Endpoint::reset_failed_qp`]).
     ResetQp {
         /// The QP.
         qpn: QpNum,

@@ -27,6 +27,7 @@ pub mod driver;
 pub mod endpoint;
 pub mod error;
 pub mod event;
+pub mod fault;
 pub mod fragment;
 pub mod landing;
 pub mod mr_pool;

@@ -26,7 +26,13 @@
 //! - The sender keeps every frame's and fragment's staging buffer until the ACK covering it
 //!   arrives, and only then frees it and reports the message sent. If the oldest one waits
 //!   longer than the ACK timeout, the connection fails, its buffers are reclaimed and every
-//!   pending message is failed with a typed error.
+//!   pending message is failed with a typed error. A connection that waits on its peer with
+//!   nothing in flight (for a grant, for the rest of a landing message, or to finish a close)
+//!   probes it with a repeated ACK after the ACK timeout: the NIC completes it, or fails it
+//!   once the peer's QP is gone, so every wait is bounded.
+//! - Each WR's `wr_id` carries a tag numbering the posts to its queue; a queue completes in
+//!   order, so a completion's tag implies every older one's and a repeated or late one is
+//!   ignored ([`crate::fault`] lists what the core does for each kind of faulty completion).
 //! - Frames and fragments in flight per connection are capped by the send window (payload
 //!   bytes), by half the receive depth (so data and ACKs together never find the peer's
 //!   receive queue empty, which would cost an RNR NAK), and by the send queue depth.
@@ -53,15 +59,19 @@ use crate::timer::TimerTable;
 use crate::window::{SendWindow, WindowParams};
 use crate::{
     Config, ConfigError, LocalMemory, MemoryRegion, QpAddress, QpNum, RecvWr, SendOpcode, SendWr,
-    Seq, Sge, Time, Transport, TransportError, WcOpcode, WcStatus, WorkCompletion,
+    Seq, Sge, Time, Transport, TransportError,
 };
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
 
 pub use crate::event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op};
 
+mod inspect;
+mod lifecycle;
 mod receive;
 mod send;
+
+pub use inspect::ConnUsage;
 
 struct OutMessage {
     id: MsgId,
@@ -128,6 +138,11 @@ struct Connection {
     inflight_bytes: u64,
     window: SendWindow,
     sq_outstanding: u32,
+    /// Tag of the oldest send WR whose completion is outstanding ([`wr_id`]).
+    sq_oldest: u32,
+    /// Receive slots posted, oldest first, and the tag of the oldest.
+    rq: VecDeque<u32>,
+    rq_oldest: u32,
     in_tx_ready: bool,
     grants_out: VecDeque<Grant>,
     fin_sent: bool,
@@ -152,6 +167,21 @@ impl Connection {
             || !self.queue.is_empty()
             || (self.closing && !self.fin_sent && self.pending_rts.is_empty())
     }
+
+    /// Whether, with nothing in flight, the connection still waits on its peer: for a grant,
+    /// for the rest of a message landing in a buffer it granted, or to finish a close.
+    fn waits_on_peer(&self) -> bool {
+        !self.failed
+            && !self.closed
+            && (!self.queue.is_empty() || !self.landings.is_empty() || self.closing)
+    }
+
+    /// Book one more send WR posted; returns its tag.
+    fn send_tag(&mut self) -> u32 {
+        let tag = self.sq_oldest.wrapping_add(self.sq_outstanding) & TAG_MASK;
+        self.sq_outstanding += 1;
+        tag
+    }
 }
 
 /// The most small messages one eager frame carries.
@@ -165,10 +195,16 @@ const KIND_RECV: u64 = 1;
 const KIND_DATA: u64 = 2;
 const KIND_ACK: u64 = 3;
 
-/// `wr_id` layout: connection in bits 32..64, receive slot in bits 8..32, kind in bits 0..8.
-fn wr_id(conn: ConnId, slot: u32, kind: u64) -> u64 {
-    (u64::from(conn) << 32) | (u64::from(slot & 0xFF_FFFF) << 8) | kind
+/// `wr_id` layout: connection in bits 32..64, the WR's tag in bits 8..32, kind in bits 0..8.
+/// A tag numbers the posts to one of the connection's two queues (mod 2^24); each queue
+/// completes in order, so a completion's tag tells a duplicate or a late one (not
+/// outstanding: ignored) from a genuine one, whose arrival also implies every older one.
+fn wr_id(conn: ConnId, tag: u32, kind: u64) -> u64 {
+    (u64::from(conn) << 32) | (u64::from(tag & TAG_MASK) << 8) | kind
 }
+
+/// The 24 bits of a WR tag.
+const TAG_MASK: u32 = 0xFF_FFFF;
 
 fn split_wr_id(id: u64) -> (ConnId, u32, u64) {
     (
@@ -199,6 +235,8 @@ pub struct Endpoint {
     memory_requested: bool,
     /// Staging rings and receive buffers of closed connections, for the next ones.
     spare_buffers: Vec<(Region, Region)>,
+    /// Buffers of failed connections, spare once their QP is reset.
+    resetting: Vec<(QpNum, (Region, Region))>,
     qp_cache: QpCache,
 }
 
@@ -225,6 +263,7 @@ impl Endpoint {
             waiting_budget: VecDeque::new(),
             memory_requested: false,
             spare_buffers: Vec::new(),
+            resetting: Vec::new(),
             qp_cache: QpCache::new(),
         })
     }
@@ -300,6 +339,9 @@ impl Endpoint {
                 }
             },
             sq_outstanding: 0,
+            sq_oldest: 0,
+            rq: VecDeque::new(),
+            rq_oldest: 0,
             in_tx_ready: false,
             grants_out: VecDeque::new(),
             fin_sent: false,
@@ -331,12 +373,16 @@ impl Endpoint {
         fit.min(u64::from(self.cfg.recv_depth)) as u32
     }
 
-    fn recv_op(&self, conn: ConnId, s: &ConnSetup, slot: u32) -> Op {
+    /// The receive WR that posts `slot` of `conn` (booked as posted).
+    fn recv_op(&mut self, conn: ConnId, s: &ConnSetup, slot: u32) -> Op {
         let slot_len = self.cfg.recv_slot_bytes();
+        let c = &mut self.conns[conn as usize];
+        let tag = c.rq_oldest.wrapping_add(c.rq.len() as u32) & TAG_MASK;
+        c.rq.push_back(slot);
         Op::PostRecv {
             qpn: s.qpn,
             wr: RecvWr {
-                wr_id: wr_id(conn, slot, KIND_RECV),
+                wr_id: wr_id(conn, tag, KIND_RECV),
                 sge: Sge {
                     addr: s.recv_buffers.addr + u64::from(slot) * slot_len,
                     len: slot_len as u32,
@@ -461,64 +507,6 @@ impl Endpoint {
         self.qp_cache.put(t, qpn, caps)
     }
 
-    /// A work completion from the transport's CQ. `mem` gives access to the buffers.
-    pub fn handle_completion<M: LocalMemory + ?Sized>(
-        &mut self,
-        now: Time,
-        wc: &WorkCompletion,
-        mem: &M,
-    ) {
-        let (conn, slot, kind) = split_wr_id(wc.wr_id);
-        let Some(c) = self.conns.get_mut(conn as usize) else {
-            return;
-        };
-        if c.failed || c.closed {
-            return; // flushed WRs of a reclaimed connection
-        }
-        if wc.status != WcStatus::Success {
-            let op = match kind {
-                KIND_DATA => "data WR",
-                KIND_ACK => "ACK SEND",
-                _ => "receive",
-            };
-            self.fail(
-                conn,
-                XrdmaError::WorkCompletion {
-                    conn,
-                    status: wc.status,
-                    op,
-                },
-            );
-            return;
-        }
-        match kind {
-            KIND_DATA | KIND_ACK => {
-                c.sq_outstanding = c.sq_outstanding.saturating_sub(1);
-                let ack_due = c.ack_due;
-                self.wake_tx(conn);
-                if ack_due {
-                    self.queue_ack(conn);
-                }
-                self.maybe_closed(conn);
-            }
-            _ => {
-                let setup = c.setup;
-                let op = self.recv_op(conn, &setup, slot);
-                self.ops.push_back(op);
-                let imm = Seq(wc.imm.unwrap_or(0));
-                match wc.opcode {
-                    WcOpcode::RecvRdmaWithImm => self.on_fragment(conn, imm, wc.byte_len, mem),
-                    _ if wc.byte_len == 0 => self.on_ack(now, conn, imm),
-                    _ => {
-                        let slot_len = self.cfg.recv_slot_bytes();
-                        let addr = setup.recv_buffers.addr + u64::from(slot) * slot_len;
-                        self.on_frame(now, conn, imm, addr, wc.byte_len, mem);
-                    }
-                }
-            }
-        }
-    }
-
     /// The transport reported a congestion notification (CNP) for `qpn` at `now`.
     pub fn handle_congestion(&mut self, now: Time, qpn: QpNum) {
         let Some(&conn) = self.by_qp.get(&qpn) else {
@@ -527,21 +515,6 @@ impl Endpoint {
         let c = &mut self.conns[conn as usize];
         c.stats.ecn_echoes += 1;
         c.window.on_congestion(now);
-    }
-
-    /// Fire every timer due at `now`: an expired ACK timer fails its connection.
-    pub fn handle_timeout(&mut self, now: Time) {
-        while let Some(conn) = self.timers.expire(now) {
-            let c = &self.conns[conn as usize];
-            if let Some(f) = c.inflight.front() {
-                let err = XrdmaError::AckTimeout {
-                    conn,
-                    seq: f.seq,
-                    waited: now.saturating_sub(f.posted_at),
-                };
-                self.fail(conn, err);
-            }
-        }
     }
 
     /// The transport refused `op`: its connection fails (for a refused registration, every
@@ -629,11 +602,11 @@ impl Endpoint {
                 continue; // re-queued when a send completes
             }
             c.ack_due = false;
-            c.sq_outstanding += 1;
+            let tag = c.send_tag();
             c.stats.acks_sent += 1;
             let s = &c.setup;
             let wr = SendWr {
-                wr_id: wr_id(conn, 0, KIND_ACK),
+                wr_id: wr_id(conn, tag, KIND_ACK),
                 opcode: SendOpcode::SendWithImm,
                 sge: Sge {
                     addr: s.send_ring.addr,
@@ -696,11 +669,7 @@ impl Endpoint {
             c.window
                 .on_ack(now, acked_bytes, now.saturating_sub(posted), len);
         }
-        let deadline = c
-            .inflight
-            .front()
-            .map(|f| f.posted_at + self.cfg.ack_timeout);
-        self.timers.set(conn, deadline);
+        self.rearm(now, conn);
         self.wake_tx(conn);
         self.maybe_closed(conn);
     }
@@ -719,77 +688,5 @@ impl Endpoint {
             c.in_ack_list = true;
             self.ack_list.push_back(conn);
         }
-    }
-
-    /// Finish a close when both FINs are through, everything sent was ACKed and the last
-    /// ACK SEND has completed: the peer has nothing more to hear from this QP.
-    fn maybe_closed(&mut self, conn: ConnId) {
-        let c = &mut self.conns[conn as usize];
-        let done = c.fin_acked
-            && c.fin_received
-            && c.inflight.is_empty()
-            && c.sq_outstanding == 0
-            && !c.ack_due
-            && c.landings.is_empty()
-            && c.pending_rts.is_empty()
-            && c.grants_out.is_empty();
-        if !done || c.closed || c.failed {
-            return;
-        }
-        c.closed = true;
-        let qpn = c.setup.qpn;
-        let buffers = (c.setup.send_ring, c.setup.recv_buffers);
-        self.by_qp.remove(&qpn);
-        self.timers.set(conn, None);
-        self.spare_buffers.push(buffers);
-        self.events.push_back(Event::Closed { conn });
-        self.ops.push_back(Op::ReleaseQp { qpn });
-    }
-
-    /// Fail `conn`: reclaim its buffers, fail every pending message, ask for a QP reset.
-    fn fail(&mut self, conn: ConnId, error: XrdmaError) {
-        let c = &mut self.conns[conn as usize];
-        if c.failed || c.closed {
-            return;
-        }
-        c.failed = true;
-        // In flight (each frame's own message and the messages it completes), then queued;
-        // an RTS sent ahead names a queued message. Every message is failed once.
-        let mut pending: Vec<MsgId> = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
-        let mut inflight: Vec<MsgId> = Vec::new();
-        for f in c.inflight.drain(..) {
-            inflight.extend(f.msg);
-            inflight.extend_from_slice(f.completes.ids());
-        }
-        let queued = c.queue.drain(..).map(|m| m.id);
-        for m in inflight.into_iter().chain(queued) {
-            if seen.insert(m) {
-                pending.push(m);
-            }
-        }
-        c.inflight_bytes = 0;
-        c.ring.reset();
-        c.pending_rts.clear();
-        c.grants_out.clear();
-        c.ack_due = false;
-        let landings: Vec<Region> = c.landings.drain(..).map(|l| l.buf).collect();
-        let qpn = c.setup.qpn;
-        for buf in landings {
-            self.landing.free(buf);
-        }
-        self.waiting_memory.retain(|&w| w != conn);
-        self.waiting_budget.retain(|&w| w != conn);
-        self.timers.set(conn, None);
-        for msg in pending {
-            self.events.push_back(Event::SendFailed {
-                conn,
-                msg,
-                error: error.clone(),
-            });
-        }
-        self.events
-            .push_back(Event::ConnectionFailed { conn, error });
-        self.ops.push_back(Op::ResetQp { qpn });
     }
 }

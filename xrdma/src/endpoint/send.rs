@@ -175,9 +175,10 @@ impl Endpoint {
         c.stats.eager_messages += n as u64;
         c.stats.send_bytes += payload;
         c.stats.fragments_sent += 1;
-        let seq = self.push_inflight(now, conn, slot.footprint, payload, completes, first, false);
+        let (seq, tag) =
+            self.push_inflight(now, conn, slot.footprint, payload, completes, first, false);
         let c = &self.conns[conn as usize];
-        Ok(Some(frame_op(conn, &c.setup, local, wire, seq)))
+        Ok(Some(frame_op(conn, &c.setup, local, wire, seq, tag)))
     }
 
     /// Whether `conn` may post one more signalled WR carrying `payload` bytes now.
@@ -242,12 +243,13 @@ impl Endpoint {
             Some(id) if completes => Completes::One(id),
             _ => Completes::Nothing,
         };
-        let seq = self.push_inflight(now, conn, slot.footprint, payload, done, owner, fin);
+        let (seq, tag) = self.push_inflight(now, conn, slot.footprint, payload, done, owner, fin);
         let c = &self.conns[conn as usize];
-        Ok(Some(frame_op(conn, &c.setup, local, wire, seq)))
+        Ok(Some(frame_op(conn, &c.setup, local, wire, seq, tag)))
     }
 
-    /// Book a posted frame or fragment as in flight and return its sequence number.
+    /// Book a posted frame or fragment as in flight and return its sequence number and its
+    /// send WR's tag.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn push_inflight(
         &mut self,
@@ -258,7 +260,7 @@ impl Endpoint {
         completes: Completes,
         msg: Option<MsgId>,
         fin: bool,
-    ) -> Seq {
+    ) -> (Seq, u32) {
         let c = &mut self.conns[conn as usize];
         let seq = c.next_tx_seq;
         c.next_tx_seq = seq.next();
@@ -275,8 +277,7 @@ impl Endpoint {
             fin,
         });
         c.inflight_bytes += payload_len;
-        c.sq_outstanding += 1;
-        seq
+        (seq, c.send_tag())
     }
 
     /// The next fragment of the granted head message: an RDMA WRITE with immediate into the
@@ -319,7 +320,7 @@ impl Endpoint {
         msg.next_off += len;
         c.stats.send_bytes += len;
         c.stats.fragments_sent += 1;
-        let seq = self.push_inflight(
+        let (seq, tag) = self.push_inflight(
             now,
             conn,
             slot.footprint,
@@ -337,7 +338,7 @@ impl Endpoint {
             c.queue.pop_front();
         }
         let wr = SendWr {
-            wr_id: wr_id(conn, 0, KIND_DATA),
+            wr_id: wr_id(conn, tag, KIND_DATA),
             opcode: SendOpcode::RdmaWriteWithImm,
             sge: Sge {
                 addr: local,
@@ -357,10 +358,10 @@ impl Endpoint {
 }
 
 /// The SEND with immediate that carries a frame of `wire` bytes staged at `local` in `setup`'s
-/// send ring, its sequence number in the immediate data.
-fn frame_op(conn: ConnId, setup: &ConnSetup, local: u64, wire: u64, seq: Seq) -> Op {
+/// send ring, its sequence number in the immediate data, `tag` its send WR's tag.
+fn frame_op(conn: ConnId, setup: &ConnSetup, local: u64, wire: u64, seq: Seq, tag: u32) -> Op {
     let wr = SendWr {
-        wr_id: wr_id(conn, 0, KIND_DATA),
+        wr_id: wr_id(conn, tag, KIND_DATA),
         opcode: SendOpcode::SendWithImm,
         sge: Sge {
             addr: local,

@@ -1,6 +1,12 @@
 //! A two-host in-memory transport for core tests: every WR completes instantly and in order,
 //! with real bytes copied between registered memory (WRITEs to their remote address, SENDs into
 //! the receive buffer of the oldest posted receive). Knobs drop traffic to test timeouts.
+//!
+//! A SEND or WRITE with immediate that finds no receive posted completes with
+//! `RnrRetryExcErr`, and one to a QP that is not connected back to the sender (reset, or in
+//! error) with `RetryExcErr`, as a NIC reports once its retries are spent. Either puts the
+//! sender's QP in error: its posted receives and every later WR complete with `WrFlushErr`
+//! until the QP is reset.
 
 #![allow(dead_code)]
 
@@ -19,6 +25,39 @@ pub struct Host {
 struct Qp {
     remote: Option<QpNum>,
     recvs: VecDeque<RecvWr>,
+    error: bool,
+}
+
+fn flushed(wr_id: u64, opcode: WcOpcode, qp_num: QpNum) -> WorkCompletion {
+    WorkCompletion {
+        wr_id,
+        status: WcStatus::WrFlushErr,
+        opcode,
+        qp_num,
+        byte_len: 0,
+        imm: None,
+    }
+}
+
+impl Host {
+    /// Put `qpn` in error after a WR completed with `status`: the WR's own completion, then
+    /// every posted receive flushed.
+    fn qp_error(&mut self, qpn: QpNum, wr: &SendWr, status: WcStatus) {
+        let opcode = if wr.opcode == SendOpcode::SendWithImm {
+            WcOpcode::Send
+        } else {
+            WcOpcode::RdmaWrite
+        };
+        self.cq.push_back(WorkCompletion {
+            status,
+            ..flushed(wr.wr_id, opcode, qpn)
+        });
+        let qp = &mut self.qps[qpn as usize];
+        qp.error = true;
+        for r in std::mem::take(&mut qp.recvs) {
+            self.cq.push_back(flushed(r.wr_id, WcOpcode::Recv, qpn));
+        }
+    }
 }
 
 /// Two hosts, 0 and 1, wired back to back.
@@ -130,7 +169,10 @@ impl Transport for Side<'_> {
         Ok(())
     }
     fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
-        self.pair.hosts[self.h].qps[qpn as usize].recvs.clear();
+        let qp = &mut self.pair.hosts[self.h].qps[qpn as usize];
+        qp.recvs.clear();
+        qp.remote = None;
+        qp.error = false;
         Ok(QpAddress {
             gid: [0; 16],
             lid: self.h as u32,
@@ -151,6 +193,30 @@ impl Transport for Side<'_> {
         let data = self.pair.hosts[self.h]
             .range(wr.sge.addr, wr.sge.len as usize)?
             .to_vec();
+        if self.pair.hosts[self.h].qps[qpn as usize].error {
+            if wr.signaled {
+                let opcode = if wr.opcode == SendOpcode::SendWithImm {
+                    WcOpcode::Send
+                } else {
+                    WcOpcode::RdmaWrite
+                };
+                self.pair.hosts[self.h]
+                    .cq
+                    .push_back(flushed(wr.wr_id, opcode, qpn));
+            }
+            return Ok(());
+        }
+        let peer_qp = &self.pair.hosts[peer].qps[rq as usize];
+        if peer_qp.remote != Some(qpn) || peer_qp.error {
+            self.pair.hosts[self.h].qp_error(qpn, wr, WcStatus::RetryExcErr);
+            return Ok(());
+        }
+        if peer_qp.recvs.is_empty()
+            && !(data.is_empty() && self.pair.drop_acks_from == Some(self.h))
+        {
+            self.pair.hosts[self.h].qp_error(qpn, wr, WcStatus::RnrRetryExcErr);
+            return Ok(());
+        }
         let dropped = wr.opcode == SendOpcode::SendWithImm
             && data.is_empty()
             && self.pair.drop_acks_from == Some(self.h);
@@ -161,7 +227,7 @@ impl Transport for Side<'_> {
             }
             let recv = self.pair.hosts[peer].qps[rq as usize].recvs.pop_front();
             let Some(recv) = recv else {
-                panic!("RNR: no receive posted on host {peer} QP {rq}")
+                unreachable!("checked above")
             };
             if wr.opcode != SendOpcode::RdmaWriteWithImm && !data.is_empty() {
                 assert!(
@@ -205,9 +271,12 @@ impl Transport for Side<'_> {
         Ok(())
     }
     fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
-        self.pair.hosts[self.h].qps[qpn as usize]
-            .recvs
-            .push_back(*wr);
+        let host = &mut self.pair.hosts[self.h];
+        if host.qps[qpn as usize].error {
+            host.cq.push_back(flushed(wr.wr_id, WcOpcode::Recv, qpn));
+        } else {
+            host.qps[qpn as usize].recvs.push_back(*wr);
+        }
         Ok(())
     }
     fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {

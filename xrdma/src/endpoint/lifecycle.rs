@@ -1,0 +1,228 @@
+//! The endpoint's life cycle: completions in (success or error), timers, failing a
+//! connection and finishing a close.
+
+use super::{split_wr_id, Endpoint, Event, Op, KIND_ACK, KIND_DATA, TAG_MASK};
+use crate::error::{ConnId, XrdmaError};
+use crate::mr_pool::Region;
+use crate::{
+    LocalMemory, MsgId, QpAddress, QpNum, Seq, Time, Transport, TransportError, WcOpcode, WcStatus,
+    WorkCompletion,
+};
+
+impl Endpoint {
+    /// Reset `qpn`, a failed connection's QP, through `t`: what a driver does with
+    /// [`Op::ResetQp`]. Once the QP is reset the NIC no longer touches the connection's
+    /// staging ring and receive buffers, so they serve the next connection.
+    ///
+    /// # Errors
+    /// The transport's error from `reset_qp` (the buffers are then not reused).
+    pub fn reset_failed_qp<T: Transport + ?Sized>(
+        &mut self,
+        t: &mut T,
+        qpn: QpNum,
+    ) -> Result<QpAddress, TransportError> {
+        let addr = t.reset_qp(qpn)?;
+        if let Some(i) = self.resetting.iter().position(|(q, _)| *q == qpn) {
+            let (_, buffers) = self.resetting.swap_remove(i);
+            self.spare_buffers.push(buffers);
+        }
+        Ok(addr)
+    }
+
+    /// A work completion from the transport's CQ. `mem` gives access to the buffers.
+    pub fn handle_completion<M: LocalMemory + ?Sized>(
+        &mut self,
+        now: Time,
+        wc: &WorkCompletion,
+        mem: &M,
+    ) {
+        let (conn, tag, kind) = split_wr_id(wc.wr_id);
+        let Some(c) = self.conns.get_mut(conn as usize) else {
+            return;
+        };
+        if c.failed || c.closed {
+            return; // flushed WRs of a reclaimed connection
+        }
+        if wc.status != WcStatus::Success {
+            let op = match kind {
+                KIND_DATA => "data WR",
+                KIND_ACK => "ACK SEND",
+                _ => "receive",
+            };
+            self.fail(
+                conn,
+                XrdmaError::WorkCompletion {
+                    conn,
+                    status: wc.status,
+                    op,
+                },
+            );
+            return;
+        }
+        match kind {
+            KIND_DATA | KIND_ACK => {
+                // A send queue completes in order: this completion implies every older one
+                // (whose completions were lost); one not outstanding is a duplicate or was
+                // overtaken, and is ignored.
+                let older = tag.wrapping_sub(c.sq_oldest) & TAG_MASK;
+                if older >= c.sq_outstanding {
+                    return;
+                }
+                c.sq_oldest = tag.wrapping_add(1) & TAG_MASK;
+                c.sq_outstanding -= older + 1;
+                let ack_due = c.ack_due;
+                self.wake_tx(conn);
+                if ack_due {
+                    self.queue_ack(conn);
+                }
+                self.maybe_closed(conn);
+            }
+            _ => {
+                // Receives complete in order too: the older ones completed with their
+                // completions lost (their frames are lost: the next sequence check fails the
+                // connection if one carried data), and their buffers are free again.
+                let older = tag.wrapping_sub(c.rq_oldest) & TAG_MASK;
+                if older as usize >= c.rq.len() {
+                    return;
+                }
+                let setup = c.setup;
+                let mut slot = 0;
+                for _ in 0..=older {
+                    let c = &mut self.conns[conn as usize];
+                    slot = c.rq.pop_front().unwrap_or(0);
+                    c.rq_oldest = c.rq_oldest.wrapping_add(1) & TAG_MASK;
+                    let op = self.recv_op(conn, &setup, slot);
+                    self.ops.push_back(op);
+                }
+                let imm = Seq(wc.imm.unwrap_or(0));
+                match wc.opcode {
+                    WcOpcode::RecvRdmaWithImm => self.on_fragment(conn, imm, wc.byte_len, mem),
+                    _ if wc.byte_len == 0 => self.on_ack(now, conn, imm),
+                    _ => {
+                        let slot_len = self.cfg.recv_slot_bytes();
+                        let addr = setup.recv_buffers.addr + u64::from(slot) * slot_len;
+                        self.on_frame(now, conn, imm, addr, wc.byte_len, mem);
+                    }
+                }
+            }
+        }
+        self.rearm(now, conn);
+    }
+
+    /// Set `conn`'s timer after progress at `now`: the ACK timeout of its oldest frame in
+    /// flight; else, while it waits on its peer (for a grant, or to finish a close), an idle
+    /// deadline `ack_timeout` from now, at which it probes the peer.
+    pub(super) fn rearm(&mut self, now: Time, conn: ConnId) {
+        let c = &self.conns[conn as usize];
+        let deadline = match c.inflight.front() {
+            _ if c.failed || c.closed => None,
+            Some(f) => Some(f.posted_at + self.cfg.ack_timeout),
+            None if c.waits_on_peer() => Some(now + self.cfg.ack_timeout),
+            None => None,
+        };
+        self.timers.set(conn, deadline);
+    }
+
+    /// Fire every timer due at `now`. An expired ACK timer fails its connection. A connection
+    /// that waited on its peer with nothing in flight for the ACK timeout probes it with an
+    /// ACK (which the peer ignores, as a repeat): the NIC completes it, or, if the peer is
+    /// gone, completes it in error and the connection fails. A completion lost is implied
+    /// by the probe's, so a close waiting only for one finishes.
+    pub fn handle_timeout(&mut self, now: Time) {
+        while let Some(conn) = self.timers.expire(now) {
+            let c = &mut self.conns[conn as usize];
+            if let Some(f) = c.inflight.front() {
+                let err = XrdmaError::AckTimeout {
+                    conn,
+                    seq: f.seq,
+                    waited: now.saturating_sub(f.posted_at),
+                };
+                self.fail(conn, err);
+            } else if c.waits_on_peer() {
+                c.ack_due = true;
+                self.queue_ack(conn);
+                self.timers.set(conn, Some(now + self.cfg.ack_timeout));
+            }
+        }
+    }
+
+    /// Finish a close when both FINs are through, everything sent was ACKed and the last
+    /// ACK SEND has completed: the peer has nothing more to hear from this QP.
+    pub(super) fn maybe_closed(&mut self, conn: ConnId) {
+        let c = &mut self.conns[conn as usize];
+        let done = c.fin_acked
+            && c.fin_received
+            && c.inflight.is_empty()
+            && c.sq_outstanding == 0
+            && !c.ack_due
+            && c.landings.is_empty()
+            && c.pending_rts.is_empty()
+            && c.grants_out.is_empty();
+        if !done || c.closed || c.failed {
+            return;
+        }
+        c.closed = true;
+        let qpn = c.setup.qpn;
+        let buffers = (c.setup.send_ring, c.setup.recv_buffers);
+        self.by_qp.remove(&qpn);
+        self.timers.set(conn, None);
+        self.spare_buffers.push(buffers);
+        self.events.push_back(Event::Closed { conn });
+        self.ops.push_back(Op::ReleaseQp { qpn });
+    }
+
+    /// Fail `conn`: reclaim its buffers, fail every pending message, ask for a QP reset.
+    pub(super) fn fail(&mut self, conn: ConnId, error: XrdmaError) {
+        let c = &mut self.conns[conn as usize];
+        if c.failed || c.closed {
+            return;
+        }
+        c.failed = true;
+        // In flight (each frame's own message and the messages it completes), then queued;
+        // an RTS sent ahead names a queued message. Every message is failed once.
+        let mut pending: Vec<MsgId> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut inflight: Vec<MsgId> = Vec::new();
+        for f in c.inflight.drain(..) {
+            inflight.extend(f.msg);
+            inflight.extend_from_slice(f.completes.ids());
+        }
+        let queued = c.queue.drain(..).map(|m| m.id);
+        for m in inflight.into_iter().chain(queued) {
+            if seen.insert(m) {
+                pending.push(m);
+            }
+        }
+        c.inflight_bytes = 0;
+        c.ring.reset();
+        c.pending_rts.clear();
+        c.grants_out.clear();
+        c.ack_due = false;
+        let landings: Vec<Region> = c.landings.drain(..).map(|l| l.buf).collect();
+        let qpn = c.setup.qpn;
+        let freed = !landings.is_empty();
+        for buf in landings {
+            self.landing.free(buf);
+        }
+        self.waiting_memory.retain(|&w| w != conn);
+        self.waiting_budget.retain(|&w| w != conn);
+        if freed {
+            // The landing budget those buffers held now admits the connections waiting for it.
+            self.grant_waiting();
+        }
+        self.timers.set(conn, None);
+        for msg in pending {
+            self.events.push_back(Event::SendFailed {
+                conn,
+                msg,
+                error: error.clone(),
+            });
+        }
+        self.events
+            .push_back(Event::ConnectionFailed { conn, error });
+        let c = &self.conns[conn as usize];
+        self.resetting
+            .push((qpn, (c.setup.send_ring, c.setup.recv_buffers)));
+        self.ops.push_back(Op::ResetQp { qpn });
+    }
+}
