@@ -192,3 +192,113 @@ fn hybrid_workers_in_two_threads_echo_and_block_when_idle() {
         eprintln!("client {:?}, server {:?}", drv.stats(), server_stats);
     });
 }
+
+/// Turn both hosts until `done` holds or `limit` passes; returns whether it held.
+fn turn_until(
+    ts: &mut [VerbsTransport; 2],
+    eps: &mut [Endpoint; 2],
+    apps: &mut [Recorder; 2],
+    limit: Duration,
+    mut done: impl FnMut(&[Recorder; 2]) -> bool,
+) -> bool {
+    let mut scratch = TurnScratch::default();
+    let start = Instant::now();
+    while !done(apps) {
+        if start.elapsed() > limit {
+            return false;
+        }
+        for h in 0..2 {
+            let now = ts[h].now();
+            driver::turn(now, &mut eps[h], &mut ts[h], &mut apps[h], &mut scratch);
+        }
+    }
+    true
+}
+
+#[test]
+fn a_qp_forced_into_error_fails_its_connection_and_is_never_reused() {
+    let Some(dev) =
+        device_or_skip("a_qp_forced_into_error_fails_its_connection_and_is_never_reused")
+    else {
+        return;
+    };
+    let (mut ts, mut eps, conns) = connect(&dev);
+    let mut apps = [Recorder::default(), Recorder::default()];
+    let now = ts[0].now();
+    eps[0]
+        .send(now, conns[0], Bytes::from(pattern(100, 1)))
+        .unwrap();
+    assert!(turn_until(
+        &mut ts,
+        &mut eps,
+        &mut apps,
+        Duration::from_secs(30),
+        |a| { a[0].sent == 1 && a[1].messages.len() == 1 }
+    ));
+    let qps_before = ts[0].qp_count();
+    // Force host 0's QP into the error state: an RDMA WRITE with a remote key the peer never
+    // issued draws a remote access error NAK, which moves the requester's QP to ERR.
+    let qpn = (0..u32::MAX >> 8)
+        .find(|&q| ts[0].qp_caps(q).is_some())
+        .expect("host 0 has a QP");
+    let mr = ts[0].register_memory(4096).unwrap();
+    let bad = SendWr {
+        wr_id: u64::MAX,
+        opcode: SendOpcode::RdmaWrite,
+        sge: Sge {
+            addr: mr.addr,
+            len: 64,
+            lkey: mr.lkey,
+        },
+        imm: 0,
+        remote_addr: 0x1000,
+        rkey: 0x00de_ad00,
+        signaled: true,
+    };
+    ts[0].post_send(qpn, &bad).unwrap();
+    let now = ts[0].now();
+    eps[0]
+        .send(now, conns[0], Bytes::from(pattern(100, 2)))
+        .unwrap();
+    // The connection fails with a typed error within the limit, and its message with it.
+    assert!(
+        turn_until(&mut ts, &mut eps, &mut apps, Duration::from_secs(60), |a| {
+            a[0].failures.iter().any(|f| f.contains("ConnectionFailed"))
+        }),
+        "no typed failure: {:?}",
+        apps[0].failures
+    );
+    assert!(
+        apps[0]
+            .failures
+            .iter()
+            .any(|f| f.contains("SendFailed") && f.contains("WorkCompletion")),
+        "{:?}",
+        apps[0].failures
+    );
+    assert!(!eps[0].is_open(conns[0]));
+    // The next connection never gets the broken QP: the cache is empty, a new QP is made.
+    let [ta, tb] = &mut ts;
+    let [ea, eb] = &mut eps;
+    let ha = driver::open(ea, ta).unwrap();
+    assert!(
+        !ha.reused_qp,
+        "a failed connection's QP went to the QP cache"
+    );
+    assert_ne!(ha.info.qp.qpn, qpn);
+    assert_eq!(ta.qp_count(), qps_before + 1);
+    let hb = driver::open(eb, tb).unwrap();
+    let ca = driver::establish(ea, ta, ha, &hb.info, 1).unwrap();
+    driver::establish(eb, tb, hb, &ha.info, 0).unwrap();
+    let now = ts[0].now();
+    eps[0].send(now, ca, Bytes::from(pattern(100, 3))).unwrap();
+    let sent_before = apps[0].sent;
+    assert!(turn_until(
+        &mut ts,
+        &mut eps,
+        &mut apps,
+        Duration::from_secs(30),
+        |a| { a[0].sent == sent_before + 1 && a[1].messages.len() == 2 }
+    ));
+    assert_eq!(apps[1].messages[1], pattern(100, 3));
+}
