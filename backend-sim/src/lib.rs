@@ -57,6 +57,7 @@ mod memory;
 mod nic;
 mod pacing;
 mod packet;
+mod requester;
 mod retransmit;
 mod routing;
 mod stats;
