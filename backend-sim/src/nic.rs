@@ -1,5 +1,5 @@
-//! The host NIC: RC queue pairs (requester and responder halves), egress arbitration and the
-//! host's uplink.
+//! The host NIC: RC queue pairs (the responder half here, the requester half in
+//! `requester.rs`), egress arbitration and the host's uplink.
 //!
 //! Egress: one packet at a time at line rate. Control packets (ACK, NAK, CNP) go first, in
 //! FIFO order; data packets are taken round-robin, one packet per turn, from the QPs in the
@@ -12,7 +12,7 @@ use crate::config::{AETH_BYTES, CNP_EXTRA_BYTES, IMMDT_BYTES, RETH_BYTES};
 use crate::engine::Event;
 use crate::memory::Memory;
 use crate::packet::{
-    psn_add, psn_diff, MsgOp, NakCode, Packet, PktKind, F_CE, F_FIRST, F_LAST, PSN_MASK,
+    psn_add, psn_diff, MsgOp, NakCode, Packet, PktKind, F_CE, F_CORRUPT, F_FIRST, F_LAST, PSN_MASK,
 };
 use crate::Simulation;
 use std::collections::VecDeque;
@@ -468,6 +468,9 @@ impl Simulation {
         if let Some(&(next, _)) = host.up.front() {
             self.queue.push(next, Event::UpArrive(h));
         }
+        if self.uplink_fault(h, id) {
+            return;
+        }
         self.switch_receive(h, id);
     }
 
@@ -522,6 +525,10 @@ impl Simulation {
     pub(crate) fn nic_receive(&mut self, h: u32, id: u32) {
         let p = *self.pool.get(id);
         self.pool.release(id);
+        if p.flags & F_CORRUPT != 0 {
+            self.stats.icrc_drops += 1;
+            return;
+        }
         match p.kind {
             PktKind::Pause => {
                 let host = &mut self.hosts[h as usize];
