@@ -27,7 +27,7 @@ for s in scenarios/incast-8.yaml scenarios/incast-256.yaml scenarios/open-loop-s
   cargo run --release -q -- run "$s" --out "$out/$(basename "$s" .yaml)"
 done
 cargo run --release -q -- conformance
-for s in scenarios/*.yaml scenarios/cc/*.yaml; do
+for s in scenarios/*.yaml scenarios/cc/*.yaml scenarios/faults/*.yaml; do
   cargo run --release -q -- validate "$s" > /dev/null
 done
 
