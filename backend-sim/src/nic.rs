@@ -485,42 +485,6 @@ impl Simulation {
         }
     }
 
-    /// Copy `len` bytes from `src_addr` on host `s` to `dst_addr` on host `d`; false when
-    /// either range is not registered memory.
-    pub(crate) fn copy_bytes(
-        &mut self,
-        s: u32,
-        src_addr: u64,
-        d: u32,
-        dst_addr: u64,
-        len: u32,
-    ) -> bool {
-        let (s, d) = (s as usize, d as usize);
-        if !self.hosts[d].mem.carries_payload() {
-            return true;
-        }
-        if s != d {
-            // Two distinct hosts: borrow both memories and copy once.
-            let (src_host, dst_host) = if s < d {
-                let (lo, hi) = self.hosts.split_at_mut(d);
-                (&lo[s], &mut hi[0])
-            } else {
-                let (lo, hi) = self.hosts.split_at_mut(s);
-                (&hi[0], &mut lo[d])
-            };
-            let Ok(src) = src_host.mem.read(src_addr, len as usize) else {
-                return false;
-            };
-            return dst_host.mem.write(dst_addr, src).is_ok();
-        }
-        let Ok(src) = self.hosts[s].mem.read(src_addr, len as usize) else {
-            return false;
-        };
-        self.scratch.clear();
-        self.scratch.extend_from_slice(src);
-        self.hosts[d].mem.write(dst_addr, &self.scratch).is_ok()
-    }
-
     /// A packet from the downlink has fully arrived at host `h`.
     pub(crate) fn nic_receive(&mut self, h: u32, id: u32) {
         let p = *self.pool.get(id);
