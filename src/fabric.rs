@@ -30,7 +30,8 @@ pub trait Fabric {
     fn advance(&mut self, ready: &mut Vec<u32>, settled: bool) -> bool;
     /// Host `h` wants a turn at `at` even if nothing arrives ([`Time::MAX`]: no wake).
     fn set_wake(&mut self, h: u32, at: Time);
-    /// Network counters for the result (zeros where the backend cannot observe them).
+    /// Network counters for the result: where the backend cannot observe a counter, 0 for the
+    /// plain ones and `None` for the optional ones.
     fn network(&self) -> rep::NetworkCounters;
     /// Simulator statistics, on a simulated fabric.
     fn sim_info(&self) -> Option<rep::SimInfo>;
@@ -142,6 +143,11 @@ impl Fabric for SimFabric {
             seq_naks: st.seq_naks,
             rnr_naks: st.rnr_naks,
             lossless: Some(self.sim.config().pfc.is_some()),
+            injected_losses: Some(st.injected_losses),
+            link_down_drops: Some(st.link_down_drops),
+            icrc_drops: Some(st.icrc_drops),
+            // Counted by the runner, not the network ([`crate::sim_run::run_on`]).
+            ack_timeouts: None,
         }
     }
     fn sim_info(&self) -> Option<rep::SimInfo> {

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod conformance;
 pub mod echo;
 pub mod fabric;
+pub mod host_faults;
 pub mod incast;
 pub mod open_loop;
 pub mod output;

@@ -3,8 +3,14 @@
 
 use anyhow::{bail, Result};
 use xrdma::{Config, Time};
-use xrdma_scenario::{Scenario, SimSection, TopologySection, Workload, XrdmaSection};
-use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, SimConfigError, Topology};
+use xrdma_scenario::{
+    FaultDirection, FaultLink, FaultsSection, Scenario, SimSection, TopologySection, Workload,
+    XrdmaSection,
+};
+use xrdma_sim::{
+    DcqcnConfig, EcnConfig, FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector,
+    PfcConfig, SimConfig, SimConfigError, Topology,
+};
 
 /// The xrdma configuration a scenario asks for.
 pub fn xrdma_config(x: &XrdmaSection) -> Config {
@@ -93,7 +99,45 @@ pub fn sim_config(s: &SimSection, workload_hosts: u32) -> SimConfig {
         retry_cnt: s.retry_cnt.unwrap_or(d.retry_cnt),
         dcqcn,
         topology,
+        faults: link_faults(&s.faults),
         ..d
+    }
+}
+
+/// The simulator's link faults from `sim.faults` (its host faults are the runner's, see
+/// [`crate::host_faults`]).
+pub fn link_faults(f: &FaultsSection) -> FaultConfig {
+    let link = |l: FaultLink| match l {
+        FaultLink::All => LinkSelector::All,
+        FaultLink::Host(h) => LinkSelector::Host(h),
+    };
+    let dir = |d: FaultDirection| match d {
+        FaultDirection::Up => LinkDirection::Up,
+        FaultDirection::Down => LinkDirection::Down,
+        FaultDirection::Both => LinkDirection::Both,
+    };
+    let rates = |v: &[xrdma_scenario::LinkRateFault]| {
+        v.iter()
+            .map(|r| LinkRate {
+                link: link(r.link),
+                direction: dir(r.direction),
+                rate: r.rate,
+            })
+            .collect()
+    };
+    FaultConfig {
+        loss: rates(&f.loss),
+        corrupt: rates(&f.corrupt),
+        link_down: f
+            .link_down
+            .iter()
+            .map(|o| LinkOutage {
+                link: link(o.link),
+                direction: dir(o.direction),
+                at: o.at,
+                until: Time::from_ps(o.at.as_ps().saturating_add(o.duration.as_ps())),
+            })
+            .collect(),
     }
 }
 
@@ -145,6 +189,15 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
             sc.workload.hosts(),
             sim.hosts
         );
+    }
+    for (key, host) in section.faults.hosts() {
+        if host >= sim.hosts {
+            bail!(
+                "{}: sim.faults.{key}: host {host} does not exist: the hosts are 0..={}",
+                where_is(sc, &["sim", "faults", key]),
+                sim.hosts - 1
+            );
+        }
     }
     let need = memory_estimate(sc, &cfg);
     if let Some(avail) = available_memory() {
@@ -279,16 +332,17 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
             );
         }
     }
-    if sim.pfc.is_none() {
+    if sim.pfc.is_none() || !sim.faults.is_empty() {
         let rto = xrdma_sim::local_ack_timeout(sim.local_ack_timeout);
         let budget = Time(rto.as_ps().saturating_mul(u64::from(sim.retry_cnt) + 1));
         if cfg.ack_timeout < budget {
             warn(
                 &["xrdma", "ack-timeout"],
                 format!(
-                    "the fabric is lossy (no `pfc`), but the middleware gives up after {} while \
-                     the NIC may need (retry-cnt + 1) x local-ack-timeout = {} to recover a \
-                     lost tail; raise ack-timeout or lower sim.local-ack-timeout",
+                    "the fabric is lossy (no `pfc`, or injected faults), but the middleware \
+                     gives up after {} while the NIC may need (retry-cnt + 1) x \
+                     local-ack-timeout = {} to recover a lost tail; raise ack-timeout or lower \
+                     sim.local-ack-timeout",
                     cfg.ack_timeout, budget
                 ),
             );

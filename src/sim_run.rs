@@ -2,6 +2,7 @@
 
 use crate::echo::{EchoClient, EchoRole, EchoServer};
 use crate::fabric::{Fabric, SimFabric};
+use crate::host_faults::{Holding, HostFaultState, HostFaults, Observed};
 use crate::incast::{Arrival, PayloadPool, Receiver, Role, Sender};
 use crate::open_loop::{OpenLoopRole, OpenLoopSender, PoissonArrivals};
 use crate::sim_config::check;
@@ -22,6 +23,7 @@ use xrdma_scenario::{Echo, Incast, OpenLoop, OpenLoopEnd, Scenario, Stall, Workl
 pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
     let checked = check(sc)?;
     let seed = checked.sim.seed;
+    let faults = HostFaults::from_section(&sc.sim_or_default().faults);
     let mut fabric = SimFabric::new(checked.sim)?;
     if let Some(interval) = sc.sim_or_default().sample_interval {
         let watch = match &sc.workload {
@@ -31,7 +33,7 @@ pub fn run(sc: &Scenario) -> Result<rep::RunResult> {
         };
         fabric.sample(interval, watch);
     }
-    run_on(sc, &checked.xrdma, seed, &mut fabric)
+    run_on_with_faults(sc, &checked.xrdma, seed, &mut fabric, &faults)
 }
 
 /// Run `sc`'s workload on any [`Fabric`] with the xrdma configuration `cfg`; `seed` seeds the
@@ -53,6 +55,22 @@ pub fn run_on<F: Fabric>(
     seed: u64,
     fabric: &mut F,
 ) -> Result<rep::RunResult> {
+    run_on_with_faults(sc, cfg, seed, fabric, &HostFaults::default())
+}
+
+/// [`run_on`] with host faults injected by the runner (see [`crate::host_faults`]): receive
+/// WRs held back in stop-reposting windows, per-message processing time at slow receivers.
+///
+/// # Errors
+/// As [`run_on`].
+pub fn run_on_with_faults<F: Fabric>(
+    sc: &Scenario,
+    cfg: &Config,
+    seed: u64,
+    fabric: &mut F,
+    faults: &HostFaults,
+) -> Result<rep::RunResult> {
+    let mut hf = HostFaultState::new(faults, fabric.hosts());
     let wall = Instant::now();
     let hosts = fabric.hosts();
     let workload_hosts = sc.workload.hosts();
@@ -89,7 +107,7 @@ pub fn run_on<F: Fabric>(
                     apps.push(Role::Sender(sender));
                 }
             }
-            turn_loop(fabric, &mut eps, &mut apps, |_, _| true);
+            drive(fabric, &mut eps, &mut apps, &[], None, &mut hf, |_, _| true);
             let senders: Vec<SenderRecord> = apps
                 .iter()
                 .filter_map(|a| match a {
@@ -120,9 +138,15 @@ pub fn run_on<F: Fabric>(
                 }
             }
             let deadline = deadline(&sc.workload, seed);
-            drive(fabric, &mut eps, &mut apps, &ol.stalls, deadline, |_, _| {
-                true
-            });
+            drive(
+                fabric,
+                &mut eps,
+                &mut apps,
+                &ol.stalls,
+                deadline,
+                &mut hf,
+                |_, _| true,
+            );
             collect_open_loop(ol, &apps)?
         }
         Workload::Echo(echo) => {
@@ -148,13 +172,16 @@ pub fn run_on<F: Fabric>(
                 &mut apps,
                 &echo.stalls,
                 deadline(&sc.workload, seed),
+                &mut hf,
                 |_, _| true,
             );
             collect_echo(echo, &apps)?
         }
     };
     let wall_seconds = wall.elapsed().as_secs_f64();
-    Ok(finish(sc, fabric, seed, outcome, wall_seconds))
+    let mut r = finish(sc, fabric, seed, outcome, wall_seconds);
+    r.network.ack_timeouts = Some(hf.counters.ack_timeouts);
+    Ok(r)
 }
 
 /// When a run of `workload` with `seed` stops, on the run's clock: an open-loop run `drain`
@@ -226,7 +253,8 @@ pub fn turn_loop<F: Fabric>(
     apps: &mut [Role],
     remote_settled: impl FnMut(Time, &[Role]) -> bool,
 ) {
-    drive(fabric, eps, apps, &[], None, remote_settled);
+    let mut hf = HostFaultState::new(&HostFaults::default(), fabric.hosts());
+    drive(fabric, eps, apps, &[], None, &mut hf, remote_settled);
 }
 
 /// The receiver's arrivals and errors among `apps` (empty when no app is the receiver).
@@ -248,12 +276,14 @@ pub fn receiver_view(apps: &[Role]) -> (&[Arrival], &[String]) {
 /// reposted); it is woken at the stall's end. Its NIC keeps running on the simulator; on a
 /// real device the same holds as far as the device goes (the host is simply not polled).
 /// While the workload is unsettled, wakes are capped at `deadline` so the loop sees it pass.
+/// The host faults in `hf` hold back receives and delay slow receivers ([`host_turn`]).
 fn drive<F: Fabric, A: HostApp>(
     fabric: &mut F,
     eps: &mut [Endpoint],
     apps: &mut [A],
     stalls: &[Stall],
     deadline: Option<Time>,
+    hf: &mut HostFaultState,
     mut remote_settled: impl FnMut(Time, &[A]) -> bool,
 ) {
     let hosts = fabric.hosts();
@@ -272,13 +302,7 @@ fn drive<F: Fabric, A: HostApp>(
             continue;
         }
         let i = h as usize;
-        let wake = driver::turn(
-            now,
-            &mut eps[i],
-            &mut fabric.host(h),
-            &mut apps[i],
-            &mut scratch,
-        );
+        let wake = host_turn(now, h, fabric, &mut eps[i], &mut apps[i], &mut scratch, hf);
         fabric.set_wake(h, cap(wake, false));
     }
     let mut ready = Vec::new();
@@ -291,13 +315,7 @@ fn drive<F: Fabric, A: HostApp>(
                 continue;
             }
             let i = h as usize;
-            let wake = driver::turn(
-                now,
-                &mut eps[i],
-                &mut fabric.host(h),
-                &mut apps[i],
-                &mut scratch,
-            );
+            let wake = host_turn(now, h, fabric, &mut eps[i], &mut apps[i], &mut scratch, hf);
             fabric.set_wake(h, cap(wake, settled));
         }
         ready.clear();
@@ -308,6 +326,53 @@ fn drive<F: Fabric, A: HostApp>(
             break;
         }
     }
+}
+
+/// One driver turn of host `h` at `now` under the host faults: a slow receiver still busy
+/// gets no turn (it is woken when it is free); inside a stop-reposting window the core's
+/// receive WRs are held back, after it they are posted first. Returns the host's next wake.
+fn host_turn<F: Fabric, A: HostApp>(
+    now: Time,
+    h: u32,
+    fabric: &mut F,
+    ep: &mut Endpoint,
+    app: &mut A,
+    scratch: &mut TurnScratch,
+    hf: &mut HostFaultState,
+) -> Option<Time> {
+    if let Some(busy) = hf.busy_until(h, now) {
+        return Some(busy);
+    }
+    let holding = hf.holding_until(h, now);
+    if holding.is_none() && hf.has_held(h) {
+        hf.release(h, &mut fabric.host(h));
+    }
+    let (held, count) = hf.held_mut(h);
+    let mut t = Holding {
+        inner: fabric.host(h),
+        holding: holding.is_some(),
+        held,
+        count,
+    };
+    let mut ack_timeouts = 0;
+    let mut seen = Observed {
+        app,
+        delivered: 0,
+        ack_timeouts: &mut ack_timeouts,
+    };
+    let wake = driver::turn(now, ep, &mut t, &mut seen, scratch);
+    let delivered = seen.delivered;
+    hf.counters.ack_timeouts += ack_timeouts;
+    let earliest = |a: Option<Time>, b: Option<Time>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    // A busy host's next turn is at the end of its processing: what arrived meanwhile (and
+    // any later wake it wants) is handled then.
+    if let Some(busy) = hf.after_turn(h, now, delivered) {
+        return Some(busy);
+    }
+    earliest(wake, holding)
 }
 
 pub(crate) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {

@@ -1,6 +1,7 @@
 //! Simulation parameters, their defaults and validation.
 
 use crate::dcqcn::DcqcnConfig;
+use crate::faults::FaultConfig;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -119,6 +120,10 @@ pub struct SimConfig {
     /// [`Topology::host_count`].
     #[serde(default)]
     pub topology: Topology,
+    /// Injected link faults (loss, corruption, link down/up; see [`FaultConfig`]). Default:
+    /// none, and then the run is exactly as without this field.
+    #[serde(default)]
+    pub faults: FaultConfig,
 }
 
 impl Default for SimConfig {
@@ -142,6 +147,7 @@ impl Default for SimConfig {
             retry_cnt: 7,
             carry_payload: true,
             topology: Topology::Star,
+            faults: FaultConfig::default(),
         }
     }
 }
@@ -349,6 +355,9 @@ impl SimConfig {
                 "hosts",
                 format!("{} is not in 1..={MAX_HOSTS}", self.hosts),
             ));
+        }
+        if let Err((field, reason)) = self.faults.check(self.hosts) {
+            return Err(invalid(field, reason));
         }
         if self.link_rate_bps == 0 {
             return Err(invalid("link_rate_bps", "must be positive".into()));

@@ -52,11 +52,13 @@
 mod config;
 mod dcqcn;
 mod engine;
+mod faults;
 mod ib_timers;
 mod memory;
 mod nic;
 mod pacing;
 mod packet;
+mod requester;
 mod retransmit;
 mod routing;
 mod stats;
@@ -70,6 +72,7 @@ pub use config::{
     IMMDT_BYTES, PFC_FRAME_BYTES, RETH_BYTES,
 };
 pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFERENCE_RATE_BPS};
+pub use faults::{FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector};
 pub use ib_timers::{local_ack_timeout, rnr_timer};
 pub use stats::SimStats;
 pub use switch::{PortStats, SwitchStats};
@@ -106,6 +109,8 @@ pub struct Simulation {
     dcqcn: Option<DcqcnParams>,
     /// Time-series recorder, when sampling is on ([`Simulation::enable_timeseries`]).
     timeseries: Option<Box<timeseries::Recorder>>,
+    /// Injected link faults; `None` when the config has none (no check on the packet path).
+    faults: Option<Box<faults::Faults>>,
 }
 
 impl Simulation {
@@ -128,6 +133,7 @@ impl Simulation {
             h.mem.set_carry_payload(cfg.carry_payload);
         }
         let dcqcn = cfg.dcqcn.map(|d| d.resolve(cfg.link_rate_bps));
+        let faults = fabric.link_faults(&cfg.faults, cfg.seed).map(Box::new);
         Ok(Simulation {
             now: Time::ZERO,
             queue: EventQueue::new(),
@@ -140,6 +146,7 @@ impl Simulation {
             scratch: Vec::with_capacity(cfg.mtu as usize),
             dcqcn,
             timeseries: None,
+            faults,
             cfg,
         })
     }

@@ -1,4 +1,5 @@
-//! A host's registered memory regions (MRs): real bytes, addressed by virtual address.
+//! A host's registered memory regions (MRs): real bytes, addressed by virtual address, and
+//! the NIC's DMA copy from one host's memory into another's.
 
 use xrdma::{MemoryRegion, TransportError};
 
@@ -153,6 +154,44 @@ impl Memory {
             self.mrs[i].data[off..off + len].copy_from_slice(data);
         }
         Ok(())
+    }
+}
+
+impl crate::Simulation {
+    /// Copy `len` bytes from `src_addr` on host `s` to `dst_addr` on host `d`; false when
+    /// either range is not registered memory.
+    pub(crate) fn copy_bytes(
+        &mut self,
+        s: u32,
+        src_addr: u64,
+        d: u32,
+        dst_addr: u64,
+        len: u32,
+    ) -> bool {
+        let (s, d) = (s as usize, d as usize);
+        if !self.hosts[d].mem.carries_payload() {
+            return true;
+        }
+        if s != d {
+            // Two distinct hosts: borrow both memories and copy once.
+            let (src_host, dst_host) = if s < d {
+                let (lo, hi) = self.hosts.split_at_mut(d);
+                (&lo[s], &mut hi[0])
+            } else {
+                let (lo, hi) = self.hosts.split_at_mut(s);
+                (&hi[0], &mut lo[d])
+            };
+            let Ok(src) = src_host.mem.read(src_addr, len as usize) else {
+                return false;
+            };
+            return dst_host.mem.write(dst_addr, src).is_ok();
+        }
+        let Ok(src) = self.hosts[s].mem.read(src_addr, len as usize) else {
+            return false;
+        };
+        self.scratch.clear();
+        self.scratch.extend_from_slice(src);
+        self.hosts[d].mem.write(dst_addr, &self.scratch).is_ok()
     }
 }
 

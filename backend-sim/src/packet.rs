@@ -50,6 +50,9 @@ pub(crate) const F_FIRST: u8 = 1;
 pub(crate) const F_LAST: u8 = 2;
 /// Packet flag: ECN Congestion Experienced (set by the switch).
 pub(crate) const F_CE: u8 = 4;
+/// Packet flag: corrupted on a wire (an injected fault); the destination NIC drops it for a
+/// bad ICRC.
+pub(crate) const F_CORRUPT: u8 = 8;
 
 /// One packet. Fields unused by a kind are 0.
 #[derive(Clone, Copy, Debug)]

@@ -52,4 +52,16 @@ pub struct SimStats {
     pub retransmit_timeouts: u64,
     /// PSN sequence-error NAKs among `nak_packets` (one per gap a responder saw).
     pub seq_naks: u64,
+    /// Packets lost on a wire by an injected loss fault (not in `drops`).
+    #[serde(default)]
+    pub injected_losses: u64,
+    /// Packets dropped by a link that an injected fault took down (not in `drops`).
+    #[serde(default)]
+    pub link_down_drops: u64,
+    /// Packets an injected fault corrupted on a wire.
+    #[serde(default)]
+    pub corrupted_packets: u64,
+    /// Packets a NIC dropped for a bad ICRC (corrupted packets that reached it).
+    #[serde(default)]
+    pub icrc_drops: u64,
 }

@@ -16,6 +16,7 @@
 
 use crate::config::{EcnConfig, PfcThresholds, SimConfig, SimConfigError, PFC_FRAME_BYTES};
 use crate::engine::Event;
+use crate::faults::{FaultConfig, Faults};
 use crate::packet::{Packet, PktKind, F_CE};
 use crate::routing::Routes;
 use crate::topology::{Layout, Peer, PortPeer};
@@ -224,6 +225,12 @@ impl Fabric {
         }
     }
 
+    /// The fault state of `cfg` on this fabric's wires; `None` when `cfg` is empty.
+    pub(crate) fn link_faults(&self, cfg: &FaultConfig, seed: u64) -> Option<Faults> {
+        let peers: Vec<Peer> = self.ports.iter().map(|p| p.peer).collect();
+        Faults::new(cfg, seed, &self.host_port, &peers)
+    }
+
     /// Bytes (wire size) in the egress queue of the switch port cabled to `host` (0 for an
     /// unknown host).
     pub(crate) fn host_port_queue_bytes(&self, host: u32) -> u64 {
@@ -397,7 +404,11 @@ impl Simulation {
         if let Some(&(next, _)) = pt.down.front() {
             self.queue.push(next, Event::DownArrive(port));
         }
-        match pt.peer {
+        let peer = pt.peer;
+        if self.port_link_fault(port, id) {
+            return;
+        }
+        match peer {
             Peer::Host(h) => self.nic_receive(h, id),
             Peer::Port(o) => match self.pool.get(id).kind {
                 PktKind::Pause | PktKind::Resume => self.on_pfc_frame(o, id),

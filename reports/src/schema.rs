@@ -182,7 +182,8 @@ pub struct NetworkCounters {
     pub pfc_xoff: u64,
     /// PFC PAUSE frames with zero quanta (XON) sent.
     pub pfc_xon: u64,
-    /// Packets dropped anywhere (0 on a working lossless fabric).
+    /// Packets switches dropped (buffer full, no route); 0 on a working lossless fabric.
+    /// Injected faults are counted apart (`injected_losses`, `link_down_drops`, `icrc_drops`).
     pub drops: u64,
     /// Peak occupancy of any switch's shared buffer, bytes.
     pub max_buffer_bytes: u64,
@@ -204,6 +205,23 @@ pub struct NetworkCounters {
     /// failed run. `None` where the backend does not know (a real fabric's switches).
     #[serde(default)]
     pub lossless: Option<bool>,
+    /// Packets lost on a link by an injected loss fault (`sim.faults.loss`). `None` where the
+    /// backend injects no faults (schema version 2 files without the field read as `None`).
+    #[serde(default)]
+    pub injected_losses: Option<u64>,
+    /// Packets dropped by a link an injected fault took down (`sim.faults.link-down`); `None`
+    /// where the backend injects no faults.
+    #[serde(default)]
+    pub link_down_drops: Option<u64>,
+    /// Corrupted packets (`sim.faults.corrupt`) that a NIC dropped for a bad ICRC; `None`
+    /// where the backend cannot observe them.
+    #[serde(default)]
+    pub icrc_drops: Option<u64>,
+    /// Connections the middleware failed because a fragment's ACK did not come within
+    /// `xrdma.ack-timeout` (the core's `AckTimeout` error); `None` where the runner did not
+    /// count them (a multi-process run).
+    #[serde(default)]
+    pub ack_timeouts: Option<u64>,
 }
 
 /// Analytical lower bound T* on the completion of an N-to-1 incast:

@@ -324,6 +324,9 @@ pub fn summary_table(r: &RunResult) -> String {
             w,
             "           (ECN marks, PFC pauses, drops and switch buffers are not observable here)"
         );
+        if let Some(t) = n.ack_timeouts.filter(|&t| t > 0) {
+            let _ = writeln!(w, "           ACK timeouts (connections failed) {t}");
+        }
         let _ = writeln!(w, "wall clock {:.3} s", r.wall_clock.wall_seconds);
         return o;
     }
@@ -343,6 +346,9 @@ pub fn summary_table(r: &RunResult) -> String {
             "           retransmitted packets {}   timeouts {}   sequence NAKs {}   RNR NAKs {}",
             n.retransmitted_packets, n.retransmit_timeouts, n.seq_naks, n.rnr_naks
         );
+    }
+    if let Some(line) = fault_line(n) {
+        let _ = writeln!(w, "{line}");
     }
     let _ = writeln!(
         w,
@@ -367,4 +373,28 @@ pub fn summary_table(r: &RunResult) -> String {
         wc.events_per_second / 1e6
     );
     o
+}
+
+/// The injected-fault counters as one summary line, when any is non-zero: losses, link-down
+/// drops, corrupted packets dropped for a bad ICRC, and ACK timeouts. A counter the backend
+/// cannot observe is shown as `-`.
+fn fault_line(n: &crate::schema::NetworkCounters) -> Option<String> {
+    let all = [
+        n.injected_losses,
+        n.link_down_drops,
+        n.icrc_drops,
+        n.ack_timeouts,
+    ];
+    if !all.iter().any(|c| c.is_some_and(|c| c > 0)) {
+        return None;
+    }
+    let show = |c: Option<u64>| c.map_or_else(|| "-".to_string(), |c| c.to_string());
+    Some(format!(
+        "faults     injected losses {}   link-down drops {}   corrupted (ICRC drops) {}   \
+         ACK timeouts {}",
+        show(n.injected_losses),
+        show(n.link_down_drops),
+        show(n.icrc_drops),
+        show(n.ack_timeouts)
+    ))
 }

@@ -65,6 +65,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             seq_naks: 0,
             rnr_naks: 0,
             lossless: Some(true),
+            ..NetworkCounters::default()
         },
         ideal,
         sim: Some(SimInfo {
@@ -511,4 +512,40 @@ fn a_failed_write_leaves_the_previous_file_whole_and_no_temporary() {
     assert_eq!(std::fs::read(&path).unwrap(), b"new\n");
     assert!(!temp_sibling(&path).exists());
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn injected_faults_have_their_own_counters_and_summary_line() {
+    let mut r = result(with_undelivered(), None);
+    let t = summary_table(&r);
+    assert!(!t.contains("injected losses"), "{t}");
+    r.network.injected_losses = Some(7);
+    r.network.link_down_drops = Some(0);
+    r.network.ack_timeouts = Some(1);
+    let t = summary_table(&r);
+    assert!(
+        t.contains(
+            "injected losses 7   link-down drops 0   corrupted (ICRC drops) -   ACK timeouts 1"
+        ),
+        "{t}"
+    );
+    // Injected losses on a lossless fabric are not switch drops: no inconsistency.
+    assert!(!r
+        .validate()
+        .iter()
+        .any(|p| matches!(p, Inconsistency::DropsOnLosslessFabric { .. })));
+    // A file written before the counters existed reads them as unknown, not 0.
+    let mut v = serde_json::to_value(&r).unwrap();
+    let net = v["network"].as_object_mut().unwrap();
+    for k in [
+        "injected-losses",
+        "link-down-drops",
+        "icrc-drops",
+        "ack-timeouts",
+    ] {
+        assert!(net.remove(k).is_some(), "{k}");
+    }
+    let back: RunResult = serde_json::from_value(v).unwrap();
+    assert_eq!(back.network.injected_losses, None);
+    assert_eq!(back.network.ack_timeouts, None);
 }

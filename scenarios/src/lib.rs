@@ -30,6 +30,7 @@ mod check;
 mod dcqcn_section;
 mod echo;
 mod error;
+mod faults_section;
 mod open_loop;
 mod sim_section;
 mod topology_section;
@@ -42,6 +43,9 @@ mod xrdma_section;
 pub use dcqcn_section::DcqcnSection;
 pub use echo::{Echo, ResponseSize, DEFAULT_TIME_LIMIT};
 pub use error::{locate_key, Diagnostic, ScenarioError};
+pub use faults_section::{
+    FaultDirection, FaultLink, FaultsSection, LinkDownFault, LinkRateFault, SlowReceiver,
+};
 pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
 pub use sim_section::{
     EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS, DEFAULT_SAMPLE_INTERVAL,

@@ -2,6 +2,7 @@
 
 use crate::check::{deserialize_checked, field_error, FieldError};
 use crate::dcqcn_section::DcqcnSection;
+use crate::faults_section::FaultsSection;
 use crate::topology_section::TopologySection;
 use crate::units::{Rate, Size, Span};
 use serde::{Deserialize, Deserializer};
@@ -50,6 +51,8 @@ pub struct SimSection {
     /// counters (`sample-interval: 10us`, or `off`); `None` = off. Default
     /// [`DEFAULT_SAMPLE_INTERVAL`]; > 0.
     pub sample_interval: Option<Time>,
+    /// Injected faults (`faults:`, see [`FaultsSection`]); default none.
+    pub faults: FaultsSection,
 }
 
 /// Default `sim.sample-interval`: 10 µs, a 100 Gb/s link carries 125 000 bytes (about 113
@@ -75,6 +78,7 @@ impl Default for SimSection {
             retry_cnt: None,
             topology: TopologySection::Star,
             sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
+            faults: FaultsSection::default(),
         }
     }
 }
@@ -147,6 +151,7 @@ struct RawSim {
     retry_cnt: Option<u8>,
     topology: Option<TopologySection>,
     sample_interval: Option<SampleInterval>,
+    faults: Option<FaultsSection>,
 }
 
 /// The shortest `sample-interval` accepted: 1 µs, about ten 1 KiB packets at 100 Gb/s, so a bin
@@ -287,6 +292,7 @@ fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         retry_cnt: raw.retry_cnt,
         topology: raw.topology.unwrap_or_default(),
         sample_interval: raw.sample_interval.map_or(d.sample_interval, |s| s.0),
+        faults: raw.faults.unwrap_or_default(),
     })
 }
 

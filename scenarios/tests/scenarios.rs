@@ -44,8 +44,10 @@ fn scenario_dir() -> PathBuf {
 
 #[test]
 fn every_shipped_scenario_loads() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(scenario_dir())
-        .unwrap()
+    let dirs = [scenario_dir(), scenario_dir().join("faults")];
+    let mut files: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
         .collect();
@@ -187,6 +189,7 @@ fn defaults_are_filled_in() {
             topology: TopologySection::Star,
             // Sampling on at 10 us = 1e7 ps.
             sample_interval: Some(Time(10_000_000)),
+            faults: Default::default(),
         })
     );
     // Partly given xrdma block: the rest keeps its defaults.
@@ -671,4 +674,67 @@ fn verbs_ranks_errors_name_the_field_and_line() {
         e.contains("ranks 0 and 1 both listen on 127.0.0.1:1"),
         "{e}"
     );
+}
+
+#[test]
+fn faults_block_is_read_with_defaults_and_located_errors() {
+    use xrdma_scenario::{FaultDirection, FaultLink, LinkDownFault, LinkRateFault, SlowReceiver};
+    let s = ok(&with(
+        "sim:\n  faults:\n    loss:\n      - { rate: 0.1% }\n      - { link: host 2, direction: up, rate: 0.02 }\n    corrupt: { link: host 1, direction: down, rate: 1% }\n    link-down: { link: host 2, at: 20us, for: 10us }\n    stop-reposting: { host: 0, at: 5us, for: 30us }\n    slow-receiver: { host: 0, per-message: 2us }\n",
+    ));
+    let f = s.sim.expect("sim block").faults;
+    assert_eq!(
+        f.loss,
+        vec![
+            LinkRateFault {
+                link: FaultLink::All,
+                direction: FaultDirection::Both,
+                rate: 0.001
+            },
+            LinkRateFault {
+                link: FaultLink::Host(2),
+                direction: FaultDirection::Up,
+                rate: 0.02
+            },
+        ]
+    );
+    assert_eq!(f.corrupt[0].rate, 0.01);
+    assert_eq!(
+        f.link_down,
+        vec![LinkDownFault {
+            link: FaultLink::Host(2),
+            direction: FaultDirection::Both,
+            at: Time::from_us(20),
+            duration: Time::from_us(10),
+        }]
+    );
+    assert_eq!(f.stop_reposting[0].end(), Time::from_us(35));
+    assert_eq!(
+        f.slow_receiver,
+        vec![SlowReceiver {
+            host: 0,
+            per_message: Time::from_us(2)
+        }]
+    );
+    assert!(f.lossy() && !f.is_empty());
+    assert!(ok(&with("sim: {}\n")).sim_or_default().faults.is_empty());
+    // Unknown keys and bad values point at the field.
+    let e = err(&with("sim:\n  faults: { los: [] }\n"));
+    assert!(
+        e.starts_with("scenarios/x.yaml:5:13: sim.faults: unknown field `los`"),
+        "{e}"
+    );
+    let e = err(&with("sim:\n  faults: { loss: { rate: 150% } }\n"));
+    assert!(
+        e.contains("sim.faults.loss") && e.contains("outside 0%..=100%"),
+        "{e}"
+    );
+    let e = err(&with(
+        "sim:\n  faults: { loss: { link: switch 1, rate: 1% } }\n",
+    ));
+    assert!(e.contains("write `all` or `host N`"), "{e}");
+    let e = err(&with(
+        "sim:\n  faults: { link-down: { at: 1us, for: 0us } }\n",
+    ));
+    assert!(e.contains("must be longer than 0"), "{e}");
 }

@@ -1,0 +1,203 @@
+//! Faults injected from the scenario (`sim.faults`): every shipped fault scenario delivers
+//! each message once, intact, or fails it with a typed error, and counts what happened.
+
+use std::path::Path;
+use xrdma_reports::RunResult;
+use xrdma_scenario::Scenario;
+use xrdma_testbed::sim_run;
+
+fn load(path: &str) -> Scenario {
+    xrdma_scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).expect("loads")
+}
+
+fn run(path: &str) -> RunResult {
+    sim_run::run(&load(path)).expect("run succeeds")
+}
+
+/// Every message delivered once, intact, completed at its sender, and no error.
+fn all_delivered(r: &RunResult) {
+    let d = &r.delivery;
+    assert_eq!(
+        d.delivered as usize,
+        r.messages.len(),
+        "{d:?} {:?}",
+        r.errors
+    );
+    assert_eq!((d.missing, d.digest_mismatches, d.duplicates), (0, 0, 0));
+    assert!(r.messages.iter().all(|m| m.completed_ps.is_some()));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.validate().is_empty(), "{:?}", r.validate());
+}
+
+#[test]
+fn loss_on_every_link_is_recovered_by_go_back_n() {
+    let r = run("scenarios/faults/loss.yaml");
+    all_delivered(&r);
+    let n = &r.network;
+    assert!(n.injected_losses.unwrap() > 0);
+    assert!(n.retransmitted_packets > 0 && n.seq_naks > 0, "{n:?}");
+    assert_eq!(n.drops, 0, "injected losses are not switch drops");
+    assert_eq!(n.ack_timeouts, Some(0));
+}
+
+#[test]
+fn corrupted_packets_are_dropped_by_the_nic_and_resent_on_a_lossless_fabric() {
+    let r = run("scenarios/faults/corrupt.yaml");
+    all_delivered(&r);
+    let n = &r.network;
+    assert_eq!(n.lossless, Some(true));
+    assert!(
+        n.icrc_drops.unwrap() > 0 && n.retransmitted_packets > 0,
+        "{n:?}"
+    );
+    assert_eq!((n.drops, n.injected_losses), (0, Some(0)));
+}
+
+#[test]
+fn a_link_that_comes_back_is_recovered_by_the_retransmission_timer() {
+    let r = run("scenarios/faults/link-down.yaml");
+    all_delivered(&r);
+    let n = &r.network;
+    assert!(
+        n.link_down_drops.unwrap() > 0 && n.retransmit_timeouts > 0,
+        "{n:?}"
+    );
+}
+
+#[test]
+fn a_link_down_past_the_retry_budget_fails_its_sender_with_a_typed_error() {
+    let r = run("scenarios/faults/link-down-long.yaml");
+    let d = &r.delivery;
+    // Host 2's 8 messages fail; the 3 other senders deliver their 24.
+    assert_eq!((d.delivered, d.missing), (24, 8), "{d:?}");
+    assert_eq!((d.digest_mismatches, d.duplicates), (0, 0));
+    assert!(
+        r.errors
+            .iter()
+            .any(|e| e.starts_with("host 2: ") && e.contains("RetryExcErr")),
+        "{:?}",
+        r.errors
+    );
+    assert!(r.errors.iter().all(|e| e.starts_with("host 2: ")));
+    let missing: Vec<u32> = r
+        .messages
+        .iter()
+        .filter(|m| m.delivered_ps.is_none())
+        .map(|m| m.sender)
+        .collect();
+    assert_eq!(missing, vec![2; 8]);
+    assert!(r.network.link_down_drops.unwrap() > 0);
+    assert!(r.network.retransmit_timeouts > 3);
+}
+
+#[test]
+fn a_switch_buffer_smaller_than_the_burst_drops_and_everything_still_arrives() {
+    let r = run("scenarios/faults/small-buffer.yaml");
+    all_delivered(&r);
+    let n = &r.network;
+    assert!(n.drops > 0 && n.retransmitted_packets > 0, "{n:?}");
+    assert!(n.max_buffer_bytes <= 64 * 1024);
+    assert_eq!(n.lossless, Some(false));
+}
+
+#[test]
+fn a_receiver_that_stops_reposting_causes_rnr_naks_and_loses_nothing() {
+    let r = run("scenarios/faults/stop-reposting.yaml");
+    all_delivered(&r);
+    assert!(r.network.rnr_naks > 0, "{:?}", r.network);
+    // Without the fault the same run sees no RNR NAK at all.
+    let mut sc = load("scenarios/faults/stop-reposting.yaml");
+    if let Some(s) = sc.sim.as_mut() {
+        s.faults = Default::default();
+    }
+    let clean = sim_run::run(&sc).expect("run succeeds");
+    all_delivered(&clean);
+    assert_eq!(clean.network.rnr_naks, 0);
+}
+
+fn max_latency(r: &RunResult) -> u64 {
+    r.messages
+        .iter()
+        .filter_map(|m| m.completed_ps.map(|c| c - m.intended_ps))
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_slow_receiver_delays_messages_and_loses_nothing() {
+    let r = run("scenarios/faults/slow-receiver.yaml");
+    all_delivered(&r);
+    let mut sc = load("scenarios/faults/slow-receiver.yaml");
+    if let Some(s) = sc.sim.as_mut() {
+        s.faults = Default::default();
+    }
+    let clean = sim_run::run(&sc).expect("run succeeds");
+    all_delivered(&clean);
+    assert_eq!(clean.messages.len(), r.messages.len());
+    // 60k/s offered to a host that handles 50k/s: a backlog of about 1 ms builds up.
+    assert!(
+        max_latency(&r) > 10 * max_latency(&clean) && max_latency(&r) > 500_000_000,
+        "slow {} ps, clean {} ps",
+        max_latency(&r),
+        max_latency(&clean)
+    );
+    // Deliveries are at least 20 us apart at the receiver.
+    let mut at: Vec<u64> = r.messages.iter().filter_map(|m| m.delivered_ps).collect();
+    at.sort_unstable();
+    assert!(at
+        .windows(2)
+        .all(|w| w[1] - w[0] >= 20_000_000 || w[1] == w[0]));
+}
+
+fn without_wall_clock(r: &RunResult) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    v.as_object_mut().unwrap().remove("wall-clock");
+    v
+}
+
+#[test]
+fn faults_are_deterministic_from_the_seed() {
+    for path in [
+        "scenarios/faults/loss.yaml",
+        "scenarios/faults/corrupt.yaml",
+    ] {
+        let a = run(path);
+        let b = run(path);
+        assert_eq!(without_wall_clock(&a), without_wall_clock(&b), "{path}");
+        let mut sc = load(path);
+        if let Some(s) = sc.sim.as_mut() {
+            s.seed += 1;
+        }
+        let c = sim_run::run(&sc).expect("run succeeds");
+        assert_ne!(
+            a.sim.as_ref().unwrap().trace_hash,
+            c.sim.as_ref().unwrap().trace_hash,
+            "{path}: another seed draws other faults"
+        );
+    }
+}
+
+#[test]
+fn a_fault_naming_a_missing_host_is_refused_at_its_key() {
+    let dir = std::env::temp_dir().join(format!("xrdma-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("loss: { link: host 9, rate: 1% }", "sim.faults.loss"),
+        (
+            "slow-receiver: { host: 5, per-message: 1us }",
+            "sim.faults.slow-receiver",
+        ),
+    ];
+    for (i, (fault, key)) in cases.iter().enumerate() {
+        let path = dir.join(format!("f{i}.yaml"));
+        let text = format!(
+            "name: f\nworkload:\n  incast: {{ senders: 2, receiver: 0, messages: [ {{ size: 4KiB }} ] }}\nsim:\n  faults:\n    {fault}\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        let sc = xrdma_scenario::load(&path).expect("parses");
+        let e = sim_run::run(&sc).expect_err("refused").to_string();
+        assert!(e.contains(key) && e.contains("does not exist"), "{e}");
+        assert!(e.contains(":6:"), "located at the fault's line: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
