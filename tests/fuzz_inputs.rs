@@ -17,11 +17,21 @@ fn cases() -> u32 {
         .unwrap_or(256)
 }
 
-/// The shipped scenarios: the seeds the mutations start from.
+/// The shipped scenarios (`scenarios/*.yaml` and one level of folders below): the seeds the
+/// mutations start from.
 fn seeds() -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let mut out = Vec::new();
-    for dir in [root.clone(), root.join("cc")] {
+    let mut dirs = vec![root.clone()];
+    if let Ok(entries) = std::fs::read_dir(&root) {
+        let mut subs: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        subs.sort();
+        dirs.extend(subs);
+    }
+    for dir in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };

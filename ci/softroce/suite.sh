@@ -21,6 +21,9 @@
 #                   `xrdma run --backend verbs --rank 1` in the background and `--rank 0` in
 #                   the foreground, and passes when both exit 0 and rank 0's merged
 #                   result.json reports every message delivered intact
+#   rnr-stall       scenarios/rnr-stall.yaml on rxe0: RNR NAKs counted, every message intact
+#   peer killed     a two-process bw whose server is killed mid-stream: the client ends with
+#                   a typed error in time
 #   perftest        ci/softroce/perftest.sh RESULTS_DIR (ib_send_lat, ib_write_lat, ib_write_bw)
 #   figures         ci/softroce/figures.sh RESULTS_DIR XRDMA_BIN: xrdma's ping, bw, qp-setup and
 #                   idle tools against perftest's figures (RESULTS_DIR/figures.env); passes when
@@ -101,6 +104,39 @@ two_ranks() { # DIR
   echo "two ranks: all $want messages delivered intact (merged by rank 0)"
 }
 check "incast-8 ranks" "$results/incast-8-ranks.log" two_ranks "$results/incast-8-ranks"
+# RNR end to end on rxe: scenarios/rnr-stall.yaml unedited (no receive credits, 16 receives,
+# a 10 ms receiver stall): the stalled host's NIC answers RNR NAKs, and every message still
+# arrives intact.
+rnr_stall() { # DIR
+  local dir=$1
+  timeout 300 "$xrdma" run --backend verbs "$repo/scenarios/rnr-stall.yaml" --out "$dir" || return 1
+  local rnr
+  rnr=$(grep -o '"rnr-naks": [0-9]*' "$dir/result.json" | grep -o '[0-9]*$')
+  echo "RNR NAKs on rxe0: ${rnr:-none}"
+  [[ -n $rnr ]] && ((rnr > 0))
+}
+check "rnr-stall" "$results/rnr-stall.log" rnr_stall "$results/rnr-stall"
+# The peer process killed mid-transfer: a two-process bw stream whose server is killed with
+# SIGKILL after 2 s. The client must end with a typed error well within its timeout, never
+# hang, never report the stream complete.
+peer_killed() { # DIR
+  local dir=$1 server client rc=0 t0
+  mkdir -p "$dir"
+  timeout 120 "$xrdma" bw --backend verbs --server --bind 127.0.0.1:18540 > "$dir/server.log" 2>&1 &
+  server=$!
+  t0=$SECONDS
+  timeout 120 "$xrdma" bw --backend verbs --connect 127.0.0.1:18540 --size 64KiB \
+    --iters 100000000 > "$dir/client.log" 2>&1 &
+  client=$!
+  sleep 2
+  kill -9 "$server" 2>/dev/null || true
+  wait "$client" || rc=$?
+  cat "$dir/client.log"
+  echo "client exit status $rc after $((SECONDS - t0)) s"
+  ((rc != 0 && rc != 124)) || { echo "the client did not fail with an error in time" >&2; return 1; }
+  grep -Eqi 'error|failed' "$dir/client.log"
+}
+check "peer killed" "$results/peer-killed.log" peer_killed "$results/peer-killed"
 check perftest "$results/perftest.log" "$here/perftest.sh" "$results"
 check figures "$results/figures.log" "$here/figures.sh" "$results" "$xrdma"
 
