@@ -129,6 +129,9 @@ impl Sender {
     }
 }
 
+/// Messages an incast sender keeps queued in xrdma: the head and the next one.
+const FEED_DEPTH: usize = 2;
+
 impl Application for Sender {
     fn on_event(&mut self, now: Time, _ep: &mut Endpoint, event: Event) {
         match event {
@@ -146,7 +149,9 @@ impl Application for Sender {
         if now < self.start {
             return;
         }
-        while self.next < self.sizes.len() && ep.queued_bytes(self.conn) == 0 {
+        // Two messages queued at a time: the one on the wire and the next, whose RTS can then
+        // go out (and its grant come back) while the first is still being sent.
+        while self.next < self.sizes.len() && ep.queued_messages(self.conn) < FEED_DEPTH {
             let index = self.next as u32;
             let size = self.sizes[self.next];
             let data = self.pool.message(self.host, index, size);

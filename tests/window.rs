@@ -36,3 +36,15 @@ fn a_lone_sender_whose_first_fragments_were_small_still_fills_25g() {
     assert!(f.windows >= 1 && f.intact, "{f:?}");
     assert!(f.total >= ONE_SENDER_TARGET, "{f:?}");
 }
+
+#[test]
+fn a_lone_sender_fills_400g() {
+    // 1 MiB takes 21 us at 400 Gb/s, about five base RTTs: when the next message was queued
+    // only after the head was wholly posted, its RTS/CTS round trip left the link idle for
+    // one RTT per message (84.8 % of the payload line rate). The sender now keeps the next
+    // message queued and its RTS goes out while the head is on the wire.
+    let yaml = scenario("one-sender-400g.yaml").replace("count: 1536", "count: 640");
+    let f = measure("one-sender-400g.yaml", &yaml).expect("runs");
+    assert!(f.windows >= 1 && f.intact, "{f:?}");
+    assert!(f.total >= ONE_SENDER_TARGET, "{f:?}");
+}

@@ -471,6 +471,12 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Messages queued on `conn` and not yet wholly posted (for applications that feed
+    /// lazily).
+    pub fn queued_messages(&self, conn: ConnId) -> usize {
+        self.conns.get(conn as usize).map_or(0, |c| c.queue.len())
+    }
+
     /// Bytes queued on `conn` and not yet posted (for applications that feed lazily).
     pub fn queued_bytes(&self, conn: ConnId) -> u64 {
         self.conns.get(conn as usize).map_or(0, |c| {

@@ -51,23 +51,28 @@ impl Endpoint {
         // Requests to send go out ahead of the data, so grants are back by the time the head
         // message's last fragment is posted (a message per round trip otherwise): one RTS
         // announces up to MAX_BATCH large messages not yet announced among the first
-        // RTS_LOOKAHEAD queued ones. It goes when the head itself waits for one, or when a
-        // full batch has gathered, so a streaming sender sends an RTS per MAX_BATCH messages.
+        // RTS_LOOKAHEAD queued ones. It goes when the head itself waits for one, when a full
+        // batch has gathered (a streaming sender sends an RTS per MAX_BATCH messages), or when
+        // the message right behind the head is unannounced and no announced one still waits
+        // for its grant (so its grant is back while the head is on the wire, however few
+        // messages the application keeps queued).
         let mut body = [0u8; MAX_BATCH * 8];
         let mut announce = [0usize; MAX_BATCH];
         let mut n = 0;
+        let mut awaiting_grant = false;
         for (i, m) in c.queue.iter().take(RTS_LOOKAHEAD).enumerate() {
             let len = m.data.len() as u64;
-            if len > eager_limit && !m.rts_sent {
+            // Announced messages only move toward the front, so any still waiting for a
+            // grant is among the first RTS_LOOKAHEAD.
+            awaiting_grant |= m.rts_sent && m.grant.is_none();
+            if len > eager_limit && !m.rts_sent && n < MAX_BATCH {
                 body[n * 8..(n + 1) * 8].copy_from_slice(&len.to_be_bytes());
                 announce[n] = i;
                 n += 1;
-                if n == MAX_BATCH {
-                    break;
-                }
             }
         }
-        if n == MAX_BATCH || (n > 0 && announce[0] == 0) {
+        if n == MAX_BATCH || (n > 0 && (announce[0] == 0 || (announce[0] == 1 && !awaiting_grant)))
+        {
             let first = c.queue[announce[0]].id;
             let body = &body[..n * 8];
             let op = self.post_frame(
