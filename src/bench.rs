@@ -248,7 +248,8 @@ pub fn run_case(case: &str) -> Result<BenchFigures> {
             })
         }
         other => bail!(
-            "unknown bench case `{other}`; the cases are {}",
+            "unknown bench case `{other}`; the cases are {}, and `window` (the send-window \
+             table, not part of the default set)",
             CASES.join(", ")
         ),
     }

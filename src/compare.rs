@@ -151,8 +151,27 @@ pub fn compare_table(runs: &[CompareRun]) -> String {
     let heads: Vec<Headline> = runs.iter().map(|r| Headline::of(&r.result)).collect();
     let mut cells: Vec<Vec<String>> = Vec::new();
     let mut header = vec![String::from("figure")];
-    header.extend(runs.iter().map(|r| r.label.clone()));
+    header.extend(runs.iter().map(|r| {
+        if run_failed(&r.result) {
+            format!("{} (FAILED)", r.label)
+        } else {
+            r.label.clone()
+        }
+    }));
     cells.push(header);
+    // How many messages each figure stands on: a run with unfinished messages has figures of
+    // its completed messages only, which must not read as a faster run.
+    let mut completed = vec![String::from("completed")];
+    completed.extend(runs.iter().map(|r| {
+        let done = r
+            .result
+            .messages
+            .iter()
+            .filter(|m| m.completed_ps.is_some())
+            .count();
+        format!("{done} of {}", r.result.messages.len())
+    }));
+    cells.push(completed);
     for (name, get) in METRICS {
         let base = get(&runs[0].result, &heads[0]);
         let mut row = vec![name.to_string()];
@@ -194,6 +213,16 @@ pub fn compare_table(runs: &[CompareRun]) -> String {
         let _ = writeln!(o, "{}", line.join("  ").trim_end());
     }
     o
+}
+
+/// Whether `r` is a failed run as `xrdma run` judges it: a message missing, corrupted,
+/// duplicated or unfinished, or an inconsistent result.
+pub fn run_failed(r: &xrdma_reports::RunResult) -> bool {
+    let d = &r.delivery;
+    r.messages.is_empty()
+        || d.missing + d.digest_mismatches + d.duplicates > 0
+        || !r.unfinished.is_empty()
+        || !r.validate().is_empty()
 }
 
 /// Files written by [`write_compare`].

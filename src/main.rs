@@ -382,6 +382,11 @@ fn real_main() -> Result<ExitCode> {
                 },
             };
             result.scenario_yaml = yaml;
+            if let Some(sim) = &result.sim {
+                for w in sim_config::unreached_faults(&sc, xrdma::Time(sim.simulated_ps)) {
+                    eprintln!("warning: {w}");
+                }
+            }
             // The summary first: a results directory that cannot be written (a full disk)
             // still leaves the figures on the terminal.
             out!("{}", xrdma_reports::summary_table(&result));
@@ -647,7 +652,21 @@ fn real_main() -> Result<ExitCode> {
             for f in [&files.table, &files.svg, &files.png] {
                 outln!("wrote {}", f.display());
             }
-            Ok(ExitCode::SUCCESS)
+            let failed: Vec<&str> = runs
+                .iter()
+                .filter(|r| xrdma_testbed::compare::run_failed(&r.result))
+                .map(|r| r.label.as_str())
+                .collect();
+            if failed.is_empty() {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!(
+                    "FAILED: run(s) {} did not finish or failed their checks: their figures \
+                     cover only the messages that completed (see the `completed` row)",
+                    failed.join(", ")
+                );
+                Ok(ExitCode::from(EXIT_RESULT_FAILED))
+            }
         }
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;

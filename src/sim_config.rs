@@ -249,6 +249,39 @@ pub fn check_xrdma(sc: &Scenario) -> Result<Config> {
     Ok(cfg)
 }
 
+/// Warnings for timed faults and stalls that start after a run that ended at `end`
+/// (simulated time): a link-down, stop-reposting or stall window the run never reached
+/// tested nothing, which the user should hear (an incast has no end known before it runs).
+pub fn unreached_faults(sc: &Scenario, end: Time) -> Vec<String> {
+    let mut out = Vec::new();
+    let faults = sc.sim_or_default().faults;
+    let stalls: &[xrdma_scenario::Stall] = match &sc.workload {
+        Workload::OpenLoop(ol) => &ol.stalls,
+        Workload::Echo(e) => &e.stalls,
+        Workload::Incast(_) => &[],
+    };
+    let windows = faults
+        .link_down
+        .iter()
+        .map(|f| ("sim.faults.link-down", f.at))
+        .chain(
+            faults
+                .stop_reposting
+                .iter()
+                .map(|s| ("sim.faults.stop-reposting", s.at)),
+        )
+        .chain(stalls.iter().map(|s| ("stall", s.at)));
+    for (key, at) in windows {
+        if at >= end {
+            out.push(format!(
+                "{}: {key} at {at} never happened: the run ended at {end}",
+                sc.source_path.display()
+            ));
+        }
+    }
+    out
+}
+
 /// Refuses a stall that starts at or after the run's end ([`crate::sim_run::deadline`]).
 fn check_stalls(sc: &Scenario) -> Result<()> {
     let stalls = match &sc.workload {

@@ -257,3 +257,15 @@ fn sweep_jobs_are_capped_at_the_point_count() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("over 2 point(s) with 2 worker(s)"), "{err}");
 }
+
+#[test]
+fn a_fault_the_run_never_reached_is_warned_about() {
+    let yaml = format!("{GOOD}  faults:\n    link-down: {{ link: host 1, at: 100s, for: 1us }}\n");
+    let (code, err, _) = run_cli_code("latefault", &yaml);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning: ")
+            && err.contains("sim.faults.link-down at 100.000 s never happened"),
+        "{err}"
+    );
+}

@@ -266,6 +266,32 @@ fn compare_shows_ratios_to_the_first_run_and_refuses_other_workloads() {
         svg.contains("small [fan-in=2, size=4KiB] (sim, seed 2)") && svg.contains("µs, log"),
         "{svg}"
     );
+    // A run with a message that never completed is marked failed, and the table says on how
+    // many messages its figures stand.
+    let mut cut = slow.clone();
+    cut.messages[0].completed_ps = None;
+    cut.messages[0].delivered_ps = None;
+    cut.delivery.delivered -= 1;
+    cut.delivery.missing += 1;
+    cut.unfinished = xrdma_reports::metrics::unfinished(&cut.messages);
+    cut.scenario.seed = 3;
+    let cut_path = dir.join("cut.json");
+    xrdma_reports::write_json(&cut_path, &cut).unwrap();
+    let runs3 = compare::load_runs(&[a.clone(), cut_path]).unwrap();
+    assert!(!compare::run_failed(&runs3[0].result));
+    assert!(compare::run_failed(&runs3[1].result));
+    let table = compare::compare_table(&runs3);
+    let n = cut.messages.len();
+    let head = table.lines().next().unwrap();
+    assert!(
+        head.contains("(seed 3) (FAILED)") || head.contains("(FAILED)"),
+        "{table}"
+    );
+    let done = table.lines().find(|l| l.starts_with("completed")).unwrap();
+    assert!(
+        done.contains(&format!("{n} of {n}")) && done.contains(&format!("{} of {n}", n - 1)),
+        "{table}"
+    );
     // Fan-in 4 is another workload.
     let b = sweep::point_dir(&out, &p.points[1].id);
     let runs = compare::load_runs(&[a, b]).unwrap();

@@ -255,11 +255,20 @@ impl Application for Closer {
 /// Run the soak of [`SoakOptions`] on hosts 0 and 1 of `fabric`.
 ///
 /// # Errors
-/// Options out of range (a size below 8 bytes, no sizes, `outstanding` 0), a transport error
+/// Options out of range (a size below 8 bytes, no sizes, `outstanding` 0, no message, fewer
+/// than 2 cycles, which could show no growth), a transport error
 /// while connecting, a close that fails, or the fabric stopping before a phase finished.
 pub fn run<F: Fabric>(fabric: &mut F, opts: &SoakOptions) -> Result<SoakReport> {
     if opts.sizes.is_empty() || opts.sizes.iter().any(|&s| s < 8) || opts.outstanding == 0 {
         bail!("soak needs sizes of at least 8 bytes and at least one message outstanding");
+    }
+    if opts.messages == 0 || opts.cycles < 2 {
+        bail!(
+            "soak needs at least 1 message and 2 cycles (resources are compared between the \
+             first cycle and the last; got {} message(s), {} cycle(s))",
+            opts.messages,
+            opts.cycles
+        );
     }
     let cfg = Config::default();
     let mut pair = connect_pair(fabric, &cfg)?;
@@ -290,9 +299,6 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &SoakOptions) -> Result<SoakReport> 
         }
     }
     let after = [pair.eps[0].resources(), pair.eps[1].resources()];
-    if opts.cycles == 0 {
-        before = after;
-    }
     Ok(SoakReport {
         messages: total,
         sent: tx.sent,
