@@ -82,7 +82,9 @@ for t in "${verbs_tests[@]}"; do
   cp "$t" "$stage/$(basename "$t")"
   staged_tests+=("$stage/$(basename "$t")")
 done
-ci/softroce.sh --results "$results" -- ci/softroce/suite.sh "$PWD/$results" \
+# The guest suite takes 4–6 min under TCG on an idle 2-core host (the soak alone ~1 min);
+# the limit leaves room for a loaded one.
+ci/softroce.sh --results "$results" --timeout 1200 -- ci/softroce/suite.sh "$PWD/$results" \
   "$stage/xrdma" "${staged_tests[@]}"
 
 echo

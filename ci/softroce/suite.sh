@@ -10,7 +10,7 @@
 #   verbs tests     every TEST_BIN, one test thread (the backend's own verbs-level tests)
 #   conformance     `xrdma conformance --backend verbs`: the cases the simulator passes in
 #                   `cargo test`, unchanged, on rxe0
-#   soak            `xrdma soak --backend verbs`: 100 000 messages checked in order, then 2000
+#   soak            `xrdma soak --backend verbs`: 100 000 messages checked in order, then 1000
 #                   close/connect cycles through the QP cache with no growth of QPs, MRs or
 #                   buffers
 #   incast-8        `xrdma run --backend verbs scenarios/incast-8.yaml`: the shipped scenario,
@@ -67,7 +67,7 @@ check conformance "$results/conformance.log" timeout 300 "$xrdma" conformance --
 # 100 000 messages over rxe0, checked in order, then close/connect cycles through the QP cache
 # (QPs, MRs and buffers must not grow).
 check soak "$results/soak.log" \
-  timeout 600 "$xrdma" soak --backend verbs --messages 100000 --cycles 2000
+  timeout 600 "$xrdma" soak --backend verbs --messages 100000 --cycles 1000
 check incast-8 "$results/incast-8.log" \
   timeout 300 "$xrdma" run --backend verbs "$repo/scenarios/incast-8.yaml" --out "$results/incast-8"
 # incast-8.yaml as two processes: the shipped file with a `verbs.ranks` block appended.
