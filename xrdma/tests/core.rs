@@ -3,24 +3,9 @@
 mod util;
 
 use bytes::Bytes;
-use util::Pair;
+use util::{Pair, Recorder};
 use xrdma::driver::{self, Application, TurnScratch};
 use xrdma::*;
-
-#[derive(Default)]
-struct Recorder {
-    events: Vec<Event>,
-}
-
-impl Application for Recorder {
-    fn on_event(&mut self, _now: Time, _ep: &mut Endpoint, event: Event) {
-        self.events.push(event);
-    }
-    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
-    fn next_wake(&self) -> Option<Time> {
-        None
-    }
-}
 
 struct World {
     pair: Pair,

@@ -14,25 +14,10 @@ mod util;
 use bytes::Bytes;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use util::Pair;
-use xrdma::driver::{self, Application, TurnScratch};
+use util::{Pair, Recorder};
+use xrdma::driver::{self, TurnScratch};
 use xrdma::fault::{FaultConfig, FaultCounts, FaultInjector, FaultState};
 use xrdma::*;
-
-#[derive(Default)]
-struct Recorder {
-    events: Vec<Event>,
-}
-
-impl Application for Recorder {
-    fn on_event(&mut self, _now: Time, _ep: &mut Endpoint, event: Event) {
-        self.events.push(event);
-    }
-    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
-    fn next_wake(&self) -> Option<Time> {
-        None
-    }
-}
 
 /// One message of a workload: on connection `conn`, from host `from`, `len` bytes.
 #[derive(Clone, Copy, Debug)]

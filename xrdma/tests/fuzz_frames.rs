@@ -12,25 +12,10 @@
 mod util;
 
 use proptest::prelude::*;
-use util::Pair;
-use xrdma::driver::{self, Application, TurnScratch};
+use util::{Pair, Recorder};
+use xrdma::driver::{self, TurnScratch};
 use xrdma::fragment::{FrameKind, Grant, MessageHeader, HEADER_LEN};
 use xrdma::*;
-
-#[derive(Default)]
-struct Recorder {
-    events: Vec<Event>,
-}
-
-impl Application for Recorder {
-    fn on_event(&mut self, _now: Time, _ep: &mut Endpoint, event: Event) {
-        self.events.push(event);
-    }
-    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
-    fn next_wake(&self) -> Option<Time> {
-        None
-    }
-}
 
 /// One frame the hostile peer sends.
 #[derive(Clone, Debug)]

@@ -11,7 +11,24 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
+use xrdma::driver::Application;
 use xrdma::*;
+
+/// An application that only records every event it is told, in order.
+#[derive(Default)]
+pub struct Recorder {
+    pub events: Vec<Event>,
+}
+
+impl Application for Recorder {
+    fn on_event(&mut self, _now: Time, _ep: &mut Endpoint, event: Event) {
+        self.events.push(event);
+    }
+    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
+    fn next_wake(&self) -> Option<Time> {
+        None
+    }
+}
 
 #[derive(Default)]
 pub struct Host {
