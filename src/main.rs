@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use xrdma_testbed::output::{print_written, verdict, EXIT_RESULT_FAILED};
+use xrdma_testbed::output::{prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED};
 use xrdma_testbed::{out, outln, sim_config, sim_run, tools};
 
 /// RDMA message middleware test bed: run scenarios, write latency reports and plots.
@@ -431,10 +431,10 @@ fn real_main() -> Result<ExitCode> {
         }
         Command::Bench { case: Some(case) } if case == "window" => {
             use xrdma_testbed::window_bench::WindowFigures;
-            println!("{}", WindowFigures::header());
+            outln!("{}", WindowFigures::header());
             for (name, yaml) in xrdma_testbed::window_bench::SCENARIOS {
                 let f = xrdma_testbed::window_bench::measure(name, yaml)?;
-                println!("{}", f.line());
+                outln!("{}", f.line());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -636,7 +636,7 @@ fn real_main() -> Result<ExitCode> {
             axes,
             out,
             jobs,
-        } => sweep(&scenario, &axes, out, jobs),
+        } => xrdma_testbed::sweep::cli::run(&scenario, &axes, out, jobs),
         Command::Compare {
             runs,
             out,
@@ -793,79 +793,4 @@ fn idle(seconds: f64) -> Result<ExitCode> {
 #[cfg(not(feature = "verbs"))]
 fn idle(_seconds: f64) -> Result<ExitCode> {
     no_verbs()
-}
-
-/// `xrdma sweep`: check every point, run them, write the index, plots and page.
-fn sweep(
-    scenario: &Path,
-    axes: &[String],
-    out: Option<PathBuf>,
-    jobs: Option<usize>,
-) -> Result<ExitCode> {
-    use xrdma_testbed::sweep;
-    let axes = sweep::parse_axes(axes)?;
-    let base = xrdma_scenario::load(scenario)?;
-    let yaml = std::fs::read_to_string(scenario)
-        .with_context(|| format!("reading {}", scenario.display()))?;
-    let plan = sweep::plan(base, yaml, axes)?;
-    let out =
-        out.unwrap_or_else(|| PathBuf::from("results").join(format!("{}-sweep", plan.base.name)));
-    prepare_out_dir(&out)?;
-    let jobs = jobs.unwrap_or_else(sweep::default_jobs);
-    if jobs == 0 {
-        bail!("--jobs must be at least 1");
-    }
-    // More workers than points would only sit idle (each holds a thread and its stack).
-    let jobs = jobs.min(plan.points.len().max(1));
-    eprintln!(
-        "sweeping {} over {} point(s) with {jobs} worker(s) into {} ...",
-        scenario.display(),
-        plan.points.len(),
-        out.display()
-    );
-    let progress = sweep::Progress::new(plan.points.len(), false);
-    let outcomes = sweep::execute(&plan, &out, jobs, &sweep::default_runner, &progress)?;
-    let index = sweep::report::index(&plan, &outcomes);
-    let command: Vec<String> = std::env::args().collect();
-    let files = sweep::report::write_reports(&out, &plan, &index, &command.join(" "))?;
-    let resumed = outcomes.iter().filter(|o| o.resumed).count();
-    let bad: Vec<&str> = plan
-        .points
-        .iter()
-        .zip(&outcomes)
-        .filter(|(_, o)| o.status != sweep::PointStatus::Ok)
-        .map(|(p, _)| p.id.as_str())
-        .collect();
-    outln!(
-        "{} point(s): {} run, {resumed} resumed, {} not ok",
-        outcomes.len(),
-        outcomes.len() - resumed,
-        bad.len()
-    );
-    for f in [&files.index_json, &files.index_csv]
-        .into_iter()
-        .chain(&files.plots)
-        .chain([&files.html])
-    {
-        outln!("wrote {}", f.display());
-    }
-    if bad.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!("FAILED points: {}", bad.join(", "));
-        Ok(ExitCode::from(EXIT_RESULT_FAILED))
-    }
-}
-
-/// Create the output directory before the run, so an unwritable path fails in a second, not
-/// after the simulation.
-fn prepare_out_dir(out: &Path) -> Result<()> {
-    if out.exists() && !out.is_dir() {
-        bail!(
-            "output path {} exists and is not a directory",
-            out.display()
-        );
-    }
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("cannot create output directory {}", out.display()))
 }

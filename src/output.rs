@@ -3,7 +3,9 @@
 //! ignored: the run goes on, its files are written and its exit status is kept; only the
 //! terminal text is cut short. Any other write error is said once on standard error.
 
+use anyhow::{bail, Context, Result};
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -75,4 +77,20 @@ pub fn print_written(files: &xrdma_reports::RunFiles) {
     {
         outln!("wrote {}", f.display());
     }
+}
+
+/// Create the output directory before the run, so an unwritable path fails in a second, not
+/// after the simulation.
+///
+/// # Errors
+/// The path exists and is not a directory, or it cannot be created.
+pub fn prepare_out_dir(out: &Path) -> Result<()> {
+    if out.exists() && !out.is_dir() {
+        bail!(
+            "output path {} exists and is not a directory",
+            out.display()
+        );
+    }
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create output directory {}", out.display()))
 }

@@ -19,6 +19,7 @@
 //! results do not depend on the number of jobs or on resuming.
 
 pub mod axis;
+pub mod cli;
 pub mod report;
 
 use std::path::{Path, PathBuf};
