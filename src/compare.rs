@@ -215,14 +215,9 @@ pub fn compare_table(runs: &[CompareRun]) -> String {
     o
 }
 
-/// Whether `r` is a failed run as `xrdma run` judges it: a message missing, corrupted,
-/// duplicated or unfinished, or an inconsistent result.
+/// Whether `r` is a failed run as `xrdma run` judges it ([`crate::output::failures`]).
 pub fn run_failed(r: &xrdma_reports::RunResult) -> bool {
-    let d = &r.delivery;
-    r.messages.is_empty()
-        || d.missing + d.digest_mismatches + d.duplicates > 0
-        || !r.unfinished.is_empty()
-        || !r.validate().is_empty()
+    !crate::output::failures(r).is_empty()
 }
 
 /// Files written by [`write_compare`].

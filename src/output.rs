@@ -39,30 +39,39 @@ macro_rules! outln {
     ($($arg:tt)*) => { $crate::output::write(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
-/// The exit status a run's result earns, as `run` and `report` give it: 0 when every message
-/// arrived intact and the result is consistent, else 2 with a `FAILED:` line for each reason.
-pub fn verdict(result: &xrdma_reports::RunResult) -> ExitCode {
+/// Why a run's result is a failure, one reason a line (empty when it passed): no message
+/// sent, messages missing, corrupted or duplicated, or an inconsistency from
+/// [`xrdma_reports::RunResult::validate`] (a message delivered but not complete, or the other
+/// way, a drop on a lossless fabric, ...). `run`, `report` and `compare` judge by it.
+pub fn failures(result: &xrdma_reports::RunResult) -> Vec<String> {
     let d = &result.delivery;
-    let mut failed = false;
+    let mut out = Vec::new();
     if result.messages.is_empty() {
-        eprintln!("FAILED: the workload sent no message (check its start, rate and duration)");
-        failed = true;
+        out.push("the workload sent no message (check its start, rate and duration)".into());
     }
     if d.missing + d.digest_mismatches + d.duplicates > 0 {
-        eprintln!(
-            "FAILED: {} message(s) missing, {} corrupted, {} duplicated",
+        out.push(format!(
+            "{} message(s) missing, {} corrupted, {} duplicated",
             d.missing, d.digest_mismatches, d.duplicates
-        );
-        failed = true;
+        ));
     }
     for problem in result.validate() {
-        eprintln!("FAILED: inconsistent result: {problem}");
-        failed = true;
+        out.push(format!("inconsistent result: {problem}"));
     }
-    if failed {
-        ExitCode::from(EXIT_RESULT_FAILED)
-    } else {
+    out
+}
+
+/// The exit status a run's result earns, as `run` and `report` give it: 0 when it has no
+/// [`failures`], else 2 with a `FAILED:` line for each.
+pub fn verdict(result: &xrdma_reports::RunResult) -> ExitCode {
+    let reasons = failures(result);
+    for r in &reasons {
+        eprintln!("FAILED: {r}");
+    }
+    if reasons.is_empty() {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_RESULT_FAILED)
     }
 }
 

@@ -194,23 +194,12 @@ impl FaultState {
         u < p
     }
 
-    fn flush_wc(wr_id: u64, opcode: WcOpcode, qp_num: QpNum) -> WorkCompletion {
-        WorkCompletion {
-            wr_id,
-            status: WcStatus::WrFlushErr,
-            opcode,
-            qp_num,
-            byte_len: 0,
-            imm: None,
-        }
-    }
-
     /// Apply the faults to one completion from the inner transport.
     fn mangle(&mut self, mut wc: WorkCompletion) {
         if self.errored_qps.contains(&wc.qp_num) {
             self.counts.flushed += 1;
             self.ready
-                .push_back(Self::flush_wc(wc.wr_id, wc.opcode, wc.qp_num));
+                .push_back(WorkCompletion::flushed(wc.wr_id, wc.opcode, wc.qp_num));
             return;
         }
         if self.chance(self.cfg.drop) {
@@ -373,7 +362,7 @@ impl<T: Transport> Transport for FaultInjector<T> {
                     SendOpcode::RdmaRead => WcOpcode::RdmaRead,
                 };
                 self.state.counts.flushed += 1;
-                let wc = FaultState::flush_wc(wr.wr_id, opcode, qpn);
+                let wc = WorkCompletion::flushed(wr.wr_id, opcode, qpn);
                 self.state.ready.push_back(wc);
             }
             return Ok(());
@@ -387,7 +376,7 @@ impl<T: Transport> Transport for FaultInjector<T> {
         }
         if self.state.errored_qps.contains(&qpn) {
             self.state.counts.flushed += 1;
-            let wc = FaultState::flush_wc(wr.wr_id, WcOpcode::Recv, qpn);
+            let wc = WorkCompletion::flushed(wr.wr_id, WcOpcode::Recv, qpn);
             self.state.ready.push_back(wc);
             return Ok(());
         }

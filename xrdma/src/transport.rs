@@ -181,6 +181,21 @@ pub struct WorkCompletion {
     pub imm: Option<u32>,
 }
 
+impl WorkCompletion {
+    /// The completion of a WR flushed from a QP in the error state (`IBV_WC_WR_FLUSH_ERR`):
+    /// no bytes, no immediate data.
+    pub fn flushed(wr_id: u64, opcode: WcOpcode, qp_num: QpNum) -> WorkCompletion {
+        WorkCompletion {
+            wr_id,
+            status: WcStatus::WrFlushErr,
+            opcode,
+            qp_num,
+            byte_len: 0,
+            imm: None,
+        }
+    }
+}
+
 /// Errors a transport returns synchronously from a verb call (the `errno` of `ibv_*`).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum TransportError {

@@ -45,17 +45,6 @@ struct Qp {
     error: bool,
 }
 
-fn flushed(wr_id: u64, opcode: WcOpcode, qp_num: QpNum) -> WorkCompletion {
-    WorkCompletion {
-        wr_id,
-        status: WcStatus::WrFlushErr,
-        opcode,
-        qp_num,
-        byte_len: 0,
-        imm: None,
-    }
-}
-
 impl Host {
     /// Put `qpn` in error after a WR completed with `status`: the WR's own completion, then
     /// every posted receive flushed.
@@ -67,12 +56,13 @@ impl Host {
         };
         self.cq.push_back(WorkCompletion {
             status,
-            ..flushed(wr.wr_id, opcode, qpn)
+            ..WorkCompletion::flushed(wr.wr_id, opcode, qpn)
         });
         let qp = &mut self.qps[qpn as usize];
         qp.error = true;
         for r in std::mem::take(&mut qp.recvs) {
-            self.cq.push_back(flushed(r.wr_id, WcOpcode::Recv, qpn));
+            self.cq
+                .push_back(WorkCompletion::flushed(r.wr_id, WcOpcode::Recv, qpn));
         }
     }
 }
@@ -219,7 +209,7 @@ impl Transport for Side<'_> {
                 };
                 self.pair.hosts[self.h]
                     .cq
-                    .push_back(flushed(wr.wr_id, opcode, qpn));
+                    .push_back(WorkCompletion::flushed(wr.wr_id, opcode, qpn));
             }
             return Ok(());
         }
@@ -290,7 +280,8 @@ impl Transport for Side<'_> {
     fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
         let host = &mut self.pair.hosts[self.h];
         if host.qps[qpn as usize].error {
-            host.cq.push_back(flushed(wr.wr_id, WcOpcode::Recv, qpn));
+            host.cq
+                .push_back(WorkCompletion::flushed(wr.wr_id, WcOpcode::Recv, qpn));
         } else {
             host.qps[qpn as usize].recvs.push_back(*wr);
         }
