@@ -112,12 +112,17 @@ impl Endpoint {
     /// Set `conn`'s timer after progress at `now`: the ACK timeout of its oldest frame in
     /// flight; else, while it waits on its peer (for a grant, or to finish a close), an idle
     /// deadline `ack_timeout` from now, at which it probes the peer.
+    ///
+    /// An idle deadline already set is left where it is (moving it on every completion
+    /// would push a timer-heap entry per completion): when it fires early,
+    /// [`Endpoint::handle_timeout`] defers it to `ack_timeout` after the last progress.
     pub(super) fn rearm(&mut self, now: Time, conn: ConnId) {
-        let c = &self.conns[conn as usize];
+        let c = &mut self.conns[conn as usize];
+        c.last_progress = now;
         let deadline = match c.inflight.front() {
             _ if c.failed || c.closed => None,
             Some(f) => Some(f.posted_at + self.cfg.ack_timeout),
-            None if c.waits_on_peer() => Some(now + self.cfg.ack_timeout),
+            None if c.waits_on_peer() => self.timers.get(conn).or(Some(now + self.cfg.ack_timeout)),
             None => None,
         };
         self.timers.set(conn, deadline);
@@ -139,6 +144,12 @@ impl Endpoint {
                 };
                 self.fail(conn, err);
             } else if c.waits_on_peer() {
+                let quiet_until = c.last_progress + self.cfg.ack_timeout;
+                if now < quiet_until {
+                    // Progress since the deadline was set: not idle that long yet.
+                    self.timers.set(conn, Some(quiet_until));
+                    continue;
+                }
                 c.ack_due = true;
                 self.queue_ack(conn);
                 self.timers.set(conn, Some(now + self.cfg.ack_timeout));

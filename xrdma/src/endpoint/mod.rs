@@ -157,6 +157,9 @@ struct Connection {
     landings: VecDeque<Landing>,
     fin_received: bool,
     ack_due: bool,
+    /// When the connection last made progress (a completion, an ACK): an idle connection
+    /// waiting on its peer probes it `ack_timeout` after this.
+    last_progress: Time,
     in_ack_list: bool,
     stats: ConnStats,
 }
@@ -352,6 +355,7 @@ impl Endpoint {
             landings: VecDeque::new(),
             fin_received: false,
             ack_due: false,
+            last_progress: Time::ZERO,
             in_ack_list: false,
             stats: ConnStats {
                 window: c.initial_window,
