@@ -220,7 +220,7 @@ pub fn run_case(case: &str) -> Result<BenchFigures> {
         }
         "xrdma-incast" => {
             let sc = xrdma_scenario::parse(XRDMA_INCAST, Path::new("bench:xrdma-incast"))?;
-            let r = crate::sim_run::run(&sc)?;
+            let r = xrdma_runner::run::run_sim(&sc)?;
             if r.delivery.delivered != 256 {
                 bail!(
                     "{case}: {} of 256 messages delivered intact",
@@ -243,8 +243,11 @@ pub fn run_case(case: &str) -> Result<BenchFigures> {
                 wall_seconds: r.wall_clock.wall_seconds,
                 last_completion: Time(last),
                 peak_rss_bytes: peak_rss(),
-                drops: r.network.drops,
-                pfc_xoff: r.network.pfc_xoff,
+                drops: r.network.drops.context("the simulator counts drops")?,
+                pfc_xoff: r
+                    .network
+                    .pfc_xoff
+                    .context("the simulator counts PFC pauses")?,
             })
         }
         other => bail!(

@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 use xrdma_reports::sweep_plot::{draw_cdf_overlay, render_png, render_svg, LabelledRun};
 use xrdma_reports::{format_us, RunResult};
 
-use crate::sweep::report::Headline;
-use crate::sweep::write_atomic;
+use xrdma_runner::sweep::report::Headline;
+use xrdma_runner::sweep::write_atomic;
 
 /// One run of a comparison.
 #[derive(Clone, Debug)]
@@ -93,7 +93,7 @@ pub fn check_same_workload(runs: &[CompareRun]) -> Result<()> {
         let w = &r.result.workload;
         // An incast's shape is fixed by its file; open-loop arrivals and echo request sizes
         // are drawn from the seed, so their counts and bytes differ between seeds of one file.
-        let same_shape = w.kind != "incast"
+        let same_shape = w.kind.shape_depends_on_seed()
             || (w.bytes_per_sender == w0.bytes_per_sender
                 && w.messages_per_sender == w0.messages_per_sender);
         if w.kind != w0.kind || w.senders != w0.senders || !same_shape {
@@ -121,12 +121,12 @@ const METRICS: [Metric; 12] = [
     ("T* µs", |_, h| h.t_star_ps.map(|v| v as f64)),
     ("span/T*", |_, h| h.max_over_t_star),
     ("goodput Gb/s", |_, h| h.goodput_bps),
-    ("ECN marks", |r, _| Some(r.network.ecn_marks as f64)),
-    ("CNPs", |r, _| Some(r.network.cnps as f64)),
-    ("PFC XOFF", |r, _| Some(r.network.pfc_xoff as f64)),
-    ("drops", |r, _| Some(r.network.drops as f64)),
+    ("ECN marks", |r, _| r.network.ecn_marks.map(|v| v as f64)),
+    ("CNPs", |r, _| r.network.cnps.map(|v| v as f64)),
+    ("PFC XOFF", |r, _| r.network.pfc_xoff.map(|v| v as f64)),
+    ("drops", |r, _| r.network.drops.map(|v| v as f64)),
     ("retransmitted", |r, _| {
-        Some(r.network.retransmitted_packets as f64)
+        r.network.retransmitted_packets.map(|v| v as f64)
     }),
 ];
 

@@ -1,25 +1,15 @@
-//! The xrdma test bed: runs YAML scenarios (see `scenarios/`) on a backend and produces
-//! latency reports (see `reports/`). The `xrdma` binary is a thin command line over this.
+//! The xrdma test bed's command line: the `xrdma` binary is a thin layer over the runner
+//! crate (`xrdma_runner`), which runs YAML scenarios (see `scenarios/`) on a backend, and the
+//! reports crate (`xrdma_reports`). This library holds what only the command line needs: its
+//! output helpers, the tools (`ping`, `bw`, `soak`, ...), the comparisons and the benchmarks.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod bench;
-pub mod bootstrap;
 pub mod compare;
 pub mod conformance;
-pub mod echo;
-pub mod fabric;
-pub mod host_faults;
-pub mod incast;
-pub mod open_loop;
 pub mod output;
-pub mod rank_run;
-pub mod role;
-pub mod sim_config;
-pub mod sim_run;
-pub mod sweep;
+pub mod sweep_cli;
 pub mod tools;
-#[cfg(feature = "verbs")]
-pub mod verbs_fabric;
 pub mod window_bench;

@@ -9,8 +9,10 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use xrdma_runner::check;
+use xrdma_runner::run::run_sim;
 use xrdma_testbed::output::{prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED};
-use xrdma_testbed::{out, outln, sim_config, sim_run, tools};
+use xrdma_testbed::{out, outln, tools};
 
 /// RDMA message middleware test bed: run scenarios, write latency reports and plots.
 #[derive(Parser, Debug)]
@@ -247,7 +249,7 @@ impl Backend {
 /// would not fit in the memory available.
 fn ensure_fits(size: u64) -> Result<()> {
     let need = size.saturating_mul(6);
-    if let Some(avail) = sim_config::available_memory() {
+    if let Some(avail) = check::available_memory() {
         if need > avail {
             bail!(
                 "--size {size} B needs about {} of memory for its buffers, but only {} is \
@@ -266,9 +268,9 @@ fn run_scenario(
     sc: &xrdma_scenario::Scenario,
 ) -> Result<xrdma_reports::RunResult> {
     match backend {
-        Backend::Sim => sim_run::run(sc),
+        Backend::Sim => run_sim(sc),
         #[cfg(feature = "verbs")]
-        Backend::Verbs => xrdma_testbed::verbs_fabric::run(sc),
+        Backend::Verbs => xrdma_runner::run::run_verbs(sc),
         #[cfg(not(feature = "verbs"))]
         Backend::Verbs => no_verbs(),
     }
@@ -278,7 +280,7 @@ fn run_scenario(
 /// prints one line and returns `None`.
 #[cfg(feature = "verbs")]
 fn run_rank(sc: &xrdma_scenario::Scenario, rank: u32) -> Result<Option<xrdma_reports::RunResult>> {
-    use xrdma_testbed::rank_run::{run_rank, RankOutcome};
+    use xrdma_runner::rank::{run_rank, RankOutcome};
     match run_rank(sc, rank)? {
         RankOutcome::Report(r) => Ok(Some(*r)),
         RankOutcome::Sent {
@@ -352,12 +354,12 @@ fn real_main() -> Result<ExitCode> {
                 sc.sim = Some(s);
             }
             if backend == Backend::Sim {
-                let checked = sim_config::check(&sc)?;
+                let checked = check::check(&sc)?;
                 for w in &checked.warnings {
                     eprintln!("warning: {w}");
                 }
             } else {
-                sim_config::check_xrdma(&sc)?;
+                check::check_xrdma(&sc)?;
                 if sc.sim.is_some() {
                     eprintln!(
                         "note: the verbs backend ignores the `sim:` block (but for its seed)"
@@ -383,7 +385,7 @@ fn real_main() -> Result<ExitCode> {
             };
             result.scenario_yaml = yaml;
             if let Some(sim) = &result.sim {
-                for w in sim_config::unreached_faults(&sc, xrdma::Time(sim.simulated_ps)) {
+                for w in check::unreached_faults(&sc, xrdma::Time(sim.simulated_ps)) {
                     eprintln!("warning: {w}");
                 }
             }
@@ -610,13 +612,7 @@ fn real_main() -> Result<ExitCode> {
                 Backend::Verbs => {
                     let dev = tools::verbs_device()?;
                     tools::qp_setup::run(
-                        || {
-                            xrdma_testbed::verbs_fabric::VerbsFabric::with_device(
-                                &dev,
-                                2,
-                                TOOL_TIMEOUT,
-                            )
-                        },
+                        || xrdma_runner::fabric::VerbsFabric::with_device(&dev, 2, TOOL_TIMEOUT),
                         iters,
                     )?
                 }
@@ -636,7 +632,7 @@ fn real_main() -> Result<ExitCode> {
             axes,
             out,
             jobs,
-        } => xrdma_testbed::sweep::cli::run(&scenario, &axes, out, jobs),
+        } => xrdma_testbed::sweep_cli::run(&scenario, &axes, out, jobs),
         Command::Compare {
             runs,
             out,
@@ -670,7 +666,7 @@ fn real_main() -> Result<ExitCode> {
         }
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;
-            let checked = sim_config::check(&sc)?;
+            let checked = check::check(&sc)?;
             for w in &checked.warnings {
                 eprintln!("warning: {w}");
             }
@@ -758,15 +754,12 @@ fn two_process(
 /// One worker on the RDMA device the environment names, for one end of a two-process tool,
 /// and how long the bootstrap waits for the other end.
 #[cfg(feature = "verbs")]
-fn one_worker_fabric() -> Result<(
-    xrdma_testbed::verbs_fabric::VerbsFabric,
-    std::time::Duration,
-)> {
+fn one_worker_fabric() -> Result<(xrdma_runner::fabric::VerbsFabric, std::time::Duration)> {
     let section = xrdma_scenario::VerbsSection {
         run_timeout: TOOL_TIMEOUT,
         ..Default::default()
     };
-    let fabric = xrdma_testbed::verbs_fabric::VerbsFabric::new(1, &section)?;
+    let fabric = xrdma_runner::fabric::VerbsFabric::new(1, &section)?;
     let wait = std::time::Duration::from_secs(TOOL_TIMEOUT.as_ps() / 1_000_000_000_000);
     Ok((fabric, wait))
 }

@@ -183,7 +183,7 @@ impl WindowFigures {
 pub fn measure(name: &str, yaml: &str) -> Result<WindowFigures> {
     let sc = xrdma_scenario::parse(yaml, Path::new(name))?;
     let sim = sc.sim_or_default();
-    let r = crate::sim_run::run(&sc).with_context(|| format!("running {name}"))?;
+    let r = xrdma_runner::run::run_sim(&sc).with_context(|| format!("running {name}"))?;
     let rate =
         sim.link_rate_bps as f64 * f64::from(sim.mtu) / f64::from(sim.mtu + sim.header_bytes);
     let w = windowed_bytes(&r.messages, SKIP_PS, WINDOW_PS);

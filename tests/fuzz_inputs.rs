@@ -8,7 +8,7 @@
 
 use proptest::prelude::*;
 use std::path::Path;
-use xrdma_testbed::bootstrap::{encode_frame, parse_frame, ConnRecord, Frame, Hello};
+use xrdma_runner::bootstrap::{encode_frame, parse_frame, ConnRecord, Frame, Hello};
 
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
@@ -169,7 +169,7 @@ fn load_and_check(text: &str) {
             );
         }
         Ok(sc) => {
-            if let Err(e) = xrdma_testbed::sim_config::check(&sc) {
+            if let Err(e) = xrdma_runner::check::check(&sc) {
                 let msg = format!("{e:#}");
                 assert!(
                     msg.contains("fuzz.yaml"),

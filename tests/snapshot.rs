@@ -6,7 +6,7 @@
 //! snapshot`).
 
 use std::path::Path;
-use xrdma_testbed::sim_run;
+use xrdma_runner::run::run_sim;
 
 /// Two senders, small and large messages, ECN and PFC, no time series: small enough to read
 /// whole in a review.
@@ -28,7 +28,7 @@ sim:
 
 fn run() -> xrdma_reports::RunResult {
     let sc = xrdma_scenario::parse(SCENARIO, Path::new("snapshot.yaml")).expect("parses");
-    let mut r = sim_run::run(&sc).expect("runs");
+    let mut r = run_sim(&sc).expect("runs");
     r.wall_clock = xrdma_reports::WallClock {
         wall_seconds: 0.0,
         events_per_second: 0.0,

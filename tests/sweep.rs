@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use xrdma_reports::{completion_span_ps, LatencySummary, RunResult};
+use xrdma_runner::sweep::report::{self, Headline, SweepIndex};
+use xrdma_runner::sweep::{self, Plan, PointBackend, PointStatus, Progress};
 use xrdma_scenario::Scenario;
 use xrdma_testbed::compare;
-use xrdma_testbed::sweep::report::{self, Headline, SweepIndex};
-use xrdma_testbed::sweep::{self, Plan, PointBackend, PointStatus, Progress};
 
 const BASE: &str = "name: small
 workload:

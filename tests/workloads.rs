@@ -3,8 +3,8 @@
 use std::path::Path;
 use xrdma_reports::metrics::{ideal_fct_ps, slowdown};
 use xrdma_reports::{LatencySummary, RunResult};
+use xrdma_runner::run::run_sim;
 use xrdma_scenario::Workload;
-use xrdma_testbed::sim_run;
 
 const US: u64 = 1_000_000;
 const MS: u64 = 1_000_000_000;
@@ -19,9 +19,12 @@ fn parse(yaml: &str) -> xrdma_scenario::Scenario {
 }
 
 fn assert_slowdown_at_least_one(r: &RunResult) {
-    let ideal = r.ideal.as_ref().expect("the star fabric states the ideal");
+    let ideal = r
+        .path
+        .ideal(0)
+        .expect("the star fabric states the path model");
     for m in &r.messages {
-        if let Some(s) = slowdown(m, ideal) {
+        if let Some(s) = slowdown(m, &ideal) {
             assert!(
                 s >= 1.0,
                 "message {}/{} has slowdown {s}: {m:?}",
@@ -40,7 +43,7 @@ fn a_100ms_receiver_stall_shows_in_the_open_loop_p99() {
     // needs an arrival in [100, 200 − x) ms: (100 − x)·10 of the 3000 messages. The p99 (the
     // 30th largest) therefore sits at x ≈ 100 − 30/10 = 97 ms; Poisson noise on those 30
     // arrivals is about ±√30/10 ≈ ±0.6 ms.
-    let r = sim_run::run(&load("scenarios/open-loop-stall.yaml")).unwrap();
+    let r = run_sim(&load("scenarios/open-loop-stall.yaml")).unwrap();
     assert!(r.validate().is_empty(), "{:?}", r.validate());
     assert_eq!(r.delivery.missing + r.delivery.digest_mismatches, 0);
     assert!(r.unfinished.is_empty());
@@ -62,13 +65,13 @@ fn without_the_stall_the_open_loop_p99_stays_at_the_base_latency() {
         panic!("open-loop")
     };
     ol.stalls.clear();
-    let r = sim_run::run(&sc).unwrap();
+    let r = run_sim(&sc).unwrap();
     assert_eq!(r.delivery.delivered, r.messages.len() as u64);
     // Ideal FCT of a 4 KiB message alone (T* with N·S = 4096 B): 4096·1106/1024 B at
     // 100 Gb/s = 353.92 ns plus the base RTT (4 µs of propagation and a few header
     // serializations). At 10 k/s of 4 KiB the link is 0.3 % busy, so even the p99 waits
     // behind at most a message or two: within 1.2 × the ideal.
-    let ideal = ideal_fct_ps(r.ideal.as_ref().unwrap(), 4096).unwrap();
+    let ideal = ideal_fct_ps(&r.path.ideal(0).unwrap(), 4096).unwrap();
     assert!((4 * US..5 * US).contains(&ideal), "{ideal}");
     let s = LatencySummary::from_records(&r.messages);
     let (min, p99) = (s.min_ps.unwrap(), s.p99_ps.unwrap());
@@ -88,7 +91,7 @@ fn echo_at_concurrency_one_on_an_idle_link_takes_two_one_way_times() {
     // 2·1 µs + 2·162·8/100e9 s = 2000 + 25.92 ns = 2025.92 ns. The ACK of the request rides
     // in the response's header, so an exchange is two one-way times: 4051.84 ns. The ±1 %
     // band (±40 ns) leaves room for the few bytes of ACK fields a header may carry.
-    let r = sim_run::run(&parse(
+    let r = run_sim(&parse(
         "name: echo-idle
 workload:
   echo: { clients: 1, server: 0, concurrency: 1, requests: 200, request-size: 64B }
@@ -97,7 +100,7 @@ sim: { link-rate: 100Gbps, link-delay: 1us, mtu: 1KiB, header-bytes: 82, pfc: {}
     ))
     .unwrap();
     assert_eq!(r.delivery.delivered, 200);
-    assert_eq!(r.workload.kind, "echo");
+    assert_eq!(r.workload.kind, xrdma_reports::WorkloadKind::Echo);
     let expect = 2 * (2 * US + 2 * 162 * 8 * 10); // 1 B at 100 Gb/s = 80 ps
     let s = LatencySummary::from_records(&r.messages);
     let (min, max) = (s.min_ps.unwrap(), s.max_ps.unwrap());
@@ -114,7 +117,7 @@ sim: { link-rate: 100Gbps, link-delay: 1us, mtu: 1KiB, header-bytes: 82, pfc: {}
 
 #[test]
 fn the_shipped_echo_scenario_delivers_everything_with_slowdown_at_least_one() {
-    let r = sim_run::run(&load("scenarios/echo.yaml")).unwrap();
+    let r = run_sim(&load("scenarios/echo.yaml")).unwrap();
     assert!(r.validate().is_empty(), "{:?}", r.validate());
     // 4 clients × 1000 requests.
     assert_eq!(r.delivery.delivered, 4000);
@@ -129,7 +132,7 @@ fn messages_not_done_by_the_deadline_are_listed_without_latency() {
     // 50 arrivals at 10 k/s (about 5 ms); the receiver stops at 1 ms for 10 s, and the run
     // drains for only 10 ms after the last arrival: everything intended after the stall
     // began (beyond the few already ACKed) is unfinished.
-    let r = sim_run::run(&parse(
+    let r = run_sim(&parse(
         "name: cut
 workload:
   open-loop:
@@ -173,8 +176,8 @@ sim: { link-rate: 100Gbps, link-delay: 1us, pfc: {} }
 #[test]
 fn open_loop_runs_are_deterministic() {
     let sc = load("scenarios/open-loop-stall.yaml");
-    let a = sim_run::run(&sc).unwrap();
-    let b = sim_run::run(&sc).unwrap();
+    let a = run_sim(&sc).unwrap();
+    let b = run_sim(&sc).unwrap();
     assert_eq!(a.messages, b.messages);
     assert_eq!(a.sim.unwrap().trace_hash, b.sim.unwrap().trace_hash);
 }
@@ -200,7 +203,7 @@ sim:
   seed: 3
   pfc: {}
 ";
-    let r = sim_run::run(&parse(yaml)).unwrap();
+    let r = run_sim(&parse(yaml)).unwrap();
     assert!(r.messages.len() > 2000, "{} messages", r.messages.len());
     assert!(r.unfinished.is_empty(), "{} unfinished", r.unfinished.len());
     assert!(r.validate().is_empty(), "{:?}", r.validate());
@@ -236,10 +239,10 @@ sim:
 "
         )
     };
-    let with = sim_run::run(&parse(&yaml(true))).unwrap();
-    assert_eq!(with.network.rnr_naks, 0);
-    let without = sim_run::run(&parse(&yaml(false))).unwrap();
-    assert!(without.network.rnr_naks > 0, "{:?}", without.network);
+    let with = run_sim(&parse(&yaml(true))).unwrap();
+    assert_eq!(with.network.rnr_naks, Some(0));
+    let without = run_sim(&parse(&yaml(false))).unwrap();
+    assert!(without.network.rnr_naks > Some(0), "{:?}", without.network);
     for r in [&with, &without] {
         assert!(r.validate().is_empty(), "{:?}", r.validate());
         assert!(r.unfinished.is_empty());

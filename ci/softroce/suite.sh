@@ -21,6 +21,8 @@
 #                   `xrdma run --backend verbs --rank 1` in the background and `--rank 0` in
 #                   the foreground, and passes when both exit 0 and rank 0's merged
 #                   result.json reports every message delivered intact
+#   echo ranks      an echo run (2 clients x 100 requests) as two processes, the same way:
+#                   every workload runs across ranks
 #   rnr-stall       scenarios/rnr-stall.yaml on rxe0: RNR NAKs counted, every message intact
 #   peer killed     a two-process bw whose server is killed mid-stream: the client ends with
 #                   a typed error in time
@@ -70,9 +72,30 @@ check soak "$results/soak.log" \
   timeout 600 "$xrdma" soak --backend verbs --messages 100000 --cycles 1000
 check incast-8 "$results/incast-8.log" \
   timeout 300 "$xrdma" run --backend verbs "$repo/scenarios/incast-8.yaml" --out "$results/incast-8"
+# A scenario as two processes on rxe0: rank 1 in the background, rank 0 (the receiver, which
+# merges the records) in the foreground; passes when both exit 0 and rank 0's result reports
+# all WANT messages delivered intact.
+two_ranks() { # DIR SCENARIO WANT
+  local dir=$1 scenario=$2 want=$3 sender rc=0
+  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 1 --out "$dir/rank1" \
+    > "$dir/rank1.log" 2>&1 &
+  sender=$!
+  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 0 --out "$dir" || rc=$?
+  wait "$sender" || { echo "rank 1 failed: $(tail -n 5 "$dir/rank1.log")" >&2; rc=1; }
+  cat "$dir/rank1.log"
+  ((rc == 0)) || return 1
+  if ! grep -q "\"delivered\": $want," "$dir/result.json" ||
+    ! grep -q '"digest-mismatches": 0,' "$dir/result.json" ||
+    ! grep -q '"duplicates": 0,' "$dir/result.json" ||
+    ! grep -Eq '"missing": 0$' "$dir/result.json"; then
+    echo "result.json does not report all $want messages delivered intact" >&2
+    return 1
+  fi
+  echo "two ranks: all $want messages delivered intact (merged by rank 0)"
+}
 # incast-8.yaml as two processes: the shipped file with a `verbs.ranks` block appended.
-two_ranks() { # DIR
-  local dir=$1 scenario=$1/incast-8-ranks.yaml sender rc=0 want
+incast_ranks() { # DIR
+  local dir=$1 scenario=$1/incast-8-ranks.yaml
   mkdir -p "$dir"
   if grep -q '^verbs:' "$repo/scenarios/incast-8.yaml"; then
     echo "scenarios/incast-8.yaml has a verbs: block; this check appends its own" >&2
@@ -85,25 +108,37 @@ two_ranks() { # DIR
     printf '    - { address: "127.0.0.1:18530", hosts: [0] }\n'
     printf '    - { address: "127.0.0.1:18531", hosts: [1, 2, 3, 4, 5, 6, 7, 8] }\n'
   } > "$scenario"
-  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 1 --out "$dir/rank1" \
-    > "$dir/rank1.log" 2>&1 &
-  sender=$!
-  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 0 --out "$dir" || rc=$?
-  wait "$sender" || { echo "rank 1 failed: $(tail -n 5 "$dir/rank1.log")" >&2; rc=1; }
-  cat "$dir/rank1.log"
-  ((rc == 0)) || return 1
-  # 8 senders x 5 messages, every one delivered intact, none missing.
-  want=40
-  if ! grep -q "\"delivered\": $want," "$dir/result.json" ||
-    ! grep -q '"digest-mismatches": 0,' "$dir/result.json" ||
-    ! grep -q '"duplicates": 0,' "$dir/result.json" ||
-    ! grep -Eq '"missing": 0$' "$dir/result.json"; then
-    echo "result.json does not report all $want messages delivered intact" >&2
-    return 1
-  fi
-  echo "two ranks: all $want messages delivered intact (merged by rank 0)"
+  # 8 senders x 5 messages.
+  two_ranks "$dir" "$scenario" 40
 }
-check "incast-8 ranks" "$results/incast-8-ranks.log" two_ranks "$results/incast-8-ranks"
+# An echo run as two processes: the server, and two clients (every workload runs across ranks).
+echo_ranks() { # DIR
+  local dir=$1 scenario=$1/echo-ranks.yaml
+  mkdir -p "$dir"
+  cat > "$scenario" << 'YAML'
+name: echo-ranks
+workload:
+  echo:
+    clients: 2
+    server: 0
+    concurrency: 2
+    requests: 100
+    request-sizes:
+      - { size: 4KiB, weight: 9 }
+      - { size: 256KiB, weight: 1 }
+    response-size: 64B
+    time-limit: 120s
+verbs:
+  ranks:
+    - { address: "127.0.0.1:18532", hosts: [0] }
+    - { address: "127.0.0.1:18533", hosts: [1, 2] }
+YAML
+  # 2 clients x 100 exchanges, each request and its response intact.
+  two_ranks "$dir" "$scenario" 200
+}
+check "incast-8 ranks" "$results/incast-8-ranks.log" incast_ranks "$results/incast-8-ranks"
+check "echo ranks" "$results/echo-ranks.log" echo_ranks "$results/echo-ranks"
+
 # RNR end to end on rxe: scenarios/rnr-stall.yaml unedited (no receive credits, 16 receives,
 # a 10 ms receiver stall): the stalled host's NIC answers RNR NAKs, and every message still
 # arrives intact.

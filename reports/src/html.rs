@@ -58,7 +58,7 @@ pub fn report_html(r: &RunResult, plots: &[HtmlPlot]) -> String {
         "<p class=\"meta\">scenario file <code>{}</code> · backend <b>{}</b> · seed {} · \
          produced by xrdma {} · result schema version {}</p>",
         escape(&r.scenario.path),
-        escape(&r.scenario.backend),
+        escape(r.scenario.backend.name()),
         r.scenario.seed,
         escape(&r.tool_version),
         r.schema_version
@@ -84,7 +84,7 @@ pub fn report_html(r: &RunResult, plots: &[HtmlPlot]) -> String {
             "<p class=\"note\">No time series in this result (backend <b>{}</b>: only the \
              simulator samples queues, throughput and congestion signals, and only with \
              <code>sim.sample-interval</code> not <code>off</code>).</p>",
-            escape(&r.scenario.backend)
+            escape(r.scenario.backend.name())
         );
     }
     o.push_str("<h2>Scenario</h2>\n");

@@ -108,7 +108,17 @@ pub fn read_json(path: &Path) -> Result<RunResult, ReportError> {
         }
     }
     // Parse from the text (not the Value) so errors carry line and column.
-    serde_json::from_str(&text).map_err(json_err)
+    let mut r: RunResult = serde_json::from_str(&text).map_err(json_err)?;
+    if found.is_some_and(|v| v < 3) {
+        if let Some(i) = &r.ideal {
+            r.path = crate::PathModel::of_ideal(i);
+        }
+        // Version 2 stated T* for every workload; only an incast's bounds its completion.
+        if r.workload.kind != crate::WorkloadKind::Incast {
+            r.ideal = None;
+        }
+    }
+    Ok(r)
 }
 
 /// Per-message records as CSV with the header

@@ -19,7 +19,9 @@ pub mod chart;
 mod error;
 pub mod html;
 mod io;
+mod kinds;
 pub mod metrics;
+mod path;
 pub mod percentile;
 pub mod plot;
 mod schema;
@@ -34,6 +36,8 @@ pub use io::{
     commit_temp, messages_csv, read_json, temp_sibling, write_atomic, write_json, write_report,
     write_run_dir, RunFiles, PLOT_STEMS,
 };
+pub use kinds::{Backend, WorkloadKind};
+pub use path::PathModel;
 pub use plot::{latency_svg, latency_svg_string};
 pub use schema::{
     DeliveryCheck, IdealCompletion, Inconsistency, MessageRecord, NetworkCounters, RunResult,

@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::kinds::{Backend, WorkloadKind};
+use crate::path::PathModel;
 use crate::series::TimeSeries;
 
 /// Version of the result schema written by this crate (the `schema-version` key).
@@ -17,8 +19,10 @@ use crate::series::TimeSeries;
 /// Readers reject files whose version is newer than this; see [`crate::read_json`].
 ///
 /// History: 1 = the first schema; 2 adds the optional `scenario-yaml` and `timeseries` keys
-/// (a version-1 file reads with both absent).
-pub const SCHEMA_VERSION: u32 = 2;
+/// (a version-1 file reads with both absent); 3 adds `path` (the path model), states `ideal`
+/// for incasts only, and writes a network counter the backend cannot observe as `null`
+/// rather than 0 (an older file reads with `path` taken from its `ideal`).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One complete run: what was run, what happened to every message, network counters, the
 /// analytical reference and simulator statistics.
@@ -39,7 +43,12 @@ pub struct RunResult {
     pub delivery: DeliveryCheck,
     /// Network-wide counters.
     pub network: NetworkCounters,
-    /// Analytical lower bound on the completion time, when the workload has one.
+    /// The unloaded path as the backend states it (what slowdown needs); absent from a
+    /// version-2 file, where it reads back from `ideal`.
+    #[serde(default)]
+    pub path: PathModel,
+    /// Analytical lower bound T* on the completion time: an incast's only (its messages are
+    /// all intended at once), on a fabric that states the whole path model.
     pub ideal: Option<IdealCompletion>,
     /// Simulator statistics; `None` on backends that are not simulated.
     pub sim: Option<SimInfo>,
@@ -70,8 +79,8 @@ pub struct ScenarioInfo {
     pub name: String,
     /// Path of the scenario file as given on the command line.
     pub path: String,
-    /// Backend that executed the run, e.g. `"sim"` or `"verbs"`.
-    pub backend: String,
+    /// Backend that executed the run (`"sim"` or `"verbs"`).
+    pub backend: Backend,
     /// Seed of every pseudo-random choice in the run.
     pub seed: u64,
 }
@@ -80,8 +89,8 @@ pub struct ScenarioInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct WorkloadInfo {
-    /// Workload kind, e.g. `"incast"`.
-    pub kind: String,
+    /// Workload kind (`"incast"`, `"open-loop"`, `"echo"`).
+    pub kind: WorkloadKind,
     /// Number of sending hosts (the fan-in N of an incast).
     pub senders: u32,
     /// Host index of the receiver.
@@ -168,39 +177,37 @@ pub struct DeliveryCheck {
     pub missing: u64,
 }
 
-/// Network-wide counters, summed over all switches and NICs.
+/// Network-wide counters, summed over all switches and NICs; each is `None` (written `null`)
+/// where the backend cannot observe it (a real fabric's switches), never a silent 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct NetworkCounters {
+    // Every counter is `None` (`null`) where the backend cannot observe it, never 0.
     /// Data packets transmitted by NICs (retransmissions included).
-    pub data_packets: u64,
+    pub data_packets: Option<u64>,
     /// Packets ECN-marked (CE) by switches; a packet marked at several hops counts once.
-    pub ecn_marks: u64,
+    pub ecn_marks: Option<u64>,
     /// Congestion Notification Packets sent by receivers (DCQCN).
-    pub cnps: u64,
+    pub cnps: Option<u64>,
     /// PFC PAUSE frames with a non-zero quanta (XOFF) sent.
-    pub pfc_xoff: u64,
+    pub pfc_xoff: Option<u64>,
     /// PFC PAUSE frames with zero quanta (XON) sent.
-    pub pfc_xon: u64,
+    pub pfc_xon: Option<u64>,
     /// Packets switches dropped (buffer full, no route); 0 on a working lossless fabric.
     /// Injected faults are counted apart (`injected_losses`, `link_down_drops`, `icrc_drops`).
-    pub drops: u64,
+    pub drops: Option<u64>,
     /// Peak occupancy of any switch's shared buffer, bytes.
-    pub max_buffer_bytes: u64,
+    pub max_buffer_bytes: Option<u64>,
     /// Peak length of any single egress queue, bytes.
-    pub max_egress_queue_bytes: u64,
+    pub max_egress_queue_bytes: Option<u64>,
     /// Data packets sent again by go-back-N (included in `data_packets`).
-    #[serde(default)]
-    pub retransmitted_packets: u64,
+    pub retransmitted_packets: Option<u64>,
     /// Retransmission (local ACK) timeouts that fired.
-    #[serde(default)]
-    pub retransmit_timeouts: u64,
+    pub retransmit_timeouts: Option<u64>,
     /// PSN sequence-error NAKs sent by responders.
-    #[serde(default)]
-    pub seq_naks: u64,
+    pub seq_naks: Option<u64>,
     /// RNR NAKs sent by responders (no receive WR posted).
-    #[serde(default)]
-    pub rnr_naks: u64,
+    pub rnr_naks: Option<u64>,
     /// Whether the fabric was configured lossless (PFC on every port): then any drop is a
     /// failed run. `None` where the backend does not know (a real fabric's switches).
     #[serde(default)]
@@ -432,7 +439,7 @@ impl RunResult {
     /// at once. Open-loop and echo runs spread their arrivals over time, so their `ideal` only
     /// serves the per-message slowdown.
     pub fn t_star_bound(&self) -> Option<IdealCompletion> {
-        self.ideal.filter(|_| self.workload.kind == "incast")
+        self.ideal
     }
 
     /// Checks invariants a correct run must satisfy and returns every violation found, in
@@ -485,10 +492,8 @@ impl RunResult {
                 });
             }
         }
-        if self.network.lossless == Some(true) && self.network.drops > 0 {
-            problems.push(Inconsistency::DropsOnLosslessFabric {
-                drops: self.network.drops,
-            });
+        if let (Some(true), Some(drops @ 1..)) = (self.network.lossless, self.network.drops) {
+            problems.push(Inconsistency::DropsOnLosslessFabric { drops });
         }
         let records = self.messages.len() as u64;
         let dpm = self

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::kinds::WorkloadKind;
 use crate::metrics::{goodput_fairness, SlowdownSummary};
 use crate::percentile::nearest_rank;
 use crate::schema::{MessageRecord, RunResult};
@@ -139,10 +140,10 @@ pub fn summary_table(r: &RunResult) -> String {
         r.scenario.name, r.scenario.path, r.scenario.backend, r.scenario.seed
     );
     // Open-loop and echo senders send different amounts: their per-sender figures are means.
-    let (who, per, mean) = match r.workload.kind.as_str() {
-        "echo" => ("client(s)", "per client", " (mean)"),
-        "incast" => ("sender(s)", "per sender", ""),
-        _ => ("sender(s)", "per sender", " (mean)"),
+    let (who, per, mean) = match r.workload.kind {
+        WorkloadKind::Echo => ("client(s)", "per client", " (mean)"),
+        WorkloadKind::Incast => ("sender(s)", "per sender", ""),
+        WorkloadKind::OpenLoop => ("sender(s)", "per sender", " (mean)"),
     };
     let _ = writeln!(
         w,
@@ -216,7 +217,7 @@ pub fn summary_table(r: &RunResult) -> String {
     // a 1 KiB MTU with 82 B of headers caps it near 92.6 Gbps on a 100 Gbps link.
     // An echo's requests and responses cross the links in opposite directions: their sum can
     // exceed one link's rate.
-    let what = if r.workload.kind == "echo" {
+    let what = if r.workload.kind == WorkloadKind::Echo {
         "request + response payload bits, both directions"
     } else {
         "payload bits"
@@ -238,9 +239,9 @@ pub fn summary_table(r: &RunResult) -> String {
         );
     }
     if let Some(sd) = r
-        .ideal
-        .as_ref()
-        .and_then(|i| SlowdownSummary::from_records(&r.messages, i))
+        .path
+        .ideal(0)
+        .and_then(|i| SlowdownSummary::from_records(&r.messages, &i))
     {
         let _ = writeln!(
             w,
@@ -252,7 +253,7 @@ pub fn summary_table(r: &RunResult) -> String {
     match r.ideal {
         // T* is the finish time of an incast that starts all at once; arrivals spread over
         // time (open loop, echo) have no such bound.
-        Some(_) if r.workload.kind != "incast" => {
+        None if r.workload.kind != WorkloadKind::Incast => {
             let _ = writeln!(
                 w,
                 "ideal      T* not stated for this {} workload (it bounds an incast that starts \
@@ -313,12 +314,15 @@ pub fn summary_table(r: &RunResult) -> String {
     }
     let _ = writeln!(w);
     let n = &r.network;
-    if r.sim.is_none() {
+    let c = |x: Option<u64>| x.map_or_else(|| "n/a".to_string(), |v| v.to_string());
+    if n.ecn_marks.is_none() && n.pfc_xoff.is_none() && n.max_buffer_bytes.is_none() {
         // A real device: only what its port counters expose; the fabric is not observable.
         let _ = writeln!(
             w,
             "device     packets sent {}   sequence errors {}   RNR NAKs sent {}",
-            n.data_packets, n.seq_naks, n.rnr_naks
+            c(n.data_packets),
+            c(n.seq_naks),
+            c(n.rnr_naks)
         );
         let _ = writeln!(
             w,
@@ -333,18 +337,31 @@ pub fn summary_table(r: &RunResult) -> String {
     let _ = writeln!(
         w,
         "network    data packets {}   ECN marks {}   CNPs {}",
-        n.data_packets, n.ecn_marks, n.cnps
+        c(n.data_packets),
+        c(n.ecn_marks),
+        c(n.cnps)
     );
     let _ = writeln!(
         w,
         "           PFC XOFF {}   PFC XON {}   drops {}",
-        n.pfc_xoff, n.pfc_xon, n.drops
+        c(n.pfc_xoff),
+        c(n.pfc_xon),
+        c(n.drops)
     );
-    if n.retransmitted_packets + n.retransmit_timeouts + n.seq_naks + n.rnr_naks > 0 {
+    let recovery = [
+        n.retransmitted_packets,
+        n.retransmit_timeouts,
+        n.seq_naks,
+        n.rnr_naks,
+    ];
+    if recovery.iter().flatten().any(|&v| v > 0) {
         let _ = writeln!(
             w,
             "           retransmitted packets {}   timeouts {}   sequence NAKs {}   RNR NAKs {}",
-            n.retransmitted_packets, n.retransmit_timeouts, n.seq_naks, n.rnr_naks
+            c(n.retransmitted_packets),
+            c(n.retransmit_timeouts),
+            c(n.seq_naks),
+            c(n.rnr_naks)
         );
     }
     if let Some(line) = fault_line(n) {
@@ -353,8 +370,10 @@ pub fn summary_table(r: &RunResult) -> String {
     let _ = writeln!(
         w,
         "           max buffer {}   max egress queue {}",
-        format_bytes(n.max_buffer_bytes),
-        format_bytes(n.max_egress_queue_bytes)
+        n.max_buffer_bytes
+            .map_or_else(|| "n/a".to_string(), format_bytes),
+        n.max_egress_queue_bytes
+            .map_or_else(|| "n/a".to_string(), format_bytes)
     );
     if let Some(sim) = &r.sim {
         let _ = writeln!(

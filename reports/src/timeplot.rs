@@ -88,8 +88,10 @@ impl Figure for QueuePlot<'_> {
         let u = TimeUnit::for_span(ts.time_ps.last().copied().unwrap_or(0));
         let xd = tick_decimals(x_max(ts, u));
         let x_fmt = move |v: &f64| format!("{v:.xd$}");
-        let peak = r.network.max_egress_queue_bytes;
         let data_max = ts.max_queue_bytes.iter().copied().max().unwrap_or(0);
+        // A sampled run is simulated, and the simulator observes the peak; were it unknown,
+        // the sampled maximum stands in for it.
+        let peak = r.network.max_egress_queue_bytes.unwrap_or(data_max);
         let b = ByteUnit::for_max(peak.max(data_max));
         // 25 % more headroom than elsewhere: the legend sits above the data.
         let y_max = nice_upper(b.of(peak.max(data_max))) * 1.25;
@@ -169,7 +171,7 @@ impl Figure for ThroughputPlot<'_> {
         let total: Vec<u64> = (0..n)
             .map(|i| ts.senders.iter().map(|s| s.bytes[i]).sum())
             .collect();
-        let link_gbps = r.ideal.map(|i| i.bottleneck_bps as f64 / 1e9);
+        let link_gbps = r.path.bottleneck_bps.map(|b| b as f64 / 1e9);
         let agg_max = total.iter().map(|&b| ts.gbps(b)).fold(0.0, f64::max);
         let y_top = nice_upper(agg_max.max(link_gbps.unwrap_or(0.0)));
         let mut chart = ChartBuilder::on(&top)

@@ -60,11 +60,11 @@ fn result(ts: Option<TimeSeries>) -> RunResult {
         scenario: ScenarioInfo {
             name: "plots-test".into(),
             path: "scenarios/plots-test.yaml".into(),
-            backend: "sim".into(),
+            backend: Backend::Sim,
             seed: 3,
         },
         workload: WorkloadInfo {
-            kind: "incast".into(),
+            kind: WorkloadKind::Incast,
             senders: 4,
             receiver: 0,
             bytes_per_sender: 2000,
@@ -78,8 +78,14 @@ fn result(ts: Option<TimeSeries>) -> RunResult {
             missing: 1,
         },
         network: NetworkCounters {
-            max_egress_queue_bytes: 200_000,
+            max_egress_queue_bytes: Some(200_000),
             ..NetworkCounters::default()
+        },
+        path: PathModel {
+            base_rtt_ps: Some(0),
+            bottleneck_bps: Some(1_000_000_000),
+            header_bytes: Some(0),
+            mtu_bytes: Some(1000),
         },
         ideal: IdealCompletion::incast(4000, 0, 1000, 1_000_000_000, 0),
         sim: None,

@@ -34,11 +34,11 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
         scenario: ScenarioInfo {
             name: "incast-test".into(),
             path: "scenarios/incast-test.yaml".into(),
-            backend: "sim".into(),
+            backend: Backend::Sim,
             seed: 7,
         },
         workload: WorkloadInfo {
-            kind: "incast".into(),
+            kind: WorkloadKind::Incast,
             senders: 4,
             receiver: 0,
             bytes_per_sender: 2000,
@@ -52,21 +52,22 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             missing,
         },
         network: NetworkCounters {
-            data_packets: 12,
-            ecn_marks: 3,
-            cnps: 2,
-            pfc_xoff: 1,
-            pfc_xon: 1,
-            drops: 0,
-            max_buffer_bytes: 3 * 1024 * 1024,
-            max_egress_queue_bytes: 512 * 1024,
-            retransmitted_packets: 0,
-            retransmit_timeouts: 0,
-            seq_naks: 0,
-            rnr_naks: 0,
+            data_packets: Some(12),
+            ecn_marks: Some(3),
+            cnps: Some(2),
+            pfc_xoff: Some(1),
+            pfc_xon: Some(1),
+            drops: Some(0),
+            max_buffer_bytes: Some(3 * 1024 * 1024),
+            max_egress_queue_bytes: Some(512 * 1024),
+            retransmitted_packets: Some(0),
+            retransmit_timeouts: Some(0),
+            seq_naks: Some(0),
+            rnr_naks: Some(0),
             lossless: Some(true),
             ..NetworkCounters::default()
         },
+        path: ideal.map(|i| PathModel::of_ideal(&i)).unwrap_or_default(),
         ideal,
         sim: Some(SimInfo {
             events: 123_456,
@@ -223,7 +224,7 @@ fn json_round_trip_and_format() {
     let text = std::fs::read_to_string(&p).unwrap();
     assert!(text.ends_with("}\n"));
     assert!(
-        text.starts_with("{\n  \"schema-version\": 2,\n  \"tool-version\""),
+        text.starts_with("{\n  \"schema-version\": 3,\n  \"tool-version\""),
         "{text}"
     );
     assert!(text.contains("\"wall-clock\": {"));
@@ -332,7 +333,7 @@ fn validate_reports_inconsistencies() {
 #[test]
 fn a_drop_on_a_lossless_fabric_is_an_inconsistency() {
     let mut r = result(with_undelivered(), None);
-    r.network.drops = 11;
+    r.network.drops = Some(11);
     assert_eq!(
         r.validate(),
         vec![Inconsistency::DropsOnLosslessFabric { drops: 11 }]

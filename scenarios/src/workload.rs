@@ -35,6 +35,15 @@ impl Workload {
         }
     }
 
+    /// The receiving host: the incast or open-loop receiver, the echo server.
+    pub fn receiver(&self) -> u32 {
+        match self {
+            Workload::Incast(i) => i.receiver,
+            Workload::OpenLoop(o) => o.receiver,
+            Workload::Echo(e) => e.server,
+        }
+    }
+
     /// Number of hosts the workload uses (host indices are `0..hosts()`).
     pub fn hosts(&self) -> u32 {
         match self {
@@ -110,6 +119,15 @@ impl Incast {
     /// Messages per sender: the sum of the counts.
     pub fn messages_per_sender(&self) -> u64 {
         self.messages.iter().map(|m| u64::from(m.count)).sum()
+    }
+
+    /// The size of each message one sender sends, bytes, in order (each spec's `size`
+    /// repeated `count` times).
+    pub fn sizes(&self) -> Vec<u64> {
+        self.messages
+            .iter()
+            .flat_map(|m| std::iter::repeat_n(m.size, m.count as usize))
+            .collect()
     }
 
     /// Payload bytes per sender: Σ size × count (saturating at `u64::MAX`).

@@ -10,13 +10,13 @@
 
 use super::remote::{self, Agreement};
 use super::{connect_pair, drive};
-use crate::fabric::Fabric;
 use anyhow::{bail, Result};
 use bytes::Bytes;
 use std::net::SocketAddr;
 use std::time::Duration;
 use xrdma::driver::Application;
 use xrdma::{Config, ConnId, Endpoint, Event, Time};
+use xrdma_runner::fabric::Fabric;
 
 /// Messages kept outstanding by the sender: perftest's default `--tx-depth` for bandwidth
 /// tests (128).

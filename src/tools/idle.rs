@@ -10,13 +10,13 @@
 use super::connect_pair;
 use super::cpu::process_cpu_seconds;
 use super::ping::Echo;
-use crate::fabric::Fabric;
-use crate::verbs_fabric::VerbsFabric;
 use anyhow::{bail, Result};
 use bytes::Bytes;
 use std::time::{Duration, Instant};
 use xrdma::driver::{Application, TurnScratch};
 use xrdma::{Config, ConnId, Endpoint, Event, Time};
+use xrdma_runner::fabric::Fabric;
+use xrdma_runner::fabric::VerbsFabric;
 use xrdma_verbs::{HybridDriver, HybridPolicy, HybridStats};
 
 /// Round trips exchanged before the idle period.

@@ -16,10 +16,10 @@ pub mod remote;
 pub mod soak;
 pub mod stats;
 
-use crate::fabric::{Fabric, SimFabric};
 use anyhow::{bail, Context, Result};
 use xrdma::driver::{self, Application, TurnScratch};
 use xrdma::{Config, ConnId, Endpoint, Time};
+use xrdma_runner::fabric::{Fabric, SimFabric};
 use xrdma_sim::SimConfig;
 
 /// The simulator fabric the tools use: [`SimConfig::default`], two hosts behind one switch,
@@ -39,12 +39,12 @@ pub fn sim_fabric() -> Result<SimFabric> {
 /// # Errors
 /// No device, no usable GID, or a verb that fails.
 #[cfg(feature = "verbs")]
-pub fn verbs_fabric(timeout: Time) -> Result<crate::verbs_fabric::VerbsFabric> {
+pub fn verbs_fabric(timeout: Time) -> Result<xrdma_runner::fabric::VerbsFabric> {
     let section = xrdma_scenario::VerbsSection {
         run_timeout: timeout,
         ..Default::default()
     };
-    crate::verbs_fabric::VerbsFabric::new(2, &section)
+    xrdma_runner::fabric::VerbsFabric::new(2, &section)
 }
 
 /// The device the environment names (`XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`,
@@ -79,7 +79,7 @@ pub fn connect_pair<F: Fabric>(fabric: &mut F, cfg: &Config) -> Result<Pair> {
             fabric.hosts()
         );
     }
-    let cfg = crate::fabric::with_link_rate(cfg, fabric);
+    let cfg = xrdma_runner::fabric::with_link_rate(cfg, fabric);
     let mut a = Endpoint::new(cfg.clone())?;
     let mut b = Endpoint::new(cfg)?;
     let ha = driver::open(&mut a, &mut fabric.host(0)).context("opening host 0's QP")?;

@@ -15,13 +15,13 @@
 use super::remote::{self, Agreement};
 use super::stats::LatencyStats;
 use super::{connect_pair, drive};
-use crate::fabric::Fabric;
 use anyhow::{bail, Result};
 use bytes::Bytes;
 use std::net::SocketAddr;
 use std::time::Duration;
 use xrdma::driver::Application;
 use xrdma::{Config, ConnId, Endpoint, Event, Time};
+use xrdma_runner::fabric::Fabric;
 
 /// What to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,11 +14,11 @@
 //! virtual time; the wall times there are only the simulator's book-keeping.
 
 use super::stats::median;
-use crate::fabric::Fabric;
 use anyhow::{bail, Context, Result};
 use std::time::Instant;
 use xrdma::driver::{qp_caps, QpCache};
 use xrdma::{Config, QpCaps, Transport};
+use xrdma_runner::fabric::Fabric;
 
 /// What a QP-setup run measured.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,5 +1,5 @@
 //! Two-process tools: one xrdma connection between a server process and a client process, set
-//! up through the TCP bootstrap ([`crate::bootstrap`]) like perftest's server and client.
+//! up through the TCP bootstrap ([`xrdma_runner::bootstrap`]) like perftest's server and client.
 //!
 //! The server listens, the client connects (retrying until the timeout, so either may start
 //! first); both check each other's tool, version and options ([`Hello`]), swap their
@@ -7,13 +7,13 @@
 //! its own fabric on its own clock. When the client is done it says `bye`, which ends the
 //! server's loop.
 
-use crate::bootstrap::{content_hash, ConnRecord, Frame, Hello, Listener, Peer};
-use crate::fabric::Fabric;
 use anyhow::{anyhow, bail, Context, Result};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use xrdma::driver::{self, Application, ConnInfo, TurnScratch};
 use xrdma::{Config, ConnId, Endpoint, Time};
+use xrdma_runner::bootstrap::{content_hash, ConnRecord, Frame, Hello, Listener, Peer};
+use xrdma_runner::fabric::Fabric;
 
 /// The bootstrap rank of the client; its connection is the one client → server.
 const CLIENT: u32 = 0;

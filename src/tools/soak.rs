@@ -16,11 +16,11 @@
 //! buffers in use must not grow. Connection records (ids are never reused) are reported.
 
 use super::{connect_pair, drive, Pair};
-use crate::fabric::Fabric;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use xrdma::driver::{self, Application};
 use xrdma::{Config, ConnId, Endpoint, EndpointResources, Event, Time};
+use xrdma_runner::fabric::Fabric;
 
 /// What to soak.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,7 +18,7 @@ pub fn run(
     out: Option<PathBuf>,
     jobs: Option<usize>,
 ) -> Result<ExitCode> {
-    use crate::sweep;
+    use xrdma_runner::sweep;
     let axes = sweep::parse_axes(axes)?;
     let base = xrdma_scenario::load(scenario)?;
     let yaml = std::fs::read_to_string(scenario)

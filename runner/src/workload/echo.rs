@@ -8,15 +8,19 @@
 //! too, at the pool "sender" `u32::MAX − client`, so the client checks each response against
 //! the digest it expects.
 
-use crate::incast::PayloadPool;
-use crate::role::{Finish, HostRole};
+use super::{
+    mean_shape, Arrival, Digest, PayloadPool, ReceiverView, Response, SenderRecord, SentRecord,
+    Setup, Workload,
+};
+use crate::role::Finish;
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 use xrdma::driver::Application;
 use xrdma::{ConnId, Endpoint, Event, Time};
-use xrdma_scenario::Echo;
+use xrdma_reports as rep;
+use xrdma_scenario::{Echo, Stall};
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 /// The pool "sender" whose slices are the responses to `client`.
@@ -103,13 +107,11 @@ impl EchoClient {
     /// A client on `host` of `echo`, talking over `conn`; request sizes come from ChaCha8
     /// seeded by `seed` with the host index as its stream.
     pub fn new(host: u32, conn: ConnId, pool: PayloadPool, seed: u64, echo: &Echo) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(u64::from(host));
         EchoClient {
             host,
             conn,
             pool,
-            rng,
+            rng: client_rng(seed, host),
             total_weight: echo.request_sizes.total_weight(),
             echo: echo.clone(),
             started: false,
@@ -210,29 +212,14 @@ impl Finish for EchoClient {
     }
 }
 
-/// A request as the server got it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    /// The client's host index.
-    pub client: u32,
-    /// Arrival order on that client's connection.
-    pub index: u32,
-    /// Payload bytes.
-    pub size: u64,
-    /// XXH3-128 of the payload.
-    pub digest: u128,
-    /// When the whole request arrived.
-    pub at: Time,
-}
-
 /// The server: answers every request on the connection it came from.
 pub struct EchoServer {
     pool: PayloadPool,
     echo: Echo,
     per_conn: Vec<u32>,
     digests: Digests,
-    /// Every request that arrived, in arrival order.
-    pub requests: Vec<Request>,
+    /// Every request that arrived, in arrival order (its sender is the client).
+    pub requests: Vec<Arrival>,
     /// Errors xrdma reported, as text.
     pub errors: Vec<String>,
 }
@@ -267,8 +254,8 @@ impl Application for EchoServer {
         let index = self.per_conn[c];
         self.per_conn[c] += 1;
         let client = ep.peer(conn).unwrap_or(u32::MAX);
-        self.requests.push(Request {
-            client,
+        self.requests.push(Arrival {
+            sender: client,
             index,
             size,
             digest,
@@ -289,6 +276,106 @@ impl Application for EchoServer {
     }
 }
 
-/// Every host's application in an echo run: a client (the sender of requests), the server
-/// (their receiver, which answers), or idle.
-pub type EchoRole = HostRole<Box<EchoClient>, Box<EchoServer>>;
+impl Workload for Echo {
+    type Sender = Box<EchoClient>;
+    type Receiver = Box<EchoServer>;
+
+    fn kind(&self) -> rep::WorkloadKind {
+        rep::WorkloadKind::Echo
+    }
+    fn hosts(&self) -> u32 {
+        Echo::hosts(self)
+    }
+    fn receiver_host(&self) -> u32 {
+        self.server
+    }
+    fn largest_message(&self) -> u64 {
+        self.largest()
+    }
+    fn stalls(&self) -> &[Stall] {
+        &self.stalls
+    }
+    /// `time-limit` after its start.
+    fn deadline(&self, _seed: u64) -> Option<Time> {
+        Some(Time::from_ps(
+            self.start.as_ps().saturating_add(self.time_limit.as_ps()),
+        ))
+    }
+    fn sender(&self, setup: &Setup, host: u32, conn: ConnId) -> Box<EchoClient> {
+        Box::new(EchoClient::new(
+            host,
+            conn,
+            setup.pool.clone(),
+            setup.seed,
+            self,
+        ))
+    }
+    fn receiver(&self, setup: &Setup) -> Box<EchoServer> {
+        Box::new(EchoServer::new(setup.pool.clone(), self))
+    }
+    fn record(&self, c: &Box<EchoClient>) -> SenderRecord {
+        SenderRecord {
+            host: c.host,
+            messages: c
+                .exchanges
+                .iter()
+                .map(|x| SentRecord {
+                    index: x.index,
+                    size: x.size,
+                    intended_ps: x.intended.as_ps(),
+                    digest: Some(Digest(x.digest)),
+                    completed_ps: x.responded.map(Time::as_ps),
+                    response: Some(Response {
+                        bytes: x.response_size,
+                        intact: x.response_intact,
+                    }),
+                })
+                .collect(),
+            errors: c.errors.clone(),
+        }
+    }
+    fn view<'a>(&self, s: &'a Box<EchoServer>) -> ReceiverView<'a> {
+        ReceiverView {
+            arrivals: &s.requests,
+            errors: &s.errors,
+        }
+    }
+    /// The client's requests in the order it would draw their sizes, all intended at the start
+    /// (a closed loop intends the rest as responses come back, which never happened).
+    fn planned(&self, seed: u64, host: u32) -> Vec<SentRecord> {
+        let mut rng = client_rng(seed, host);
+        let total = self.request_sizes.total_weight();
+        (0..self.requests)
+            .map(|index| {
+                let size = self.request_sizes.pick(rng.random_range(0..total));
+                SentRecord {
+                    index,
+                    size,
+                    intended_ps: self.start.as_ps(),
+                    digest: None,
+                    completed_ps: None,
+                    response: Some(Response {
+                        bytes: self.response_for(size),
+                        intact: false,
+                    }),
+                }
+            })
+            .collect()
+    }
+    fn shape(&self, messages: &[rep::MessageRecord]) -> rep::WorkloadInfo {
+        mean_shape(rep::WorkloadKind::Echo, self.clients, self.server, messages)
+    }
+    /// Requests and responses cross the server's link in opposite directions: the larger sum.
+    fn bottleneck_bytes(&self, messages: &[rep::MessageRecord]) -> u64 {
+        let requests: u64 = messages.iter().map(|m| m.size).sum();
+        let responses: u64 = messages.iter().filter_map(|m| m.response_bytes).sum();
+        requests.max(responses)
+    }
+}
+
+/// The request-size stream of client `host`: ChaCha8 seeded by `seed`, the host as its stream.
+fn client_rng(seed: u64, host: u32) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(u64::from(host));
+    rng
+}

@@ -5,14 +5,18 @@
 //! A message's latency counts from its arrival instant, however long the sender's queue or a
 //! stalled receiver holds it (no coordinated omission): a backlog shows up in the tail.
 
-use crate::incast::{PayloadPool, Receiver};
-use crate::role::{Finish, HostRole};
+use super::{
+    mean_shape, Digest, PayloadPool, Receiver, ReceiverView, SenderRecord, SentRecord, Setup,
+    Workload,
+};
+use crate::role::Finish;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 use xrdma::driver::Application;
 use xrdma::{ConnId, Endpoint, Event, MsgId, Time};
-use xrdma_scenario::{OpenLoop, OpenLoopEnd, SizeDist};
+use xrdma_reports as rep;
+use xrdma_scenario::{OpenLoop, OpenLoopEnd, SizeDist, Stall};
 use xxhash_rust::xxh3::xxh3_128;
 
 /// The arrivals of one open-loop sender: a Poisson process of `rate` messages per second from
@@ -220,8 +224,101 @@ impl Finish for OpenLoopSender {
     }
 }
 
-/// Every host's application in an open-loop run: a sender, the receiver, or idle.
-pub type OpenLoopRole = HostRole<Box<OpenLoopSender>, Receiver>;
+impl Workload for OpenLoop {
+    type Sender = Box<OpenLoopSender>;
+    type Receiver = Receiver;
+
+    fn kind(&self) -> rep::WorkloadKind {
+        rep::WorkloadKind::OpenLoop
+    }
+    fn hosts(&self) -> u32 {
+        OpenLoop::hosts(self)
+    }
+    fn receiver_host(&self) -> u32 {
+        self.receiver
+    }
+    fn largest_message(&self) -> u64 {
+        self.sizes.largest()
+    }
+    fn stalls(&self) -> &[Stall] {
+        &self.stalls
+    }
+    /// `drain` after the last arrival: the end of `duration`, or the last of `count` arrivals
+    /// from the seed.
+    fn deadline(&self, seed: u64) -> Option<Time> {
+        let end = match self.end {
+            OpenLoopEnd::Duration(d) => self.start.as_ps().saturating_add(d.as_ps()),
+            // The last arrival: the latest next-wake any sender will ask for.
+            OpenLoopEnd::Count(_) => self
+                .sender_hosts()
+                .filter_map(|h| PoissonArrivals::new(seed, h, self).last())
+                .map(|(at, _)| at.as_ps())
+                .max()
+                .unwrap_or(self.start.as_ps()),
+        };
+        Some(Time::from_ps(end.saturating_add(self.drain.as_ps())))
+    }
+    fn sender(&self, setup: &Setup, host: u32, conn: ConnId) -> Box<OpenLoopSender> {
+        let arrivals = PoissonArrivals::new(setup.seed, host, self);
+        Box::new(OpenLoopSender::new(
+            host,
+            conn,
+            setup.pool.clone(),
+            arrivals,
+        ))
+    }
+    fn receiver(&self, _setup: &Setup) -> Receiver {
+        Receiver::default()
+    }
+    fn record(&self, s: &Box<OpenLoopSender>) -> SenderRecord {
+        SenderRecord {
+            host: s.host,
+            messages: s
+                .messages
+                .iter()
+                .map(|m| SentRecord {
+                    index: m.index,
+                    size: m.size,
+                    intended_ps: m.intended.as_ps(),
+                    digest: m.posted.map(|_| Digest(m.digest)),
+                    completed_ps: m.acked.map(Time::as_ps),
+                    response: None,
+                })
+                .collect(),
+            errors: s.errors.clone(),
+        }
+    }
+    fn view<'a>(&self, r: &'a Receiver) -> ReceiverView<'a> {
+        ReceiverView {
+            arrivals: &r.arrivals,
+            errors: &r.errors,
+        }
+    }
+    fn planned(&self, seed: u64, host: u32) -> Vec<SentRecord> {
+        PoissonArrivals::new(seed, host, self)
+            .enumerate()
+            .map(|(index, (at, size))| SentRecord {
+                index: index as u32,
+                size,
+                intended_ps: at.as_ps(),
+                digest: None,
+                completed_ps: None,
+                response: None,
+            })
+            .collect()
+    }
+    fn shape(&self, messages: &[rep::MessageRecord]) -> rep::WorkloadInfo {
+        mean_shape(
+            rep::WorkloadKind::OpenLoop,
+            self.senders,
+            self.receiver,
+            messages,
+        )
+    }
+    fn bottleneck_bytes(&self, messages: &[rep::MessageRecord]) -> u64 {
+        messages.iter().map(|m| m.size).sum()
+    }
+}
 
 #[cfg(test)]
 mod tests {

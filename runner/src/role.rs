@@ -2,7 +2,7 @@
 //! (an incast or open-loop sender, an echo client), the receiver (or echo server), or a host
 //! of the fabric that takes no part. The runner turns every host through this one type.
 
-use crate::sim_run::HostApp;
+use crate::drive::HostApp;
 use xrdma::driver::Application;
 use xrdma::{Endpoint, Event, Time};
 

@@ -3,7 +3,7 @@
 //!
 //! Both faults sit between the driver and the host, so they need nothing from the backend:
 //! - **stop reposting**: inside the window the host keeps running, polling and acknowledging,
-//!   but the receive WRs the core reposts are held back by a transport wrapper ([`Holding`])
+//!   but the receive WRs the core reposts are held back by a transport wrapper (`Holding`)
 //!   and posted when the window ends (or dropped with their QP if it is reset meanwhile).
 //!   With `xrdma.receive-credits: false` the sender keeps sending and the NIC answers RNR
 //!   NAKs; with credits on, the sender simply runs out of credits and waits.
@@ -47,7 +47,7 @@ pub struct HostCounters {
 }
 
 /// Per-host state of the host faults during a run.
-pub(crate) struct HostFaultState {
+pub struct HostFaultState {
     faults: HostFaults,
     /// Per host: receive WRs held back, in the order the core posted them.
     held: Vec<Vec<(QpNum, RecvWr)>>,
@@ -55,11 +55,13 @@ pub(crate) struct HostFaultState {
     busy_until: Vec<Time>,
     /// Per host: processing time per delivered message (0: not slow).
     per_message: Vec<Time>,
+    /// What the faults did so far.
     pub counters: HostCounters,
 }
 
 impl HostFaultState {
-    pub(crate) fn new(faults: &HostFaults, hosts: u32) -> Self {
+    /// The state of `faults` over `hosts` hosts, before the run.
+    pub fn new(faults: &HostFaults, hosts: u32) -> Self {
         let mut per_message = vec![Time::ZERO; hosts as usize];
         for s in &faults.slow_receiver {
             if let Some(p) = per_message.get_mut(s.host as usize) {

@@ -1,64 +1,9 @@
-//! The `Fabric` trait: a set of hosts, each with a `Transport`, and a clock that moves.
-//!
-//! The scenario runner is written once against this trait. The simulator's fabric moves
-//! virtual time from event to event and says which hosts need a turn; a real-RDMA fabric
-//! moves with the wall clock and polls its hosts. The same scenario therefore runs unchanged
-//! on either.
+//! The simulator as a [`Fabric`]: virtual time from event to event.
 
-use xrdma::{Time, Transport};
+use super::Fabric;
+use xrdma::Time;
 use xrdma_reports as rep;
 use xrdma_sim::{SimConfig, Simulation, Topology};
-
-/// Hosts with transports, and time.
-pub trait Fabric {
-    /// A host's transport, borrowed from the fabric for one driver turn.
-    type Host<'a>: Transport
-    where
-        Self: 'a;
-
-    /// The backend's name in reports (`sim`, `verbs`).
-    fn backend(&self) -> &'static str;
-    /// Number of hosts.
-    fn hosts(&self) -> u32;
-    /// Host `h`'s transport.
-    fn host(&mut self, h: u32) -> Self::Host<'_>;
-    /// Now, on the fabric's clock.
-    fn now(&self) -> Time;
-    /// Move time forward until some hosts need a turn and push them into `ready` (each once).
-    /// `settled` says the workload has nothing left to do: a real-time fabric stops then; a
-    /// simulated one runs out its remaining events. Returns `false` when the run is over.
-    fn advance(&mut self, ready: &mut Vec<u32>, settled: bool) -> bool;
-    /// Host `h` wants a turn at `at` even if nothing arrives ([`Time::MAX`]: no wake).
-    fn set_wake(&mut self, h: u32, at: Time);
-    /// Network counters for the result: where the backend cannot observe a counter, 0 for the
-    /// plain ones and `None` for the optional ones.
-    fn network(&self) -> rep::NetworkCounters;
-    /// Simulator statistics, on a simulated fabric.
-    fn sim_info(&self) -> Option<rep::SimInfo>;
-    /// The ideal finish T* of an incast of `total_bytes`, where the fabric can state it.
-    fn ideal(&self, total_bytes: u64) -> Option<rep::IdealCompletion>;
-    /// Network state over time, where the fabric samples it (the simulator with sampling
-    /// on); `None` by default.
-    fn timeseries(&self) -> Option<rep::TimeSeries> {
-        None
-    }
-    /// Rate of a host's link, bits/s, where the fabric knows it (the simulator's
-    /// `link-rate`); the send window adds one fragment's serialisation at this rate to its
-    /// target ([`xrdma::Config::link_rate_bps`]). `None` by default.
-    fn link_rate_bps(&self) -> Option<u64> {
-        None
-    }
-}
-
-/// `cfg` with [`xrdma::Config::link_rate_bps`] filled in from `fabric` where `cfg` leaves it
-/// unset.
-pub fn with_link_rate<F: Fabric>(cfg: &xrdma::Config, fabric: &F) -> xrdma::Config {
-    let mut c = cfg.clone();
-    if c.link_rate_bps.is_none() {
-        c.link_rate_bps = fabric.link_rate_bps();
-    }
-    c
-}
 
 /// The simulator as a [`Fabric`].
 pub struct SimFabric {
@@ -106,8 +51,8 @@ pub fn ideal_base_rtt(cfg: &SimConfig) -> Time {
 impl Fabric for SimFabric {
     type Host<'a> = xrdma_sim::HostTransport<'a>;
 
-    fn backend(&self) -> &'static str {
-        "sim"
+    fn backend(&self) -> rep::Backend {
+        rep::Backend::Sim
     }
     fn hosts(&self) -> u32 {
         self.sim.config().hosts
@@ -130,23 +75,23 @@ impl Fabric for SimFabric {
     fn network(&self) -> rep::NetworkCounters {
         let st = self.sim.stats();
         rep::NetworkCounters {
-            data_packets: st.data_packets,
-            ecn_marks: st.ecn_marks,
-            cnps: st.cnps_sent,
-            pfc_xoff: st.pfc_xoff_sent,
-            pfc_xon: st.pfc_xon_sent,
-            drops: st.drops,
-            max_buffer_bytes: st.max_buffer_bytes,
-            max_egress_queue_bytes: st.max_egress_queue_bytes,
-            retransmitted_packets: st.retransmitted_packets,
-            retransmit_timeouts: st.retransmit_timeouts,
-            seq_naks: st.seq_naks,
-            rnr_naks: st.rnr_naks,
+            data_packets: Some(st.data_packets),
+            ecn_marks: Some(st.ecn_marks),
+            cnps: Some(st.cnps_sent),
+            pfc_xoff: Some(st.pfc_xoff_sent),
+            pfc_xon: Some(st.pfc_xon_sent),
+            drops: Some(st.drops),
+            max_buffer_bytes: Some(st.max_buffer_bytes),
+            max_egress_queue_bytes: Some(st.max_egress_queue_bytes),
+            retransmitted_packets: Some(st.retransmitted_packets),
+            retransmit_timeouts: Some(st.retransmit_timeouts),
+            seq_naks: Some(st.seq_naks),
+            rnr_naks: Some(st.rnr_naks),
             lossless: Some(self.sim.config().pfc.is_some()),
             injected_losses: Some(st.injected_losses),
             link_down_drops: Some(st.link_down_drops),
             icrc_drops: Some(st.icrc_drops),
-            // Counted by the runner, not the network ([`crate::sim_run::run_on`]).
+            // Counted by the runner, not the network ([`crate::run::run_on`]).
             ack_timeouts: None,
         }
     }
@@ -157,21 +102,17 @@ impl Fabric for SimFabric {
             trace_hash: format!("{:016x}", self.sim.trace_hash()),
         })
     }
-    fn ideal(&self, total_bytes: u64) -> Option<rep::IdealCompletion> {
-        // T* is the bound of the single-switch incast; on a multi-tier fabric the bottleneck
-        // may be an oversubscribed uplink and the base RTT crosses more hops, so no T* is
-        // claimed there.
+    fn path(&self) -> rep::PathModel {
         let cfg = self.sim.config();
-        if cfg.topology != Topology::Star {
-            return None;
+        rep::PathModel {
+            // The base RTT of T* is the single switch's; on a multi-tier fabric the
+            // bottleneck may be an oversubscribed uplink and the round trip crosses more
+            // hops, so none is claimed there (and no T* or slowdown follows).
+            base_rtt_ps: (cfg.topology == Topology::Star).then(|| ideal_base_rtt(cfg).as_ps()),
+            bottleneck_bps: Some(cfg.link_rate_bps),
+            header_bytes: Some(u64::from(cfg.header_bytes)),
+            mtu_bytes: Some(u64::from(cfg.mtu)),
         }
-        rep::IdealCompletion::incast(
-            total_bytes,
-            u64::from(cfg.header_bytes),
-            u64::from(cfg.mtu),
-            cfg.link_rate_bps,
-            ideal_base_rtt(cfg).as_ps(),
-        )
     }
     fn timeseries(&self) -> Option<rep::TimeSeries> {
         let ts = self.sim.timeseries()?;

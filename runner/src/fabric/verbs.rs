@@ -7,7 +7,7 @@
 //! `advance` (busy polling); the run stops when every sender is finished or the scenario's
 //! `verbs.run-timeout` passes.
 
-use crate::fabric::Fabric;
+use super::Fabric;
 use std::path::PathBuf;
 use std::time::Instant;
 use xrdma::Time;
@@ -28,12 +28,13 @@ pub struct VerbsFabric {
     last_now: std::cell::Cell<Time>,
 }
 
-/// The device's port counters this fabric reports (rxe and mlx5 names; absent ones read 0).
+/// The device's port counters this fabric reports (rxe and mlx5 names); `None` where the
+/// device has no such counter.
 #[derive(Clone, Copy, Debug, Default)]
 struct Counters {
-    sent_pkts: u64,
-    rnr_naks: u64,
-    seq_errors: u64,
+    sent_pkts: Option<u64>,
+    rnr_naks: Option<u64>,
+    seq_errors: Option<u64>,
 }
 
 impl VerbsFabric {
@@ -102,7 +103,6 @@ fn read_counters(device: &Device) -> Counters {
         std::fs::read_to_string(dir.join(name))
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
-            .unwrap_or(0)
     };
     Counters {
         sent_pkts: get("sent_pkts"),
@@ -114,8 +114,8 @@ fn read_counters(device: &Device) -> Counters {
 impl Fabric for VerbsFabric {
     type Host<'a> = &'a mut VerbsTransport;
 
-    fn backend(&self) -> &'static str {
-        "verbs"
+    fn backend(&self) -> rep::Backend {
+        rep::Backend::Verbs
     }
     fn hosts(&self) -> u32 {
         self.hosts.len() as u32
@@ -146,29 +146,21 @@ impl Fabric for VerbsFabric {
     fn network(&self) -> rep::NetworkCounters {
         let now = read_counters(&self.device);
         let was = self.counters_at_start;
+        let delta = |now: Option<u64>, was: Option<u64>| Some(now?.saturating_sub(was?));
+        // The switches (ECN marks, PFC pauses, drops, buffers) are not observable from a
+        // host: those counters stay `None`.
         rep::NetworkCounters {
-            data_packets: now.sent_pkts.saturating_sub(was.sent_pkts),
-            rnr_naks: now.rnr_naks.saturating_sub(was.rnr_naks),
-            seq_naks: now.seq_errors.saturating_sub(was.seq_errors),
+            data_packets: delta(now.sent_pkts, was.sent_pkts),
+            rnr_naks: delta(now.rnr_naks, was.rnr_naks),
+            seq_naks: delta(now.seq_errors, was.seq_errors),
             ..rep::NetworkCounters::default()
         }
     }
     fn sim_info(&self) -> Option<rep::SimInfo> {
         None
     }
-    fn ideal(&self, _total_bytes: u64) -> Option<rep::IdealCompletion> {
-        None
+    fn path(&self) -> rep::PathModel {
+        // The base RTT and the bottleneck rate of a real path are not known up front.
+        rep::PathModel::default()
     }
-}
-
-/// Run `sc` on the RDMA device its `verbs:` block names. The `sim:` block is not read, except
-/// its seed, which seeds the payload bytes as on the simulator.
-///
-/// # Errors
-/// An invalid xrdma block, no usable device, or a verb that fails during setup.
-pub fn run(sc: &xrdma_scenario::Scenario) -> anyhow::Result<rep::RunResult> {
-    let cfg = crate::sim_config::check_xrdma(sc)?;
-    let section = sc.verbs.clone().unwrap_or_default();
-    let mut fabric = VerbsFabric::new(sc.workload.hosts(), &section)?;
-    crate::sim_run::run_on(sc, &cfg, sc.sim_or_default().seed, &mut fabric)
 }

@@ -1,6 +1,6 @@
 //! Running one rank (process) of a scenario whose `verbs:` block has `ranks:`.
 //!
-//! Each rank runs the scenario hosts its entry lists, as one [`VerbsFabric`] worker each.
+//! Each rank runs the scenario hosts its entry lists, as one `VerbsFabric` worker each.
 //! Connections between two hosts of the same rank are set up in process, as in a
 //! single-process run; connections to a host of another rank go through the TCP bootstrap
 //! ([`crate::bootstrap`]): the rank running the workload's receiver listens on its address,
@@ -10,18 +10,19 @@
 //! `start` and every rank restarts its clock, so the workload's `start` means the same
 //! moment everywhere (up to one TCP one-way delay).
 //!
-//! Every rank then runs the shared turn loop ([`crate::sim_run::turn_loop`]). A sender rank
+//! Every rank then runs the shared turn loop ([`crate::drive::drive`]) over its hosts, with
+//! the workload's stalls and deadline. A sender rank
 //! whose senders are finished sends its [`SenderRecord`]s (completion times on its own clock,
 //! measured from the intended send time) and keeps its QPs serviced until the receiver's rank
 //! says `bye`; the receiver's rank stops when its own hosts are finished and every peer has
-//! sent its records, then writes the one report ([`crate::sim_run::collect`], the same
+//! sent its records, then writes the one report ([`crate::run::collect`], the same
 //! fields as a single-process run). Network counters are those of the receiver rank's
 //! device.
 
 use crate::bootstrap::{content_hash, Frame, Hello};
-use crate::sim_run::SenderRecord;
+use crate::workload::SenderRecord;
 use anyhow::{bail, Context, Result};
-use xrdma_scenario::{Scenario, VerbsSection, Workload};
+use xrdma_scenario::{Scenario, VerbsSection};
 
 #[cfg(feature = "verbs")]
 mod device;
@@ -52,12 +53,6 @@ impl RankPlan {
     /// No `ranks:`, a rank out of range, or ranks that do not cover the workload (a scenario
     /// that passed [`xrdma_scenario::load`] always does).
     pub fn new(sc: &Scenario, section: &VerbsSection, rank: u32) -> Result<Self> {
-        let Workload::Incast(incast) = &sc.workload else {
-            bail!(
-                "--rank runs an incast across processes; this {} workload runs in one process",
-                sc.workload.kind()
-            );
-        };
         if section.ranks.is_empty() {
             bail!(
                 "{}: --rank needs a `verbs.ranks` list (which hosts each process runs)",
@@ -74,7 +69,7 @@ impl RankPlan {
         section
             .check_hosts(sc.workload.hosts())
             .map_err(|m| anyhow::anyhow!("{}: verbs.ranks: {m}", sc.source_path.display()))?;
-        let receiver = incast.receiver;
+        let receiver = sc.workload.receiver();
         let Some(receiver_rank) = section.rank_of(receiver) else {
             bail!("the receiver host {receiver} is in no rank");
         };
@@ -194,8 +189,7 @@ mod tests {
     fn records_of_hosts_a_peer_does_not_run_are_refused() {
         let rec = SenderRecord {
             host: 5,
-            sizes: vec![1],
-            sent: vec![],
+            messages: vec![],
             errors: vec![],
         };
         let f = Frame::Records {

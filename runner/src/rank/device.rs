@@ -2,16 +2,19 @@
 
 use super::{decode_records, hello, RankPlan};
 use crate::bootstrap::{ConnRecord, Frame, Listener, Peer};
+use crate::drive::drive;
 use crate::fabric::Fabric;
-use crate::incast::{PayloadPool, Receiver, Role, Sender};
-use crate::sim_run::{collect, pair_mut, receiver_view, turn_loop, SenderRecord};
-use crate::verbs_fabric::VerbsFabric;
+use crate::fabric::VerbsFabric;
+use crate::host_faults::{HostFaultState, HostFaults};
+use crate::role::HostRole;
+use crate::run::{collect, pair_mut, receiver_view, records, setup, App};
+use crate::workload::{self, SenderRecord, Visit, Workload};
 use anyhow::{anyhow, bail, Context, Result};
 use std::time::{Duration, Instant};
 use xrdma::driver::{self, ConnInfo};
 use xrdma::{Endpoint, Time};
 use xrdma_reports as rep;
-use xrdma_scenario::{Scenario, Workload};
+use xrdma_scenario::{Scenario, Stall};
 
 /// How often (fabric time) a rank whose own hosts are finished looks at its bootstrap
 /// sockets: a non-blocking read costs a system call, too much for every busy-polling round.
@@ -46,17 +49,23 @@ pub enum RankOutcome {
 /// (a peer that vanishes mid-run) are recorded in the result's `errors` and its messages
 /// count as missing.
 pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
-    let cfg = crate::sim_config::check_xrdma(sc)?;
+    struct Rank<'a>(&'a Scenario, u32);
+    impl Visit for Rank<'_> {
+        type Output = Result<RankOutcome>;
+        fn visit<W: Workload>(self, w: &W) -> Self::Output {
+            run_rank_of(w, self.0, self.1)
+        }
+    }
+    workload::visit(&sc.workload, Rank(sc, rank))
+}
+
+/// [`run_rank`] of workload `w`.
+fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutcome> {
+    let cfg = crate::check::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
     let plan = RankPlan::new(sc, &section, rank)?;
     let ours = hello(sc, rank)?;
     let io = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
-    let Workload::Incast(incast) = &sc.workload else {
-        bail!(
-            "--rank runs an incast across processes; this {} workload runs in one process",
-            sc.workload.kind()
-        );
-    };
     let receiver = plan.receiver;
     // Listen first, so peers that start sooner find the port while the device opens.
     let listener = if plan.is_receiver_rank() && !plan.peers.is_empty() {
@@ -66,20 +75,29 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
     };
     let mut fabric = VerbsFabric::new(plan.hosts.len() as u32, &section)?;
     let seed = sc.sim_or_default().seed;
-    let sizes: Vec<u64> = incast
-        .messages
+    let setup = setup(w, seed);
+    let stop = w.deadline(seed);
+    // The workload's stalls of this rank's hosts, by fabric host.
+    let stalls: Vec<Stall> = w
+        .stalls()
         .iter()
-        .flat_map(|m| std::iter::repeat_n(m.size, m.count as usize))
+        .filter_map(|s| {
+            let i = plan.local_index(s.host)?;
+            Some(Stall {
+                host: i as u32,
+                ..*s
+            })
+        })
         .collect();
-    let pool = PayloadPool::new(seed, sizes.iter().copied().max().unwrap_or(0));
+    let mut hf = HostFaultState::new(&HostFaults::default(), plan.hosts.len() as u32);
     let mut eps = Vec::with_capacity(plan.hosts.len());
-    let mut apps = Vec::with_capacity(plan.hosts.len());
+    let mut apps: Vec<App<W>> = Vec::with_capacity(plan.hosts.len());
     for &h in &plan.hosts {
         eps.push(Endpoint::new(cfg.clone())?);
         apps.push(if h == receiver {
-            Role::Receiver(Receiver::default())
+            HostRole::Receiver(w.receiver(&setup))
         } else {
-            Role::Idle
+            HostRole::Idle
         });
     }
     // Pairs inside this rank: exchanged in process, as in a single-process run.
@@ -99,13 +117,7 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
                 receiver,
             )?;
             driver::establish(r_ep, &mut fabric.host(ri as u32), half_r, &half_s.info, h)?;
-            apps[i] = Role::Sender(Sender::new(
-                h,
-                conn,
-                pool.clone(),
-                incast.start,
-                sizes.clone(),
-            ));
+            apps[i] = HostRole::Sender(w.sender(&setup, h, conn));
         }
     }
     let wall = Instant::now();
@@ -173,7 +185,8 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
         let mut remote: Vec<Option<Vec<SenderRecord>>> = vec![None; peers.len()];
         let mut boot_errors: Vec<String> = Vec::new();
         let mut next_poll = Time::ZERO;
-        turn_loop(&mut fabric, &mut eps, &mut apps, |now, _| {
+        let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
+        drive(f, e, a, &stalls, stop, &mut hf, |now, _| {
             if now < next_poll {
                 return false;
             }
@@ -216,60 +229,33 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
             }
         }
         let wall_seconds = wall.elapsed().as_secs_f64();
-        let mut senders: Vec<SenderRecord> = apps
-            .iter()
-            .filter_map(|a| match a {
-                Role::Sender(s) => Some(SenderRecord::of(s)),
-                _ => None,
-            })
-            .collect();
+        let mut senders = records(w, &apps);
         senders.extend(remote.into_iter().flatten().flatten());
         // A sender whose rank sent nothing still owes its messages: they count as missing.
-        for h in incast.sender_hosts() {
+        for h in (0..w.hosts()).filter(|&h| w.is_sender(h)) {
             if !senders.iter().any(|s| s.host == h) {
                 senders.push(SenderRecord {
                     host: h,
-                    sizes: sizes.clone(),
-                    sent: Vec::new(),
+                    messages: w.planned(seed, h),
                     errors: vec!["its rank sent no records".into()],
                 });
             }
         }
         senders.sort_by_key(|s| s.host);
-        let (arrivals, recv_errors) = receiver_view(&apps);
-        let mut result = collect(
-            sc,
-            &fabric,
-            seed,
-            &senders,
-            arrivals,
-            recv_errors,
-            wall_seconds,
-        )?;
+        let got = receiver_view(w, &apps);
+        let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
         result.errors.extend(boot_errors);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     if plan.is_receiver_rank() {
         // Every host in this rank: nothing to bootstrap.
         fabric.restart_clock();
-        turn_loop(&mut fabric, &mut eps, &mut apps, |_, _| true);
-        let senders: Vec<SenderRecord> = apps
-            .iter()
-            .filter_map(|a| match a {
-                Role::Sender(s) => Some(SenderRecord::of(s)),
-                _ => None,
-            })
-            .collect();
-        let (arrivals, recv_errors) = receiver_view(&apps);
-        let result = collect(
-            sc,
-            &fabric,
-            seed,
-            &senders,
-            arrivals,
-            recv_errors,
-            wall.elapsed().as_secs_f64(),
-        )?;
+        let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
+        drive(f, e, a, &stalls, stop, &mut hf, |_, _| true);
+        let senders = records(w, &apps);
+        let got = receiver_view(w, &apps);
+        let wall_seconds = wall.elapsed().as_secs_f64();
+        let result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     // A sender rank: connect to the receiver's rank, offer our halves, take theirs.
@@ -303,36 +289,24 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
             receiver,
         )
         .with_context(|| format!("connecting host {h}'s QP"))?;
-        apps[i] = Role::Sender(Sender::new(
-            h,
-            conn,
-            pool.clone(),
-            incast.start,
-            sizes.clone(),
-        ));
+        apps[i] = HostRole::Sender(w.sender(&setup, h, conn));
     }
     p.expect("start")?;
     fabric.restart_clock();
-    let records = |apps: &[Role]| -> Result<Frame> {
-        let recs: Vec<SenderRecord> = apps
-            .iter()
-            .filter_map(|a| match a {
-                Role::Sender(s) => Some(SenderRecord::of(s)),
-                _ => None,
-            })
-            .collect();
+    let frame = |apps: &[App<W>]| -> Result<Frame> {
         Ok(Frame::Records {
-            records: serde_json::to_value(recs)?,
+            records: serde_json::to_value(records(w, apps))?,
         })
     };
     let mut handed_in = false;
     let mut bye = false;
     let mut failure: Option<anyhow::Error> = None;
     let mut next_poll = Time::ZERO;
-    turn_loop(&mut fabric, &mut eps, &mut apps, |now, apps| {
+    let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
+    drive(f, e, a, &stalls, stop, &mut hf, |now, apps| {
         if !handed_in {
             handed_in = true;
-            if let Err(e) = records(apps).and_then(|f| Ok(p.send(&f)?)) {
+            if let Err(e) = frame(apps).and_then(|f| Ok(p.send(&f)?)) {
                 failure = Some(e);
                 return true;
             }
@@ -362,7 +336,7 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
     }
     if !handed_in {
         // The run timed out before our senders finished: hand in what there is.
-        p.send(&records(&apps)?)?;
+        p.send(&frame(&apps)?)?;
     }
     if !bye {
         p.expect("bye")?;
@@ -370,12 +344,14 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
     let mut senders = 0;
     let mut acked = 0;
     let mut messages = 0;
-    for a in &apps {
-        if let Role::Sender(s) = a {
-            senders += 1;
-            messages += s.sizes().len();
-            acked += s.sent.iter().filter(|m| m.acked.is_some()).count();
-        }
+    for r in records(w, &apps) {
+        senders += 1;
+        messages += r.messages.len();
+        acked += r
+            .messages
+            .iter()
+            .filter(|m| m.completed_ps.is_some())
+            .count();
     }
     Ok(RankOutcome::Sent {
         rank,

@@ -8,13 +8,15 @@
 //! been fully posted, which keeps memory at about one message per sender; latency still counts
 //! from the intended send time, so the queueing this causes is measured, not hidden.
 
-use crate::role::{Finish, HostRole};
-use bytes::Bytes;
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use super::{
+    Digest, PayloadPool, Receiver, ReceiverView, SenderRecord, SentRecord, Setup, Workload,
+};
+use crate::role::Finish;
 use xrdma::driver::Application;
 use xrdma::{ConnId, Endpoint, Event, MsgId, Time};
-use xxhash_rust::xxh3::{xxh3_128, Xxh3};
+use xrdma_reports as rep;
+use xrdma_scenario::Incast;
+use xxhash_rust::xxh3::xxh3_128;
 
 /// One message a sender sent, as the sender saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,48 +33,6 @@ pub struct SentMessage {
     pub acked: Option<Time>,
     /// Whether xrdma reported it failed.
     pub failed: bool,
-}
-
-/// Distinct starting offsets a message can take in the pool: 1 MiB of them.
-const POOL_OFFSETS: u64 = 1 << 20;
-
-/// The payload bytes of a run: one block of pseudo-random bytes (ChaCha8 from the scenario
-/// seed), `largest message + 1 MiB` long, shared by every sender. Message `index` of `sender`
-/// is the slice starting at an offset drawn from (seed, sender, index), so messages differ
-/// (a swapped or misplaced message fails its digest) while the run holds one block instead of
-/// one buffer per message in flight.
-#[derive(Clone, Debug)]
-pub struct PayloadPool {
-    seed: u64,
-    bytes: Bytes,
-}
-
-impl PayloadPool {
-    /// A pool for messages of at most `largest` bytes.
-    pub fn new(seed: u64, largest: u64) -> Self {
-        let mut key = [0u8; 32];
-        key[..8].copy_from_slice(&seed.to_le_bytes());
-        let mut rng = ChaCha8Rng::from_seed(key);
-        let mut v = vec![0u8; (largest + POOL_OFFSETS) as usize];
-        rng.fill_bytes(&mut v);
-        PayloadPool {
-            seed,
-            bytes: Bytes::from(v),
-        }
-    }
-
-    /// The payload of message `index` of `sender` (`size` ≤ the pool's largest message).
-    pub fn message(&self, sender: u32, index: u32, size: u64) -> Bytes {
-        // SplitMix64 (Steele et al., OOPSLA 2014) of the three numbers: a well-mixed offset.
-        let mut z = self.seed ^ (u64::from(sender) << 32) ^ u64::from(index);
-        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        let off = (z % POOL_OFFSETS) as usize;
-        let end = (off + size as usize).min(self.bytes.len());
-        self.bytes.slice(off..end)
-    }
 }
 
 /// A sender: one connection to the receiver, a list of message sizes, one start time.
@@ -182,97 +142,93 @@ impl Application for Sender {
     }
 }
 
-/// A message as the receiver got it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Arrival {
-    /// The sender's host index.
-    pub sender: u32,
-    /// Arrival order on that sender's connection (xrdma delivers in order, so this is the
-    /// sender's message index when nothing was lost or duplicated).
-    pub index: u32,
-    /// Payload bytes.
-    pub size: u64,
-    /// XXH3-128 of the payload.
-    pub digest: u128,
-    /// When the whole message was delivered.
-    pub at: Time,
-}
-
-/// The receiver: records every arriving message, whole or as streamed fragments.
-#[derive(Default)]
-pub struct Receiver {
-    per_conn: Vec<u32>,
-    /// Digest state of the message being streamed on each connection.
-    streams: Vec<Option<Xxh3>>,
-    /// Everything that arrived, in arrival order.
-    pub arrivals: Vec<Arrival>,
-    /// Errors xrdma reported, as text.
-    pub errors: Vec<String>,
-}
-
-impl Receiver {
-    fn arrived(&mut self, now: Time, ep: &Endpoint, conn: ConnId, size: u64, digest: u128) {
-        let c = conn as usize;
-        if self.per_conn.len() <= c {
-            self.per_conn.resize(c + 1, 0);
-        }
-        let index = self.per_conn[c];
-        self.per_conn[c] += 1;
-        self.arrivals.push(Arrival {
-            sender: ep.peer(conn).unwrap_or(u32::MAX),
-            index,
-            size,
-            digest,
-            at: now,
-        });
-    }
-}
-
-impl Application for Receiver {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        match event {
-            Event::Message { conn, data } => {
-                let digest = xxh3_128(&data);
-                self.arrived(now, ep, conn, data.len() as u64, digest);
-            }
-            Event::Fragment {
-                conn,
-                message_len,
-                offset,
-                data,
-            } => {
-                let c = conn as usize;
-                if self.streams.len() <= c {
-                    self.streams.resize_with(c + 1, || None);
-                }
-                let h = self.streams[c].get_or_insert_with(Xxh3::new);
-                h.update(&data);
-                if offset + data.len() as u64 == message_len {
-                    let digest = h.digest128();
-                    self.streams[c] = None;
-                    self.arrived(now, ep, conn, message_len, digest);
-                }
-            }
-            Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
-            Event::Sent { .. }
-            | Event::SendFailed { .. }
-            | Event::PeerClosed { .. }
-            | Event::Closed { .. } => {}
-        }
-    }
-
-    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
-
-    fn next_wake(&self) -> Option<Time> {
-        None
-    }
-}
-
-/// Every host's application in an incast: a [`Sender`], the [`Receiver`], or idle.
-pub type Role = HostRole<Sender, Receiver>;
-
 impl Finish for Sender {
     fn finished(&self) -> bool {
         Sender::finished(self)
+    }
+}
+
+impl Workload for Incast {
+    type Sender = Sender;
+    type Receiver = Receiver;
+
+    fn kind(&self) -> rep::WorkloadKind {
+        rep::WorkloadKind::Incast
+    }
+    fn hosts(&self) -> u32 {
+        Incast::hosts(self)
+    }
+    fn receiver_host(&self) -> u32 {
+        self.receiver
+    }
+    fn largest_message(&self) -> u64 {
+        self.messages.iter().map(|m| m.size).max().unwrap_or(0)
+    }
+    fn deadline(&self, _seed: u64) -> Option<Time> {
+        None
+    }
+    fn sender(&self, setup: &Setup, host: u32, conn: ConnId) -> Sender {
+        Sender::new(host, conn, setup.pool.clone(), self.start, self.sizes())
+    }
+    fn receiver(&self, _setup: &Setup) -> Receiver {
+        Receiver::default()
+    }
+    fn record(&self, s: &Sender) -> SenderRecord {
+        let messages = s
+            .sizes()
+            .iter()
+            .enumerate()
+            .map(|(index, &size)| {
+                let sent = s.sent.iter().find(|m| m.index as usize == index);
+                SentRecord {
+                    index: index as u32,
+                    size,
+                    intended_ps: self.start.as_ps(),
+                    digest: sent.map(|m| Digest(m.digest)),
+                    completed_ps: sent.and_then(|m| m.acked).map(Time::as_ps),
+                    response: None,
+                }
+            })
+            .collect();
+        SenderRecord {
+            host: s.host,
+            messages,
+            errors: s.errors.clone(),
+        }
+    }
+    fn view<'a>(&self, r: &'a Receiver) -> ReceiverView<'a> {
+        ReceiverView {
+            arrivals: &r.arrivals,
+            errors: &r.errors,
+        }
+    }
+    fn planned(&self, _seed: u64, _host: u32) -> Vec<SentRecord> {
+        self.sizes()
+            .into_iter()
+            .enumerate()
+            .map(|(index, size)| SentRecord {
+                index: index as u32,
+                size,
+                intended_ps: self.start.as_ps(),
+                digest: None,
+                completed_ps: None,
+                response: None,
+            })
+            .collect()
+    }
+    fn shape(&self, _messages: &[rep::MessageRecord]) -> rep::WorkloadInfo {
+        rep::WorkloadInfo {
+            kind: rep::WorkloadKind::Incast,
+            senders: self.senders,
+            receiver: self.receiver,
+            bytes_per_sender: self.bytes_per_sender(),
+            messages_per_sender: self.messages_per_sender() as u32,
+        }
+    }
+    fn bottleneck_bytes(&self, _messages: &[rep::MessageRecord]) -> u64 {
+        self.bytes_per_sender() * u64::from(self.senders)
+    }
+    fn bounded_by_t_star(&self) -> bool {
+        true
     }
 }

@@ -19,7 +19,6 @@
 //! results do not depend on the number of jobs or on resuming.
 
 pub mod axis;
-pub mod cli;
 pub mod report;
 
 use std::path::{Path, PathBuf};
@@ -33,8 +32,6 @@ use xrdma_reports::RunResult;
 use xrdma_scenario::{Scenario, Workload};
 
 pub use axis::{parse_axes, parse_axis, Axis, AxisError, AxisKind, AxisValue, PointBackend};
-
-use crate::sim_config;
 
 /// One point of a sweep: the base scenario with one value of every axis applied.
 #[derive(Clone, Debug)]
@@ -121,7 +118,7 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
         let id = id_parts.join("_");
         match backend {
             PointBackend::Sim => {
-                sim_config::check(&sc).with_context(|| format!("sweep point {id}"))?;
+                crate::check::check(&sc).with_context(|| format!("sweep point {id}"))?;
             }
             PointBackend::Verbs => {
                 if !cfg!(feature = "verbs") {
@@ -130,7 +127,7 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
                          `cargo build --release --features verbs`"
                     );
                 }
-                sim_config::check_xrdma(&sc).with_context(|| format!("sweep point {id}"))?;
+                crate::check::check_xrdma(&sc).with_context(|| format!("sweep point {id}"))?;
             }
         }
         let hash = point_hash(&sc, backend);
@@ -305,9 +302,9 @@ where
 /// The run's own errors; a verbs point in a build without the feature.
 pub fn default_runner(backend: PointBackend, sc: &Scenario) -> Result<RunResult> {
     match backend {
-        PointBackend::Sim => crate::sim_run::run(sc),
+        PointBackend::Sim => crate::run::run_sim(sc),
         #[cfg(feature = "verbs")]
-        PointBackend::Verbs => crate::verbs_fabric::run(sc),
+        PointBackend::Verbs => crate::run::run_verbs(sc),
         #[cfg(not(feature = "verbs"))]
         PointBackend::Verbs => bail!("this build has no verbs backend"),
     }

@@ -1,0 +1,70 @@
+//! The closed sets a result names: the workload kind and the backend.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What a run's hosts did (the scenario's `workload:` key); serialised as written in a
+/// scenario (`incast`, `open-loop`, `echo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// N-to-1: every sender sends the same message list to one receiver, all at once.
+    Incast,
+    /// N-to-1 Poisson arrivals at a given rate per sender.
+    OpenLoop,
+    /// Closed-loop request/response between clients and one server.
+    Echo,
+}
+
+impl WorkloadKind {
+    /// The name as written in a scenario and a result.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Incast => "incast",
+            WorkloadKind::OpenLoop => "open-loop",
+            WorkloadKind::Echo => "echo",
+        }
+    }
+
+    /// Whether the workload's message count and bytes are drawn from the seed (open-loop
+    /// arrivals, echo request sizes), so two seeds of one file differ in shape; an incast's
+    /// shape is fixed by its file.
+    pub fn shape_depends_on_seed(self) -> bool {
+        match self {
+            WorkloadKind::Incast => false,
+            WorkloadKind::OpenLoop | WorkloadKind::Echo => true,
+        }
+    }
+}
+
+impl fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What executed a run; serialised as `sim` or `verbs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// The packet-level simulator (`backend-sim`).
+    Sim,
+    /// An RDMA device through ibverbs (`backend-verbs`): Soft-RoCE or a hardware NIC.
+    Verbs,
+}
+
+impl Backend {
+    /// The name as a result writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sim => "sim",
+            Backend::Verbs => "verbs",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

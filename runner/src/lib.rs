@@ -1,0 +1,28 @@
+//! Runs xrdma scenarios: joins the sans-IO core (`xrdma`), a backend's `Transport` and a
+//! clock into runs of a scenario's workload.
+//!
+//! | module | its one job |
+//! |---|---|
+//! | [`fabric`] | the [`fabric::Fabric`] trait (hosts with transports, and a clock that moves) and its adapters: the simulator (virtual time) and, with the `verbs` feature, an RDMA device (wall-clock time) |
+//! | [`check`] | a scenario's sections turned into checked backend and core configurations |
+//! | [`run`] | one run of a scenario on a fabric: build the hosts, drive them, collect the result |
+//! | [`drive`] | the one turn loop: moves the fabric's time and gives each host a driver turn |
+//! | [`workload`] | the [`workload::Workload`] trait and its implementations (incast, open loop, echo), with the one delivery tally |
+//! | [`host_faults`] | host faults the runner injects (receives held back, slow receivers) |
+//! | [`role`] | one host's part in a workload (sender, receiver, idle) |
+//! | [`rank`], [`bootstrap`] | one process (rank) of a multi-process run, and the TCP bootstrap between ranks |
+//! | [`sweep`] | sweeps: one base scenario, axes to vary, points run in parallel |
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bootstrap;
+pub mod check;
+pub mod drive;
+pub mod fabric;
+pub mod host_faults;
+pub mod rank;
+pub mod role;
+pub mod run;
+pub mod sweep;
+pub mod workload;

@@ -1,0 +1,308 @@
+//! One run of a scenario's workload on a [`Fabric`] (the simulator by default): build every
+//! host's endpoint and application, connect each sender to the receiving host, drive the
+//! fabric ([`crate::drive`]) and collect the result ([`collect`]), for any [`Workload`].
+
+use crate::check::check;
+use crate::drive::drive;
+use crate::fabric::{Fabric, SimFabric};
+use crate::host_faults::{HostFaultState, HostFaults};
+use crate::role::HostRole;
+use crate::workload::{
+    self, tally, PayloadPool, ReceiverView, SenderRecord, Setup, Visit, Workload,
+};
+use anyhow::{bail, Result};
+use std::time::Instant;
+use xrdma::driver;
+use xrdma::{Config, Endpoint, Time};
+use xrdma_reports as rep;
+use xrdma_scenario::Scenario;
+
+/// Every host's application in a run of workload `W`: a sender, the receiving side, or idle.
+pub type App<W> = HostRole<<W as Workload>::Sender, <W as Workload>::Receiver>;
+
+/// Run `sc` on the simulator and collect the result.
+///
+/// # Errors
+/// An invalid configuration (nothing is run), or a transport failure during setup.
+pub fn run_sim(sc: &Scenario) -> Result<rep::RunResult> {
+    let checked = check(sc)?;
+    let seed = checked.sim.seed;
+    let faults = HostFaults::from_section(&sc.sim_or_default().faults);
+    let mut fabric = SimFabric::new(checked.sim)?;
+    if let Some(interval) = sc.sim_or_default().sample_interval {
+        fabric.sample(interval, sc.workload.receiver());
+    }
+    run_on_with_faults(sc, &checked.xrdma, seed, &mut fabric, &faults)
+}
+
+#[cfg(feature = "verbs")]
+/// Run `sc` on the RDMA device its `verbs:` block names. The `sim:` block is not read, except
+/// its seed, which seeds the payload bytes as on the simulator.
+///
+/// # Errors
+/// An invalid xrdma block, no usable device, or a verb that fails during setup.
+pub fn run_verbs(sc: &xrdma_scenario::Scenario) -> anyhow::Result<rep::RunResult> {
+    let cfg = crate::check::check_xrdma(sc)?;
+    let section = sc.verbs.clone().unwrap_or_default();
+    let mut fabric = crate::fabric::VerbsFabric::new(sc.workload.hosts(), &section)?;
+    run_on(sc, &cfg, sc.sim_or_default().seed, &mut fabric)
+}
+
+/// Run `sc`'s workload on any [`Fabric`] with the xrdma configuration `cfg`; `seed` seeds the
+/// payload bytes, the open-loop arrivals and the echo request sizes.
+///
+/// Builds one xrdma [`Endpoint`] per host, connects every sender (or client) to the receiver
+/// (or server) with one RC QP pair each, exchanging [`xrdma::driver::ConnInfo`] in process,
+/// then lets the fabric move time and gives a driver turn to each host that needs one (see
+/// [`drive`]) until the workload's [`Workload::deadline`], or until the fabric has nothing
+/// left to do. Messages not done by then are listed in [`rep::RunResult::unfinished`] and
+/// have no latency.
+///
+/// # Errors
+/// A transport failure during setup, or a workload that does not fit the fabric.
+pub fn run_on<F: Fabric>(
+    sc: &Scenario,
+    cfg: &Config,
+    seed: u64,
+    fabric: &mut F,
+) -> Result<rep::RunResult> {
+    run_on_with_faults(sc, cfg, seed, fabric, &HostFaults::default())
+}
+
+/// [`run_on`] with host faults injected by the runner (see [`crate::host_faults`]): receive
+/// WRs held back in stop-reposting windows, per-message processing time at slow receivers.
+///
+/// # Errors
+/// As [`run_on`].
+pub fn run_on_with_faults<F: Fabric>(
+    sc: &Scenario,
+    cfg: &Config,
+    seed: u64,
+    fabric: &mut F,
+    faults: &HostFaults,
+) -> Result<rep::RunResult> {
+    struct RunOn<'a, F> {
+        sc: &'a Scenario,
+        cfg: &'a Config,
+        seed: u64,
+        fabric: &'a mut F,
+        faults: &'a HostFaults,
+    }
+    impl<F: Fabric> Visit for RunOn<'_, F> {
+        type Output = Result<rep::RunResult>;
+        fn visit<W: Workload>(self, w: &W) -> Self::Output {
+            run_workload(w, self.sc, self.cfg, self.seed, self.fabric, self.faults)
+        }
+    }
+    workload::visit(
+        &sc.workload,
+        RunOn {
+            sc,
+            cfg,
+            seed,
+            fabric,
+            faults,
+        },
+    )
+}
+
+/// The run of one workload `w`: see [`run_on`].
+fn run_workload<W: Workload, F: Fabric>(
+    w: &W,
+    sc: &Scenario,
+    cfg: &Config,
+    seed: u64,
+    fabric: &mut F,
+    faults: &HostFaults,
+) -> Result<rep::RunResult> {
+    let mut hf = HostFaultState::new(faults, fabric.hosts());
+    let wall = Instant::now();
+    let hosts = fabric.hosts();
+    if w.hosts() > hosts {
+        bail!(
+            "the workload needs {} hosts, the {} fabric has {hosts}",
+            w.hosts(),
+            fabric.backend()
+        );
+    }
+    let cfg = &crate::fabric::with_link_rate(cfg, fabric);
+    let mut eps = Vec::with_capacity(hosts as usize);
+    for _ in 0..hosts {
+        eps.push(Endpoint::new(cfg.clone())?);
+    }
+    let setup = setup(w, seed);
+    let receiver = w.receiver_host();
+    let mut apps: Vec<App<W>> = Vec::with_capacity(hosts as usize);
+    for h in 0..hosts {
+        apps.push(if h == receiver {
+            HostRole::Receiver(w.receiver(&setup))
+        } else if w.is_sender(h) {
+            let (conn, _) = connect(fabric, &mut eps, h, receiver)?;
+            HostRole::Sender(w.sender(&setup, h, conn))
+        } else {
+            // A fabric larger than the workload: the remaining hosts stay silent.
+            HostRole::Idle
+        });
+    }
+    drive(
+        fabric,
+        &mut eps,
+        &mut apps,
+        w.stalls(),
+        w.deadline(seed),
+        &mut hf,
+        |_, _| true,
+    );
+    let senders = records(w, &apps);
+    let mut r = collect(
+        w,
+        sc,
+        fabric,
+        seed,
+        &senders,
+        receiver_view(w, &apps),
+        wall.elapsed().as_secs_f64(),
+    );
+    r.network.ack_timeouts = Some(hf.counters.ack_timeouts);
+    Ok(r)
+}
+
+/// What every host's application of `w` is built from, with `seed`.
+pub fn setup<W: Workload>(w: &W, seed: u64) -> Setup {
+    Setup {
+        seed,
+        pool: PayloadPool::new(seed, w.largest_message()),
+    }
+}
+
+/// When a run of `workload` with `seed` stops, on the run's clock ([`Workload::deadline`]).
+pub fn deadline(workload: &xrdma_scenario::Workload, seed: u64) -> Option<Time> {
+    struct Deadline(u64);
+    impl Visit for Deadline {
+        type Output = Option<Time>;
+        fn visit<W: Workload>(self, w: &W) -> Option<Time> {
+            w.deadline(self.0)
+        }
+    }
+    workload::visit(workload, Deadline(seed))
+}
+
+/// Connects host `a` to host `b` with one RC QP pair, exchanging
+/// [`xrdma::driver::ConnInfo`] in process; returns the connection at `a` and at `b`.
+///
+/// # Errors
+/// The transport's error from registration, QP creation or connection.
+pub fn connect<F: Fabric>(
+    fabric: &mut F,
+    eps: &mut [Endpoint],
+    a: u32,
+    b: u32,
+) -> Result<(xrdma::ConnId, xrdma::ConnId)> {
+    let (a_ep, b_ep) = pair_mut(eps, a as usize, b as usize);
+    let half_a = driver::open(a_ep, &mut fabric.host(a))?;
+    let half_b = driver::open(b_ep, &mut fabric.host(b))?;
+    let conn_a = driver::establish(a_ep, &mut fabric.host(a), half_a, &half_b.info, b)?;
+    let conn_b = driver::establish(b_ep, &mut fabric.host(b), half_b, &half_a.info, a)?;
+    Ok((conn_a, conn_b))
+}
+
+/// Mutable references to two distinct elements `a` and `b` of `v`.
+///
+/// # Panics
+/// When `a == b` or either is out of bounds (a runner bug).
+pub(crate) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    if a < b {
+        let (x, y) = v.split_at_mut(b);
+        (&mut x[a], &mut y[0])
+    } else {
+        let (x, y) = v.split_at_mut(a);
+        (&mut y[0], &mut x[b])
+    }
+}
+
+/// The records of every sender among `apps`, in host order.
+pub fn records<W: Workload>(w: &W, apps: &[App<W>]) -> Vec<SenderRecord> {
+    apps.iter()
+        .filter_map(|a| match a {
+            HostRole::Sender(s) => Some(w.record(s)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the receiving side among `apps` got (nothing when none of them is it).
+pub fn receiver_view<'a, W: Workload>(w: &W, apps: &'a [App<W>]) -> ReceiverView<'a> {
+    apps.iter()
+        .find_map(|a| match a {
+            HostRole::Receiver(r) => Some(w.view(r)),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// The result of a run of `w` from its senders' records and what the receiving side got (a
+/// multi-process run gathers the records of every rank first), with the fabric's counters.
+pub fn collect<W: Workload, F: Fabric>(
+    w: &W,
+    sc: &Scenario,
+    fabric: &F,
+    seed: u64,
+    senders: &[SenderRecord],
+    got: ReceiverView<'_>,
+    wall_seconds: f64,
+) -> rep::RunResult {
+    let t = tally(w.receiver_host(), senders, got);
+    let workload = w.shape(&t.messages);
+    let path = fabric.path();
+    let ideal = if w.bounded_by_t_star() {
+        path.ideal(w.bottleneck_bytes(&t.messages))
+    } else {
+        None
+    };
+    finish(sc, fabric, seed, workload, t, path, ideal, wall_seconds)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish<F: Fabric>(
+    sc: &Scenario,
+    fabric: &F,
+    seed: u64,
+    workload: rep::WorkloadInfo,
+    t: workload::Tally,
+    path: rep::PathModel,
+    ideal: Option<rep::IdealCompletion>,
+    wall_seconds: f64,
+) -> rep::RunResult {
+    let sim = fabric.sim_info();
+    let events = sim.as_ref().map_or(0, |s| s.events);
+    let unfinished = rep::metrics::unfinished(&t.messages);
+    rep::RunResult {
+        schema_version: rep::SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        scenario: rep::ScenarioInfo {
+            name: sc.name.clone(),
+            path: sc.source_path.display().to_string(),
+            backend: fabric.backend(),
+            seed,
+        },
+        workload,
+        messages: t.messages,
+        delivery: t.delivery,
+        network: fabric.network(),
+        path,
+        ideal,
+        sim,
+        errors: t.errors,
+        unfinished,
+        scenario_yaml: None,
+        timeseries: fabric.timeseries(),
+        wall_clock: rep::WallClock {
+            wall_seconds,
+            events_per_second: if wall_seconds > 0.0 {
+                events as f64 / wall_seconds
+            } else {
+                0.0
+            },
+        },
+    }
+}

@@ -1,0 +1,160 @@
+//! What senders and the receiving side recorded, and the one delivery tally over them.
+
+use super::Arrival;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use xrdma_reports as rep;
+
+/// An XXH3-128 payload digest; serialised as 32 lowercase hex digits (JSON numbers cannot
+/// hold 128 bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Digest(pub u128);
+
+impl Serialize for Digest {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{:032x}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Digest {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.len() != 32 {
+            return Err(serde::de::Error::custom(format!(
+                "a digest is 32 hex digits, got {text:?}"
+            )));
+        }
+        u128::from_str_radix(&text, 16)
+            .map(Digest)
+            .map_err(|e| serde::de::Error::custom(format!("digest {text:?}: {e}")))
+    }
+}
+
+/// The response a message asks for (an echo request's), as its sender saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Response {
+    /// Response payload bytes expected.
+    pub bytes: u64,
+    /// Whether it arrived with the expected size and digest (false also when it never did).
+    pub intact: bool,
+}
+
+/// One message a sender intended, as the sender saw it, in a form another process can read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SentRecord {
+    /// Position in the sender's list, from 0.
+    pub index: u32,
+    /// Payload bytes.
+    pub size: u64,
+    /// Intended send time, ps on the sender's clock (latency counts from here).
+    pub intended_ps: u64,
+    /// Digest of the payload handed to xrdma; `None`: never handed over (the sender stopped
+    /// first, e.g. its connection failed).
+    pub digest: Option<Digest>,
+    /// When the message completed, ps on the sender's clock: the receiver's ACK of its last
+    /// fragment arrived, or (for a message with a [`Response`]) its response had fully
+    /// arrived. `None`: never.
+    pub completed_ps: Option<u64>,
+    /// The response it asks for, if any.
+    pub response: Option<Response>,
+}
+
+/// One sender's outcome: what the report needs from it, and what a rank of a multi-process
+/// run sends to the receiver's rank at the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SenderRecord {
+    /// The sender's scenario host.
+    pub host: u32,
+    /// Every message it intended, in index order, posted or not.
+    pub messages: Vec<SentRecord>,
+    /// Errors xrdma reported on it, as text.
+    pub errors: Vec<String>,
+}
+
+/// What the receiving side got: every arrival, in arrival order, and its errors.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReceiverView<'a> {
+    /// Every whole message that arrived.
+    pub arrivals: &'a [Arrival],
+    /// Errors xrdma reported at the receiving host, as text.
+    pub errors: &'a [String],
+}
+
+/// The delivery tally of a run: one record per intended message, the check, and the errors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tally {
+    /// One record per intended message, by sender (as given) then index.
+    pub messages: Vec<rep::MessageRecord>,
+    /// Delivered, mismatched, duplicated and missing counts.
+    pub delivery: rep::DeliveryCheck,
+    /// The receiving side's errors, then each sender's (`host H: ...`).
+    pub errors: Vec<String>,
+}
+
+/// Check every message the `senders` intended against what arrived at `receiver` (`got`):
+///
+/// - **delivered**: it was handed to xrdma, arrived once with the size and digest sent and,
+///   when it asks for a response, that response completed intact;
+/// - **digest mismatch**: it arrived altered (or arrived without being sent, or its response
+///   arrived altered);
+/// - **missing**: it never arrived (or its response never did);
+/// - **duplicates**: second arrivals of a (sender, index), and arrivals no sender claims.
+pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>) -> Tally {
+    let mut arrivals: BTreeMap<(u32, u32), &Arrival> = BTreeMap::new();
+    let mut duplicates = 0;
+    for a in got.arrivals {
+        if arrivals.insert((a.sender, a.index), a).is_some() {
+            duplicates += 1;
+        }
+    }
+    let mut errors: Vec<String> = got.errors.to_vec();
+    for s in senders {
+        errors.extend(s.errors.iter().map(|e| format!("host {}: {e}", s.host)));
+    }
+    let mut messages = Vec::with_capacity(senders.iter().map(|s| s.messages.len()).sum());
+    let mut check = rep::DeliveryCheck {
+        delivered: 0,
+        digest_mismatches: 0,
+        duplicates: 0,
+        missing: 0,
+    };
+    for s in senders {
+        for m in &s.messages {
+            let arrival = arrivals.remove(&(s.host, m.index));
+            let intact =
+                arrival.is_some_and(|a| Some(Digest(a.digest)) == m.digest && a.size == m.size);
+            match (arrival.is_some(), intact, m.response) {
+                (_, true, None) => check.delivered += 1,
+                (_, true, Some(r)) if m.completed_ps.is_some() => {
+                    if r.intact {
+                        check.delivered += 1
+                    } else {
+                        check.digest_mismatches += 1
+                    }
+                }
+                (true, false, _) => check.digest_mismatches += 1,
+                _ => check.missing += 1,
+            }
+            messages.push(rep::MessageRecord {
+                sender: s.host,
+                receiver,
+                index: m.index,
+                size: m.size,
+                intended_ps: m.intended_ps,
+                completed_ps: m.completed_ps,
+                delivered_ps: arrival.map(|a| a.at.as_ps()),
+                response_bytes: m.response.map(|r| r.bytes),
+            });
+        }
+    }
+    // Arrivals no sender claims are duplicates or strays.
+    check.duplicates = duplicates + arrivals.len() as u64;
+    Tally {
+        messages,
+        delivery: check,
+        errors,
+    }
+}

@@ -1,0 +1,80 @@
+//! The crate boundaries of ARCHITECTURE.md hold: each project crate depends (normal and build
+//! dependencies) on exactly the project crates the table there allows, so the core never
+//! learns of a backend and the reports never of a run.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// What each project crate may import, from ARCHITECTURE.md's table.
+const ALLOWED: [(&str, &[&str]); 7] = [
+    ("xrdma", &[]),
+    ("xrdma-sim", &["xrdma"]),
+    ("xrdma-verbs", &["xrdma"]),
+    ("xrdma-scenario", &["xrdma"]),
+    ("xrdma-reports", &[]),
+    (
+        "xrdma-runner",
+        &[
+            "xrdma",
+            "xrdma-sim",
+            "xrdma-verbs",
+            "xrdma-scenario",
+            "xrdma-reports",
+        ],
+    ),
+    (
+        "xrdma-testbed",
+        &[
+            "xrdma",
+            "xrdma-sim",
+            "xrdma-verbs",
+            "xrdma-scenario",
+            "xrdma-reports",
+            "xrdma-runner",
+        ],
+    ),
+];
+
+#[test]
+fn every_crate_imports_only_what_the_architecture_allows() {
+    let o = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let meta: Value = serde_json::from_slice(&o.stdout).expect("metadata is JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    let ours: BTreeSet<&str> = packages
+        .iter()
+        .map(|p| p["name"].as_str().expect("name"))
+        .collect();
+    let allowed: BTreeMap<&str, BTreeSet<&str>> = ALLOWED
+        .iter()
+        .map(|(k, v)| (*k, v.iter().copied().collect()))
+        .collect();
+    assert_eq!(
+        ours,
+        allowed.keys().copied().collect(),
+        "every workspace crate is in ARCHITECTURE.md's table"
+    );
+    for p in packages {
+        let name = p["name"].as_str().expect("name");
+        let deps: BTreeSet<&str> = p["dependencies"]
+            .as_array()
+            .expect("dependencies")
+            .iter()
+            .filter(|d| d["kind"].as_str() != Some("dev"))
+            .map(|d| d["name"].as_str().expect("dependency name"))
+            .filter(|d| ours.contains(d))
+            .collect();
+        assert_eq!(deps, allowed[name], "{name} imports {deps:?}");
+    }
+}
