@@ -182,7 +182,7 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
     }
     if sim.hosts < sc.workload.hosts() {
         let kind = sc.workload.kind();
-        let key = if kind == "echo" { "clients" } else { "senders" };
+        let key = sc.workload.senders_key();
         bail!(
             "{}: workload.{kind}.{key}: the workload needs {} hosts but the topology has {}",
             where_is(sc, &["workload", kind, key]),

@@ -35,6 +35,14 @@ impl Workload {
         }
     }
 
+    /// The key that counts the sending hosts: `clients` for an echo, else `senders`.
+    pub fn senders_key(&self) -> &'static str {
+        match self {
+            Workload::Echo(_) => "clients",
+            Workload::Incast(_) | Workload::OpenLoop(_) => "senders",
+        }
+    }
+
     /// The receiving host: the incast or open-loop receiver, the echo server.
     pub fn receiver(&self) -> u32 {
         match self {

@@ -8,8 +8,9 @@
 //! too, at the pool "sender" `u32::MAX − client`, so the client checks each response against
 //! the digest it expects.
 
+use super::receiver::Reassembly;
 use super::{
-    mean_shape, Arrival, Digest, PayloadPool, ReceiverView, Response, SenderRecord, SentRecord,
+    mean_shape, ArrivalLog, Digest, PayloadPool, ReceiverView, Response, SenderRecord, SentRecord,
     Setup, Workload,
 };
 use crate::role::Finish;
@@ -21,47 +22,11 @@ use xrdma::driver::Application;
 use xrdma::{ConnId, Endpoint, Event, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::{Echo, Stall};
-use xxhash_rust::xxh3::{xxh3_128, Xxh3};
+use xxhash_rust::xxh3::xxh3_128;
 
 /// The pool "sender" whose slices are the responses to `client`.
 pub fn response_stream(client: u32) -> u32 {
     u32::MAX - client
-}
-
-/// Reassembles whole messages from [`Event::Message`] or streamed [`Event::Fragment`]s and
-/// returns (size, digest) when one is complete.
-#[derive(Default)]
-struct Digests {
-    streams: Vec<Option<Xxh3>>,
-}
-
-impl Digests {
-    fn whole(&mut self, event: &Event) -> Option<(ConnId, u64, u128)> {
-        match event {
-            Event::Message { conn, data } => Some((*conn, data.len() as u64, xxh3_128(data))),
-            Event::Fragment {
-                conn,
-                message_len,
-                offset,
-                data,
-            } => {
-                let c = *conn as usize;
-                if self.streams.len() <= c {
-                    self.streams.resize_with(c + 1, || None);
-                }
-                let h = self.streams[c].get_or_insert_with(Xxh3::new);
-                h.update(data);
-                if offset + data.len() as u64 == *message_len {
-                    let d = h.digest128();
-                    self.streams[c] = None;
-                    Some((*conn, *message_len, d))
-                } else {
-                    None
-                }
-            }
-            _ => None,
-        }
-    }
 }
 
 /// One request/response exchange as the client saw it.
@@ -96,7 +61,7 @@ pub struct EchoClient {
     total_weight: u64,
     started: bool,
     outstanding: VecDeque<usize>,
-    digests: Digests,
+    digests: Reassembly,
     /// Every request issued so far, by index.
     pub exchanges: Vec<Exchange>,
     /// Errors xrdma reported, as text.
@@ -116,7 +81,7 @@ impl EchoClient {
             echo: echo.clone(),
             started: false,
             outstanding: VecDeque::new(),
-            digests: Digests::default(),
+            digests: Reassembly::default(),
             exchanges: Vec::new(),
             errors: Vec::new(),
         }
@@ -216,12 +181,9 @@ impl Finish for EchoClient {
 pub struct EchoServer {
     pool: PayloadPool,
     echo: Echo,
-    per_conn: Vec<u32>,
-    digests: Digests,
-    /// Every request that arrived, in arrival order (its sender is the client).
-    pub requests: Vec<Arrival>,
-    /// Errors xrdma reported, as text.
-    pub errors: Vec<String>,
+    /// Every request that arrived, in arrival order (its sender is the client), and the
+    /// errors.
+    pub log: ArrivalLog,
 }
 
 impl EchoServer {
@@ -230,42 +192,24 @@ impl EchoServer {
         EchoServer {
             pool,
             echo: echo.clone(),
-            per_conn: Vec::new(),
-            digests: Digests::default(),
-            requests: Vec::new(),
-            errors: Vec::new(),
+            log: ArrivalLog::default(),
         }
     }
 }
 
 impl Application for EchoServer {
     fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        if let Event::ConnectionFailed { error, .. } = &event {
-            self.errors.push(error.to_string());
-            return;
-        }
-        let Some((conn, size, digest)) = self.digests.whole(&event) else {
+        let Some((conn, request)) = self.log.on_event(now, ep, &event) else {
             return;
         };
-        let c = conn as usize;
-        if self.per_conn.len() <= c {
-            self.per_conn.resize(c + 1, 0);
-        }
-        let index = self.per_conn[c];
-        self.per_conn[c] += 1;
-        let client = ep.peer(conn).unwrap_or(u32::MAX);
-        self.requests.push(Arrival {
-            sender: client,
-            index,
-            size,
-            digest,
-            at: now,
-        });
+        let (client, index, size) = (request.sender, request.index, request.size);
         let response =
             self.pool
                 .message(response_stream(client), index, self.echo.response_for(size));
         if let Err(e) = ep.send(now, conn, response) {
-            self.errors.push(format!("answering host {client}: {e}"));
+            self.log
+                .errors
+                .push(format!("answering host {client}: {e}"));
         }
     }
 
@@ -336,8 +280,8 @@ impl Workload for Echo {
     }
     fn view<'a>(&self, s: &'a Box<EchoServer>) -> ReceiverView<'a> {
         ReceiverView {
-            arrivals: &s.requests,
-            errors: &s.errors,
+            arrivals: &s.log.arrivals,
+            errors: &s.log.errors,
         }
     }
     /// The client's requests in the order it would draw their sizes, all intended at the start

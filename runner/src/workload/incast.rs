@@ -198,8 +198,8 @@ impl Workload for Incast {
     }
     fn view<'a>(&self, r: &'a Receiver) -> ReceiverView<'a> {
         ReceiverView {
-            arrivals: &r.arrivals,
-            errors: &r.errors,
+            arrivals: &r.log.arrivals,
+            errors: &r.log.errors,
         }
     }
     fn planned(&self, _seed: u64, _host: u32) -> Vec<SentRecord> {

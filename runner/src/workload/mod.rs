@@ -19,7 +19,7 @@ mod receiver;
 mod record;
 
 pub use payload::PayloadPool;
-pub use receiver::{Arrival, Receiver};
+pub use receiver::{Arrival, ArrivalLog, Receiver};
 pub use record::{tally, Digest, ReceiverView, Response, SenderRecord, SentRecord, Tally};
 
 use crate::role::Finish;

@@ -290,8 +290,8 @@ impl Workload for OpenLoop {
     }
     fn view<'a>(&self, r: &'a Receiver) -> ReceiverView<'a> {
         ReceiverView {
-            arrivals: &r.arrivals,
-            errors: &r.errors,
+            arrivals: &r.log.arrivals,
+            errors: &r.log.errors,
         }
     }
     fn planned(&self, seed: u64, host: u32) -> Vec<SentRecord> {

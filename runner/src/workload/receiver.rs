@@ -1,11 +1,13 @@
-//! The receiving side of the incast and open-loop workloads: records and digests every
-//! message that arrives, whole or as streamed fragments.
+//! The receiving side of a workload: reassembles and digests every message that arrives,
+//! whole or as streamed fragments, and numbers it by its connection ([`ArrivalLog`]); the
+//! incast and open-loop [`Receiver`] is that log and nothing more, the echo server answers
+//! from it.
 
 use xrdma::driver::Application;
 use xrdma::{ConnId, Endpoint, Event, Time};
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
-/// A message as the receiver got it.
+/// A message as the receiving host got it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Arrival {
     /// The sender's host index.
@@ -21,20 +23,68 @@ pub struct Arrival {
     pub at: Time,
 }
 
-/// The receiver: records every arriving message, whole or as streamed fragments.
+/// Whole messages from [`Event::Message`]s and streamed [`Event::Fragment`]s: the digest
+/// state of the message being streamed on each connection.
 #[derive(Default)]
-pub struct Receiver {
-    per_conn: Vec<u32>,
-    /// Digest state of the message being streamed on each connection.
+pub(crate) struct Reassembly {
     streams: Vec<Option<Xxh3>>,
+}
+
+impl Reassembly {
+    /// The (connection, size, XXH3-128) of the message `event` completes, if it completes one.
+    pub(crate) fn whole(&mut self, event: &Event) -> Option<(ConnId, u64, u128)> {
+        match event {
+            Event::Message { conn, data } => Some((*conn, data.len() as u64, xxh3_128(data))),
+            Event::Fragment {
+                conn,
+                message_len,
+                offset,
+                data,
+            } => {
+                let c = *conn as usize;
+                if self.streams.len() <= c {
+                    self.streams.resize_with(c + 1, || None);
+                }
+                let h = self.streams[c].get_or_insert_with(Xxh3::new);
+                h.update(data);
+                if offset + data.len() as u64 == *message_len {
+                    let d = h.digest128();
+                    self.streams[c] = None;
+                    Some((*conn, *message_len, d))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Every whole message that arrived, numbered per connection, and the errors xrdma reported.
+#[derive(Default)]
+pub struct ArrivalLog {
+    reassembly: Reassembly,
+    per_conn: Vec<u32>,
     /// Everything that arrived, in arrival order.
     pub arrivals: Vec<Arrival>,
     /// Errors xrdma reported, as text.
     pub errors: Vec<String>,
 }
 
-impl Receiver {
-    fn arrived(&mut self, now: Time, ep: &Endpoint, conn: ConnId, size: u64, digest: u128) {
+impl ArrivalLog {
+    /// Take `event` at `now`: a connection failure is recorded, a completed message logged and
+    /// returned with the connection it came on.
+    pub fn on_event(
+        &mut self,
+        now: Time,
+        ep: &Endpoint,
+        event: &Event,
+    ) -> Option<(ConnId, &Arrival)> {
+        if let Event::ConnectionFailed { error, .. } = event {
+            self.errors.push(error.to_string());
+            return None;
+        }
+        let (conn, size, digest) = self.reassembly.whole(event)?;
         let c = conn as usize;
         if self.per_conn.len() <= c {
             self.per_conn.resize(c + 1, 0);
@@ -48,40 +98,20 @@ impl Receiver {
             digest,
             at: now,
         });
+        self.arrivals.last().map(|a| (conn, a))
     }
+}
+
+/// The incast and open-loop receiver: records every arriving message.
+#[derive(Default)]
+pub struct Receiver {
+    /// What arrived, and the errors.
+    pub log: ArrivalLog,
 }
 
 impl Application for Receiver {
     fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        match event {
-            Event::Message { conn, data } => {
-                let digest = xxh3_128(&data);
-                self.arrived(now, ep, conn, data.len() as u64, digest);
-            }
-            Event::Fragment {
-                conn,
-                message_len,
-                offset,
-                data,
-            } => {
-                let c = conn as usize;
-                if self.streams.len() <= c {
-                    self.streams.resize_with(c + 1, || None);
-                }
-                let h = self.streams[c].get_or_insert_with(Xxh3::new);
-                h.update(&data);
-                if offset + data.len() as u64 == message_len {
-                    let digest = h.digest128();
-                    self.streams[c] = None;
-                    self.arrived(now, ep, conn, message_len, digest);
-                }
-            }
-            Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
-            Event::Sent { .. }
-            | Event::SendFailed { .. }
-            | Event::PeerClosed { .. }
-            | Event::Closed { .. } => {}
-        }
+        self.log.on_event(now, ep, &event);
     }
 
     fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
