@@ -250,3 +250,40 @@ sim:
         assert_eq!(r.delivery.duplicates + r.delivery.missing, 0);
     }
 }
+
+#[test]
+fn echo_requests_never_issued_by_the_time_limit_count_as_missing() {
+    // 2 clients × 100 requests, one outstanding each; the server stalls at 50 µs for 10 s and
+    // the run stops at its 1 ms time limit: most requests were never issued (a closed loop
+    // issues the next one only when a response comes back). Every one of the 200 is a record,
+    // the unanswered ones missing and unfinished, so the run cannot pass as complete.
+    let r = run_sim(&parse(
+        "name: cut-echo
+workload:
+  echo:
+    clients: 2
+    server: 0
+    concurrency: 1
+    requests: 100
+    request-size: 1KiB
+    response-size: 64B
+    stall: { host: 0, at: 50us, for: 10s }
+    time-limit: 1ms
+sim: { link-rate: 100Gbps, link-delay: 1us, pfc: {} }
+",
+    ))
+    .unwrap();
+    assert_eq!(r.messages.len(), 200, "one record per intended request");
+    let answered = r
+        .messages
+        .iter()
+        .filter(|m| m.completed_ps.is_some())
+        .count() as u64;
+    assert!(answered > 0 && answered < 100, "{answered} answered");
+    assert_eq!(r.delivery.delivered, answered);
+    assert_eq!(r.delivery.missing, 200 - answered);
+    assert_eq!(r.unfinished.len() as u64, 200 - answered);
+    assert!(r.messages.iter().all(|m| m.response_bytes == Some(64)));
+    let per_client = |c: u32| r.messages.iter().filter(|m| m.sender == c).count();
+    assert_eq!((per_client(1), per_client(2)), (100, 100));
+}

@@ -56,6 +56,7 @@ pub struct EchoClient {
     pub host: u32,
     conn: ConnId,
     pool: PayloadPool,
+    seed: u64,
     rng: ChaCha8Rng,
     echo: Echo,
     total_weight: u64,
@@ -76,6 +77,7 @@ impl EchoClient {
             host,
             conn,
             pool,
+            seed,
             rng: client_rng(seed, host),
             total_weight: echo.request_sizes.total_weight(),
             echo: echo.clone(),
@@ -257,7 +259,10 @@ impl Workload for Echo {
     fn receiver(&self, setup: &Setup) -> Box<EchoServer> {
         Box::new(EchoServer::new(setup.pool.clone(), self))
     }
+    /// The exchanges the client issued, then the requests it never got to issue (the time
+    /// limit came first, or its connection failed), as [`Workload::planned`] states them.
     fn record(&self, c: &Box<EchoClient>) -> SenderRecord {
+        let issued = c.exchanges.len();
         SenderRecord {
             host: c.host,
             messages: c
@@ -274,6 +279,7 @@ impl Workload for Echo {
                         intact: x.response_intact,
                     }),
                 })
+                .chain(self.planned(c.seed, c.host).into_iter().skip(issued))
                 .collect(),
             errors: c.errors.clone(),
         }
@@ -284,8 +290,10 @@ impl Workload for Echo {
             errors: &s.log.errors,
         }
     }
-    /// The client's requests in the order it would draw their sizes, all intended at the start
-    /// (a closed loop intends the rest as responses come back, which never happened).
+    /// The client's requests in the order it draws their sizes (the same stream as
+    /// [`EchoClient`]), each intended at the start: a closed loop intends a request when a
+    /// response frees its slot, which for a request never issued did not happen, so the start
+    /// is the one instant it was due by.
     fn planned(&self, seed: u64, host: u32) -> Vec<SentRecord> {
         let mut rng = client_rng(seed, host);
         let total = self.request_sizes.total_weight();
