@@ -158,3 +158,125 @@ pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>) -> 
         errors,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xrdma::Time;
+
+    fn sent(index: u32, digest: Option<u128>, response: Option<Response>) -> SentRecord {
+        SentRecord {
+            index,
+            size: 10,
+            intended_ps: 0,
+            digest: digest.map(Digest),
+            completed_ps: Some(5),
+            response,
+        }
+    }
+
+    fn arrival(sender: u32, index: u32, digest: u128) -> Arrival {
+        Arrival {
+            sender,
+            index,
+            size: 10,
+            digest,
+            at: Time::from_ps(3),
+        }
+    }
+
+    #[test]
+    fn every_intended_message_is_delivered_mismatched_or_missing_once() {
+        let senders = [SenderRecord {
+            host: 1,
+            messages: vec![
+                sent(0, Some(7), None), // arrives intact
+                sent(1, Some(8), None), // arrives altered
+                sent(2, Some(9), None), // never arrives
+                sent(3, None, None),    // never posted, yet something arrived
+                sent(4, None, None),    // never posted, nothing arrived
+            ],
+            errors: vec!["boom".into()],
+        }];
+        let arrivals = [
+            arrival(1, 0, 7),
+            arrival(1, 0, 7), // a second copy
+            arrival(1, 1, 0xbad),
+            arrival(1, 3, 1),
+            arrival(2, 0, 7), // from a host that sent nothing
+        ];
+        let errors = ["receiver trouble".to_string()];
+        let t = tally(
+            0,
+            &senders,
+            ReceiverView {
+                arrivals: &arrivals,
+                errors: &errors,
+            },
+        );
+        assert_eq!(
+            t.delivery,
+            rep::DeliveryCheck {
+                delivered: 1,
+                digest_mismatches: 2,
+                duplicates: 2,
+                missing: 2,
+            }
+        );
+        assert_eq!(t.messages.len(), 5);
+        assert_eq!(t.messages[2].delivered_ps, None);
+        assert_eq!(t.messages[0].delivered_ps, Some(3));
+        assert_eq!(t.errors, vec!["receiver trouble", "host 1: boom"]);
+    }
+
+    #[test]
+    fn a_message_asking_for_a_response_is_delivered_only_with_its_response_intact() {
+        let ok = Response {
+            bytes: 64,
+            intact: true,
+        };
+        let bad = Response {
+            intact: false,
+            ..ok
+        };
+        let mut unanswered = sent(2, Some(3), Some(ok));
+        unanswered.completed_ps = None;
+        let senders = [SenderRecord {
+            host: 1,
+            messages: vec![
+                sent(0, Some(1), Some(ok)),
+                sent(1, Some(2), Some(bad)),
+                unanswered,
+            ],
+            errors: vec![],
+        }];
+        let arrivals = [arrival(1, 0, 1), arrival(1, 1, 2), arrival(1, 2, 3)];
+        let t = tally(
+            0,
+            &senders,
+            ReceiverView {
+                arrivals: &arrivals,
+                errors: &[],
+            },
+        );
+        assert_eq!(
+            (
+                t.delivery.delivered,
+                t.delivery.digest_mismatches,
+                t.delivery.missing
+            ),
+            (1, 1, 1)
+        );
+        assert!(t.messages.iter().all(|m| m.response_bytes == Some(64)));
+    }
+
+    #[test]
+    fn digests_travel_as_32_hex_digits() {
+        let d = Digest(0xabc);
+        let text = serde_json::to_string(&d).unwrap();
+        assert_eq!(text, "\"00000000000000000000000000000abc\"");
+        assert_eq!(serde_json::from_str::<Digest>(&text).unwrap(), d);
+        assert!(serde_json::from_str::<Digest>("\"abc\"").is_err());
+        assert!(serde_json::from_str::<Digest>("\"zz000000000000000000000000000000\"").is_err());
+    }
+}
