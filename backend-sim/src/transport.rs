@@ -1,8 +1,7 @@
 //! [`HostTransport`]: the verbs interface of one simulated host.
 
-use crate::nic::{initial_psn, packets_for, Qp, QpState, QPN_BASE};
+use crate::nic::{flush_wc, initial_psn, packets_for, Qp, QpState, QPN_BASE};
 use crate::packet::psn_add;
-use crate::requester::flush_wc;
 use crate::{HostId, Simulation};
 use bytes::Bytes;
 use xrdma::{

@@ -8,6 +8,12 @@
 //! to recall queued packets. With DCQCN on, a QP whose next packet may not start yet (its
 //! rate limiter, see `pacing.rs`) is skipped in its turn.
 
+mod pacing;
+mod requester;
+mod retransmit;
+
+pub(crate) use requester::flush_wc;
+
 use crate::config::{AETH_BYTES, CNP_EXTRA_BYTES, IMMDT_BYTES, RETH_BYTES};
 use crate::engine::Event;
 use crate::memory::Memory;
