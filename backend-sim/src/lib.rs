@@ -185,7 +185,7 @@ impl Simulation {
             // would otherwise stretch the simulated time past the last real event.
             let due = match ev {
                 Event::Wake(host) => self.wake_due(host, t),
-                Event::NicWake(h) => self.hosts[h as usize].pace_wake == t,
+                Event::NicWake(h) => self.hosts[h as usize].egress.pace_wake == t,
                 Event::RetransmitTimer { host, qp } => self.retransmit_due(host, qp, t),
                 _ => true,
             };
@@ -250,7 +250,7 @@ impl Simulation {
         s.paused_time = self
             .hosts
             .iter()
-            .fold(Time::ZERO, |acc, h| acc + h.paused_time(self.now));
+            .fold(Time::ZERO, |acc, h| acc + h.egress.paused_time(self.now));
         s.packets_in_flight = self.pool.live() as u64;
         s
     }
@@ -259,7 +259,7 @@ impl Simulation {
     pub fn paused_time(&self, host: HostId) -> Time {
         self.hosts
             .get(host as usize)
-            .map_or(Time::ZERO, |h| h.paused_time(self.now))
+            .map_or(Time::ZERO, |h| h.egress.paused_time(self.now))
     }
 
     /// The DCQCN reaction-point state of QP `qpn` on `host`, brought up to `now()` (elapsed
@@ -270,7 +270,7 @@ impl Simulation {
         let p = self.dcqcn.as_ref()?;
         let h = self.hosts.get(host as usize)?;
         let qp = &h.qps[h.qp_index(qpn)?];
-        let mut s = qp.cc.unwrap_or_else(|| DcqcnState::new(p));
+        let mut s = qp.egress.cc.unwrap_or_else(|| DcqcnState::new(p));
         s.advance(p, self.now);
         Some(s)
     }

@@ -8,21 +8,22 @@
 //! to recall queued packets. With DCQCN on, a QP whose next packet may not start yet (its
 //! rate limiter, see `pacing.rs`) is skipped in its turn.
 
-mod pacing;
+mod egress;
 mod requester;
 mod retransmit;
 
 pub(crate) use requester::flush_wc;
 
-use crate::config::{AETH_BYTES, CNP_EXTRA_BYTES, IMMDT_BYTES, RETH_BYTES};
-use crate::engine::Event;
+use egress::{Egress, QpEgress};
+
+use crate::config::{AETH_BYTES, CNP_EXTRA_BYTES};
 use crate::memory::Memory;
 use crate::packet::{
     psn_add, psn_diff, MsgOp, NakCode, Packet, PktKind, F_CE, F_CORRUPT, F_FIRST, F_LAST, PSN_MASK,
 };
 use crate::Simulation;
 use std::collections::VecDeque;
-use xrdma::{QpCaps, QpNum, RecvWr, SendOpcode, SendWr, Time, WcOpcode, WcStatus, WorkCompletion};
+use xrdma::{QpCaps, QpNum, RecvWr, SendWr, Time, WcOpcode, WcStatus, WorkCompletion};
 
 /// QPNs are `QPN_BASE + index` (QPNs 0 and 1 are special in InfiniBand).
 pub(crate) const QPN_BASE: u32 = 0x100;
@@ -95,7 +96,6 @@ pub(crate) struct Qp {
     pub rnr_wait: bool,
     pub rnr_deadline: Time,
     pub rnr_count: u8,
-    pub in_ring: bool,
     /// PSN after the highest request PSN ever sent (ACKs and NAKs beyond it are invalid).
     pub sent_psn: u32,
     /// Retransmission timeouts since the last progress.
@@ -104,10 +104,8 @@ pub(crate) struct Qp {
     pub rto_deadline: Time,
     /// A `RetransmitTimer` event for this QP is in the event queue.
     pub rto_pending: bool,
-    /// DCQCN reaction point, started by the first CNP.
-    pub cc: Option<crate::dcqcn::DcqcnState>,
-    /// Earliest start of this QP's next data packet (DCQCN pacing).
-    pub next_send: Time,
+    /// Round-robin membership and DCQCN pacing.
+    pub egress: QpEgress,
     // Responder.
     pub rq: VecDeque<RecvWr>,
     pub epsn: u32,
@@ -152,13 +150,11 @@ impl Qp {
             rnr_wait: false,
             rnr_deadline: Time::ZERO,
             rnr_count: 0,
-            in_ring: false,
             sent_psn: psn,
             retry_count: 0,
             rto_deadline: Time::MAX,
             rto_pending: false,
-            cc: None,
-            next_send: Time::ZERO,
+            egress: QpEgress::new(),
             rq: VecDeque::new(),
             epsn: 0,
             in_msg: None,
@@ -172,7 +168,7 @@ impl Qp {
 
     /// Back to INIT with a new first PSN; queued WRs are dropped without completions.
     pub(crate) fn reset(&mut self, psn: u32) {
-        let (qpn, caps, gen, in_ring) = (self.qpn, self.caps, self.gen, self.in_ring);
+        let (qpn, caps, gen, in_ring) = (self.qpn, self.caps, self.gen, self.egress.in_ring);
         let rto_pending = self.rto_pending;
         *self = Qp::new(qpn, caps, psn);
         self.gen = gen;
@@ -181,12 +177,38 @@ impl Qp {
         // The QP may still be listed in the NIC's round-robin ring; keep the flag so it is
         // never listed twice. A pending ACK still in the control queue is forgotten: it goes
         // out unchanged and nothing folds new ACKs into it.
-        self.in_ring = in_ring;
+        self.egress.in_ring = in_ring;
     }
 
-    fn sendable(&self) -> bool {
+    pub(crate) fn sendable(&self) -> bool {
         self.state == QpState::Rts
             && (!self.read_jobs.is_empty() || (!self.rnr_wait && self.cursor < self.sq.len()))
+    }
+
+    /// Fill `p` with the next packet of the READ response owed, if any (`mtu` payload and
+    /// `hdr` header bytes per packet); false when no response is owed.
+    pub(crate) fn next_read_response(&mut self, p: &mut Packet, mtu: u32, hdr: u32) -> bool {
+        let Some(job) = self.read_jobs.front_mut() else {
+            return false;
+        };
+        let payload = job.bytes_left.min(mtu);
+        let first = job.first;
+        let last = job.pkts_left == 1;
+        p.kind = PktKind::ReadResp;
+        p.flags = if first { F_FIRST } else { 0 } | if last { F_LAST } else { 0 };
+        p.psn = job.psn;
+        p.payload = payload;
+        p.wire = hdr + payload + if first || last { AETH_BYTES } else { 0 };
+        p.src_addr = job.src_addr;
+        job.psn = psn_add(job.psn, 1);
+        job.src_addr += payload as u64;
+        job.bytes_left -= payload;
+        job.pkts_left -= 1;
+        job.first = false;
+        if job.pkts_left == 0 {
+            self.read_jobs.pop_front();
+        }
+        true
     }
 
     /// PSN of the next packet to send (behind `sent_psn` after a rewind).
@@ -217,19 +239,8 @@ pub(crate) struct Host {
     pub qps: Vec<Qp>,
     pub cq: VecDeque<WorkCompletion>,
     pub congestion: VecDeque<QpNum>,
-    /// ACK/NAK/CNP packets, sent before data.
-    ctrl: VecDeque<u32>,
-    /// QP indices with data to send, round-robin.
-    ring: VecDeque<u32>,
-    tx_busy: bool,
-    tx_pkt: u32,
-    /// Time of the NIC wake-up event that matters ([`Time::MAX`]: none pending).
-    pub pace_wake: Time,
-    paused: bool,
-    paused_since: Time,
-    paused_total: Time,
-    /// Packets on the uplink, with their arrival times at the switch.
-    up: VecDeque<(Time, u32)>,
+    /// The transmit side: control queue, round-robin ring, uplink, PFC pause.
+    pub egress: Egress,
     /// When the driver wants this host woken ([`Time::MAX`]: never).
     pub wake_at: Time,
     /// Time of the one wake event that counts ([`Time::MAX`]: none queued).
@@ -244,32 +255,10 @@ impl Host {
             qps: Vec::new(),
             cq: VecDeque::new(),
             congestion: VecDeque::new(),
-            ctrl: VecDeque::new(),
-            ring: VecDeque::new(),
-            tx_busy: false,
-            tx_pkt: 0,
-            pace_wake: Time::MAX,
-            paused: false,
-            paused_since: Time::ZERO,
-            paused_total: Time::ZERO,
-            up: VecDeque::new(),
+            egress: Egress::new(),
             wake_at: Time::MAX,
             wake_queued: Time::MAX,
             ready: false,
-        }
-    }
-
-    /// Whether a PFC XOFF from the switch holds this NIC's transmission now.
-    pub(crate) fn is_paused(&self) -> bool {
-        self.paused
-    }
-
-    /// Time spent paused up to `now`, including a pause still in force.
-    pub(crate) fn paused_time(&self, now: Time) -> Time {
-        if self.paused {
-            self.paused_total + (now - self.paused_since)
-        } else {
-            self.paused_total
         }
     }
 
@@ -284,200 +273,6 @@ impl Simulation {
         self.hosts[h as usize].cq.push_back(wc);
         self.stats.completions += 1;
         self.mark_ready(h);
-    }
-
-    /// Put `qp` in the round-robin ring if it has something to send, and kick the NIC.
-    pub(crate) fn schedule_qp(&mut self, h: u32, qi: usize) {
-        let host = &mut self.hosts[h as usize];
-        let qp = &mut host.qps[qi];
-        if !qp.in_ring && qp.sendable() {
-            qp.in_ring = true;
-            host.ring.push_back(qi as u32);
-        }
-        self.nic_try_tx(h);
-    }
-
-    /// Start the next packet on host `h`'s uplink if the link is idle and not paused.
-    pub(crate) fn nic_try_tx(&mut self, h: u32) {
-        let host = &mut self.hosts[h as usize];
-        if host.tx_busy || host.paused {
-            return;
-        }
-        let id = if let Some(id) = host.ctrl.pop_front() {
-            let p = self.pool.get(id);
-            if p.kind == PktKind::Ack {
-                self.stats.ack_packets += 1;
-                if let Some(qi) = host.qp_index(p.src_qpn) {
-                    let qp = &mut host.qps[qi];
-                    if qp.pending_ack == Some(id) {
-                        qp.pending_ack = None;
-                    }
-                }
-            }
-            id
-        } else {
-            match self.next_data_packet(h) {
-                Some(id) => {
-                    self.stats.data_packets += 1;
-                    id
-                }
-                None => return,
-            }
-        };
-        let wire = self.pool.get(id).wire;
-        let host = &mut self.hosts[h as usize];
-        host.tx_busy = true;
-        host.tx_pkt = id;
-        let done = self.now + self.ser(wire);
-        self.queue.push(done, Event::HostTxDone(h));
-    }
-
-    /// Round-robin over QPs with data: one packet from the first sendable QP whose rate
-    /// limiter allows it to start now. When only rate-limited QPs are left, one NIC wake-up
-    /// is scheduled at the earliest time one of them may start.
-    fn next_data_packet(&mut self, h: u32) -> Option<u32> {
-        let now = self.now;
-        let mut earliest = Time::MAX;
-        let turns = self.hosts[h as usize].ring.len();
-        for _ in 0..turns {
-            let host = &mut self.hosts[h as usize];
-            let Some(qi) = host.ring.pop_front() else {
-                break;
-            };
-            let qi = qi as usize;
-            let at = host.qps[qi].next_send;
-            if at > now {
-                earliest = earliest.min(at);
-                host.ring.push_back(qi as u32);
-                continue;
-            }
-            let Some(p) = self.build_packet(h, qi) else {
-                self.hosts[h as usize].qps[qi].in_ring = false;
-                continue;
-            };
-            let host = &mut self.hosts[h as usize];
-            let qp = &mut host.qps[qi];
-            if let (Some(cc), Some(params)) = (qp.cc.as_mut(), self.dcqcn.as_ref()) {
-                cc.advance(params, now);
-                cc.on_sent(params, p.wire as u64);
-                qp.next_send = cc.next_start(now, p.wire);
-            }
-            if qp.sendable() {
-                host.ring.push_back(qi as u32);
-            } else {
-                qp.in_ring = false;
-            }
-            return Some(self.pool.alloc(p));
-        }
-        if earliest != Time::MAX {
-            self.schedule_nic_wake(h, earliest);
-        }
-        None
-    }
-
-    /// The next packet of QP `qi`: a READ response if one is owed, else the next request
-    /// packet; `None` when the QP has nothing to send.
-    fn build_packet(&mut self, h: u32, qi: usize) -> Option<Packet> {
-        let (mtu, hdr) = (self.cfg.mtu, self.cfg.header_bytes);
-        let qp = &mut self.hosts[h as usize].qps[qi];
-        if qp.state != QpState::Rts {
-            return None;
-        }
-        let mut p = Packet::control(PktKind::Data, h, qp.remote_host, hdr);
-        p.src_qpn = qp.qpn;
-        p.dst_qpn = qp.remote_qpn;
-        if let Some(job) = qp.read_jobs.front_mut() {
-            let payload = job.bytes_left.min(mtu);
-            let first = job.first;
-            let last = job.pkts_left == 1;
-            p.kind = PktKind::ReadResp;
-            p.flags = if first { F_FIRST } else { 0 } | if last { F_LAST } else { 0 };
-            p.psn = job.psn;
-            p.payload = payload;
-            p.wire = hdr + payload + if first || last { AETH_BYTES } else { 0 };
-            p.src_addr = job.src_addr;
-            job.psn = psn_add(job.psn, 1);
-            job.src_addr += payload as u64;
-            job.bytes_left -= payload;
-            job.pkts_left -= 1;
-            job.first = false;
-            if job.pkts_left == 0 {
-                qp.read_jobs.pop_front();
-            }
-            return Some(p);
-        }
-        if qp.rnr_wait {
-            return None;
-        }
-        let w = *qp.sq.get(qp.cursor)?;
-        p.rkey = w.wr.rkey;
-        p.msg_len = w.wr.sge.len;
-        p.imm = w.wr.imm;
-        if w.wr.opcode == SendOpcode::RdmaRead {
-            p.kind = PktKind::ReadReq;
-            p.flags = F_FIRST | F_LAST;
-            p.psn = w.first_psn;
-            p.wire = hdr + RETH_BYTES;
-            p.remote_addr = w.wr.remote_addr;
-            qp.cursor += 1;
-            qp.cursor_pkt = 0;
-            self.request_sent(h, qi, psn_add(w.first_psn, w.npkts));
-            return Some(p);
-        }
-        let k = qp.cursor_pkt;
-        let off = k * mtu;
-        let payload = (w.wr.sge.len - off).min(mtu);
-        let first = k == 0;
-        let last = k + 1 == w.npkts;
-        let (op, imm, write) = match w.wr.opcode {
-            SendOpcode::Send => (MsgOp::Send, false, false),
-            SendOpcode::SendWithImm => (MsgOp::SendImm, true, false),
-            SendOpcode::RdmaWrite => (MsgOp::Write, false, true),
-            _ => (MsgOp::WriteImm, true, true),
-        };
-        p.op = op;
-        p.flags = if first { F_FIRST } else { 0 } | if last { F_LAST } else { 0 };
-        p.psn = psn_add(w.first_psn, k);
-        p.payload = payload;
-        p.wire = hdr
-            + payload
-            + if first && write { RETH_BYTES } else { 0 }
-            + if last && imm { IMMDT_BYTES } else { 0 };
-        p.src_addr = w.wr.sge.addr + off as u64;
-        p.remote_addr = w.wr.remote_addr + off as u64;
-        if last {
-            qp.cursor += 1;
-            qp.cursor_pkt = 0;
-        } else {
-            qp.cursor_pkt += 1;
-        }
-        self.request_sent(h, qi, psn_add(p.psn, 1));
-        Some(p)
-    }
-
-    pub(crate) fn on_host_tx_done(&mut self, h: u32) {
-        let at = self.now + self.cfg.link_delay;
-        let host = &mut self.hosts[h as usize];
-        host.tx_busy = false;
-        host.up.push_back((at, host.tx_pkt));
-        if host.up.len() == 1 {
-            self.queue.push(at, Event::UpArrive(h));
-        }
-        self.nic_try_tx(h);
-    }
-
-    pub(crate) fn on_up_arrive(&mut self, h: u32) {
-        let host = &mut self.hosts[h as usize];
-        let Some((_, id)) = host.up.pop_front() else {
-            return;
-        };
-        if let Some(&(next, _)) = host.up.front() {
-            self.queue.push(next, Event::UpArrive(h));
-        }
-        if self.uplink_fault(h, id) {
-            return;
-        }
-        self.switch_receive(h, id);
     }
 
     pub(crate) fn on_rnr_timer(&mut self, h: u32, qi: u32) {
@@ -501,20 +296,11 @@ impl Simulation {
         }
         match p.kind {
             PktKind::Pause => {
-                let host = &mut self.hosts[h as usize];
-                if !host.paused {
-                    host.paused = true;
-                    host.paused_since = self.now;
-                }
+                self.on_pause(h);
                 return;
             }
             PktKind::Resume => {
-                let host = &mut self.hosts[h as usize];
-                if host.paused {
-                    host.paused = false;
-                    host.paused_total += self.now - host.paused_since;
-                }
-                self.nic_try_tx(h);
+                self.on_resume(h);
                 return;
             }
             _ => {}
@@ -534,7 +320,7 @@ impl Simulation {
                 self.stats.cnps_received += 1;
                 self.hosts[h as usize].congestion.push_back(p.dst_qpn);
                 self.mark_ready(h);
-                self.dcqcn_on_cnp(h, qi);
+                self.on_cnp(h, qi);
             }
             PktKind::Ack => self.on_ack(h, qi, p.psn),
             PktKind::Nak => self.on_nak(h, qi, p.psn, p.nak),
@@ -556,12 +342,6 @@ impl Simulation {
     }
 
     // ----- Responder -----
-
-    fn queue_ctrl(&mut self, h: u32, p: Packet) -> u32 {
-        let id = self.pool.alloc(p);
-        self.hosts[h as usize].ctrl.push_back(id);
-        id
-    }
 
     fn reply(&self, h: u32, qi: usize, kind: PktKind, wire: u32) -> Packet {
         let qp = &self.hosts[h as usize].qps[qi];

@@ -2,13 +2,70 @@
 //! sequence-error NAK, the RNR wait on an RNR NAK), READ responses, retiring completed WQEs
 //! in order, and moving a QP to the error state.
 
+use crate::config::{IMMDT_BYTES, RETH_BYTES};
 use crate::engine::Event;
 use crate::nic::{Qp, QpState};
-use crate::packet::{psn_add, psn_diff, NakCode, Packet, PSN_MASK};
+use crate::packet::{
+    psn_add, psn_diff, MsgOp, NakCode, Packet, PktKind, F_FIRST, F_LAST, PSN_MASK,
+};
 use crate::Simulation;
 use xrdma::{QpNum, SendOpcode, Time, WcOpcode, WcStatus, WorkCompletion};
 
 impl Simulation {
+    /// The next request packet of QP `qi` on host `h`, built on `p` (addressed, `hdr` bytes):
+    /// `None` during an RNR wait or when every WQE is sent.
+    pub(crate) fn next_request(&mut self, h: u32, qi: usize, mut p: Packet) -> Option<Packet> {
+        let (mtu, hdr) = (self.cfg.mtu, self.cfg.header_bytes);
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        if qp.rnr_wait {
+            return None;
+        }
+        let w = *qp.sq.get(qp.cursor)?;
+        p.rkey = w.wr.rkey;
+        p.msg_len = w.wr.sge.len;
+        p.imm = w.wr.imm;
+        if w.wr.opcode == SendOpcode::RdmaRead {
+            p.kind = PktKind::ReadReq;
+            p.flags = F_FIRST | F_LAST;
+            p.psn = w.first_psn;
+            p.wire = hdr + RETH_BYTES;
+            p.remote_addr = w.wr.remote_addr;
+            qp.cursor += 1;
+            qp.cursor_pkt = 0;
+            self.request_sent(h, qi, psn_add(w.first_psn, w.npkts));
+            return Some(p);
+        }
+        let k = qp.cursor_pkt;
+        let off = k * mtu;
+        let payload = (w.wr.sge.len - off).min(mtu);
+        let first = k == 0;
+        let last = k + 1 == w.npkts;
+        let (op, imm, write) = match w.wr.opcode {
+            SendOpcode::Send => (MsgOp::Send, false, false),
+            SendOpcode::SendWithImm => (MsgOp::SendImm, true, false),
+            SendOpcode::RdmaWrite => (MsgOp::Write, false, true),
+            _ => (MsgOp::WriteImm, true, true),
+        };
+        p.op = op;
+        p.flags = if first { F_FIRST } else { 0 } | if last { F_LAST } else { 0 };
+        p.psn = psn_add(w.first_psn, k);
+        p.payload = payload;
+        p.wire = hdr
+            + payload
+            + if first && write { RETH_BYTES } else { 0 }
+            + if last && imm { IMMDT_BYTES } else { 0 };
+        p.src_addr = w.wr.sge.addr + off as u64;
+        p.remote_addr = w.wr.remote_addr + off as u64;
+        if last {
+            qp.cursor += 1;
+            qp.cursor_pkt = 0;
+        } else {
+            qp.cursor_pkt += 1;
+        }
+        self.request_sent(h, qi, psn_add(p.psn, 1));
+        Some(p)
+    }
+
     /// Complete WQEs at the head of the send queue that are fully acknowledged (READs: all
     /// responses received), in order.
     pub(crate) fn retire(&mut self, h: u32, qi: usize) {
