@@ -138,7 +138,7 @@ impl Transport for HostTransport<'_> {
         }
         qp.remote_host = remote.lid;
         qp.remote_qpn = remote.qpn;
-        qp.epsn = remote.psn & crate::packet::PSN_MASK;
+        qp.responder.epsn = remote.psn & crate::packet::PSN_MASK;
         qp.state = QpState::Rts;
         Ok(())
     }
@@ -215,7 +215,7 @@ impl Transport for HostTransport<'_> {
             ));
             return Ok(());
         }
-        if qp.rq.len() >= qp.caps.max_recv_wr as usize {
+        if qp.responder.rq.len() >= qp.caps.max_recv_wr as usize {
             return Err(TransportError::QueueFull {
                 qpn,
                 queue: "recv",
@@ -223,7 +223,7 @@ impl Transport for HostTransport<'_> {
             });
         }
         check_sge(&host.mem, &wr.sge)?;
-        host.qps[qi].rq.push_back(*wr);
+        host.qps[qi].responder.rq.push_back(*wr);
         Ok(())
     }
 

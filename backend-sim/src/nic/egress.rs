@@ -155,8 +155,8 @@ impl Simulation {
                 self.stats.ack_packets += 1;
                 if let Some(qi) = host.qp_index(p.src_qpn) {
                     let qp = &mut host.qps[qi];
-                    if qp.pending_ack == Some(id) {
-                        qp.pending_ack = None;
+                    if qp.responder.pending_ack == Some(id) {
+                        qp.responder.pending_ack = None;
                     }
                 }
             }
@@ -232,7 +232,7 @@ impl Simulation {
         let mut p = Packet::control(PktKind::Data, h, qp.remote_host, hdr);
         p.src_qpn = qp.qpn;
         p.dst_qpn = qp.remote_qpn;
-        if qp.next_read_response(&mut p, mtu, hdr) {
+        if qp.responder.next_read_response(&mut p, mtu, hdr) {
             return Some(p);
         }
         self.next_request(h, qi, p)

@@ -224,13 +224,13 @@ impl Simulation {
         qp.state = QpState::Err;
         qp.rnr_wait = false;
         qp.rto_deadline = Time::MAX;
-        qp.in_msg = None;
-        qp.read_jobs.clear();
+        qp.responder.in_msg = None;
+        qp.responder.read_jobs.clear();
         qp.cursor = 0;
         qp.cursor_pkt = 0;
         let qpn = qp.qpn;
         let sq = std::mem::take(&mut qp.sq);
-        let rq = std::mem::take(&mut qp.rq);
+        let rq = std::mem::take(&mut qp.responder.rq);
         for (j, w) in sq.iter().enumerate() {
             let status = match (failed_idx, failed) {
                 (Some(fj), Some((_, s))) if fj == j => s,
