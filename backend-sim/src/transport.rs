@@ -178,7 +178,7 @@ impl Transport for HostTransport<'_> {
                 })
             }
         }
-        if qp.sq.len() >= qp.caps.max_send_wr as usize {
+        if qp.requester.sq.len() >= qp.caps.max_send_wr as usize {
             return Err(TransportError::QueueFull {
                 qpn,
                 queue: "send",
@@ -189,9 +189,9 @@ impl Transport for HostTransport<'_> {
         check_sge(&host.mem, &s)?;
         let qp = &mut host.qps[qi];
         let npkts = packets_for(s.len, mtu);
-        let first_psn = qp.sq_psn;
-        qp.sq_psn = psn_add(first_psn, npkts);
-        qp.sq.push_back(crate::nic::Wqe {
+        let first_psn = qp.requester.sq_psn;
+        qp.requester.sq_psn = psn_add(first_psn, npkts);
+        qp.requester.sq.push_back(crate::nic::Wqe {
             wr: *wr,
             first_psn,
             npkts,

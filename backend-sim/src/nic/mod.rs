@@ -13,16 +13,17 @@ mod requester;
 mod responder;
 mod retransmit;
 
-pub(crate) use requester::flush_wc;
+pub(crate) use requester::Wqe;
 
 use egress::{Egress, QpEgress};
+use requester::Requester;
 use responder::Responder;
 
 use crate::memory::Memory;
-use crate::packet::{psn_add, psn_diff, PktKind, F_CE, F_CORRUPT, PSN_MASK};
+use crate::packet::{PktKind, F_CE, F_CORRUPT, PSN_MASK};
 use crate::Simulation;
 use std::collections::VecDeque;
-use xrdma::{QpCaps, QpNum, SendWr, Time, WorkCompletion};
+use xrdma::{QpCaps, QpNum, SendOpcode, Time, WcOpcode, WcStatus, WorkCompletion};
 
 /// QPNs are `QPN_BASE + index` (QPNs 0 and 1 are special in InfiniBand).
 pub(crate) const QPN_BASE: u32 = 0x100;
@@ -45,17 +46,6 @@ impl QpState {
     }
 }
 
-/// A posted send WR and its PSN range.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Wqe {
-    pub wr: SendWr,
-    pub first_psn: u32,
-    /// PSNs the WR consumes: packets of a SEND/WRITE, response packets of a READ.
-    pub npkts: u32,
-    /// READ response packets received so far.
-    pub resp_got: u32,
-}
-
 #[derive(Debug)]
 pub(crate) struct Qp {
     pub qpn: QpNum,
@@ -65,27 +55,9 @@ pub(crate) struct Qp {
     pub gen: u32,
     pub remote_host: u32,
     pub remote_qpn: QpNum,
-    // Requester.
-    pub sq: VecDeque<Wqe>,
-    /// Index in `sq` of the WQE whose packets are sent next; WQEs before it are fully sent.
-    pub cursor: usize,
-    /// Next packet of `sq[cursor]`.
-    pub cursor_pkt: u32,
-    /// PSN the next posted WR starts at.
-    pub sq_psn: u32,
-    /// Highest PSN known to be acknowledged.
-    pub acked_psn: u32,
-    pub rnr_wait: bool,
-    pub rnr_deadline: Time,
-    pub rnr_count: u8,
-    /// PSN after the highest request PSN ever sent (ACKs and NAKs beyond it are invalid).
-    pub sent_psn: u32,
-    /// Retransmission timeouts since the last progress.
-    pub retry_count: u8,
-    /// When the retransmission timer expires; [`Time::MAX`] when disarmed.
-    pub rto_deadline: Time,
-    /// A `RetransmitTimer` event for this QP is in the event queue.
-    pub rto_pending: bool,
+    /// The requester half: send queue, PSNs sent and acknowledged, RNR wait, retransmission
+    /// timer.
+    pub requester: Requester,
     /// Round-robin membership and DCQCN pacing.
     pub egress: QpEgress,
     /// The responder half: receive queue, expected PSN, ACKs owed, READs being answered.
@@ -115,18 +87,7 @@ impl Qp {
             gen: 0,
             remote_host: 0,
             remote_qpn: 0,
-            sq: VecDeque::new(),
-            cursor: 0,
-            cursor_pkt: 0,
-            sq_psn: psn,
-            acked_psn: psn_add(psn, PSN_MASK),
-            rnr_wait: false,
-            rnr_deadline: Time::ZERO,
-            rnr_count: 0,
-            sent_psn: psn,
-            retry_count: 0,
-            rto_deadline: Time::MAX,
-            rto_pending: false,
+            requester: Requester::new(psn),
             egress: QpEgress::new(),
             responder: Responder::new(),
         }
@@ -135,11 +96,11 @@ impl Qp {
     /// Back to INIT with a new first PSN; queued WRs are dropped without completions.
     pub(crate) fn reset(&mut self, psn: u32) {
         let (qpn, caps, gen, in_ring) = (self.qpn, self.caps, self.gen, self.egress.in_ring);
-        let rto_pending = self.rto_pending;
+        let rto_pending = self.requester.rto.pending;
         *self = Qp::new(qpn, caps, psn);
         self.gen = gen;
         // A timer event still queued finds the timer disarmed and does nothing.
-        self.rto_pending = rto_pending;
+        self.requester.rto.pending = rto_pending;
         // The QP may still be listed in the NIC's round-robin ring; keep the flag so it is
         // never listed twice. A pending ACK still in the control queue is forgotten: it goes
         // out unchanged and nothing folds new ACKs into it.
@@ -149,23 +110,7 @@ impl Qp {
     pub(crate) fn sendable(&self) -> bool {
         self.state == QpState::Rts
             && (!self.responder.read_jobs.is_empty()
-                || (!self.rnr_wait && self.cursor < self.sq.len()))
-    }
-
-    /// PSN of the next packet to send (behind `sent_psn` after a rewind).
-    pub(crate) fn next_psn(&self) -> u32 {
-        match self.sq.get(self.cursor) {
-            Some(w) => psn_add(w.first_psn, self.cursor_pkt),
-            None => self.sq_psn,
-        }
-    }
-
-    /// Index of the WQE among the first `upto` whose PSN range holds `psn`.
-    pub(crate) fn find_wqe(&self, psn: u32, upto: usize) -> Option<usize> {
-        self.sq
-            .iter()
-            .take(upto)
-            .position(|w| (0..w.npkts as i64).contains(&(psn_diff(psn, w.first_psn) as i64)))
+                || (!self.requester.rnr_wait && self.requester.cursor < self.requester.sq.len()))
     }
 }
 
@@ -216,14 +161,34 @@ impl Simulation {
         self.mark_ready(h);
     }
 
-    pub(crate) fn on_rnr_timer(&mut self, h: u32, qi: u32) {
-        let qi = qi as usize;
-        let Some(qp) = self.hosts[h as usize].qps.get_mut(qi) else {
-            return;
-        };
-        if qp.state == QpState::Rts && qp.rnr_wait && qp.rnr_deadline == self.now {
-            qp.rnr_wait = false;
-            self.schedule_qp(h, qi);
+    /// Move QP `qi` to ERR: the WR holding `failed.0` completes with `failed.1`, every other
+    /// outstanding send and receive WR with `WrFlushErr` (IB Spec 10.3.1, 11.6.2).
+    pub(crate) fn fail_qp(&mut self, h: u32, qi: usize, failed: Option<(u32, WcStatus)>) {
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        let failed_idx =
+            failed.and_then(|(psn, _)| qp.requester.find_wqe(psn, qp.requester.sq.len()));
+        qp.state = QpState::Err;
+        qp.requester.rnr_wait = false;
+        qp.requester.rto.deadline = Time::MAX;
+        qp.responder.in_msg = None;
+        qp.responder.read_jobs.clear();
+        qp.requester.cursor = 0;
+        qp.requester.cursor_pkt = 0;
+        let qpn = qp.qpn;
+        let sq = std::mem::take(&mut qp.requester.sq);
+        let rq = std::mem::take(&mut qp.responder.rq);
+        for (j, w) in sq.iter().enumerate() {
+            let status = match (failed_idx, failed) {
+                (Some(fj), Some((_, s))) if fj == j => s,
+                _ => WcStatus::WrFlushErr,
+            };
+            self.push_wc(h, flush_wc(w.wr.wr_id, status, wc_opcode(w.wr.opcode), qpn));
+        }
+        for r in rq {
+            self.push_wc(
+                h,
+                flush_wc(r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qpn),
+            );
         }
     }
 
@@ -280,5 +245,30 @@ impl Simulation {
             PktKind::Pause | PktKind::Resume => {}
         }
         self.nic_try_tx(h);
+    }
+}
+
+pub(crate) fn flush_wc(
+    wr_id: u64,
+    status: WcStatus,
+    opcode: WcOpcode,
+    qpn: QpNum,
+) -> WorkCompletion {
+    WorkCompletion {
+        wr_id,
+        status,
+        opcode,
+        qp_num: qpn,
+        byte_len: 0,
+        imm: None,
+    }
+}
+
+/// The completion opcode of a send WR of opcode `op`.
+pub(crate) fn wc_opcode(op: SendOpcode) -> WcOpcode {
+    match op {
+        SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
+        SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+        SendOpcode::RdmaRead => WcOpcode::RdmaRead,
     }
 }

@@ -2,14 +2,94 @@
 //! sequence-error NAK, the RNR wait on an RNR NAK), READ responses, retiring completed WQEs
 //! in order, and moving a QP to the error state.
 
+use super::retransmit::Rto;
+use super::{wc_opcode, QpState};
 use crate::config::{IMMDT_BYTES, RETH_BYTES};
 use crate::engine::Event;
-use crate::nic::{Qp, QpState};
 use crate::packet::{
     psn_add, psn_diff, MsgOp, NakCode, Packet, PktKind, F_FIRST, F_LAST, PSN_MASK,
 };
 use crate::Simulation;
-use xrdma::{QpNum, SendOpcode, Time, WcOpcode, WcStatus, WorkCompletion};
+use std::collections::VecDeque;
+use xrdma::{SendOpcode, SendWr, Time, WcStatus, WorkCompletion};
+
+/// A posted send WR and its PSN range.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wqe {
+    pub wr: SendWr,
+    pub first_psn: u32,
+    /// PSNs the WR consumes: packets of a SEND/WRITE, response packets of a READ.
+    pub npkts: u32,
+    /// READ response packets received so far.
+    pub resp_got: u32,
+}
+
+/// The requester state of one QP (see the module doc for the invariants).
+#[derive(Debug)]
+pub(crate) struct Requester {
+    pub sq: VecDeque<Wqe>,
+    /// Index in `sq` of the WQE whose packets are sent next; WQEs before it are fully sent.
+    pub cursor: usize,
+    /// Next packet of `sq[cursor]`.
+    pub cursor_pkt: u32,
+    /// PSN the next posted WR starts at.
+    pub sq_psn: u32,
+    /// Highest PSN known to be acknowledged.
+    pub acked_psn: u32,
+    pub rnr_wait: bool,
+    pub rnr_deadline: Time,
+    pub rnr_count: u8,
+    /// PSN after the highest request PSN ever sent (ACKs and NAKs beyond it are invalid).
+    pub sent_psn: u32,
+    /// The retransmission (local ACK) timer.
+    pub rto: Rto,
+}
+
+impl Requester {
+    /// An empty send queue whose first request PSN is `psn`.
+    pub(crate) fn new(psn: u32) -> Self {
+        Requester {
+            sq: VecDeque::new(),
+            cursor: 0,
+            cursor_pkt: 0,
+            sq_psn: psn,
+            acked_psn: psn_add(psn, PSN_MASK),
+            rnr_wait: false,
+            rnr_deadline: Time::ZERO,
+            rnr_count: 0,
+            sent_psn: psn,
+            rto: Rto::new(),
+        }
+    }
+
+    /// PSN of the next packet to send (behind `sent_psn` after a rewind).
+    pub(crate) fn next_psn(&self) -> u32 {
+        match self.sq.get(self.cursor) {
+            Some(w) => psn_add(w.first_psn, self.cursor_pkt),
+            None => self.sq_psn,
+        }
+    }
+
+    /// Index of the WQE among the first `upto` whose PSN range holds `psn`.
+    pub(crate) fn find_wqe(&self, psn: u32, upto: usize) -> Option<usize> {
+        self.sq
+            .iter()
+            .take(upto)
+            .position(|w| (0..w.npkts as i64).contains(&(psn_diff(psn, w.first_psn) as i64)))
+    }
+
+    /// Advance the acknowledged PSN to `psn` if it lies in the sent, unacknowledged range;
+    /// true when it moved (progress).
+    pub(crate) fn advance_acked(&mut self, psn: u32) -> bool {
+        if psn_diff(psn, self.acked_psn) > 0 && psn_diff(psn, self.sent_psn) < 0 {
+            self.acked_psn = psn;
+            self.rnr_count = 0;
+            true
+        } else {
+            false
+        }
+    }
+}
 
 impl Simulation {
     /// The next request packet of QP `qi` on host `h`, built on `p` (addressed, `hdr` bytes):
@@ -17,10 +97,10 @@ impl Simulation {
     pub(crate) fn next_request(&mut self, h: u32, qi: usize, mut p: Packet) -> Option<Packet> {
         let (mtu, hdr) = (self.cfg.mtu, self.cfg.header_bytes);
         let qp = &mut self.hosts[h as usize].qps[qi];
-        if qp.rnr_wait {
+        if qp.requester.rnr_wait {
             return None;
         }
-        let w = *qp.sq.get(qp.cursor)?;
+        let w = *qp.requester.sq.get(qp.requester.cursor)?;
         p.rkey = w.wr.rkey;
         p.msg_len = w.wr.sge.len;
         p.imm = w.wr.imm;
@@ -30,12 +110,12 @@ impl Simulation {
             p.psn = w.first_psn;
             p.wire = hdr + RETH_BYTES;
             p.remote_addr = w.wr.remote_addr;
-            qp.cursor += 1;
-            qp.cursor_pkt = 0;
+            qp.requester.cursor += 1;
+            qp.requester.cursor_pkt = 0;
             self.request_sent(h, qi, psn_add(w.first_psn, w.npkts));
             return Some(p);
         }
-        let k = qp.cursor_pkt;
+        let k = qp.requester.cursor_pkt;
         let off = k * mtu;
         let payload = (w.wr.sge.len - off).min(mtu);
         let first = k == 0;
@@ -57,10 +137,10 @@ impl Simulation {
         p.src_addr = w.wr.sge.addr + off as u64;
         p.remote_addr = w.wr.remote_addr + off as u64;
         if last {
-            qp.cursor += 1;
-            qp.cursor_pkt = 0;
+            qp.requester.cursor += 1;
+            qp.requester.cursor_pkt = 0;
         } else {
-            qp.cursor_pkt += 1;
+            qp.requester.cursor_pkt += 1;
         }
         self.request_sent(h, qi, psn_add(p.psn, 1));
         Some(p)
@@ -71,21 +151,23 @@ impl Simulation {
     pub(crate) fn retire(&mut self, h: u32, qi: usize) {
         loop {
             let qp = &mut self.hosts[h as usize].qps[qi];
-            if qp.cursor == 0 {
+            if qp.requester.cursor == 0 {
                 return;
             }
-            let Some(w) = qp.sq.front() else { return };
+            let Some(w) = qp.requester.sq.front() else {
+                return;
+            };
             let done = if w.wr.opcode == SendOpcode::RdmaRead {
                 w.resp_got == w.npkts
             } else {
-                psn_diff(psn_add(w.first_psn, w.npkts - 1), qp.acked_psn) <= 0
+                psn_diff(psn_add(w.first_psn, w.npkts - 1), qp.requester.acked_psn) <= 0
             };
             if !done {
                 return;
             }
             let w = *w;
-            qp.sq.pop_front();
-            qp.cursor -= 1;
+            qp.requester.sq.pop_front();
+            qp.requester.cursor -= 1;
             let qpn = qp.qpn;
             if w.wr.signaled {
                 let wc = WorkCompletion {
@@ -101,25 +183,13 @@ impl Simulation {
         }
     }
 
-    /// Advance the acknowledged PSN to `psn` if it lies in the sent, unacknowledged range;
-    /// true when it moved (progress).
-    fn advance_acked(qp: &mut Qp, psn: u32) -> bool {
-        if psn_diff(psn, qp.acked_psn) > 0 && psn_diff(psn, qp.sent_psn) < 0 {
-            qp.acked_psn = psn;
-            qp.rnr_count = 0;
-            true
-        } else {
-            false
-        }
-    }
-
     pub(crate) fn on_ack(&mut self, h: u32, qi: usize, psn: u32) {
         let qp = &mut self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts {
             return;
         }
-        if Self::advance_acked(qp, psn) {
-            Self::skip_acked(qp);
+        if qp.requester.advance_acked(psn) {
+            qp.requester.skip_acked();
             self.retire(h, qi);
             self.on_progress(h, qi);
         }
@@ -127,11 +197,11 @@ impl Simulation {
 
     pub(crate) fn on_nak(&mut self, h: u32, qi: usize, psn: u32, code: NakCode) {
         let qp = &mut self.hosts[h as usize].qps[qi];
-        if qp.state != QpState::Rts || psn_diff(psn, qp.sent_psn) >= 0 {
+        if qp.state != QpState::Rts || psn_diff(psn, qp.requester.sent_psn) >= 0 {
             return;
         }
         // A NAK of `psn` acknowledges everything before it.
-        if Self::advance_acked(qp, psn_add(psn, PSN_MASK)) {
+        if qp.requester.advance_acked(psn_add(psn, PSN_MASK)) {
             self.retire(h, qi);
             self.on_progress(h, qi);
         }
@@ -143,31 +213,31 @@ impl Simulation {
             NakCode::SeqErr => {
                 // Go back to the expected PSN, unless the NAK is stale (its PSN is already
                 // acknowledged) or an RNR wait will resend from there anyway.
-                if qp.rnr_wait || psn != psn_add(qp.acked_psn, 1) {
+                if qp.requester.rnr_wait || psn != psn_add(qp.requester.acked_psn, 1) {
                     return;
                 }
-                Self::seek(qp, psn);
+                qp.requester.seek(psn);
                 self.retire(h, qi);
                 self.schedule_qp(h, qi);
             }
             NakCode::Rnr => {
-                if qp.rnr_wait {
+                if qp.requester.rnr_wait {
                     return;
                 }
                 let retry = self.cfg.rnr_retry;
-                if retry != 7 && qp.rnr_count >= retry {
+                if retry != 7 && qp.requester.rnr_count >= retry {
                     self.fail_qp(h, qi, Some((psn, WcStatus::RnrRetryExcErr)));
                     return;
                 }
                 // Saturating: with rnr_retry 7 (retry forever) the count only feeds the
                 // counters, and a long stall outlasts 255 retries.
-                qp.rnr_count = qp.rnr_count.saturating_add(1);
-                qp.rnr_wait = true;
+                qp.requester.rnr_count = qp.requester.rnr_count.saturating_add(1);
+                qp.requester.rnr_wait = true;
                 // Go back to the NAKed packet.
-                if let Some(j) = qp.find_wqe(psn, qp.sq.len()) {
-                    let w = qp.sq[j];
-                    qp.cursor = j;
-                    qp.cursor_pkt = if w.wr.opcode == SendOpcode::RdmaRead {
+                if let Some(j) = qp.requester.find_wqe(psn, qp.requester.sq.len()) {
+                    let w = qp.requester.sq[j];
+                    qp.requester.cursor = j;
+                    qp.requester.cursor_pkt = if w.wr.opcode == SendOpcode::RdmaRead {
                         0
                     } else {
                         psn_diff(psn, w.first_psn) as u32
@@ -175,8 +245,8 @@ impl Simulation {
                 }
                 let at = self.now + crate::ib_timers::rnr_timer(self.cfg.min_rnr_timer);
                 // Nothing is outstanding while waiting: the retry re-arms the timer.
-                qp.rto_deadline = Time::MAX;
-                qp.rnr_deadline = at;
+                qp.requester.rto.deadline = Time::MAX;
+                qp.requester.rnr_deadline = at;
                 self.queue.push(
                     at,
                     Event::RnrTimer {
@@ -196,18 +266,18 @@ impl Simulation {
         if qp.state != QpState::Rts {
             return;
         }
-        let Some(j) = qp.find_wqe(p.psn, qp.cursor) else {
+        let Some(j) = qp.requester.find_wqe(p.psn, qp.requester.cursor) else {
             self.stats.out_of_sequence_drops += 1;
             return;
         };
-        let w = qp.sq[j];
+        let w = qp.requester.sq[j];
         let k = psn_diff(p.psn, w.first_psn) as u32;
         if w.wr.opcode != SendOpcode::RdmaRead || k != w.resp_got {
             self.stats.out_of_sequence_drops += 1;
             return;
         }
-        qp.sq[j].resp_got += 1;
-        Self::advance_acked(qp, p.psn);
+        qp.requester.sq[j].resp_got += 1;
+        qp.requester.advance_acked(p.psn);
         let dst = w.wr.sge.addr + k as u64 * mtu as u64;
         self.copy_bytes(p.src_host, p.src_addr, h, dst, p.payload);
         self.stats.delivered_payload_bytes += p.payload as u64;
@@ -216,57 +286,17 @@ impl Simulation {
         self.on_progress(h, qi);
     }
 
-    /// Move QP `qi` to ERR: the WR holding `failed.0` completes with `failed.1`, every other
-    /// outstanding send and receive WR with `WrFlushErr` (IB Spec 10.3.1, 11.6.2).
-    pub(crate) fn fail_qp(&mut self, h: u32, qi: usize, failed: Option<(u32, WcStatus)>) {
-        let qp = &mut self.hosts[h as usize].qps[qi];
-        let failed_idx = failed.and_then(|(psn, _)| qp.find_wqe(psn, qp.sq.len()));
-        qp.state = QpState::Err;
-        qp.rnr_wait = false;
-        qp.rto_deadline = Time::MAX;
-        qp.responder.in_msg = None;
-        qp.responder.read_jobs.clear();
-        qp.cursor = 0;
-        qp.cursor_pkt = 0;
-        let qpn = qp.qpn;
-        let sq = std::mem::take(&mut qp.sq);
-        let rq = std::mem::take(&mut qp.responder.rq);
-        for (j, w) in sq.iter().enumerate() {
-            let status = match (failed_idx, failed) {
-                (Some(fj), Some((_, s))) if fj == j => s,
-                _ => WcStatus::WrFlushErr,
-            };
-            self.push_wc(h, flush_wc(w.wr.wr_id, status, wc_opcode(w.wr.opcode), qpn));
+    pub(crate) fn on_rnr_timer(&mut self, h: u32, qi: u32) {
+        let qi = qi as usize;
+        let Some(qp) = self.hosts[h as usize].qps.get_mut(qi) else {
+            return;
+        };
+        if qp.state == QpState::Rts
+            && qp.requester.rnr_wait
+            && qp.requester.rnr_deadline == self.now
+        {
+            qp.requester.rnr_wait = false;
+            self.schedule_qp(h, qi);
         }
-        for r in rq {
-            self.push_wc(
-                h,
-                flush_wc(r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qpn),
-            );
-        }
-    }
-}
-
-pub(crate) fn flush_wc(
-    wr_id: u64,
-    status: WcStatus,
-    opcode: WcOpcode,
-    qpn: QpNum,
-) -> WorkCompletion {
-    WorkCompletion {
-        wr_id,
-        status,
-        opcode,
-        qp_num: qpn,
-        byte_len: 0,
-        imm: None,
-    }
-}
-
-fn wc_opcode(op: SendOpcode) -> WcOpcode {
-    match op {
-        SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
-        SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
-        SendOpcode::RdmaRead => WcOpcode::RdmaRead,
     }
 }
