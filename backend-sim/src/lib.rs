@@ -12,6 +12,42 @@
 //! [`SimConfig`] (including its seed) and the same calls give bit-identical results; see
 //! [`Simulation::trace_hash`].
 //!
+//! ## Where each event is handled
+//! The state is in [`Simulation`] (the queue, the clock, the packet pool, the fabric and one
+//! NIC per host); each concept's module extends it with the handlers of its events, and its
+//! module doc lists the state it owns. [`Simulation::advance`] pops the events; a lazy timer
+//! that is not due (a stale `Wake`, `NicWake` or `RetransmitTimer`) is dropped there without
+//! moving the clock.
+//!
+//! | Event | Module | Handler |
+//! |---|---|---|
+//! | `HostTxDone`: a NIC finished serializing a packet | `nic::egress` | `on_host_tx_done` |
+//! | `UpArrive`: an uplink packet reaches the switch | `nic::egress` | `on_up_arrive` |
+//! | `NicWake`: a rate-limited QP may start | `nic::egress` | `on_nic_wake` |
+//! | `SwitchTxDone`: a switch port finished a packet | `switch` | `on_switch_tx_done` |
+//! | `DownArrive`: a link's packet reaches its peer | `switch` | `on_down_arrive` |
+//! | `RnrTimer`: an RNR wait ends | `nic::requester` | `on_rnr_timer` |
+//! | `RetransmitTimer`: local ACK timeout | `nic::requester::retransmit` | `on_retransmit_timer` |
+//! | `Wake`: a driver's wake-up time | this crate root | `mark_ready` |
+//!
+//! A packet that reaches a host (`DownArrive` on a host's port) goes to `nic::nic_receive`,
+//! which hands it on by kind:
+//!
+//! | Packet | Module | Handler |
+//! |---|---|---|
+//! | PFC PAUSE / RESUME | `nic::egress` | `on_pause` / `on_resume` |
+//! | CNP (DCQCN reaction point) | `nic::egress` | `on_cnp` |
+//! | ACK, NAK, READ response | `nic::requester` | `on_ack`, `on_nak`, `on_read_resp` |
+//! | SEND / WRITE packet, READ request | `nic::responder` | `on_request` |
+//! | any CE-marked request or READ response (notification point) | `nic::responder` | `maybe_cnp` |
+//!
+//! The crate root holds construction, the event loop and its dispatch, wake requests and the
+//! counters; `switch` also holds the fabric's accessors. The other `impl Simulation` blocks
+//! are hooks on these paths, not event handlers: `faults` (the verdict on a packet at the far
+//! end of its wire: `uplink_fault`, `port_link_fault`), `memory` (`copy_bytes`, the DMA at
+//! delivery), `timeseries` (sampling before each event, delivered bytes); the verbs calls are
+//! in `transport` ([`HostTransport`]: posting a WR schedules its QP at the egress).
+//!
 //! ## Driving a simulation
 //! ```
 //! use xrdma::{LocalMemory, QpCaps, RecvWr, SendOpcode, SendWr, Sge, Transport, WcOpcode};

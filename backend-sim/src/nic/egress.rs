@@ -14,7 +14,7 @@
 //! # State
 //! Per host, [`Egress`] (`Host::egress`):
 //! - `ctrl`: packet-pool ids of queued ACK/NAK/CNP packets, FIFO. A QP's `pending_ack`
-//!   (responder) names an ACK still in here; taking it off clears `pending_ack`.
+//!   (responder) names an ACK still in here; taking that ACK off clears `pending_ack`.
 //! - `ring`: indices of QPs that may have data to send, in round-robin order. A QP is listed
 //!   at most once, exactly when its `QpEgress::in_ring` is set; a listed QP that has nothing
 //!   to send when its turn comes is taken off then.
@@ -22,11 +22,11 @@
 //!   `HostTxDone` event is pending while `tx_busy`.
 //! - `up`: packets on the uplink with their arrival times at the switch (picoseconds,
 //!   non-decreasing); exactly one `UpArrive` event is pending, for the head, while non-empty.
-//! - `pace_wake`: time of the one `NicWake` event that counts ([`Time::MAX`]: none); earlier
-//!   or later ones are stale.
+//! - `pace_wake`: time of the one `NicWake` event that counts ([`Time::MAX`]: none); a
+//!   `NicWake` at any other time is stale. Only an earlier wake replaces it.
 //! - `paused`, `paused_since`, `paused_total`: a PFC XOFF from the switch holds the link
-//!   (the packet on the wire finishes); `paused_total` is the time spent paused before the
-//!   current pause.
+//!   since `paused_since` (the packet on the wire finishes); `paused_total` is the time spent
+//!   in earlier, ended pauses.
 //!
 //! Per QP, [`QpEgress`] (`Qp::egress`):
 //! - `in_ring`: the QP is listed in `ring` (kept across a QP reset so it is never listed

@@ -1,17 +1,45 @@
-//! The host NIC: RC queue pairs (the responder half here, the requester half in
-//! `requester.rs`), egress arbitration and the host's uplink.
+//! The host NIC: one RoCEv2 RC NIC per host, in three parts and the glue that joins them.
 //!
-//! Egress: one packet at a time at line rate. Control packets (ACK, NAK, CNP) go first, in
-//! FIFO order; data packets are taken round-robin, one packet per turn, from the QPs in the
-//! `ring` (QPs with something to send). Packets are built lazily when the link frees up, so a
-//! rewind (RNR NAK, sequence-error NAK, retransmission timeout; see `retransmit.rs`) never has
-//! to recall queued packets. With DCQCN on, a QP whose next packet may not start yet (its
-//! rate limiter, see `pacing.rs`) is skipped in its turn.
+//! - [`requester`]: the sending half of each QP — request packets from the send queue, ACKs,
+//!   NAKs (go-back-N on a sequence error, the RNR wait) and READ responses that retire WQEs,
+//!   and (its submodule `retransmit`) the retransmission timer;
+//! - [`responder`]: the receiving half — request packets delivered into memory, receive WRs
+//!   consumed, ACKs and NAKs queued, READ responses owed, CNPs for CE-marked packets;
+//! - [`egress`]: the host's transmit side — control queue, round robin between QPs, DCQCN
+//!   pacing, PFC pause, the uplink.
+//!
+//! Each part's module doc lists the state it owns and the events it handles. This module holds
+//! what they share:
+//!
+//! # State
+//! [`Host`] (one per host, `Simulation::hosts[h]`):
+//! - `mem`: the host's registered memory (MRs with real bytes).
+//! - `qps`: the QPs, QP index `i` having QPN `QPN_BASE + i`; never shrinks (a reset QP is
+//!   reused).
+//! - `cq`: work completions not yet polled, in completion order (one CQ per host).
+//! - `congestion`: QPNs that received a CNP, not yet polled (`Transport::poll_congestion`).
+//! - `egress`: see [`egress`].
+//! - `wake_at`, `wake_queued`, `ready`: the driver's wake request and whether the host is in
+//!   the simulation's ready list (see `Simulation::set_wake` and `Simulation::advance`).
+//!
+//! [`Qp`]: `qpn`, `caps`, `state` (INIT until `connect_qp`, then RTS; ERR after a fatal
+//! error until reset), `gen` (resets so far, salting the first PSN), `remote_host` and
+//! `remote_qpn` (set by `connect_qp`; a packet from anywhere else is dropped), and the three
+//! parts' state: `requester`, `responder`, `egress`.
+//!
+//! # Events
+//! - A packet from the downlink fully arrived (`DownArrive` at a host's switch port,
+//!   [`Simulation::nic_receive`]): a corrupted packet is dropped (bad ICRC); PFC frames go to
+//!   the egress; a packet for an unknown QP, a QP in INIT or from another peer is dropped;
+//!   then CNP → egress (DCQCN reaction point), ACK / NAK / READ response → requester, SEND /
+//!   WRITE / READ request → responder (a CE mark first makes the responder's notification
+//!   point send a CNP), and the NIC looks for a packet to send.
+//! - A fatal error on a QP ([`Simulation::fail_qp`]): the QP goes to ERR and every
+//!   outstanding WR is flushed.
 
 mod egress;
 mod requester;
 mod responder;
-mod retransmit;
 
 pub(crate) use requester::Wqe;
 
@@ -46,6 +74,8 @@ impl QpState {
     }
 }
 
+/// One RC QP: identity, connection, state, and the requester's, responder's and egress's
+/// state (see the module doc).
 #[derive(Debug)]
 pub(crate) struct Qp {
     pub qpn: QpNum,
@@ -119,6 +149,7 @@ pub(crate) fn packets_for(len: u32, mtu: u32) -> u32 {
     len.div_ceil(mtu).max(1)
 }
 
+/// One host's NIC (see the module doc).
 #[derive(Debug)]
 pub(crate) struct Host {
     pub mem: Memory,
@@ -155,6 +186,7 @@ impl Host {
 }
 
 impl Simulation {
+    /// Add `wc` to host `h`'s CQ and mark the host ready for its driver.
     pub(crate) fn push_wc(&mut self, h: u32, wc: WorkCompletion) {
         self.hosts[h as usize].cq.push_back(wc);
         self.stats.completions += 1;
@@ -248,6 +280,7 @@ impl Simulation {
     }
 }
 
+/// A completion of WR `wr_id` on QP `qpn` with `status` and no data (a flushed or failed WR).
 pub(crate) fn flush_wc(
     wr_id: u64,
     status: WcStatus,

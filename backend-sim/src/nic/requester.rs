@@ -1,8 +1,42 @@
-//! The requester half of an RC QP: ACKs and NAKs from the responder (go-back-N on a
-//! sequence-error NAK, the RNR wait on an RNR NAK), READ responses, retiring completed WQEs
-//! in order, and moving a QP to the error state.
+//! The requester half of an RC QP: request packets from the send queue, ACKs and NAKs from
+//! the responder (go-back-N on a sequence-error NAK, the RNR wait on an RNR NAK), READ
+//! responses, and retiring completed WQEs in order. Loss recovery by timeout is the
+//! [`retransmit`] submodule's.
+//!
+//! # State
+//! [`Requester`] (`Qp::requester`); PSNs are 24-bit and compared modulo 2^24:
+//! - `sq`: the posted send WQEs not yet completed, oldest first, at most `caps.max_send_wr`.
+//!   Each [`Wqe`] holds the PSNs `[first_psn, first_psn + npkts)` (a READ: one request,
+//!   `npkts` responses), contiguous from one WQE to the next and ending at `sq_psn`.
+//! - `cursor`, `cursor_pkt`: the next packet to send is packet `cursor_pkt` of `sq[cursor]`
+//!   (`0 ≤ cursor ≤ sq.len()`; `cursor_pkt < npkts`, always 0 for a READ and when
+//!   `cursor == sq.len()`). WQEs before `cursor` are fully sent; a rewind moves the cursor
+//!   back.
+//! - `sq_psn`: the first PSN of the next posted WR.
+//! - `acked_psn`: the highest PSN acknowledged (at start, the first PSN − 1). Only an
+//!   acknowledgement (an ACK, the PSN before a NAKed one, a READ response) inside
+//!   `(acked_psn, sent_psn)` moves it; WQEs complete in order once their last PSN is
+//!   acknowledged (a READ: once its `resp_got` responses are all in).
+//! - `sent_psn`: one past the highest request PSN ever sent; a rewind does not move it back,
+//!   so a packet sent below it is a retransmission.
+//! - `rnr_wait`, `rnr_deadline`, `rnr_count`: after an RNR NAK no request is sent until the
+//!   `RnrTimer` at `rnr_deadline` (picoseconds; `ib_timers::rnr_timer` of `min_rnr_timer`);
+//!   `rnr_count` RNR NAKs since the last progress (saturating) fail the QP with
+//!   `RnrRetryExcErr` once they reach `rnr_retry` (never with `rnr_retry` 7).
+//! - `rto`: the retransmission timer (see [`retransmit`]).
+//!
+//! # Events
+//! - The egress takes the QP's next request packet ([`Simulation::next_request`]).
+//! - ACK ([`Simulation::on_ack`]), NAK ([`Simulation::on_nak`]) and READ response
+//!   ([`Simulation::on_read_resp`]) packets, from `nic_receive`.
+//! - `RnrTimer` ([`Simulation::on_rnr_timer`]): the RNR wait ends, sending resumes at the
+//!   NAKed packet.
+//!
+//! A WR is posted by `Transport::post_send` (in `transport.rs`): it appends a WQE at
+//! `sq_psn` and schedules the QP at the egress.
 
-use super::retransmit::Rto;
+mod retransmit;
+
 use super::{wc_opcode, QpState};
 use crate::config::{IMMDT_BYTES, RETH_BYTES};
 use crate::engine::Event;
@@ -10,6 +44,7 @@ use crate::packet::{
     psn_add, psn_diff, MsgOp, NakCode, Packet, PktKind, F_FIRST, F_LAST, PSN_MASK,
 };
 use crate::Simulation;
+use retransmit::Rto;
 use std::collections::VecDeque;
 use xrdma::{SendOpcode, SendWr, Time, WcStatus, WorkCompletion};
 
@@ -183,6 +218,8 @@ impl Simulation {
         }
     }
 
+    /// An ACK of `psn` for QP `qi` on host `h`: acknowledge up to `psn`, skip what a rewind
+    /// would resend needlessly, retire completed WQEs.
     pub(crate) fn on_ack(&mut self, h: u32, qi: usize, psn: u32) {
         let qp = &mut self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts {
@@ -195,6 +232,9 @@ impl Simulation {
         }
     }
 
+    /// A NAK of `psn` with `code` for QP `qi` on host `h`: everything before `psn` is
+    /// acknowledged; a sequence error goes back to `psn`, an RNR NAK starts the RNR wait, an
+    /// access or invalid-request NAK fails the QP.
     pub(crate) fn on_nak(&mut self, h: u32, qi: usize, psn: u32, code: NakCode) {
         let qp = &mut self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts || psn_diff(psn, qp.requester.sent_psn) >= 0 {
@@ -260,6 +300,8 @@ impl Simulation {
         }
     }
 
+    /// A READ response packet `p` for QP `qi` on host `h`: its payload is written at its place
+    /// in the READ's local buffer if it is the next one expected, else dropped.
     pub(crate) fn on_read_resp(&mut self, h: u32, qi: usize, p: &Packet) {
         let mtu = self.cfg.mtu;
         let qp = &mut self.hosts[h as usize].qps[qi];
@@ -286,6 +328,8 @@ impl Simulation {
         self.on_progress(h, qi);
     }
 
+    /// `RnrTimer` of QP `qi` on host `h`: the RNR wait ends if this is its deadline, and the
+    /// QP is scheduled to resend from the NAKed packet.
     pub(crate) fn on_rnr_timer(&mut self, h: u32, qi: u32) {
         let qi = qi as usize;
         let Some(qp) = self.hosts[h as usize].qps.get_mut(qi) else {

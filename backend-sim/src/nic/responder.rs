@@ -1,4 +1,38 @@
-//! The responder half of an RC QP.
+//! The responder half of an RC QP: request packets delivered in PSN order into memory, receive
+//! WRs consumed, cumulative ACKs and NAKs (sequence error, RNR, remote access, invalid
+//! request) queued, READs answered, and the DCQCN notification point (CNPs).
+//!
+//! # State
+//! [`Responder`] (`Qp::responder`); PSNs are 24-bit and compared modulo 2^24:
+//! - `rq`: posted receive WRs, oldest first, at most `caps.max_recv_wr`. A SEND's first
+//!   packet or a WRITE-with-immediate's last takes the front one; none posted is an RNR NAK.
+//! - `epsn`: the PSN of the next request expected; the remote's first PSN at `connect_qp`,
+//!   then one more per delivered SEND/WRITE packet and one per response packet of an
+//!   accepted READ. A
+//!   packet beyond it is a gap (one sequence-error NAK), one before it a duplicate
+//!   (re-acknowledged; a duplicate READ is answered again).
+//! - `in_msg`: the SEND being received — its receive WR and the bytes written so far; set
+//!   from its first packet to its last.
+//! - `ack_count`: packets delivered since the last ACK was queued; an ACK is queued at every
+//!   message's last packet and every `ack_every` packets.
+//! - `pending_ack`: the packet-pool id of an ACK still in the egress's control queue; a newer
+//!   cumulative ACK overwrites its PSN instead of queueing another. The egress clears it when
+//!   the ACK goes out.
+//! - `read_jobs`: READs being answered, in request order; the front one's response packets
+//!   (PSNs from the request's, `mtu` bytes each) go out before the QP's own requests.
+//! - `last_cnp`: when the QP last queued a CNP (picoseconds); at most one per `cnp_interval`,
+//!   for CE-marked request packets and for CE-marked READ responses the QP receives as
+//!   requester.
+//! - `nak_sent`: a sequence-error or RNR NAK went out for the current `epsn`; later packets
+//!   of the gap are dropped silently until `epsn` arrives (one NAK per gap).
+//!
+//! # Events
+//! - A SEND, WRITE or READ request packet ([`Simulation::on_request`], from `nic_receive`).
+//! - A CE-marked packet ([`Simulation::maybe_cnp`], from `nic_receive`).
+//! - The egress takes the QP's next READ response packet
+//!   ([`Responder::next_read_response`]).
+//!
+//! A receive WR is posted by `Transport::post_recv` (in `transport.rs`).
 
 use crate::config::{AETH_BYTES, CNP_EXTRA_BYTES};
 use crate::packet::{
@@ -13,29 +47,43 @@ use super::{packets_for, QpState};
 /// A READ the responder is answering.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ReadJob {
+    /// PSN of the next response packet.
     psn: u32,
+    /// Response packets still to send.
     pkts_left: u32,
+    /// Where the next response packet's payload is read, in this host's memory.
     src_addr: u64,
+    /// Bytes still to send.
     bytes_left: u32,
+    /// The next response packet is the first (it carries an AETH).
     first: bool,
 }
 
 /// The inbound SEND being received.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct InMsg {
+    /// The receive WR the SEND lands in.
     recv: RecvWr,
+    /// Bytes written into it so far.
     bytes: u32,
 }
 
 /// The responder state of one QP (see the module doc for the invariants).
 #[derive(Debug)]
 pub(crate) struct Responder {
+    /// Posted receive WRs.
     pub rq: VecDeque<RecvWr>,
+    /// PSN of the next request expected.
     pub epsn: u32,
+    /// The SEND being received.
     pub in_msg: Option<InMsg>,
+    /// Packets delivered since the last ACK was queued.
     pub ack_count: u32,
+    /// Pool id of the queued, not yet sent ACK.
     pub pending_ack: Option<u32>,
+    /// When the last CNP was queued.
     pub last_cnp: Option<Time>,
+    /// READs being answered, oldest first.
     pub read_jobs: VecDeque<ReadJob>,
     /// A NAK (sequence error or RNR) was sent for the current `epsn`; later out-of-sequence
     /// packets are dropped silently until `epsn` arrives (one NAK per gap).
@@ -43,6 +91,7 @@ pub(crate) struct Responder {
 }
 
 impl Responder {
+    /// Nothing received or posted; `epsn` is set when the QP connects.
     pub(crate) fn new() -> Self {
         Responder {
             rq: VecDeque::new(),
@@ -84,6 +133,7 @@ impl Responder {
 }
 
 impl Simulation {
+    /// A control packet of `kind` and `wire` bytes from QP `qi` on host `h` to its peer.
     fn reply(&self, h: u32, qi: usize, kind: PktKind, wire: u32) -> Packet {
         let qp = &self.hosts[h as usize].qps[qi];
         let mut p = Packet::control(kind, h, qp.remote_host, wire);
@@ -104,6 +154,7 @@ impl Simulation {
         self.hosts[h as usize].qps[qi].responder.pending_ack = Some(id);
     }
 
+    /// Queue a NAK of `psn` with `code`.
     fn send_nak(&mut self, h: u32, qi: usize, psn: u32, code: NakCode) {
         let mut p = self.reply(h, qi, PktKind::Nak, self.cfg.header_bytes + AETH_BYTES);
         p.psn = psn;
@@ -158,6 +209,8 @@ impl Simulation {
         self.stats.cnps_sent += 1;
     }
 
+    /// A request packet `p` (SEND, WRITE or READ request) for QP `qi` on host `h`: deliver it
+    /// if it is the expected PSN, NAK a gap once, re-acknowledge a duplicate.
     pub(crate) fn on_request(&mut self, h: u32, qi: usize, p: &Packet) {
         let (mtu, ack_every) = (self.cfg.mtu, self.cfg.ack_every);
         let qp = &self.hosts[h as usize].qps[qi];

@@ -2,17 +2,39 @@
 //! rewinds of the send cursor.
 //!
 //! The responder NAKs the first packet of a gap with a PSN sequence error carrying the
-//! expected PSN (`nic.rs`); the requester goes back to that PSN. When nothing comes back —
-//! the tail of a message was lost, or the NAK itself — the timer goes back to the oldest
-//! unacknowledged PSN (a READ at the head of the send queue whose responses are missing is
-//! requested again). After `retry_cnt` retransmissions without progress the next timeout
+//! expected PSN (`nic::responder`); the requester goes back to that PSN. When nothing comes
+//! back — the tail of a message was lost, or the NAK itself — the timer goes back to the
+//! oldest unacknowledged PSN (a READ at the head of the send queue whose responses are missing
+//! is requested again). After `retry_cnt` retransmissions without progress the next timeout
 //! fails the QP with `RetryExcErr` (IB Spec vol. 1, Retry Count).
 //!
 //! The timer is lazy: a QP has at most one `RetransmitTimer` event queued. Progress (an ACK
 //! or response that moves the acknowledged PSN) only moves the deadline; the queued event
 //! re-queues itself at the deadline when it fires early.
+//!
+//! # State
+//! [`Rto`] (`Qp::requester.rto`):
+//! - `retry_count`: timeouts since the last progress; the timeout that finds it at
+//!   `retry_cnt` fails the QP.
+//! - `deadline`: when the timer expires (picoseconds; [`Time::MAX`]: disarmed). The first
+//!   request sent while disarmed arms it `ib_timers::local_ack_timeout(local_ack_timeout)`
+//!   ahead; progress restarts it while sent requests are outstanding and disarms it when none
+//!   are; an RNR wait, the expiry itself and the ERR state disarm it.
+//! - `pending`: a `RetransmitTimer` event for the QP is queued (at most one). It survives a
+//!   QP reset, so the stale event finds the timer disarmed and a new one is not queued twice.
+//!
+//! The send-cursor rewinds ([`Requester::seek`], [`Requester::skip_acked`]) act on the
+//! requester's `cursor` and `cursor_pkt`.
+//!
+//! # Events
+//! - `RetransmitTimer`: [`Simulation::retransmit_due`] (from the event loop: a disarmed or
+//!   early event neither runs nor moves the clock), then [`Simulation::on_retransmit_timer`].
+//! - A request packet put on the wire ([`Simulation::request_sent`], from the requester's
+//!   `next_request`).
+//! - Progress: the acknowledged PSN moved ([`Simulation::on_progress`], from ACKs, NAKs and
+//!   READ responses).
 
-use super::requester::Requester;
+use super::Requester;
 use crate::engine::Event;
 use crate::ib_timers::local_ack_timeout;
 use crate::packet::{psn_add, psn_diff};
@@ -97,7 +119,7 @@ impl Simulation {
             return false;
         };
         qp.requester.rto.pending = false;
-        if qp.state != super::QpState::Rts || qp.requester.rto.deadline == Time::MAX {
+        if qp.state != crate::nic::QpState::Rts || qp.requester.rto.deadline == Time::MAX {
             return false;
         }
         if t < qp.requester.rto.deadline {
