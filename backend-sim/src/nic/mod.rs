@@ -137,6 +137,8 @@ impl Qp {
         self.egress.in_ring = in_ring;
     }
 
+    /// Whether the egress has a packet to take from this QP: in RTS, a READ response owed or
+    /// (outside an RNR wait) a request not yet sent.
     pub(crate) fn sendable(&self) -> bool {
         self.state == QpState::Rts
             && (!self.responder.read_jobs.is_empty()
@@ -186,44 +188,6 @@ impl Host {
 }
 
 impl Simulation {
-    /// Add `wc` to host `h`'s CQ and mark the host ready for its driver.
-    pub(crate) fn push_wc(&mut self, h: u32, wc: WorkCompletion) {
-        self.hosts[h as usize].cq.push_back(wc);
-        self.stats.completions += 1;
-        self.mark_ready(h);
-    }
-
-    /// Move QP `qi` to ERR: the WR holding `failed.0` completes with `failed.1`, every other
-    /// outstanding send and receive WR with `WrFlushErr` (IB Spec 10.3.1, 11.6.2).
-    pub(crate) fn fail_qp(&mut self, h: u32, qi: usize, failed: Option<(u32, WcStatus)>) {
-        let qp = &mut self.hosts[h as usize].qps[qi];
-        let failed_idx =
-            failed.and_then(|(psn, _)| qp.requester.find_wqe(psn, qp.requester.sq.len()));
-        qp.state = QpState::Err;
-        qp.requester.rnr_wait = false;
-        qp.requester.rto.deadline = Time::MAX;
-        qp.responder.in_msg = None;
-        qp.responder.read_jobs.clear();
-        qp.requester.cursor = 0;
-        qp.requester.cursor_pkt = 0;
-        let qpn = qp.qpn;
-        let sq = std::mem::take(&mut qp.requester.sq);
-        let rq = std::mem::take(&mut qp.responder.rq);
-        for (j, w) in sq.iter().enumerate() {
-            let status = match (failed_idx, failed) {
-                (Some(fj), Some((_, s))) if fj == j => s,
-                _ => WcStatus::WrFlushErr,
-            };
-            self.push_wc(h, flush_wc(w.wr.wr_id, status, wc_opcode(w.wr.opcode), qpn));
-        }
-        for r in rq {
-            self.push_wc(
-                h,
-                flush_wc(r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qpn),
-            );
-        }
-    }
-
     /// A packet from the downlink has fully arrived at host `h`.
     pub(crate) fn nic_receive(&mut self, h: u32, id: u32) {
         let p = *self.pool.get(id);
@@ -277,6 +241,44 @@ impl Simulation {
             PktKind::Pause | PktKind::Resume => {}
         }
         self.nic_try_tx(h);
+    }
+
+    /// Add `wc` to host `h`'s CQ and mark the host ready for its driver.
+    pub(crate) fn push_wc(&mut self, h: u32, wc: WorkCompletion) {
+        self.hosts[h as usize].cq.push_back(wc);
+        self.stats.completions += 1;
+        self.mark_ready(h);
+    }
+
+    /// Move QP `qi` to ERR: the WR holding `failed.0` completes with `failed.1`, every other
+    /// outstanding send and receive WR with `WrFlushErr` (IB Spec 10.3.1, 11.6.2).
+    pub(crate) fn fail_qp(&mut self, h: u32, qi: usize, failed: Option<(u32, WcStatus)>) {
+        let qp = &mut self.hosts[h as usize].qps[qi];
+        let failed_idx =
+            failed.and_then(|(psn, _)| qp.requester.find_wqe(psn, qp.requester.sq.len()));
+        qp.state = QpState::Err;
+        qp.requester.rnr_wait = false;
+        qp.requester.rto.deadline = Time::MAX;
+        qp.responder.in_msg = None;
+        qp.responder.read_jobs.clear();
+        qp.requester.cursor = 0;
+        qp.requester.cursor_pkt = 0;
+        let qpn = qp.qpn;
+        let sq = std::mem::take(&mut qp.requester.sq);
+        let rq = std::mem::take(&mut qp.responder.rq);
+        for (j, w) in sq.iter().enumerate() {
+            let status = match (failed_idx, failed) {
+                (Some(fj), Some((_, s))) if fj == j => s,
+                _ => WcStatus::WrFlushErr,
+            };
+            self.push_wc(h, flush_wc(w.wr.wr_id, status, wc_opcode(w.wr.opcode), qpn));
+        }
+        for r in rq {
+            self.push_wc(
+                h,
+                flush_wc(r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qpn),
+            );
+        }
     }
 }
 

@@ -51,7 +51,9 @@ use xrdma::{SendOpcode, SendWr, Time, WcStatus, WorkCompletion};
 /// A posted send WR and its PSN range.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Wqe {
+    /// The WR as posted.
     pub wr: SendWr,
+    /// PSN of its first packet (a READ: of its request and first response).
     pub first_psn: u32,
     /// PSNs the WR consumes: packets of a SEND/WRITE, response packets of a READ.
     pub npkts: u32,
@@ -62,6 +64,7 @@ pub(crate) struct Wqe {
 /// The requester state of one QP (see the module doc for the invariants).
 #[derive(Debug)]
 pub(crate) struct Requester {
+    /// Posted send WQEs not yet completed, oldest first.
     pub sq: VecDeque<Wqe>,
     /// Index in `sq` of the WQE whose packets are sent next; WQEs before it are fully sent.
     pub cursor: usize,
@@ -71,8 +74,11 @@ pub(crate) struct Requester {
     pub sq_psn: u32,
     /// Highest PSN known to be acknowledged.
     pub acked_psn: u32,
+    /// Waiting out an RNR NAK: no request is sent.
     pub rnr_wait: bool,
+    /// When the RNR wait ends (its `RnrTimer`).
     pub rnr_deadline: Time,
+    /// RNR NAKs since the last progress.
     pub rnr_count: u8,
     /// PSN after the highest request PSN ever sent (ACKs and NAKs beyond it are invalid).
     pub sent_psn: u32,

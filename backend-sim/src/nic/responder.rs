@@ -55,7 +55,7 @@ pub(crate) struct ReadJob {
     src_addr: u64,
     /// Bytes still to send.
     bytes_left: u32,
-    /// The next response packet is the first (it carries an AETH).
+    /// The next response packet is the response's first.
     first: bool,
 }
 
