@@ -12,6 +12,42 @@
 //! [`SimConfig`] (including its seed) and the same calls give bit-identical results; see
 //! [`Simulation::trace_hash`].
 //!
+//! ## Where each event is handled
+//! The state is in [`Simulation`] (the queue, the clock, the packet pool, the fabric and one
+//! NIC per host); each concept's module extends it with the handlers of its events, and its
+//! module doc lists the state it owns. [`Simulation::advance`] pops the events; a lazy timer
+//! that is not due (a stale `Wake`, `NicWake` or `RetransmitTimer`) is dropped there without
+//! moving the clock.
+//!
+//! | Event | Module | Handler |
+//! |---|---|---|
+//! | `HostTxDone`: a NIC finished serializing a packet | `nic::egress` | `on_host_tx_done` |
+//! | `UpArrive`: an uplink packet reaches the switch | `nic::egress` | `on_up_arrive` |
+//! | `NicWake`: a rate-limited QP may start | `nic::egress` | `on_nic_wake` |
+//! | `SwitchTxDone`: a switch port finished a packet | `switch` | `on_switch_tx_done` |
+//! | `DownArrive`: a link's packet reaches its peer | `switch` | `on_down_arrive` |
+//! | `RnrTimer`: an RNR wait ends | `nic::requester` | `on_rnr_timer` |
+//! | `RetransmitTimer`: local ACK timeout | `nic::requester::retransmit` | `on_retransmit_timer` |
+//! | `Wake`: a driver's wake-up time | this crate root | `mark_ready` |
+//!
+//! A packet that reaches a host (`DownArrive` on a host's port) goes to `nic::nic_receive`,
+//! which hands it on by kind:
+//!
+//! | Packet | Module | Handler |
+//! |---|---|---|
+//! | PFC PAUSE / RESUME | `nic::egress` | `on_pause` / `on_resume` |
+//! | CNP (DCQCN reaction point) | `nic::egress` | `on_cnp` |
+//! | ACK, NAK, READ response | `nic::requester` | `on_ack`, `on_nak`, `on_read_resp` |
+//! | SEND / WRITE packet, READ request | `nic::responder` | `on_request` |
+//! | any CE-marked request or READ response (notification point) | `nic::responder` | `maybe_cnp` |
+//!
+//! The crate root holds construction, the event loop and its dispatch, wake requests and the
+//! counters; `switch` also holds the fabric's accessors. The other `impl Simulation` blocks
+//! are hooks on these paths, not event handlers: `faults` (the verdict on a packet at the far
+//! end of its wire: `uplink_fault`, `port_link_fault`), `memory` (`copy_bytes`, the DMA at
+//! delivery), `timeseries` (sampling before each event, delivered bytes); the verbs calls are
+//! in `transport` ([`HostTransport`]: posting a WR schedules its QP at the egress).
+//!
 //! ## Driving a simulation
 //! ```
 //! use xrdma::{LocalMemory, QpCaps, RecvWr, SendOpcode, SendWr, Sge, Transport, WcOpcode};
@@ -56,10 +92,7 @@ mod faults;
 mod ib_timers;
 mod memory;
 mod nic;
-mod pacing;
 mod packet;
-mod requester;
-mod retransmit;
 mod routing;
 mod stats;
 mod switch;
@@ -188,7 +221,7 @@ impl Simulation {
             // would otherwise stretch the simulated time past the last real event.
             let due = match ev {
                 Event::Wake(host) => self.wake_due(host, t),
-                Event::NicWake(h) => self.hosts[h as usize].pace_wake == t,
+                Event::NicWake(h) => self.hosts[h as usize].egress.pace_wake == t,
                 Event::RetransmitTimer { host, qp } => self.retransmit_due(host, qp, t),
                 _ => true,
             };
@@ -253,7 +286,7 @@ impl Simulation {
         s.paused_time = self
             .hosts
             .iter()
-            .fold(Time::ZERO, |acc, h| acc + h.paused_time(self.now));
+            .fold(Time::ZERO, |acc, h| acc + h.egress.paused_time(self.now));
         s.packets_in_flight = self.pool.live() as u64;
         s
     }
@@ -262,7 +295,7 @@ impl Simulation {
     pub fn paused_time(&self, host: HostId) -> Time {
         self.hosts
             .get(host as usize)
-            .map_or(Time::ZERO, |h| h.paused_time(self.now))
+            .map_or(Time::ZERO, |h| h.egress.paused_time(self.now))
     }
 
     /// The DCQCN reaction-point state of QP `qpn` on `host`, brought up to `now()` (elapsed
@@ -273,7 +306,7 @@ impl Simulation {
         let p = self.dcqcn.as_ref()?;
         let h = self.hosts.get(host as usize)?;
         let qp = &h.qps[h.qp_index(qpn)?];
-        let mut s = qp.cc.unwrap_or_else(|| DcqcnState::new(p));
+        let mut s = qp.egress.cc.unwrap_or_else(|| DcqcnState::new(p));
         s.advance(p, self.now);
         Some(s)
     }

@@ -287,7 +287,7 @@ impl Simulation {
     }
 
     fn snapshot(&self, watch: Option<HostId>) -> Snapshot {
-        let paused_hosts = self.hosts.iter().filter(|h| h.is_paused()).count() as u32;
+        let paused_hosts = self.hosts.iter().filter(|h| h.egress.is_paused()).count() as u32;
         Snapshot {
             watched: watch.map_or(0, |h| self.fabric.host_port_queue_bytes(h)),
             max_queue: self.fabric.max_queue_bytes(),

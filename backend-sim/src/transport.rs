@@ -1,8 +1,7 @@
 //! [`HostTransport`]: the verbs interface of one simulated host.
 
-use crate::nic::{initial_psn, packets_for, Qp, QpState, QPN_BASE};
+use crate::nic::{flush_wc, initial_psn, packets_for, Qp, QpState, QPN_BASE};
 use crate::packet::psn_add;
-use crate::requester::flush_wc;
 use crate::{HostId, Simulation};
 use bytes::Bytes;
 use xrdma::{
@@ -139,7 +138,7 @@ impl Transport for HostTransport<'_> {
         }
         qp.remote_host = remote.lid;
         qp.remote_qpn = remote.qpn;
-        qp.epsn = remote.psn & crate::packet::PSN_MASK;
+        qp.responder.epsn = remote.psn & crate::packet::PSN_MASK;
         qp.state = QpState::Rts;
         Ok(())
     }
@@ -179,7 +178,7 @@ impl Transport for HostTransport<'_> {
                 })
             }
         }
-        if qp.sq.len() >= qp.caps.max_send_wr as usize {
+        if qp.requester.sq.len() >= qp.caps.max_send_wr as usize {
             return Err(TransportError::QueueFull {
                 qpn,
                 queue: "send",
@@ -190,9 +189,9 @@ impl Transport for HostTransport<'_> {
         check_sge(&host.mem, &s)?;
         let qp = &mut host.qps[qi];
         let npkts = packets_for(s.len, mtu);
-        let first_psn = qp.sq_psn;
-        qp.sq_psn = psn_add(first_psn, npkts);
-        qp.sq.push_back(crate::nic::Wqe {
+        let first_psn = qp.requester.sq_psn;
+        qp.requester.sq_psn = psn_add(first_psn, npkts);
+        qp.requester.sq.push_back(crate::nic::Wqe {
             wr: *wr,
             first_psn,
             npkts,
@@ -216,7 +215,7 @@ impl Transport for HostTransport<'_> {
             ));
             return Ok(());
         }
-        if qp.rq.len() >= qp.caps.max_recv_wr as usize {
+        if qp.responder.rq.len() >= qp.caps.max_recv_wr as usize {
             return Err(TransportError::QueueFull {
                 qpn,
                 queue: "recv",
@@ -224,7 +223,7 @@ impl Transport for HostTransport<'_> {
             });
         }
         check_sge(&host.mem, &wr.sge)?;
-        host.qps[qi].rq.push_back(*wr);
+        host.qps[qi].responder.rq.push_back(*wr);
         Ok(())
     }
 

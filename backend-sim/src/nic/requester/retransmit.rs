@@ -2,22 +2,66 @@
 //! rewinds of the send cursor.
 //!
 //! The responder NAKs the first packet of a gap with a PSN sequence error carrying the
-//! expected PSN (`nic.rs`); the requester goes back to that PSN. When nothing comes back —
-//! the tail of a message was lost, or the NAK itself — the timer goes back to the oldest
-//! unacknowledged PSN (a READ at the head of the send queue whose responses are missing is
-//! requested again). After `retry_cnt` retransmissions without progress the next timeout
+//! expected PSN (`nic::responder`); the requester goes back to that PSN. When nothing comes
+//! back — the tail of a message was lost, or the NAK itself — the timer goes back to the
+//! oldest unacknowledged PSN (a READ at the head of the send queue whose responses are missing
+//! is requested again). After `retry_cnt` retransmissions without progress the next timeout
 //! fails the QP with `RetryExcErr` (IB Spec vol. 1, Retry Count).
 //!
 //! The timer is lazy: a QP has at most one `RetransmitTimer` event queued. Progress (an ACK
 //! or response that moves the acknowledged PSN) only moves the deadline; the queued event
 //! re-queues itself at the deadline when it fires early.
+//!
+//! # State
+//! [`Rto`] (`Qp::requester.rto`):
+//! - `retry_count`: timeouts since the last progress; the timeout that finds it at
+//!   `retry_cnt` fails the QP.
+//! - `deadline`: when the timer expires (picoseconds; [`Time::MAX`]: disarmed). The first
+//!   request sent while disarmed arms it `ib_timers::local_ack_timeout(local_ack_timeout)`
+//!   ahead; progress restarts it while sent requests are outstanding and disarms it when none
+//!   are; an RNR wait, the expiry itself and the ERR state disarm it.
+//! - `pending`: a `RetransmitTimer` event for the QP is queued (at most one). It survives a
+//!   QP reset, so the stale event finds the timer disarmed and a new one is not queued twice.
+//!
+//! The send-cursor rewinds ([`Requester::seek`], [`Requester::skip_acked`]) act on the
+//! requester's `cursor` and `cursor_pkt`.
+//!
+//! # Events
+//! - `RetransmitTimer`: [`Simulation::retransmit_due`] (from the event loop: a disarmed or
+//!   early event neither runs nor moves the clock), then [`Simulation::on_retransmit_timer`].
+//! - A request packet put on the wire ([`Simulation::request_sent`], from the requester's
+//!   `next_request`).
+//! - Progress: the acknowledged PSN moved ([`Simulation::on_progress`], from ACKs, NAKs and
+//!   READ responses).
 
+use super::Requester;
 use crate::engine::Event;
 use crate::ib_timers::local_ack_timeout;
-use crate::nic::Qp;
 use crate::packet::{psn_add, psn_diff};
 use crate::Simulation;
 use xrdma::{SendOpcode, Time, WcStatus};
+
+/// The retransmission timer of one QP (see the module doc).
+#[derive(Debug)]
+pub(crate) struct Rto {
+    /// Retransmission timeouts since the last progress.
+    pub retry_count: u8,
+    /// When the retransmission timer expires; [`Time::MAX`] when disarmed.
+    pub deadline: Time,
+    /// A `RetransmitTimer` event for this QP is in the event queue.
+    pub pending: bool,
+}
+
+impl Rto {
+    /// Disarmed, no retry yet, no event queued.
+    pub(crate) fn new() -> Self {
+        Rto {
+            retry_count: 0,
+            deadline: Time::MAX,
+            pending: false,
+        }
+    }
+}
 
 impl Simulation {
     /// Record that QP `qi` on host `h` put a request on the wire whose PSNs end before `end`
@@ -25,12 +69,12 @@ impl Simulation {
     pub(crate) fn request_sent(&mut self, h: u32, qi: usize, end: u32) {
         let timeout = local_ack_timeout(self.cfg.local_ack_timeout);
         let qp = &mut self.hosts[h as usize].qps[qi];
-        if psn_diff(end, qp.sent_psn) > 0 {
-            qp.sent_psn = end;
+        if psn_diff(end, qp.requester.sent_psn) > 0 {
+            qp.requester.sent_psn = end;
         } else {
             self.stats.retransmitted_packets += 1;
         }
-        if qp.rto_deadline == Time::MAX && timeout != Time::MAX {
+        if qp.requester.rto.deadline == Time::MAX && timeout != Time::MAX {
             self.arm_rto(h, qi, self.now + timeout);
         }
     }
@@ -39,9 +83,9 @@ impl Simulation {
     /// pending (a pending event that fires early re-queues itself at the deadline).
     fn arm_rto(&mut self, h: u32, qi: usize, at: Time) {
         let qp = &mut self.hosts[h as usize].qps[qi];
-        qp.rto_deadline = at;
-        if !qp.rto_pending {
-            qp.rto_pending = true;
+        qp.requester.rto.deadline = at;
+        if !qp.requester.rto.pending {
+            qp.requester.rto.pending = true;
             self.queue.push(
                 at,
                 Event::RetransmitTimer {
@@ -57,10 +101,11 @@ impl Simulation {
     pub(crate) fn on_progress(&mut self, h: u32, qi: usize) {
         let timeout = local_ack_timeout(self.cfg.local_ack_timeout);
         let qp = &mut self.hosts[h as usize].qps[qi];
-        qp.retry_count = 0;
-        let outstanding = !qp.sq.is_empty() && (qp.cursor > 0 || qp.cursor_pkt > 0);
-        if !outstanding || timeout == Time::MAX || qp.rnr_wait {
-            qp.rto_deadline = Time::MAX;
+        qp.requester.rto.retry_count = 0;
+        let outstanding =
+            !qp.requester.sq.is_empty() && (qp.requester.cursor > 0 || qp.requester.cursor_pkt > 0);
+        if !outstanding || timeout == Time::MAX || qp.requester.rnr_wait {
+            qp.requester.rto.deadline = Time::MAX;
             return;
         }
         self.arm_rto(h, qi, self.now + timeout);
@@ -73,12 +118,12 @@ impl Simulation {
         let Some(qp) = self.hosts[h as usize].qps.get_mut(qi as usize) else {
             return false;
         };
-        qp.rto_pending = false;
-        if qp.state != crate::nic::QpState::Rts || qp.rto_deadline == Time::MAX {
+        qp.requester.rto.pending = false;
+        if qp.state != crate::nic::QpState::Rts || qp.requester.rto.deadline == Time::MAX {
             return false;
         }
-        if t < qp.rto_deadline {
-            let at = qp.rto_deadline;
+        if t < qp.requester.rto.deadline {
+            let at = qp.requester.rto.deadline;
             self.arm_rto(h, qi as usize, at);
             return false;
         }
@@ -94,52 +139,54 @@ impl Simulation {
             return;
         };
         self.stats.retransmit_timeouts += 1;
-        qp.rto_deadline = Time::MAX;
-        let Some(front) = qp.sq.front().copied() else {
+        qp.requester.rto.deadline = Time::MAX;
+        let Some(front) = qp.requester.sq.front().copied() else {
             return;
         };
-        if qp.retry_count >= self.cfg.retry_cnt {
+        if qp.requester.rto.retry_count >= self.cfg.retry_cnt {
             self.fail_qp(h, qi, Some((front.first_psn, WcStatus::RetryExcErr)));
             return;
         }
-        qp.retry_count += 1;
+        qp.requester.rto.retry_count += 1;
         if front.wr.opcode == SendOpcode::RdmaRead && front.resp_got < front.npkts {
-            qp.cursor = 0;
-            qp.cursor_pkt = 0;
+            qp.requester.cursor = 0;
+            qp.requester.cursor_pkt = 0;
         } else {
-            let oldest = psn_add(qp.acked_psn, 1);
-            Self::seek(qp, oldest);
+            let oldest = psn_add(qp.requester.acked_psn, 1);
+            qp.requester.seek(oldest);
         }
         self.retire(h, qi);
         self.schedule_qp(h, qi);
     }
+}
 
+impl Requester {
     /// Point the send cursor at the packet with PSN `psn` (the whole request for a READ);
     /// past the last WQE when no WQE holds `psn`.
-    pub(crate) fn seek(qp: &mut Qp, psn: u32) {
-        match qp.find_wqe(psn, qp.sq.len()) {
+    pub(crate) fn seek(&mut self, psn: u32) {
+        match self.find_wqe(psn, self.sq.len()) {
             Some(j) => {
-                let w = &qp.sq[j];
-                qp.cursor_pkt = if w.wr.opcode == SendOpcode::RdmaRead {
+                let w = &self.sq[j];
+                self.cursor_pkt = if w.wr.opcode == SendOpcode::RdmaRead {
                     0
                 } else {
                     psn_diff(psn, w.first_psn) as u32
                 };
-                qp.cursor = j;
+                self.cursor = j;
             }
             None => {
-                qp.cursor = qp.sq.len();
-                qp.cursor_pkt = 0;
+                self.cursor = self.sq.len();
+                self.cursor_pkt = 0;
             }
         }
     }
 
     /// After a rewind, packets sent before it may still be acknowledged: move the cursor
     /// past what is acknowledged so it is not sent again.
-    pub(crate) fn skip_acked(qp: &mut Qp) {
-        let next = psn_add(qp.acked_psn, 1);
-        if psn_diff(next, qp.next_psn()) > 0 {
-            Self::seek(qp, next);
+    pub(crate) fn skip_acked(&mut self) {
+        let next = psn_add(self.acked_psn, 1);
+        if psn_diff(next, self.next_psn()) > 0 {
+            self.seek(next);
         }
     }
 }
