@@ -208,10 +208,16 @@ unsafe impl Send for Mr {}
 impl Mr {
     /// Allocate `len` zeroed bytes aligned to [`PAGE_BYTES`] and register them with local
     /// write, remote write and remote read access.
+    ///
+    /// The allocation is rounded up to whole pages, but only the `len` bytes (at least 1) are
+    /// registered: the device refuses a remote WRITE or READ past the MR's end as
+    /// `MemoryRegion::len` states it (`RemAccessErr`), instead of reaching into the rest of
+    /// the last page.
     pub(crate) fn new(pd: Arc<Pd>, len: u64) -> Result<Self, String> {
-        let alloc_len = usize::try_from(len)
+        let reg_len = usize::try_from(len)
             .map_err(|_| "length does not fit this machine's address space".to_string())?
-            .max(1)
+            .max(1);
+        let alloc_len = reg_len
             .checked_next_multiple_of(PAGE_BYTES)
             .ok_or_else(|| "length overflows".to_string())?;
         let layout = Layout::from_size_align(alloc_len, PAGE_BYTES).map_err(|e| e.to_string())?;
@@ -222,12 +228,13 @@ impl Mr {
             | ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
             | ibv_access_flags::IBV_ACCESS_REMOTE_READ;
         // SAFETY: `pd.raw` is live (Arc stored below); `buf` points to `alloc_len` bytes we own
-        // and keep until after `ibv_dereg_mr` in Drop.
+        // and keep until after `ibv_dereg_mr` in Drop, and the registered `reg_len` bytes lie
+        // inside them (`reg_len <= alloc_len`).
         let raw = unsafe {
             ibv_reg_mr(
                 pd.raw.as_ptr(),
                 buf.as_ptr().cast(),
-                alloc_len,
+                reg_len,
                 access.0 as i32,
             )
         };

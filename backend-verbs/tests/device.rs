@@ -14,7 +14,7 @@ fn the_default_gid_is_a_routable_ipv4_mapped_one() {
         return;
     };
     if DeviceConfig::from_env().unwrap().gid_index.is_some() || dev.port().is_infiniband() {
-        eprintln!("skipped: the GID index is forced or the port is InfiniBand");
+        eprintln!("SKIP the_default_gid_is_a_routable_ipv4_mapped_one: the GID index is forced or the port is InfiniBand");
         return;
     }
     assert_eq!(dev.gid().kind, GidType::RoceV2);

@@ -7,7 +7,8 @@
 #   TEST_BIN   test executables of the xrdma-verbs crate (`cargo test -p xrdma-verbs --no-run`)
 #
 # Checks, each counted as passed or failed:
-#   verbs tests     every TEST_BIN, one test thread (the backend's own verbs-level tests)
+#   verbs tests     every TEST_BIN, one test thread (the backend's own tests and the
+#                   verbs-level conformance cases of xrdma-conformance)
 #   conformance     `xrdma conformance --backend verbs`: the cases the simulator passes in
 #                   `cargo test`, unchanged, on rxe0
 #   soak            `xrdma soak --backend verbs`: 100 000 messages checked in order, then 1000

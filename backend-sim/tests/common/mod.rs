@@ -90,3 +90,5 @@ pub fn run_with(
 pub fn run(sim: &mut Simulation) -> Vec<Seen> {
     run_with(sim, |_, _| {})
 }
+
+pub mod harness;

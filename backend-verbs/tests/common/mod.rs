@@ -1,5 +1,5 @@
-//! Shared helpers: open the device (or report why the test skips) and connect two
-//! transports on it through loopback.
+//! Shared helpers: open the device (or report why the test skips), connect two transports
+//! on it through loopback, and the conformance harness ([`harness`]).
 
 #![allow(dead_code)]
 
@@ -7,8 +7,11 @@ use std::time::{Duration, Instant};
 use xrdma::*;
 use xrdma_verbs::{Device, DeviceConfig, TransportConfig, VerbsError, VerbsTransport};
 
+pub mod harness;
+
 /// The device from `XRDMA_VERBS_DEVICE` / `XRDMA_VERBS_GID_INDEX` (or the first one), or
-/// `None` after printing why the test skips. Any error other than "no device" fails.
+/// `None` after printing `SKIP <test>: no RDMA device: <reason>`. Any error other than "no
+/// device" fails.
 pub fn device_or_skip(test: &str) -> Option<Device> {
     let cfg = DeviceConfig::from_env().unwrap();
     match Device::open(&cfg) {
@@ -24,7 +27,7 @@ pub fn device_or_skip(test: &str) -> Option<Device> {
             Some(d)
         }
         Err(VerbsError::NoDevice { reason }) => {
-            eprintln!("{test}: skipped: no RDMA device: {reason}");
+            eprintln!("SKIP {test}: no RDMA device: {reason}");
             None
         }
         Err(e) => panic!("{test}: cannot open the RDMA device: {e}"),

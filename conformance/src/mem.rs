@@ -1,0 +1,434 @@
+//! A two-host in-memory transport: every WR completes at once, in order, at the time the
+//! caller keeps in [`MemPair::now`], with real bytes copied between the hosts' registered
+//! memory (SENDs into the oldest posted receive, WRITEs to their remote range, READs from
+//! it). It is the transport of the core's own tests and the fastest conformance backend.
+//!
+//! Errors follow RC verbs (IB Spec 9.7.5, 10.8.3), without the time a NIC spends on them:
+//! - a SEND or WRITE with immediate that finds no receive posted fails with
+//!   `RnrRetryExcErr`: with nothing else running, no receive can appear between retries, so
+//!   every retry is spent at once (whatever the QP's RNR retry count; 7, retry forever, is
+//!   not modelled);
+//! - a WR to a QP that is not connected back to the sender (reset, or in error) fails with
+//!   `RetryExcErr`, as a NIC reports once its transport retries are spent;
+//! - a WRITE or READ outside the peer's MR named by the rkey fails with `RemAccessErr`, and a
+//!   SEND longer than its receive with `GeneralErr` (the NAK's remote invalid request) while
+//!   the receive completes with `LocLenErr`; both move the responder's QP to error as well;
+//! - a failed WR puts its QP in error: its posted receives are flushed (`WrFlushErr`), and
+//!   every later WR on it completes with `WrFlushErr`, until the QP is reset.
+//!
+//! Knobs for the core's tests drop traffic (to test timeouts) and cap registrations.
+
+use std::collections::VecDeque;
+use xrdma::*;
+
+/// One host: its MRs, QPs, CQ and congestion notifications.
+#[derive(Debug, Default)]
+pub struct MemHost {
+    mrs: Vec<Vec<u8>>,
+    qps: Vec<Qp>,
+    cq: VecDeque<WorkCompletion>,
+    congestion: VecDeque<QpNum>,
+}
+
+#[derive(Debug, Default)]
+struct Qp {
+    remote: Option<QpNum>,
+    recvs: VecDeque<RecvWr>,
+    error: bool,
+}
+
+/// Two hosts, 0 and 1, wired back to back.
+#[derive(Debug)]
+pub struct MemPair {
+    /// The hosts, by index.
+    pub hosts: [MemHost; 2],
+    /// What [`Transport::now`] returns on both hosts; the caller moves it.
+    pub now: Time,
+    /// Swallow zero-length SENDs with immediate (the core's separate ACKs) from this host:
+    /// they complete at the sender and never arrive.
+    pub drop_acks_from: Option<usize>,
+    /// Refuse registrations above this many bytes (as a NIC out of memory would).
+    pub max_registration: Option<u64>,
+}
+
+/// MR `i` (from 1) of host `h` starts at `(h + 1) << HOST_SHIFT | i << MR_SHIFT`, so no two
+/// MRs of the pair share an address.
+const MR_SHIFT: u32 = 40;
+const HOST_SHIFT: u32 = 56;
+
+impl Default for MemPair {
+    fn default() -> Self {
+        MemPair::new()
+    }
+}
+
+impl MemPair {
+    /// Two hosts with no MRs or QPs, at time 0, dropping nothing.
+    pub fn new() -> Self {
+        MemPair {
+            hosts: [MemHost::default(), MemHost::default()],
+            now: Time::ZERO,
+            drop_acks_from: None,
+            max_registration: None,
+        }
+    }
+
+    /// The transport of host `h` (0 or 1).
+    ///
+    /// # Panics
+    /// When `h` is not 0 or 1.
+    pub fn side(&mut self, h: usize) -> MemTransport<'_> {
+        assert!(h < 2, "the pair has hosts 0 and 1, not {h}");
+        MemTransport { pair: self, h }
+    }
+
+    /// Post again, on every QP of host `h`, the receives consumed so far (a peer that only
+    /// sends keeps room for the other side's ACKs).
+    pub fn repost_all(&mut self, h: usize) {
+        for qp in &mut self.hosts[h].qps {
+            if let Some(first) = qp.recvs.front().copied() {
+                while qp.recvs.len() < 256 {
+                    qp.recvs.push_back(first);
+                }
+            }
+        }
+    }
+
+    /// Completions or congestion notifications are waiting on some host.
+    pub fn busy(&self) -> bool {
+        self.hosts
+            .iter()
+            .any(|h| !h.cq.is_empty() || !h.congestion.is_empty())
+    }
+
+    /// Report a congestion notification for QP `qpn` of host `h` at its next
+    /// [`Transport::poll_congestion`].
+    pub fn notify_congestion(&mut self, h: usize, qpn: QpNum) {
+        self.hosts[h].congestion.push_back(qpn);
+    }
+}
+
+impl MemHost {
+    /// Forget the completions waiting on this host's CQ.
+    pub fn discard_completions(&mut self) {
+        self.cq.clear();
+    }
+
+    /// The MR index and offset of `addr..addr + len` on host `h`, when the range lies
+    /// inside one MR (and, for `key` other than `None`, one with that key).
+    fn locate(&self, h: usize, addr: u64, len: u64, key: Option<u32>) -> Option<(usize, usize)> {
+        if addr >> HOST_SHIFT != h as u64 + 1 {
+            return None;
+        }
+        let i = usize::try_from((addr >> MR_SHIFT) & ((1 << (HOST_SHIFT - MR_SHIFT)) - 1))
+            .ok()?
+            .checked_sub(1)?;
+        let off = addr & ((1 << MR_SHIFT) - 1);
+        let mr = self.mrs.get(i)?;
+        if off.checked_add(len)? > mr.len() as u64 || key.is_some_and(|k| k != i as u32 + 1) {
+            return None;
+        }
+        Some((i, off as usize))
+    }
+
+    fn bytes(&self, (i, off): (usize, usize), len: usize) -> &[u8] {
+        &self.mrs[i][off..off + len]
+    }
+
+    fn bytes_mut(&mut self, (i, off): (usize, usize), len: usize) -> &mut [u8] {
+        &mut self.mrs[i][off..off + len]
+    }
+
+    fn qp(&mut self, qpn: QpNum) -> Result<&mut Qp, TransportError> {
+        self.qps
+            .get_mut(qpn as usize)
+            .ok_or(TransportError::NoSuchQp(qpn))
+    }
+
+    /// Put `qpn` in error: every posted receive flushed.
+    fn qp_error(&mut self, qpn: QpNum) {
+        let qp = &mut self.qps[qpn as usize];
+        qp.error = true;
+        for r in std::mem::take(&mut qp.recvs) {
+            self.cq
+                .push_back(WorkCompletion::flushed(r.wr_id, WcOpcode::Recv, qpn));
+        }
+    }
+
+    /// `wr` failed with `status`: its completion, then the QP in error.
+    fn fail(&mut self, qpn: QpNum, wr: &SendWr, status: WcStatus) {
+        self.cq.push_back(WorkCompletion {
+            status,
+            ..WorkCompletion::flushed(wr.wr_id, wc_opcode(wr.opcode), qpn)
+        });
+        self.qp_error(qpn);
+    }
+}
+
+/// The completion opcode of a send WR (`ibv_wc_opcode` of its send-side completion).
+fn wc_opcode(op: SendOpcode) -> WcOpcode {
+    match op {
+        SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
+        SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+        SendOpcode::RdmaRead => WcOpcode::RdmaRead,
+    }
+}
+
+/// One host of a [`MemPair`], as a [`Transport`].
+#[derive(Debug)]
+pub struct MemTransport<'a> {
+    pair: &'a mut MemPair,
+    h: usize,
+}
+
+impl MemTransport<'_> {
+    fn host(&mut self) -> &mut MemHost {
+        &mut self.pair.hosts[self.h]
+    }
+
+    fn check_sge(&self, s: &Sge) -> Result<(), TransportError> {
+        let host = &self.pair.hosts[self.h];
+        if s.len == 0
+            || host
+                .locate(self.h, s.addr, s.len.into(), Some(s.lkey))
+                .is_some()
+        {
+            Ok(())
+        } else {
+            Err(TransportError::BadAddress {
+                addr: s.addr,
+                len: s.len.into(),
+                key: s.lkey,
+            })
+        }
+    }
+
+    /// Carry out `wr` (accepted on a connected QP not in error) against the peer's QP `rq`.
+    fn execute(&mut self, qpn: QpNum, rq: QpNum, wr: &SendWr) {
+        let (h, peer) = (self.h, 1 - self.h);
+        let len = wr.sge.len as usize;
+        let local = self.pair.hosts[h].locate(h, wr.sge.addr, len as u64, None);
+        let data = local.map_or_else(Vec::new, |at| self.pair.hosts[h].bytes(at, len).to_vec());
+        let one_sided = matches!(wr.opcode, SendOpcode::RdmaWrite | SendOpcode::RdmaRead);
+        let dropped = wr.opcode == SendOpcode::SendWithImm
+            && data.is_empty()
+            && self.pair.drop_acks_from == Some(h);
+        let [a, b] = &mut self.pair.hosts;
+        let (me, them) = if h == 0 { (a, b) } else { (b, a) };
+        if !one_sided && !dropped && them.qps[rq as usize].recvs.is_empty() {
+            me.fail(qpn, wr, WcStatus::RnrRetryExcErr);
+            return;
+        }
+        let remote = if matches!(wr.opcode, SendOpcode::Send | SendOpcode::SendWithImm) || len == 0
+        {
+            None
+        } else {
+            match them.locate(peer, wr.remote_addr, len as u64, Some(wr.rkey)) {
+                Some(at) => Some(at),
+                None => {
+                    me.fail(qpn, wr, WcStatus::RemAccessErr);
+                    them.qp_error(rq);
+                    return;
+                }
+            }
+        };
+        match wr.opcode {
+            SendOpcode::RdmaRead => {
+                if let (Some(from), Some(to)) = (remote, local) {
+                    let bytes = them.bytes(from, len).to_vec();
+                    me.bytes_mut(to, len).copy_from_slice(&bytes);
+                }
+            }
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => {
+                if let Some(to) = remote {
+                    them.bytes_mut(to, len).copy_from_slice(&data);
+                }
+            }
+            SendOpcode::Send | SendOpcode::SendWithImm => {}
+        }
+        if !one_sided && !dropped {
+            let Some(recv) = them.qps[rq as usize].recvs.pop_front() else {
+                unreachable!("a receive was checked for above")
+            };
+            let write = wr.opcode == SendOpcode::RdmaWriteWithImm;
+            if !write && len > recv.sge.len as usize {
+                them.cq.push_back(WorkCompletion {
+                    status: WcStatus::LocLenErr,
+                    ..WorkCompletion::flushed(recv.wr_id, WcOpcode::Recv, rq)
+                });
+                them.qp_error(rq);
+                me.fail(qpn, wr, WcStatus::GeneralErr);
+                return;
+            }
+            if !write && len > 0 {
+                let Some(to) = them.locate(peer, recv.sge.addr, len as u64, None) else {
+                    unreachable!("post_recv checked the receive's SGE")
+                };
+                them.bytes_mut(to, len).copy_from_slice(&data);
+            }
+            let with_imm = matches!(
+                wr.opcode,
+                SendOpcode::SendWithImm | SendOpcode::RdmaWriteWithImm
+            );
+            them.cq.push_back(WorkCompletion {
+                wr_id: recv.wr_id,
+                status: WcStatus::Success,
+                opcode: if write {
+                    WcOpcode::RecvRdmaWithImm
+                } else {
+                    WcOpcode::Recv
+                },
+                qp_num: rq,
+                byte_len: len as u32,
+                imm: with_imm.then_some(wr.imm),
+            });
+        }
+        if wr.signaled {
+            me.cq.push_back(WorkCompletion {
+                wr_id: wr.wr_id,
+                status: WcStatus::Success,
+                opcode: wc_opcode(wr.opcode),
+                qp_num: qpn,
+                byte_len: len as u32,
+                imm: None,
+            });
+        }
+    }
+}
+
+/// Only the required methods: the core's tests run the provided `read_bytes`.
+impl LocalMemory for MemTransport<'_> {
+    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
+        let host = &self.pair.hosts[self.h];
+        let at = host.locate(self.h, addr, out.len() as u64, None).ok_or(
+            TransportError::BadAddress {
+                addr,
+                len: out.len() as u64,
+                key: 0,
+            },
+        )?;
+        out.copy_from_slice(host.bytes(at, out.len()));
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+        let h = self.h;
+        let at = self.pair.hosts[h]
+            .locate(h, addr, data.len() as u64, None)
+            .ok_or(TransportError::BadAddress {
+                addr,
+                len: data.len() as u64,
+                key: 0,
+            })?;
+        self.host().bytes_mut(at, data.len()).copy_from_slice(data);
+        Ok(())
+    }
+}
+
+impl Transport for MemTransport<'_> {
+    fn now(&self) -> Time {
+        self.pair.now
+    }
+
+    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
+        let refuse = |reason: &str| TransportError::RegistrationFailed {
+            len,
+            reason: reason.into(),
+        };
+        if self.pair.max_registration.is_some_and(|m| len > m) {
+            return Err(refuse("more than the host can register"));
+        }
+        let h = self.h as u64;
+        let host = self.host();
+        if len > 1 << MR_SHIFT || host.mrs.len() + 1 >= 1 << (HOST_SHIFT - MR_SHIFT) {
+            return Err(refuse("more than the in-memory address layout holds"));
+        }
+        host.mrs.push(vec![0; len as usize]);
+        let i = host.mrs.len() as u64;
+        Ok(MemoryRegion {
+            addr: ((h + 1) << HOST_SHIFT) | (i << MR_SHIFT),
+            len,
+            lkey: i as u32,
+            rkey: i as u32,
+        })
+    }
+
+    fn create_qp(&mut self, _caps: QpCaps) -> Result<QpAddress, TransportError> {
+        let lid = self.h as u32;
+        let host = self.host();
+        host.qps.push(Qp::default());
+        Ok(QpAddress {
+            gid: [0; 16],
+            lid,
+            qpn: host.qps.len() as u32 - 1,
+            psn: 0,
+        })
+    }
+
+    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
+        self.host().qp(qpn)?.remote = Some(remote.qpn);
+        Ok(())
+    }
+
+    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
+        let lid = self.h as u32;
+        let qp = self.host().qp(qpn)?;
+        qp.recvs.clear();
+        qp.remote = None;
+        qp.error = false;
+        Ok(QpAddress {
+            gid: [0; 16],
+            lid,
+            qpn,
+            psn: 0,
+        })
+    }
+
+    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
+        let qp = self.host().qp(qpn)?;
+        let (remote, error) = (qp.remote, qp.error);
+        let rq = remote.ok_or(TransportError::BadQpState {
+            qpn,
+            state: "INIT",
+            op: "post_send",
+        })?;
+        self.check_sge(&wr.sge)?;
+        if error {
+            self.host()
+                .cq
+                .push_back(WorkCompletion::flushed(wr.wr_id, wc_opcode(wr.opcode), qpn));
+            return Ok(());
+        }
+        let peer_qp = self.pair.hosts[1 - self.h].qps.get(rq as usize);
+        if !peer_qp.is_some_and(|q| q.remote == Some(qpn) && !q.error) {
+            self.host().fail(qpn, wr, WcStatus::RetryExcErr);
+            return Ok(());
+        }
+        self.execute(qpn, rq, wr);
+        Ok(())
+    }
+
+    fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
+        self.host().qp(qpn)?;
+        self.check_sge(&wr.sge)?;
+        let host = self.host();
+        if host.qps[qpn as usize].error {
+            host.cq
+                .push_back(WorkCompletion::flushed(wr.wr_id, WcOpcode::Recv, qpn));
+        } else {
+            host.qps[qpn as usize].recvs.push_back(*wr);
+        }
+        Ok(())
+    }
+
+    fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
+        let cq = &mut self.host().cq;
+        let n = cq.len().min(max);
+        out.extend(cq.drain(..n));
+        n
+    }
+
+    fn poll_congestion(&mut self) -> Option<QpNum> {
+        self.host().congestion.pop_front()
+    }
+}
