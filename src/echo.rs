@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 use xrdma::driver::Application;
+use xrdma::slab::PerConn;
 use xrdma::{ConnId, Endpoint, Event, Time};
 use xrdma_scenario::Echo;
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
@@ -28,7 +29,7 @@ pub fn response_stream(client: u32) -> u32 {
 /// returns (size, digest) when one is complete.
 #[derive(Default)]
 struct Digests {
-    streams: Vec<Option<Xxh3>>,
+    streams: PerConn<Xxh3>,
 }
 
 impl Digests {
@@ -41,15 +42,11 @@ impl Digests {
                 offset,
                 data,
             } => {
-                let c = *conn as usize;
-                if self.streams.len() <= c {
-                    self.streams.resize_with(c + 1, || None);
-                }
-                let h = self.streams[c].get_or_insert_with(Xxh3::new);
+                let h = self.streams.entry(*conn, Xxh3::new);
                 h.update(data);
                 if offset + data.len() as u64 == *message_len {
                     let d = h.digest128();
-                    self.streams[c] = None;
+                    self.streams.remove(*conn);
                     Some((*conn, *message_len, d))
                 } else {
                     None
@@ -229,7 +226,7 @@ pub struct Request {
 pub struct EchoServer {
     pool: PayloadPool,
     echo: Echo,
-    per_conn: Vec<u32>,
+    per_conn: PerConn<u32>,
     digests: Digests,
     /// Every request that arrived, in arrival order.
     pub requests: Vec<Request>,
@@ -243,7 +240,7 @@ impl EchoServer {
         EchoServer {
             pool,
             echo: echo.clone(),
-            per_conn: Vec::new(),
+            per_conn: PerConn::new(),
             digests: Digests::default(),
             requests: Vec::new(),
             errors: Vec::new(),
@@ -260,12 +257,9 @@ impl Application for EchoServer {
         let Some((conn, size, digest)) = self.digests.whole(&event) else {
             return;
         };
-        let c = conn as usize;
-        if self.per_conn.len() <= c {
-            self.per_conn.resize(c + 1, 0);
-        }
-        let index = self.per_conn[c];
-        self.per_conn[c] += 1;
+        let count = self.per_conn.entry(conn, || 0);
+        let index = *count;
+        *count += 1;
         let client = ep.peer(conn).unwrap_or(u32::MAX);
         self.requests.push(Request {
             client,

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xrdma::driver::Application;
+use xrdma::slab::PerConn;
 use xrdma::{ConnId, Endpoint, Event, MsgId, Time};
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
@@ -201,9 +202,9 @@ pub struct Arrival {
 /// The receiver: records every arriving message, whole or as streamed fragments.
 #[derive(Default)]
 pub struct Receiver {
-    per_conn: Vec<u32>,
+    per_conn: PerConn<u32>,
     /// Digest state of the message being streamed on each connection.
-    streams: Vec<Option<Xxh3>>,
+    streams: PerConn<Xxh3>,
     /// Everything that arrived, in arrival order.
     pub arrivals: Vec<Arrival>,
     /// Errors xrdma reported, as text.
@@ -212,12 +213,9 @@ pub struct Receiver {
 
 impl Receiver {
     fn arrived(&mut self, now: Time, ep: &Endpoint, conn: ConnId, size: u64, digest: u128) {
-        let c = conn as usize;
-        if self.per_conn.len() <= c {
-            self.per_conn.resize(c + 1, 0);
-        }
-        let index = self.per_conn[c];
-        self.per_conn[c] += 1;
+        let count = self.per_conn.entry(conn, || 0);
+        let index = *count;
+        *count += 1;
         self.arrivals.push(Arrival {
             sender: ep.peer(conn).unwrap_or(u32::MAX),
             index,
@@ -241,15 +239,11 @@ impl Application for Receiver {
                 offset,
                 data,
             } => {
-                let c = conn as usize;
-                if self.streams.len() <= c {
-                    self.streams.resize_with(c + 1, || None);
-                }
-                let h = self.streams[c].get_or_insert_with(Xxh3::new);
+                let h = self.streams.entry(conn, Xxh3::new);
                 h.update(&data);
                 if offset + data.len() as u64 == message_len {
                     let digest = h.digest128();
-                    self.streams[c] = None;
+                    self.streams.remove(conn);
                     self.arrived(now, ep, conn, message_len, digest);
                 }
             }

@@ -1,34 +1,12 @@
 //! The endpoint's life cycle: completions in (success or error), timers, failing a
 //! connection and finishing a close.
 
-use super::{split_wr_id, Endpoint, Event, Op, KIND_ACK, KIND_DATA, TAG_MASK};
+use super::{split_wr_id, Endpoint, Event, GEN_MASK, KIND_ACK, KIND_DATA, TAG_MASK};
 use crate::error::{ConnId, XrdmaError};
 use crate::mr_pool::Region;
-use crate::{
-    LocalMemory, MsgId, QpAddress, QpNum, Seq, Time, Transport, TransportError, WcOpcode, WcStatus,
-    WorkCompletion,
-};
+use crate::{LocalMemory, MsgId, Seq, Time, WcOpcode, WcStatus, WorkCompletion};
 
 impl Endpoint {
-    /// Reset `qpn`, a failed connection's QP, through `t`: what a driver does with
-    /// [`Op::ResetQp`]. Once the QP is reset the NIC no longer touches the connection's
-    /// staging ring and receive buffers, so they serve the next connection.
-    ///
-    /// # Errors
-    /// The transport's error from `reset_qp` (the buffers are then not reused).
-    pub fn reset_failed_qp<T: Transport + ?Sized>(
-        &mut self,
-        t: &mut T,
-        qpn: QpNum,
-    ) -> Result<QpAddress, TransportError> {
-        let addr = t.reset_qp(qpn)?;
-        if let Some(i) = self.resetting.iter().position(|(q, _)| *q == qpn) {
-            let (_, buffers) = self.resetting.swap_remove(i);
-            self.spare_buffers.push(buffers);
-        }
-        Ok(addr)
-    }
-
     /// A work completion from the transport's CQ. `mem` gives access to the buffers.
     pub fn handle_completion<M: LocalMemory + ?Sized>(
         &mut self,
@@ -36,11 +14,15 @@ impl Endpoint {
         wc: &WorkCompletion,
         mem: &M,
     ) {
-        let (conn, tag, kind) = split_wr_id(wc.wr_id);
-        let Some(c) = self.conns.get_mut(conn as usize) else {
+        let (slot, generation, tag, kind) = split_wr_id(wc.wr_id);
+        let Some(conn) = self.conns.id_at(slot) else {
             return;
         };
-        if c.failed || c.closed {
+        if conn.generation() & GEN_MASK != generation {
+            return; // left in the CQ by the slot's previous connection
+        }
+        let c = &mut self.conns[conn];
+        if c.state.is_ended() {
             return; // flushed WRs of a reclaimed connection
         }
         if wc.status != WcStatus::Success {
@@ -88,7 +70,7 @@ impl Endpoint {
                 let setup = c.setup;
                 let mut slot = 0;
                 for _ in 0..=older {
-                    let c = &mut self.conns[conn as usize];
+                    let c = &mut self.conns[conn];
                     slot = c.rq.pop_front().unwrap_or(0);
                     c.rq_oldest = c.rq_oldest.wrapping_add(1) & TAG_MASK;
                     let op = self.recv_op(conn, &setup, slot);
@@ -117,15 +99,18 @@ impl Endpoint {
     /// would push a timer-heap entry per completion): when it fires early,
     /// [`Endpoint::handle_timeout`] defers it to `ack_timeout` after the last progress.
     pub(super) fn rearm(&mut self, now: Time, conn: ConnId) {
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         c.last_progress = now;
         let deadline = match c.inflight.front() {
-            _ if c.failed || c.closed => None,
+            _ if c.state.is_ended() => None,
             Some(f) => Some(f.posted_at + self.cfg.ack_timeout),
-            None if c.waits_on_peer() => self.timers.get(conn).or(Some(now + self.cfg.ack_timeout)),
+            None if c.waits_on_peer() => self
+                .timers
+                .get(conn.slot())
+                .or(Some(now + self.cfg.ack_timeout)),
             None => None,
         };
-        self.timers.set(conn, deadline);
+        self.timers.set(conn.slot(), deadline);
     }
 
     /// Fire every timer due at `now`. An expired ACK timer fails its connection. A connection
@@ -134,8 +119,11 @@ impl Endpoint {
     /// gone, completes it in error and the connection fails. A completion lost is implied
     /// by the probe's, so a close waiting only for one finishes.
     pub fn handle_timeout(&mut self, now: Time) {
-        while let Some(conn) = self.timers.expire(now) {
-            let c = &mut self.conns[conn as usize];
+        while let Some(slot) = self.timers.expire(now) {
+            let Some(conn) = self.conns.id_at(slot) else {
+                continue;
+            };
+            let c = &mut self.conns[conn];
             if let Some(f) = c.inflight.front() {
                 let err = XrdmaError::AckTimeout {
                     conn,
@@ -147,12 +135,13 @@ impl Endpoint {
                 let quiet_until = c.last_progress + self.cfg.ack_timeout;
                 if now < quiet_until {
                     // Progress since the deadline was set: not idle that long yet.
-                    self.timers.set(conn, Some(quiet_until));
+                    self.timers.set(conn.slot(), Some(quiet_until));
                     continue;
                 }
                 c.ack_due = true;
                 self.queue_ack(conn);
-                self.timers.set(conn, Some(now + self.cfg.ack_timeout));
+                self.timers
+                    .set(conn.slot(), Some(now + self.cfg.ack_timeout));
             }
         }
     }
@@ -160,35 +149,33 @@ impl Endpoint {
     /// Finish a close when both FINs are through, everything sent was ACKed and the last
     /// ACK SEND has completed: the peer has nothing more to hear from this QP.
     pub(super) fn maybe_closed(&mut self, conn: ConnId) {
-        let c = &mut self.conns[conn as usize];
-        let done = c.fin_acked
-            && c.fin_received
+        let c = &mut self.conns[conn];
+        let done = c.state.fins_done()
             && c.inflight.is_empty()
             && c.sq_outstanding == 0
             && !c.ack_due
             && c.landings.is_empty()
             && c.pending_rts.is_empty()
             && c.grants_out.is_empty();
-        if !done || c.closed || c.failed {
+        if !done {
             return;
         }
-        c.closed = true;
+        c.state.on_closed();
         let qpn = c.setup.qpn;
         let buffers = (c.setup.send_ring, c.setup.recv_buffers);
         self.by_qp.remove(&qpn);
-        self.timers.set(conn, None);
-        self.spare_buffers.push(buffers);
+        self.timers.set(conn.slot(), None);
         self.events.push_back(Event::Closed { conn });
-        self.ops.push_back(Op::ReleaseQp { qpn });
+        self.reset_qp(qpn, conn, Some(buffers), true);
     }
 
     /// Fail `conn`: reclaim its buffers, fail every pending message, ask for a QP reset.
     pub(super) fn fail(&mut self, conn: ConnId, error: XrdmaError) {
-        let c = &mut self.conns[conn as usize];
-        if c.failed || c.closed {
-            return;
+        let c = &mut self.conns[conn];
+        if !c.state.is_live() {
+            return; // ended already; a connection being set up fails by `fail_setup`
         }
-        c.failed = true;
+        c.state.on_failed();
         // In flight (each frame's own message and the messages it completes), then queued;
         // an RTS sent ahead names a queued message. Every message is failed once.
         let mut pending: Vec<MsgId> = Vec::new();
@@ -221,7 +208,7 @@ impl Endpoint {
             // The landing budget those buffers held now admits the connections waiting for it.
             self.grant_waiting();
         }
-        self.timers.set(conn, None);
+        self.timers.set(conn.slot(), None);
         for msg in pending {
             self.events.push_back(Event::SendFailed {
                 conn,
@@ -231,9 +218,8 @@ impl Endpoint {
         }
         self.events
             .push_back(Event::ConnectionFailed { conn, error });
-        let c = &self.conns[conn as usize];
-        self.resetting
-            .push((qpn, (c.setup.send_ring, c.setup.recv_buffers)));
-        self.ops.push_back(Op::ResetQp { qpn });
+        let c = &self.conns[conn];
+        let buffers = (c.setup.send_ring, c.setup.recv_buffers);
+        self.reset_qp(qpn, conn, Some(buffers), false);
     }
 }

@@ -15,7 +15,7 @@ impl Endpoint {
     /// Check `seq` is the next one expected on `conn` and advance; fails the connection and
     /// returns `false` otherwise.
     pub(super) fn accept_seq(&mut self, conn: ConnId, seq: Seq) -> bool {
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         if seq != c.expected_rx_seq {
             let err = XrdmaError::OutOfSequence {
                 conn,
@@ -104,12 +104,12 @@ impl Endpoint {
                         return self.fail(conn, XrdmaError::Memory { conn, source })
                     }
                 }
-                self.conns[conn as usize].stats.fragments_received += 1;
+                self.conns[conn].stats.fragments_received += 1;
                 let delivered =
                     eager_records(mem, h.message_len, body_addr, body_len as u64, |at, n| {
                         // `n` is at most the frame's length, a `u32`.
                         let data = mem.read_bytes(at, n as usize)?;
-                        self.conns[conn as usize].stats.recv_bytes += n;
+                        self.conns[conn].stats.recv_bytes += n;
                         self.deliver(conn, n, 0, data, true);
                         Ok(())
                     });
@@ -135,7 +135,7 @@ impl Endpoint {
                     return;
                 }
                 let eager_limit = self.cfg.eager_limit;
-                let c = &mut self.conns[conn as usize];
+                let c = &mut self.conns[conn];
                 for chunk in body.chunks_exact(8) {
                     let mut b = [0u8; 8];
                     b.copy_from_slice(chunk);
@@ -166,7 +166,7 @@ impl Endpoint {
                 if !self.read_or_fail(conn, mem, body_addr, body) {
                     return;
                 }
-                let c = &mut self.conns[conn as usize];
+                let c = &mut self.conns[conn];
                 // Grants answer announced messages in order: each goes to the oldest queued
                 // message still waiting for one.
                 for chunk in body.chunks_exact(GRANT_LEN) {
@@ -185,17 +185,13 @@ impl Endpoint {
                 self.wake_tx(conn);
             }
             FrameKind::Fin => {
-                let c = &mut self.conns[conn as usize];
-                c.fin_received = true;
+                self.conns[conn].state.on_peer_fin();
                 self.events.push_back(Event::PeerClosed { conn });
-                if !c.closing {
-                    c.closing = true;
-                }
                 self.wake_tx(conn);
             }
         }
         if let Some(acked) = h.ack {
-            self.conns[conn as usize].stats.acks_received += 1;
+            self.conns[conn].stats.acks_received += 1;
             self.on_ack_inner(now, conn, acked);
         }
     }
@@ -212,7 +208,7 @@ impl Endpoint {
             return;
         }
         let streaming = self.cfg.deliver_fragments;
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         let n = u64::from(byte_len);
         let Some(l) = c.landings.front_mut() else {
             let reason = format!("a {n}-byte WRITE with no granted landing buffer");
@@ -249,7 +245,7 @@ impl Endpoint {
             let data_offset = if streaming { offset } else { 0 };
             self.deliver(conn, len, data_offset, data, done);
         }
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         c.stats.recv_bytes += n;
         c.stats.fragments_received += 1;
         if done {
@@ -268,7 +264,7 @@ impl Endpoint {
         data: Bytes,
         last: bool,
     ) {
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         if self.cfg.deliver_fragments {
             self.events.push_back(Event::Fragment {
                 conn,
@@ -288,8 +284,8 @@ impl Endpoint {
     /// driver for more registered memory when it does not.
     pub(super) fn grant_pending(&mut self, conn: ConnId) {
         loop {
-            let c = &self.conns[conn as usize];
-            if c.failed || c.closed {
+            let c = &self.conns[conn];
+            if c.state.is_ended() {
                 return;
             }
             let Some(&len) = c.pending_rts.front() else {
@@ -300,7 +296,7 @@ impl Endpoint {
             // than the budget still goes, alone). Freed buffers grant the waiters in turn.
             let in_use = self.landing.in_use_bytes();
             if in_use > 0 && in_use + class_of(len) > self.cfg.landing_budget {
-                let c = &mut self.conns[conn as usize];
+                let c = &mut self.conns[conn];
                 if !c.budget_wait {
                     c.budget_wait = true;
                     self.waiting_budget.push_back(conn);
@@ -314,12 +310,13 @@ impl Endpoint {
                 }
                 if !self.memory_requested {
                     self.memory_requested = true;
+                    self.registrations.push_back(super::MemoryFor::Landing);
                     let len = class_of(len).max(MR_CHUNK_BYTES);
                     self.ops.push_back(Op::RegisterMemory { len });
                 }
                 return;
             };
-            let c = &mut self.conns[conn as usize];
+            let c = &mut self.conns[conn];
             c.pending_rts.pop_front();
             c.landings.push_back(Landing {
                 buf,
@@ -342,7 +339,7 @@ impl Endpoint {
             let Some(conn) = self.waiting_budget.pop_front() else {
                 break;
             };
-            self.conns[conn as usize].budget_wait = false;
+            self.conns[conn].budget_wait = false;
             self.grant_pending(conn);
         }
     }
