@@ -3,21 +3,26 @@
 //! The endpoint is sans-IO: it never calls the transport. The driver is the only code that
 //! does, and its contract with the endpoint is:
 //!
-//! - **Inputs.** Every completion polled from the CQ goes to [`Endpoint::handle_completion`],
-//!   every congestion notification to [`Endpoint::handle_congestion`], and
-//!   [`Endpoint::handle_timeout`] is called at (or after) [`Endpoint::poll_timeout`].
+//! - **Inputs.** Every completion polled from the CQ goes to [`Endpoint::handle_completion`];
+//!   when it answers with a range of registered memory (a frame, or a landed message), the
+//!   driver copies the bytes out (`LocalMemory::read_bytes`) and hands them, or the copy's
+//!   error, to [`Endpoint::handle_landed`] before any other input. The core reads no memory:
+//!   arrived bytes come in as data. Every congestion notification goes to
+//!   [`Endpoint::handle_congestion`], and [`Endpoint::handle_timeout`] is called at (or
+//!   after) [`Endpoint::poll_timeout`].
 //! - **Outputs.** Every [`Op`] from [`Endpoint::poll_op`] is performed on the transport, in
 //!   order, and its outcome handed back before the next op is polled: an [`Op::CreateQp`]'s
 //!   to [`Endpoint::handle_qp_created`], an [`Op::ResetQp`]'s to [`Endpoint::handle_qp_reset`],
 //!   an [`Op::RegisterMemory`]'s region to [`Endpoint::add_memory`], and any other refusal to
 //!   [`Endpoint::handle_post_error`]. [`flush`] does exactly this.
-//! - **Memory.** `poll_op` stages frames into the send ring and `handle_completion` reads
-//!   arrived frames and landed messages through [`crate::LocalMemory`], which the driver
-//!   passes as the transport's registered memory. That is data access, not I/O: both are
-//!   copies between the endpoint's own buffers and the host memory the MRs cover (plain
-//!   process memory on the verbs backend, a byte array in the simulator) — no system call, no
-//!   device command, no clock, nothing that blocks or changes the transport's state; the
-//!   `LocalMemory` trait exposes nothing else of the transport.
+//! - **Staging.** `poll_op` copies each frame or fragment into the connection's staging ring
+//!   through [`crate::LocalMemory::write`] as it produces the WR that sends it, so the bytes
+//!   are in place when the WR is posted. That is data access, not I/O: a copy from the
+//!   application's message into host memory the endpoint owns (plain process memory on the
+//!   verbs backend, a byte array in the simulator) — no system call, no device command, no
+//!   clock, nothing that blocks or changes the transport's state; `LocalMemory` exposes
+//!   nothing else of the transport. Handing the bytes out with the op instead would cost a
+//!   gather list per coalesced frame (up to 64 headers and payloads).
 //! - **Setup.** [`open`] asks the endpoint for a connection ([`Endpoint::open`]), performs the
 //!   ops it emits (a QP created unless the QP cache has one, memory registered unless the
 //!   buffers fit) and returns the half connection whose address goes to the peer; [`establish`]
@@ -159,7 +164,9 @@ pub fn turn<T: Transport + ?Sized, A: Application + ?Sized>(
             break;
         }
         for wc in &scratch.wcs {
-            ep.handle_completion(now, wc, &*t);
+            if let Some((addr, len)) = ep.handle_completion(now, wc) {
+                ep.handle_landed(now, t.read_bytes(addr, len));
+            }
         }
     }
     while let Some(qpn) = t.poll_congestion() {

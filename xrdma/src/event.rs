@@ -165,7 +165,7 @@ pub struct EndpointResources {
     pub qps_reused: u64,
     /// QPs waiting in the QP cache.
     pub qps_cached: usize,
-    /// Open connections (not failed, not closed).
+    /// Open connections: established, draining or closing (not being set up, not ended).
     pub open_connections: usize,
     /// Connection records: slots of the connection table, in use or released. An ended
     /// connection's slot serves the next one, so this stays at the most connections open at

@@ -39,13 +39,15 @@ impl<T> Slab<T> {
     /// Put `value` in the most recently released slot (its generation one higher), else in a
     /// new slot; `None` when all `max` slots hold records not released.
     pub fn insert(&mut self, value: T) -> Option<ConnId> {
-        if let Some(index) = self.free.pop() {
-            let slot = &mut self.slots[index as usize];
-            slot.generation = slot.generation.wrapping_add(1);
-            slot.released = false;
-            slot.value = value;
-            return Some(ConnId::new(index, slot.generation));
+        if let Some(&index) = self.free.last() {
+            return self.reuse(index, value);
         }
+        self.push(value)
+    }
+
+    /// Put `value` in a new slot, even when released ones wait; `None` when the slab has
+    /// `max` slots.
+    pub fn push(&mut self, value: T) -> Option<ConnId> {
         if self.slots.len() >= self.max {
             return None;
         }
@@ -56,6 +58,27 @@ impl<T> Slab<T> {
             value,
         });
         Some(ConnId::new(index, 0))
+    }
+
+    /// The most recently released slot whose record's id `skip` does not refuse, for
+    /// [`Slab::reuse`].
+    pub fn free_slot(&self, skip: impl Fn(ConnId) -> bool) -> Option<u32> {
+        self.free.iter().rev().copied().find(|&i| {
+            let s = &self.slots[i as usize];
+            !skip(ConnId::new(i, s.generation))
+        })
+    }
+
+    /// Put `value` in `slot`, a released slot [`Slab::free_slot`] named, its generation one
+    /// higher; `None` when the slot is not released.
+    pub fn reuse(&mut self, slot: u32, value: T) -> Option<ConnId> {
+        let i = self.free.iter().rposition(|&f| f == slot)?;
+        self.free.remove(i);
+        let s = &mut self.slots[slot as usize];
+        s.generation = s.generation.wrapping_add(1);
+        s.released = false;
+        s.value = value;
+        Some(ConnId::new(slot, s.generation))
     }
 
     /// Let `id`'s slot serve the next [`Slab::insert`]. The record stays readable through `id`
@@ -90,6 +113,14 @@ impl<T> Slab<T> {
         self.slots
             .get(id.index())
             .is_some_and(|s| s.generation != id.generation())
+    }
+
+    /// The id and record of slot `index` when the slot exists and the low `bits` bits of its
+    /// generation are `generation` (ids carried in fewer bits than a `u32`).
+    pub fn get_by_bits(&self, index: u32, generation: u32, bits: u32) -> Option<(ConnId, &T)> {
+        let s = self.slots.get(index as usize)?;
+        let mask = u32::MAX >> (32 - bits.clamp(1, 32));
+        (s.generation & mask == generation).then(|| (ConnId::new(index, s.generation), &s.value))
     }
 
     /// The id of the record in slot `index` now, if the slot exists.
@@ -206,6 +237,9 @@ mod tests {
         assert_eq!(s.get(a), None);
         assert!(s.is_stale(a));
         assert_eq!(s.get(c), Some(&"c"));
+        assert_eq!(s.get_by_bits(0, 1, 12), Some((c, &"c")));
+        assert_eq!(s.get_by_bits(0, 0, 12), None, "the old generation's bits");
+        assert_eq!(s.get_by_bits(9, 0, 12), None);
         assert_eq!(s.len(), 2);
         s.release(a); // stale: nothing
         s.release(c);
@@ -229,6 +263,21 @@ mod tests {
         assert_eq!(p.remove(old), None);
         assert_eq!(p.remove(new), Some(0));
         assert_eq!(p.get(new), None);
+    }
+
+    #[test]
+    fn a_refused_free_slot_is_skipped_for_an_older_one_or_a_new_one() {
+        let mut s = Slab::new(8);
+        let (a, b) = (s.insert('a').unwrap(), s.insert('b').unwrap());
+        s.release(a);
+        s.release(b);
+        assert_eq!(s.free_slot(|_| false), Some(1), "the last released first");
+        assert_eq!(s.free_slot(|id| id == b), Some(0));
+        assert_eq!(s.free_slot(|_| true), None);
+        assert_eq!(s.reuse(0, 'c'), Some(ConnId::new(0, 1)));
+        assert_eq!(s.reuse(0, 'd'), None, "slot 0 is taken again");
+        assert_eq!(s.push('e'), Some(ConnId::new(2, 0)));
+        assert_eq!(s.insert('f'), Some(ConnId::new(1, 1)));
     }
 
     #[test]

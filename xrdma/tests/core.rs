@@ -572,7 +572,7 @@ fn a_completion_left_by_an_ended_connection_does_not_reach_its_slots_next_connec
         byte_len: 0,
         imm: None,
     };
-    ep.handle_completion(Time::ZERO, &err, &NoMemory);
+    assert_eq!(ep.handle_completion(Time::ZERO, &err), None);
     assert_eq!(ep.state(old), Some(ConnState::Failed));
     while let Some(op) = ep.poll_op(Time::ZERO, &mut NoMemory) {
         if let Op::ResetQp { qpn } = op {
@@ -593,7 +593,11 @@ fn a_completion_left_by_an_ended_connection_does_not_reach_its_slots_next_connec
         imm: Some(12345),
         ..err
     };
-    ep.handle_completion(Time::ZERO, &late, &NoMemory);
+    assert_eq!(
+        ep.handle_completion(Time::ZERO, &late),
+        None,
+        "no bytes asked for"
+    );
     assert_eq!(ep.state(new), Some(ConnState::Established));
     assert_eq!(ep.stats(new).unwrap().acks_received, 0);
     assert!(ep.poll_event().is_none());
@@ -767,4 +771,68 @@ fn in_memory_reads_copy_in_range_and_refuse_out_of_range() {
         );
         assert_eq!(side.write(addr, &vec![0; len]).unwrap_err(), want);
     }
+}
+
+#[test]
+fn arrived_bytes_come_in_as_data_and_a_short_or_missing_copy_fails_the_connection() {
+    use xrdma::fragment::{FrameKind, MessageHeader};
+    let mut ep = Endpoint::new(Config::default()).unwrap();
+    let mut qpn = 0;
+    let (conn, recvs) = open_by_hand(&mut ep, &mut qpn);
+    let frame = |payload: &[u8]| {
+        let h = MessageHeader {
+            kind: FrameKind::Eager,
+            message_len: payload.len() as u64,
+            ack: None,
+        };
+        let mut b = h.encode().to_vec();
+        b.extend_from_slice(payload);
+        Bytes::from(b)
+    };
+    let wc = |wr_id: u64, imm: u32, byte_len: u32| WorkCompletion {
+        wr_id,
+        status: WcStatus::Success,
+        opcode: WcOpcode::Recv,
+        qp_num: 1,
+        byte_len,
+        imm: Some(imm),
+    };
+    // An eager frame: the endpoint names the receive buffer's range and takes the copy.
+    let f = frame(b"hello");
+    let range = ep.handle_completion(Time::ZERO, &wc(recvs[0], 0, f.len() as u32));
+    assert_eq!(range.map(|(_, len)| len), Some(f.len()));
+    ep.handle_landed(Time::ZERO, Ok(f));
+    let got: Vec<Event> = std::iter::from_fn(|| ep.poll_event()).collect();
+    assert_eq!(
+        got,
+        [Event::Message {
+            conn,
+            data: Bytes::from_static(b"hello")
+        }]
+    );
+    // A copy shorter than asked fails the connection with a memory error.
+    let f = frame(b"world");
+    let asked = ep.handle_completion(Time::ZERO, &wc(recvs[1], 1, f.len() as u32));
+    assert!(asked.is_some());
+    ep.handle_landed(Time::ZERO, Ok(f.slice(..4)));
+    assert_eq!(ep.state(conn), Some(ConnState::Failed));
+    assert!(matches!(
+        ep.poll_event(),
+        Some(Event::ConnectionFailed {
+            error: XrdmaError::Memory { .. },
+            ..
+        })
+    ));
+
+    // A completion whose bytes never came fails its connection at the next input.
+    while ep.poll_op(Time::ZERO, &mut NoMemory).is_some() {} // the failed one's reposts
+    let (conn, recvs) = open_by_hand(&mut ep, &mut qpn);
+    let f = frame(b"lost");
+    assert!(ep
+        .handle_completion(Time::ZERO, &wc(recvs[0], 0, f.len() as u32))
+        .is_some());
+    ep.handle_timeout(Time::ZERO);
+    let ack = wc(recvs[1], 0, 0);
+    assert_eq!(ep.handle_completion(Time::ZERO, &ack), None);
+    assert_eq!(ep.state(conn), Some(ConnState::Failed));
 }

@@ -1,30 +1,34 @@
 //! The endpoint's life cycle: completions in (success or error), timers, failing a
 //! connection and finishing a close.
 
-use super::{split_wr_id, Endpoint, Event, GEN_MASK, KIND_ACK, KIND_DATA, TAG_MASK};
+use super::{split_wr_id, Endpoint, Event, Landed, GEN_BITS, KIND_ACK, KIND_DATA, TAG_MASK};
 use crate::error::{ConnId, XrdmaError};
 use crate::mr_pool::Region;
-use crate::{LocalMemory, MsgId, Seq, Time, WcOpcode, WcStatus, WorkCompletion};
+use crate::{MsgId, Seq, Time, TransportError, WcOpcode, WcStatus, WorkCompletion};
+use bytes::Bytes;
 
 impl Endpoint {
-    /// A work completion from the transport's CQ. `mem` gives access to the buffers.
-    pub fn handle_completion<M: LocalMemory + ?Sized>(
-        &mut self,
-        now: Time,
-        wc: &WorkCompletion,
-        mem: &M,
-    ) {
+    /// The connection a completion belongs to, with its WR's tag and kind, if it is one of
+    /// a connection that has not ended (a completion left in the CQ by a slot's previous
+    /// connection, or a flushed WR of a reclaimed connection, has none).
+    fn completion_conn(&self, wc: &WorkCompletion) -> Option<(ConnId, u32, u64)> {
         let (slot, generation, tag, kind) = split_wr_id(wc.wr_id);
-        let Some(conn) = self.conns.id_at(slot) else {
-            return;
-        };
-        if conn.generation() & GEN_MASK != generation {
-            return; // left in the CQ by the slot's previous connection
+        let (conn, c) = self.conns.get_by_bits(slot, generation, GEN_BITS)?;
+        (!c.state.is_ended()).then_some((conn, tag, kind))
+    }
+
+    /// A work completion from the transport's CQ. Returns `Some((addr, len))` when handling
+    /// it needs bytes that landed in registered memory — a SEND's frame in its receive buffer,
+    /// or the fragment (when fragments are delivered as they land) or whole message (with its
+    /// last fragment) in a landing buffer: the driver copies them out
+    /// (`LocalMemory::read_bytes`) and hands them to [`Endpoint::handle_landed`] before any
+    /// other input. The core itself reads no memory.
+    pub fn handle_completion(&mut self, now: Time, wc: &WorkCompletion) -> Option<(u64, usize)> {
+        if self.landed.is_some() {
+            self.handle_landed(now, Err(not_handed_in()));
         }
+        let (conn, tag, kind) = self.completion_conn(wc)?;
         let c = &mut self.conns[conn];
-        if c.state.is_ended() {
-            return; // flushed WRs of a reclaimed connection
-        }
         if wc.status != WcStatus::Success {
             let op = match kind {
                 KIND_DATA => "data WR",
@@ -39,7 +43,7 @@ impl Endpoint {
                     op,
                 },
             );
-            return;
+            return None;
         }
         match kind {
             KIND_DATA | KIND_ACK => {
@@ -48,7 +52,7 @@ impl Endpoint {
                 // overtaken, and is ignored.
                 let older = tag.wrapping_sub(c.sq_oldest) & TAG_MASK;
                 if older >= c.sq_outstanding {
-                    return;
+                    return None;
                 }
                 c.sq_oldest = tag.wrapping_add(1) & TAG_MASK;
                 c.sq_outstanding -= older + 1;
@@ -65,7 +69,7 @@ impl Endpoint {
                 // connection if one carried data), and their buffers are free again.
                 let older = tag.wrapping_sub(c.rq_oldest) & TAG_MASK;
                 if older as usize >= c.rq.len() {
-                    return;
+                    return None;
                 }
                 let setup = c.setup;
                 let mut slot = 0;
@@ -78,15 +82,70 @@ impl Endpoint {
                 }
                 let imm = Seq(wc.imm.unwrap_or(0));
                 match wc.opcode {
-                    WcOpcode::RecvRdmaWithImm => self.on_fragment(conn, imm, wc.byte_len, mem),
+                    WcOpcode::RecvRdmaWithImm => {
+                        if let Some(range) = self.on_fragment(conn, imm, wc.byte_len) {
+                            return Some(range); // rearmed in `handle_landed`
+                        }
+                    }
                     _ if wc.byte_len == 0 => self.on_ack(now, conn, imm),
                     _ => {
-                        let slot_len = self.cfg.recv_slot_bytes();
-                        let addr = setup.recv_buffers.addr + u64::from(slot) * slot_len;
-                        self.on_frame(now, conn, imm, addr, wc.byte_len, mem);
+                        if self.accept_seq(conn, imm) {
+                            let slot_len = self.cfg.recv_slot_bytes();
+                            let addr = setup.recv_buffers.addr + u64::from(slot) * slot_len;
+                            let byte_len = wc.byte_len;
+                            self.landed = Some(Landed::Frame {
+                                conn,
+                                addr,
+                                byte_len,
+                                lkey: setup.recv_buffers.lkey,
+                            });
+                            return Some((addr, byte_len as usize)); // rearmed in `handle_landed`
+                        }
                     }
                 }
             }
+        }
+        self.rearm(now, conn);
+        None
+    }
+
+    /// The bytes [`Endpoint::handle_completion`] asked for (copied out of registered memory
+    /// by the driver), or why they could not be read: the completion's frame or fragment is
+    /// handled now. Bytes of another length than asked, or an error, fail the connection.
+    pub fn handle_landed(&mut self, now: Time, bytes: Result<Bytes, TransportError>) {
+        let Some(landed) = self.landed.take() else {
+            return;
+        };
+        let (conn, addr, len, key) = match landed {
+            Landed::Frame {
+                conn,
+                addr,
+                byte_len,
+                lkey,
+            } => (conn, addr, u64::from(byte_len), lkey),
+            Landed::Fragment(t) => {
+                let len = if self.cfg.deliver_fragments {
+                    t.n
+                } else {
+                    t.message_len
+                };
+                (t.conn, t.buf.addr + t.offset, len, t.buf.lkey)
+            }
+        };
+        if !self.conns.get(conn).is_some_and(|c| !c.state.is_ended()) {
+            return;
+        }
+        let bytes = bytes.and_then(|b| {
+            if b.len() as u64 == len {
+                Ok(b)
+            } else {
+                Err(TransportError::BadAddress { addr, len, key })
+            }
+        });
+        match (bytes, landed) {
+            (Err(source), _) => self.fail(conn, XrdmaError::Memory { conn, source }),
+            (Ok(frame), Landed::Frame { .. }) => self.on_frame(now, conn, &frame),
+            (Ok(data), Landed::Fragment(t)) => self.finish_fragment(t, Some(data)),
         }
         self.rearm(now, conn);
     }
@@ -221,5 +280,13 @@ impl Endpoint {
         let c = &self.conns[conn];
         let buffers = (c.setup.send_ring, c.setup.recv_buffers);
         self.reset_qp(qpn, conn, Some(buffers), false);
+    }
+}
+
+/// The error for a completion whose bytes the driver did not hand in before its next input.
+fn not_handed_in() -> TransportError {
+    TransportError::Other {
+        verb: "read_bytes",
+        reason: "the landed bytes were not handed in (handle_landed)".into(),
     }
 }

@@ -53,7 +53,8 @@
 //!
 //! ## Driving it (sans-IO)
 //! The endpoint never calls a transport, reads a clock or blocks. Inputs: [`Endpoint::open`],
-//! [`Endpoint::send`], [`Endpoint::close`], [`Endpoint::handle_completion`],
+//! [`Endpoint::send`], [`Endpoint::close`], [`Endpoint::handle_completion`] (and
+//! [`Endpoint::handle_landed`] with the bytes it asks for),
 //! [`Endpoint::handle_congestion`], [`Endpoint::handle_timeout`],
 //! [`Endpoint::handle_qp_created`], [`Endpoint::handle_connected`],
 //! [`Endpoint::handle_qp_reset`], [`Endpoint::add_memory`], [`Endpoint::handle_post_error`].
@@ -88,7 +89,7 @@ mod setup;
 pub mod state;
 
 pub use inspect::ConnUsage;
-use setup::{HalfSetup, MemoryFor, Resetting, Teardown};
+use setup::{HalfSetup, MemoryFor, Resetting};
 pub use state::ConnState;
 
 struct OutMessage {
@@ -135,6 +136,34 @@ impl Completes {
     }
 }
 
+/// A completion waiting for its landed bytes ([`Endpoint::handle_landed`]).
+#[derive(Clone, Copy, Debug)]
+enum Landed {
+    /// A frame of `byte_len` bytes at `addr` in a receive buffer (key `lkey`).
+    Frame {
+        conn: ConnId,
+        addr: u64,
+        byte_len: u32,
+        lkey: u32,
+    },
+    /// A fragment in a landing buffer.
+    Fragment(FragmentTail),
+}
+
+/// What is left to do for a landed fragment once its bytes are in.
+#[derive(Clone, Copy, Debug)]
+struct FragmentTail {
+    conn: ConnId,
+    buf: Region,
+    message_len: u64,
+    /// Offset of the delivered bytes in the message (0 when the whole message is).
+    offset: u64,
+    /// The fragment's length.
+    n: u64,
+    /// Whether it is the message's last.
+    done: bool,
+}
+
 /// A large message landing in a granted buffer.
 struct Landing {
     buf: Region,
@@ -176,8 +205,6 @@ struct Connection {
     /// waiting on its peer probes it `ack_timeout` after this.
     last_progress: Time,
     in_ack_list: bool,
-    /// How far an ended connection is from giving its slot back.
-    teardown: Teardown,
     stats: ConnStats,
 }
 
@@ -214,7 +241,6 @@ impl Connection {
             ack_due: false,
             last_progress: Time::ZERO,
             in_ack_list: false,
-            teardown: Teardown::default(),
             stats: ConnStats {
                 window: c.initial_window,
                 ..ConnStats::default()
@@ -259,7 +285,7 @@ const KIND_ACK: u64 = 3;
 pub const MAX_CONNECTIONS: usize = 1 << 20;
 
 /// Bits of a connection's generation a `wr_id` carries.
-const GEN_BITS: u32 = 12;
+pub(super) const GEN_BITS: u32 = 12;
 const GEN_MASK: u32 = (1 << GEN_BITS) - 1;
 
 /// `wr_id` layout: the connection's slot in bits 32..52 and the low 12 bits of its generation
@@ -317,6 +343,8 @@ pub struct Endpoint {
     /// QPs of ended connections waiting for [`Endpoint::handle_qp_reset`].
     resetting: Vec<Resetting>,
     qp_cache: QpCache,
+    /// The completion [`Endpoint::handle_completion`] asked the landed bytes of.
+    landed: Option<Landed>,
 }
 
 impl Endpoint {
@@ -345,6 +373,7 @@ impl Endpoint {
             spare_buffers: Vec::new(),
             resetting: Vec::new(),
             qp_cache: QpCache::new(),
+            landed: None,
         })
     }
 
@@ -572,11 +601,7 @@ impl Endpoint {
 
     /// The next event for the application.
     pub fn poll_event(&mut self) -> Option<Event> {
-        let ev = self.events.pop_front()?;
-        if let Event::Closed { conn } | Event::ConnectionFailed { conn, .. } = ev {
-            self.end_heard(conn);
-        }
-        Some(ev)
+        self.events.pop_front()
     }
 
     /// The next work request to post. Frames and fragments are staged into the send ring

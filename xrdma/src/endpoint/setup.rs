@@ -25,17 +25,6 @@ pub(super) struct HalfSetup {
     error: Option<TransportError>,
 }
 
-/// What an ended connection waits for before its slot serves the next connection: its QP
-/// reset reported, and the application told of the end (its [`crate::Event::Closed`] or
-/// [`crate::Event::ConnectionFailed`] polled), so an id stays valid at least until the
-/// application has heard that its connection ended. A connection that failed during setup
-/// raises no event and waits only for the reset.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Teardown {
-    qp_reset: bool,
-    end_heard: bool,
-}
-
 /// What an [`Op::RegisterMemory`] was asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum MemoryFor {
@@ -60,7 +49,10 @@ pub(super) struct Resetting {
 
 impl Endpoint {
     /// Open a connection: it starts in [`ConnState::Connecting`] in a free slot of the
-    /// connection table (a released one first). Its QP comes from the QP cache when one with
+    /// connection table: the most recently released one whose connection's end the
+    /// application has heard (no [`crate::Event::Closed`] or [`crate::Event::ConnectionFailed`]
+    /// naming it waits for [`Endpoint::poll_event`]), so an id stays valid at least until the
+    /// application has polled the event that ended it; else a new slot. Its QP comes from the QP cache when one with
     /// this endpoint's capacities ([`crate::Config::qp_caps`]) waits there, else by an
     /// [`Op::CreateQp`]; its staging ring and receive buffers are an ended connection's, else
     /// carved from the MR pool, else from a chunk asked for by [`Op::RegisterMemory`]. Once
@@ -71,11 +63,14 @@ impl Endpoint {
     /// [`XrdmaError::TooManyConnections`] when all [`MAX_CONNECTIONS`] slots serve
     /// connections that have not ended.
     pub fn open(&mut self) -> Result<ConnId, XrdmaError> {
-        let conn = self.conns.insert(Connection::new(&self.cfg)).ok_or(
-            XrdmaError::TooManyConnections {
-                max: MAX_CONNECTIONS,
-            },
-        )?;
+        let record = Connection::new(&self.cfg);
+        let conn = match self.conns.free_slot(|id| self.end_unheard(id)) {
+            Some(slot) => self.conns.reuse(slot, record),
+            None => self.conns.push(record),
+        }
+        .ok_or(XrdmaError::TooManyConnections {
+            max: MAX_CONNECTIONS,
+        })?;
         if conn.generation() > 0 {
             // The slot's last connection has ended: drop what the queues still hold for it.
             let slot = conn.slot();
@@ -295,7 +290,6 @@ impl Endpoint {
         }
         let h = &mut c.half;
         h.error = Some(source);
-        c.teardown.end_heard = true;
         let buffers = h.ring.zip(h.recv);
         match h.qp {
             Some(qp) => self.reset_qp(qp.qpn, conn, buffers, true),
@@ -327,10 +321,9 @@ impl Endpoint {
     /// The outcome of an [`Op::ResetQp`]: the QP's new address (RESET, back in INIT with a
     /// new first PSN), or why the reset failed. Once reset, the NIC no longer touches the
     /// connection's buffers, so they serve the next connection, and a cleanly closed
-    /// connection's QP goes to the QP cache. Either way the connection's slot is released once
-    /// the application has polled the event that ended it; its record stays readable until
-    /// the next [`Endpoint::open`] reuses the slot. A QP that could not be reset is not
-    /// reused, nor are its buffers.
+    /// connection's QP goes to the QP cache. Either way the connection's slot is released: its
+    /// record stays readable until an [`Endpoint::open`] reuses the slot. A QP that could not
+    /// be reset is not reused, nor are its buffers.
     pub fn handle_qp_reset(&mut self, qpn: QpNum, result: Result<QpAddress, TransportError>) {
         let Some(i) = self.resetting.iter().position(|r| r.qpn == qpn) else {
             return;
@@ -345,22 +338,17 @@ impl Endpoint {
         if self.by_qp.get(&qpn) == Some(&r.conn) {
             self.by_qp.remove(&qpn);
         }
-        if let Some(c) = self.conns.get_mut(r.conn) {
-            c.teardown.qp_reset = true;
-            if c.teardown.end_heard {
-                self.conns.release(r.conn);
-            }
-        }
+        self.conns.release(r.conn);
     }
 
-    /// The application polled the event that ends `conn`: release its slot if its QP reset
-    /// was reported already.
-    pub(super) fn end_heard(&mut self, conn: ConnId) {
-        if let Some(c) = self.conns.get_mut(conn) {
-            c.teardown.end_heard = true;
-            if c.teardown.qp_reset {
-                self.conns.release(conn);
+    /// Whether an event that ends `conn` ([`crate::Event::Closed`],
+    /// [`crate::Event::ConnectionFailed`]) still waits for [`Endpoint::poll_event`].
+    fn end_unheard(&self, conn: ConnId) -> bool {
+        self.events.iter().any(|e| match e {
+            crate::Event::Closed { conn: c } | crate::Event::ConnectionFailed { conn: c, .. } => {
+                *c == conn
             }
-        }
+            _ => false,
+        })
     }
 }
