@@ -6,8 +6,9 @@ use thiserror::Error;
 /// A connection of one [`crate::Endpoint`]: the slot its record occupies in the endpoint's
 /// connection table and the generation of that slot.
 ///
-/// Slots are reused: once a connection has ended (closed or failed) and its QP has been reset,
-/// its slot serves the next connection the endpoint opens, with the generation one higher. An
+/// Slots are reused: once a connection has ended (closed or failed), its QP reset has been
+/// reported and the application has polled the event that ended it, its slot serves the next
+/// connection the endpoint opens, with the generation one higher. An
 /// id kept from an ended connection therefore never names its successor: the endpoint answers
 /// it with [`XrdmaError::StaleConnection`] (or `None` from a read-only view) instead.
 ///
@@ -160,9 +161,9 @@ pub enum XrdmaError {
         /// The connection.
         conn: ConnId,
     },
-    /// Setting the connection up failed: the transport could not create, connect or reset
-    /// its QP or register its buffers. The connection is failed; its QP and buffers serve the
-    /// next connection.
+    /// Setting the connection up failed: the transport could not create or connect its QP or
+    /// register its buffers. The connection is failed; its QP (reset) and its buffers serve
+    /// the next connection.
     #[error("connection {conn}: setup failed: {source}")]
     Setup {
         /// The connection.
