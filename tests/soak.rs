@@ -1,6 +1,7 @@
 //! A short soak on the simulator (`xrdma soak` runs the long one): every streamed message
 //! arrives intact and in order, and close/connect cycles through the QP cache create no QP,
-//! register no memory and keep no buffers beyond what the first cycle had.
+//! register no memory, keep no buffers and no connection records beyond what the first cycle
+//! had.
 
 use xrdma_testbed::tools::{self, soak};
 
@@ -19,5 +20,22 @@ fn streaming_and_reconnecting_loses_nothing_and_leaks_nothing() {
         assert_eq!(r.after[h].qps_reused, 200);
         assert_eq!(r.after[h].mr_chunks, 1);
         assert_eq!(r.after[h].open_connections, 1);
+        // Each cycle's connection takes the slot of the one it replaces.
+        assert_eq!(r.after[h].connection_records, 1, "host {h}");
     }
+}
+
+#[test]
+fn regression_growing_connection_records_fail_the_soak() {
+    let opts = soak::SoakOptions {
+        messages: 10,
+        cycles: 3,
+        ..soak::SoakOptions::default()
+    };
+    let mut r = soak::run(&mut tools::sim_fabric().unwrap(), &opts).unwrap();
+    assert!(r.passed(), "{:?}", r.growth());
+    // A record per cycle, as when connection ids were never reused.
+    r.after[1].connection_records = r.before[1].connection_records + 2;
+    assert!(!r.passed());
+    assert_eq!(r.growth(), ["host 1: connection records 1 -> 3"]);
 }

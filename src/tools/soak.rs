@@ -12,8 +12,9 @@
 //!    the endpoint's QP cache, the buffers of the closed connection) and send one message.
 //!
 //! [`EndpointResources`] of both endpoints are taken after the first cycle (everything warm)
-//! and at the end: QPs created, QPs cached, MRs, registered bytes, spare buffers and landing
-//! buffers in use must not grow. Connection records (ids are never reused) are reported.
+//! and at the end: QPs created, QPs cached, MRs, registered bytes, spare buffers, landing
+//! buffers in use and connection records (an ended connection's slot serves the next one)
+//! must not grow.
 
 use super::{connect_pair, drive, Pair};
 use anyhow::{bail, Context, Result};
@@ -74,7 +75,7 @@ impl SoakReport {
         let mut out = Vec::new();
         for h in 0..2 {
             let (b, a) = (&self.before[h], &self.after[h]);
-            let pairs: [(&str, u64, u64); 6] = [
+            let pairs: [(&str, u64, u64); 7] = [
                 ("QPs created", b.qps_created, a.qps_created),
                 ("QPs cached", b.qps_cached as u64, a.qps_cached as u64),
                 ("MRs", b.mr_chunks as u64, a.mr_chunks as u64),
@@ -88,6 +89,11 @@ impl SoakReport {
                     "landing bytes in use",
                     b.landing_in_use_bytes,
                     a.landing_in_use_bytes,
+                ),
+                (
+                    "connection records",
+                    b.connection_records as u64,
+                    a.connection_records as u64,
                 ),
             ];
             for (what, before, after) in pairs {

@@ -249,6 +249,17 @@ impl Config {
     pub fn recv_buffer_bytes(&self) -> u64 {
         u64::from(self.recv_depth) * self.recv_slot_bytes()
     }
+
+    /// The QP capacities a connection asks for: `send_depth` send WRs, `recv_depth` receive
+    /// WRs, `inline_limit` bytes of inline data. The QP cache serves a QP only to a connection
+    /// asking for the same capacities.
+    pub fn qp_caps(&self) -> crate::QpCaps {
+        crate::QpCaps {
+            max_send_wr: self.send_depth,
+            max_recv_wr: self.recv_depth,
+            max_inline_data: self.inline_limit,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,42 @@
 //! The generic driver: joins an [`Endpoint`], a [`Transport`] and an application.
 //!
-//! A driver turn moves completions and congestion notifications from the transport into the
-//! core, fires due timers, lets the application react to events, and posts the work requests
-//! the core produced. The simulator calls [`turn`] with virtual time whenever a host needs
-//! attention; the verbs backend calls it from its polling loop with real time.
+//! The endpoint is sans-IO: it never calls the transport. The driver is the only code that
+//! does, and its contract with the endpoint is:
+//!
+//! - **Inputs.** Every completion polled from the CQ goes to [`Endpoint::handle_completion`];
+//!   when it answers with a range of registered memory (a frame, or a landed message), the
+//!   driver copies the bytes out (`LocalMemory::read_bytes`) and hands them, or the copy's
+//!   error, to [`Endpoint::handle_landed`] before any other input. The core reads no memory:
+//!   arrived bytes come in as data. Every congestion notification goes to
+//!   [`Endpoint::handle_congestion`], and [`Endpoint::handle_timeout`] is called at (or
+//!   after) [`Endpoint::poll_timeout`].
+//! - **Outputs.** Every [`Op`] from [`Endpoint::poll_op`] is performed on the transport, in
+//!   order, and its outcome handed back before the next op is polled: an [`Op::CreateQp`]'s
+//!   to [`Endpoint::handle_qp_created`], an [`Op::ResetQp`]'s to [`Endpoint::handle_qp_reset`],
+//!   an [`Op::RegisterMemory`]'s region to [`Endpoint::add_memory`], and any other refusal to
+//!   [`Endpoint::handle_post_error`]. [`flush`] does exactly this.
+//! - **Staging.** `poll_op` copies each frame or fragment into the connection's staging ring
+//!   through [`crate::LocalMemory::write`] as it produces the WR that sends it, so the bytes
+//!   are in place when the WR is posted. That is data access, not I/O: a copy from the
+//!   application's message into host memory the endpoint owns (plain process memory on the
+//!   verbs backend, a byte array in the simulator) — no system call, no device command, no
+//!   clock, nothing that blocks or changes the transport's state; `LocalMemory` exposes
+//!   nothing else of the transport. Handing the bytes out with the op instead would cost a
+//!   gather list per coalesced frame (up to 64 headers and payloads).
+//! - **Setup.** [`open`] asks the endpoint for a connection ([`Endpoint::open`]), performs the
+//!   ops it emits (a QP created unless the QP cache has one, memory registered unless the
+//!   buffers fit) and returns the half connection whose address goes to the peer; [`establish`]
+//!   connects the QP to the peer's (`Transport::connect_qp`), reports it
+//!   ([`Endpoint::handle_connected`]) and posts the receive WRs.
+//!
+//! A driver turn ([`turn`]) moves completions and congestion notifications from the transport
+//! into the core, fires due timers, lets the application react to events, and posts the work
+//! requests the core produced. The simulator calls [`turn`] with virtual time whenever a host
+//! needs attention; the verbs backend calls it from its polling loop with real time.
 
-use crate::endpoint::{ConnSetup, Endpoint, Event, Op};
-use crate::error::ConnId;
-use crate::mr_pool::Region;
-use crate::{
-    Config, QpAddress, QpCaps, Time, Transport, TransportError, WorkCompletion, MR_CHUNK_BYTES,
-};
+use crate::endpoint::{Endpoint, Event, Op, SetupProgress};
+use crate::error::{ConnId, XrdmaError};
+use crate::{Config, QpAddress, QpCaps, Time, Transport, WorkCompletion};
 use serde::{Deserialize, Serialize};
 
 pub use crate::qp_cache::QpCache;
@@ -47,104 +73,71 @@ pub struct ConnInfo {
     pub qp: QpAddress,
 }
 
-/// One side of a connection being set up: QP taken, buffers carved, not yet connected.
+/// One side of a connection being set up: QP and buffers ready, not yet connected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HalfConn {
     /// What to send to the peer.
     pub info: ConnInfo,
     /// Whether the QP came from the endpoint's QP cache (a closed connection's QP, reset).
     pub reused_qp: bool,
-    send_ring: Region,
-    recv_buffers: Region,
+    conn: ConnId,
 }
 
-/// Carve `len` bytes from the endpoint's MR pool, registering a new chunk of
-/// `max(4 MiB, len)` bytes through `t` when the pool is full.
-///
-/// # Errors
-/// The transport's registration error.
-pub fn alloc_region<T: Transport + ?Sized>(
-    ep: &mut Endpoint,
-    t: &mut T,
-    len: u64,
-) -> Result<Region, TransportError> {
-    if let Some(r) = ep.mr_pool().alloc(len) {
-        return Ok(r);
+impl HalfConn {
+    /// The connection, in [`crate::ConnState::Connecting`] until [`establish`].
+    pub fn conn(&self) -> ConnId {
+        self.conn
     }
-    let mr = t.register_memory(len.max(MR_CHUNK_BYTES))?;
-    ep.mr_pool().add_chunk(mr);
-    ep.mr_pool()
-        .alloc(len)
-        .ok_or(TransportError::RegistrationFailed {
-            len,
-            reason: "chunk too small".into(),
-        })
 }
 
-/// The QP capacities a connection of an endpoint with `cfg` asks for: `send_depth` send WRs,
-/// `recv_depth` receive WRs, `inline_limit` bytes of inline data.
+/// The QP capacities a connection of an endpoint with `cfg` asks for ([`Config::qp_caps`]).
 pub fn qp_caps(cfg: &Config) -> QpCaps {
-    QpCaps {
-        max_send_wr: cfg.send_depth,
-        max_recv_wr: cfg.recv_depth,
-        max_inline_data: cfg.inline_limit,
+    cfg.qp_caps()
+}
+
+/// Open a connection on `ep` ([`Endpoint::open`]) and perform what it asks of `t` — a QP
+/// created unless the endpoint's QP cache holds one with its capacities, a chunk registered
+/// unless a closed connection's buffers or the MR pool serve it (with any other op pending) —
+/// then send the returned [`HalfConn::info`] to the peer.
+///
+/// # Errors
+/// [`XrdmaError::Setup`] with the transport's error from QP creation or registration;
+/// [`XrdmaError::TooManyConnections`].
+pub fn open<T: Transport + ?Sized>(ep: &mut Endpoint, t: &mut T) -> Result<HalfConn, XrdmaError> {
+    let conn = ep.open()?;
+    let now = t.now();
+    flush(now, ep, t);
+    match ep.setup_progress(conn)? {
+        SetupProgress::Ready { qp, reused_qp } => Ok(HalfConn {
+            info: ConnInfo { qp },
+            reused_qp,
+            conn,
+        }),
+        // `flush` answered every op, so the setup is not waiting for anything.
+        SetupProgress::Pending | SetupProgress::Connected => {
+            Err(XrdmaError::NotEstablished { conn })
+        }
     }
 }
 
-/// Take a QP for a new connection — from the endpoint's QP cache when it holds one with this
-/// endpoint's capacities ([`qp_caps`]), else a new one — and its staging ring and receive
-/// buffers (a closed connection's, else carved from the MR pool); send the returned
-/// [`HalfConn::info`] to the peer.
+/// Connect `half` to the peer described by `remote`, tell the endpoint, and post the
+/// connection's receive WRs at once (before the peer can send, so no RNR NAK at start-up).
 ///
 /// # Errors
-/// The transport's error from registration or QP creation.
-pub fn open<T: Transport + ?Sized>(
-    ep: &mut Endpoint,
-    t: &mut T,
-) -> Result<HalfConn, TransportError> {
-    let caps = qp_caps(ep.config());
-    let (qp, reused_qp) = ep.qp_cache().take(t, caps)?;
-    let (send_ring, recv_buffers) = match ep.take_spare_buffers() {
-        Some(b) => b,
-        None => {
-            let ring_len = ep.config().ring_bytes();
-            let recv_len = ep.config().recv_buffer_bytes();
-            (
-                alloc_region(ep, t, ring_len)?,
-                alloc_region(ep, t, recv_len)?,
-            )
-        }
-    };
-    Ok(HalfConn {
-        info: ConnInfo { qp },
-        reused_qp,
-        send_ring,
-        recv_buffers,
-    })
-}
-
-/// Connect `half` to the peer described by `remote`, add the connection to the endpoint and
-/// post its receive WRs at once (before the peer can send, so no RNR NAK at start-up).
-///
-/// # Errors
-/// The transport's error from connecting the QP.
+/// [`XrdmaError::Setup`] with the transport's error from connecting the QP (the connection
+/// then fails and its QP and buffers go back for the next one).
 pub fn establish<T: Transport + ?Sized>(
     ep: &mut Endpoint,
     t: &mut T,
     half: HalfConn,
     remote: &ConnInfo,
     peer: u32,
-) -> Result<ConnId, TransportError> {
-    t.connect_qp(half.info.qp.qpn, &remote.qp)?;
-    let conn = ep.add_connection(ConnSetup {
-        qpn: half.info.qp.qpn,
-        peer,
-        send_ring: half.send_ring,
-        recv_buffers: half.recv_buffers,
-    });
+) -> Result<ConnId, XrdmaError> {
+    let connected = t.connect_qp(half.info.qp.qpn, &remote.qp);
+    let r = ep.handle_connected(half.conn, peer, connected);
     let now = t.now();
     flush(now, ep, t);
-    Ok(conn)
+    r.map(|()| half.conn)
 }
 
 /// Reusable buffers for [`turn`], so a turn does not allocate.
@@ -171,7 +164,9 @@ pub fn turn<T: Transport + ?Sized, A: Application + ?Sized>(
             break;
         }
         for wc in &scratch.wcs {
-            ep.handle_completion(now, wc, &*t);
+            if let Some((addr, len)) = ep.handle_completion(now, wc) {
+                ep.handle_landed(now, t.read_bytes(addr, len));
+            }
         }
     }
     while let Some(qpn) = t.poll_congestion() {
@@ -201,15 +196,14 @@ pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
         let r = match &op {
             Op::PostSend { qpn, wr } => t.post_send(*qpn, wr),
             Op::PostRecv { qpn, wr } => t.post_recv(*qpn, wr),
-            Op::ResetQp { qpn } => ep.reset_failed_qp(t, *qpn).map(|_| ()),
-            Op::ReleaseQp { qpn } => ep.release_qp(t, *qpn).map(|_| ()),
+            Op::CreateQp { conn, caps } => t
+                .create_qp(*caps)
+                .map(|qp| ep.handle_qp_created(*conn, Ok(qp))),
+            Op::ResetQp { qpn } => t.reset_qp(*qpn).map(|qp| ep.handle_qp_reset(*qpn, Ok(qp))),
             Op::RegisterMemory { len } => t.register_memory(*len).map(|mr| ep.add_memory(mr)),
         };
         if let Err(e) = r {
-            // A QP that cannot be reset is left alone: its connection is gone already.
-            if !matches!(op, Op::ResetQp { .. } | Op::ReleaseQp { .. }) {
-                ep.handle_post_error(&op, e);
-            }
+            ep.handle_post_error(&op, e);
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::error::{ConnId, XrdmaError};
 use crate::mr_pool::Region;
-use crate::{QpNum, RecvWr, SendWr};
+use crate::{QpAddress, QpCaps, QpNum, RecvWr, SendWr};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 pub struct MsgId(pub u64);
 
 /// Everything the core needs to run a connection whose QP is connected (or at least in INIT:
-/// receives are posted first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// receives are posted first). All zero for a connection not yet connected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConnSetup {
     /// The local QP.
     pub qpn: QpNum,
@@ -27,7 +27,26 @@ pub struct ConnSetup {
     pub recv_buffers: Region,
 }
 
+/// How far a connection's setup is ([`crate::Endpoint::setup_progress`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupProgress {
+    /// Waiting for the outcome of an [`Op::CreateQp`] or [`Op::RegisterMemory`].
+    Pending,
+    /// The QP and buffers are ready: send `qp` to the peer, connect the QP, then
+    /// [`crate::Endpoint::handle_connected`].
+    Ready {
+        /// The QP's address, for the peer.
+        qp: QpAddress,
+        /// Whether the QP came from the QP cache (a closed connection's QP, reset).
+        reused_qp: bool,
+    },
+    /// The connection is established (or past it).
+    Connected,
+}
+
 /// A work request, QP state change or registration the driver must hand to the transport.
+/// The driver performs each op and reports its outcome, in the order the ops were polled
+/// (see [`crate::driver`] for the contract).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// `ibv_post_send` on `qpn`.
@@ -44,20 +63,26 @@ pub enum Op {
         /// The WR.
         wr: RecvWr,
     },
-    /// Move `qpn` to RESET: its connection failed. Its buffers serve the next connection once
-    /// the QP is reset ([`crate::Endpoint::reset_failed_qp`]).
+    /// Create an RC QP with `caps` for `conn`, which is being set up and found no QP in the
+    /// QP cache (`Transport::create_qp`); report the outcome with
+    /// [`crate::Endpoint::handle_qp_created`].
+    CreateQp {
+        /// The connection the QP is for.
+        conn: ConnId,
+        /// The capacities to create it with.
+        caps: QpCaps,
+    },
+    /// Move `qpn` to RESET and back to INIT (`Transport::reset_qp`): its connection ended
+    /// (closed, failed, or failed during setup). Report the outcome with
+    /// [`crate::Endpoint::handle_qp_reset`]: the connection's buffers, its slot and (for a
+    /// clean close) the QP itself then serve the next connection.
     ResetQp {
         /// The QP.
         qpn: QpNum,
     },
-    /// `qpn`'s connection closed cleanly: reset the QP and put it in the endpoint's QP cache
-    /// ([`crate::Endpoint::release_qp`]) for the next connection.
-    ReleaseQp {
-        /// The QP.
-        qpn: QpNum,
-    },
     /// Register `len` more bytes and give them to [`crate::Endpoint::add_memory`]: a large
-    /// message's landing buffer does not fit the memory registered so far.
+    /// message's landing buffer, or a new connection's staging ring or receive buffers, do
+    /// not fit the memory registered so far.
     RegisterMemory {
         /// Bytes to register (at least one 4 MiB chunk).
         len: u64,
@@ -140,9 +165,11 @@ pub struct EndpointResources {
     pub qps_reused: u64,
     /// QPs waiting in the QP cache.
     pub qps_cached: usize,
-    /// Open connections (not failed, not closed).
+    /// Open connections: established, draining or closing (not being set up, not ended).
     pub open_connections: usize,
-    /// Connection records kept, open or not (connection ids are never reused).
+    /// Connection records: slots of the connection table, in use or released. An ended
+    /// connection's slot serves the next one, so this stays at the most connections open at
+    /// once (plus those whose QP reset is not yet reported).
     pub connection_records: usize,
     /// Staging rings and receive buffers of closed connections waiting for the next one.
     pub spare_buffer_sets: usize,

@@ -8,10 +8,11 @@
 //! that grows with RTT history and shrinks on ECN, and keeps closed connections' QPs in a QP
 //! cache for reuse.
 //!
-//! The core never reads a clock, sleeps, spawns threads or uses `unsafe`: every input carries
-//! `now` ([`Time`], picoseconds) and every output is plain data (work requests for a
-//! [`Transport`]). Backends implement [`Transport`]: the packet-level simulator
-//! (`xrdma-sim`) and real ibverbs (`xrdma-verbs`).
+//! The core never reads a clock, sleeps, spawns threads, uses `unsafe` or calls the transport:
+//! every input carries `now` ([`Time`], picoseconds) and every output is plain data ([`Op`]s:
+//! work requests to post, QPs to create or reset, memory to register). [`driver`] performs
+//! the ops on a [`Transport`] and feeds their outcomes back. Backends implement
+//! [`Transport`]: the packet-level simulator (`xrdma-sim`) and real ibverbs (`xrdma-verbs`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -34,11 +35,12 @@ pub mod mr_pool;
 pub mod qp_cache;
 pub mod ring;
 pub mod seq;
+pub mod slab;
 pub mod timer;
 pub mod window;
 
 pub use config::{Config, ConfigError, MAX_MESSAGE_SIZE, MR_CHUNK_BYTES};
-pub use endpoint::Endpoint;
+pub use endpoint::{ConnState, Endpoint};
 pub use error::{ConnId, XrdmaError};
-pub use event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op};
+pub use event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op, SetupProgress};
 pub use seq::Seq;

@@ -11,7 +11,7 @@ use crate::MemoryRegion;
 pub const REGION_ALIGN: u64 = 64;
 
 /// A region carved from a registered chunk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Region {
     /// Virtual address of the first byte.
     pub addr: u64,

@@ -6,11 +6,12 @@
 //! calls. XRDMA therefore never destroys a closed connection's QP: it moves it back to RESET
 //! and hands it to the next connection that asks for the same capacities.
 //!
-//! A cache belongs to one [`Transport`] (one worker: QP numbers are only meaningful on the
-//! transport that created them). It is sans-IO like the rest of the core: it only calls the
-//! transport's `create_qp` and `reset_qp`.
+//! A cache belongs to one endpoint on one transport (one worker: QP numbers are only
+//! meaningful on the transport that created them). It only keeps the books: the endpoint asks
+//! the driver to create a QP on a miss ([`crate::Op::CreateQp`]) and to reset a closed
+//! connection's QP ([`crate::Op::ResetQp`]) before putting it here.
 
-use crate::{QpAddress, QpCaps, QpNum, Transport, TransportError};
+use crate::{QpAddress, QpCaps};
 use std::collections::BTreeMap;
 
 /// Capacities as an ordered key: (max send WRs, max receive WRs, max inline bytes).
@@ -23,7 +24,7 @@ fn key(caps: QpCaps) -> CapsKey {
 /// Reset QPs waiting for reuse, by the capacities they were created with.
 ///
 /// [`QpCache::take`] hands out the most recently returned QP with equal capacities (LIFO, so
-/// the same sequence of calls reuses the same QPs), else creates one.
+/// the same sequence of calls reuses the same QPs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QpCache {
     free: BTreeMap<CapsKey, Vec<QpAddress>>,
@@ -52,47 +53,61 @@ impl QpCache {
         self.hits
     }
 
-    /// [`QpCache::take`] calls that had to create a QP.
+    /// QPs created because the cache had none to give ([`QpCache::count_created`]).
     pub fn misses(&self) -> u64 {
         self.misses
     }
 
-    /// Return `qpn`, created on `t` with `caps`, to the cache: the QP is moved to RESET
-    /// (outstanding WRs are discarded) and back to INIT with a new first PSN
-    /// ([`Transport::reset_qp`]). Returns its new address.
-    ///
-    /// The caller must no longer use `qpn` for its old connection.
-    ///
-    /// # Errors
-    /// The transport's error from `reset_qp` (the QP is then not cached).
-    pub fn put<T: Transport + ?Sized>(
-        &mut self,
-        t: &mut T,
-        qpn: QpNum,
-        caps: QpCaps,
-    ) -> Result<QpAddress, TransportError> {
-        let addr = t.reset_qp(qpn)?;
+    /// Keep `addr`, a QP created with `caps` and reset (RESET, then INIT with a new first
+    /// PSN: the address `Transport::reset_qp` returned), for the next connection. Its old
+    /// connection must no longer use it.
+    pub fn put(&mut self, addr: QpAddress, caps: QpCaps) {
         self.free.entry(key(caps)).or_default().push(addr);
-        Ok(addr)
     }
 
-    /// A QP in INIT with capacities `caps`, ready for `connect_qp`: a cached one when there is
-    /// one, else a new one from [`Transport::create_qp`]. Returns its address and whether it
-    /// came from the cache.
-    ///
-    /// # Errors
-    /// The transport's error from `create_qp`.
-    pub fn take<T: Transport + ?Sized>(
-        &mut self,
-        t: &mut T,
-        caps: QpCaps,
-    ) -> Result<(QpAddress, bool), TransportError> {
-        if let Some(addr) = self.free.get_mut(&key(caps)).and_then(Vec::pop) {
-            self.hits += 1;
-            return Ok((addr, true));
-        }
-        let addr = t.create_qp(caps)?;
+    /// A QP in INIT with capacities `caps`, ready for `connect_qp`: the most recently cached
+    /// one, or `None` when there is none (the caller then has one created).
+    pub fn take(&mut self, caps: QpCaps) -> Option<QpAddress> {
+        let addr = self.free.get_mut(&key(caps)).and_then(Vec::pop)?;
+        self.hits += 1;
+        Some(addr)
+    }
+
+    /// Count a QP created after [`QpCache::take`] found none.
+    pub fn count_created(&mut self) {
         self.misses += 1;
-        Ok((addr, false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serves_the_last_returned_qp_of_equal_capacities() {
+        let caps = QpCaps {
+            max_send_wr: 64,
+            max_recv_wr: 64,
+            max_inline_data: 0,
+        };
+        let other = QpCaps {
+            max_send_wr: 8,
+            ..caps
+        };
+        let qp = |qpn| QpAddress {
+            gid: [0; 16],
+            lid: 1,
+            qpn,
+            psn: 0,
+        };
+        let mut c = QpCache::new();
+        assert_eq!(c.take(caps), None);
+        c.put(qp(1), caps);
+        c.put(qp(2), caps);
+        assert_eq!(c.take(other), None, "other capacities miss");
+        assert_eq!(c.take(caps).map(|a| a.qpn), Some(2));
+        assert_eq!(c.take(caps).map(|a| a.qpn), Some(1));
+        assert!(c.is_empty());
+        assert_eq!(c.hits(), 2);
     }
 }

@@ -4,6 +4,7 @@
 //! from it.
 
 use xrdma::driver::Application;
+use xrdma::slab::PerConn;
 use xrdma::{ConnId, Endpoint, Event, Time};
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
@@ -27,7 +28,7 @@ pub struct Arrival {
 /// state of the message being streamed on each connection.
 #[derive(Default)]
 pub(crate) struct Reassembly {
-    streams: Vec<Option<Xxh3>>,
+    streams: PerConn<Xxh3>,
 }
 
 impl Reassembly {
@@ -41,15 +42,11 @@ impl Reassembly {
                 offset,
                 data,
             } => {
-                let c = *conn as usize;
-                if self.streams.len() <= c {
-                    self.streams.resize_with(c + 1, || None);
-                }
-                let h = self.streams[c].get_or_insert_with(Xxh3::new);
+                let h = self.streams.entry(*conn, Xxh3::new);
                 h.update(data);
                 if offset + data.len() as u64 == *message_len {
                     let d = h.digest128();
-                    self.streams[c] = None;
+                    self.streams.remove(*conn);
                     Some((*conn, *message_len, d))
                 } else {
                     None
@@ -64,7 +61,8 @@ impl Reassembly {
 #[derive(Default)]
 pub struct ArrivalLog {
     reassembly: Reassembly,
-    per_conn: Vec<u32>,
+    /// Messages completed so far per connection (a reused slot's connection starts afresh).
+    per_conn: PerConn<u32>,
     /// Everything that arrived, in arrival order.
     pub arrivals: Vec<Arrival>,
     /// Errors xrdma reported, as text.
@@ -85,12 +83,9 @@ impl ArrivalLog {
             return None;
         }
         let (conn, size, digest) = self.reassembly.whole(event)?;
-        let c = conn as usize;
-        if self.per_conn.len() <= c {
-            self.per_conn.resize(c + 1, 0);
-        }
-        let index = self.per_conn[c];
-        self.per_conn[c] += 1;
+        let count = self.per_conn.entry(conn, || 0);
+        let index = *count;
+        *count += 1;
         self.arrivals.push(Arrival {
             sender: ep.peer(conn).unwrap_or(u32::MAX),
             index,

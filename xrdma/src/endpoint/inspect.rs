@@ -2,7 +2,7 @@
 //! still in use, and the buffers kept for reuse. Tests use them to check that every buffer is
 //! back in its pool once the connections are done; none gives `&mut` access to the pools.
 
-use super::Endpoint;
+use super::{ConnState, Endpoint};
 use crate::error::ConnId;
 
 /// What one connection still holds.
@@ -43,7 +43,7 @@ impl ConnUsage {
 impl Endpoint {
     /// What `conn` still holds, or `None` for an unknown connection.
     pub fn usage(&self, conn: ConnId) -> Option<ConnUsage> {
-        self.conns.get(conn as usize).map(|c| ConnUsage {
+        self.conns.get(conn).map(|c| ConnUsage {
             ring_used: c.ring.used(),
             inflight: c.inflight.len(),
             inflight_bytes: c.inflight_bytes,
@@ -68,11 +68,11 @@ impl Endpoint {
 
     /// Whether `conn` failed.
     pub fn is_failed(&self, conn: ConnId) -> bool {
-        self.conns.get(conn as usize).is_some_and(|c| c.failed)
+        self.state(conn) == Some(ConnState::Failed)
     }
 
     /// Whether `conn` closed cleanly.
     pub fn is_closed(&self, conn: ConnId) -> bool {
-        self.conns.get(conn as usize).is_some_and(|c| c.closed)
+        self.state(conn) == Some(ConnState::Closed)
     }
 }

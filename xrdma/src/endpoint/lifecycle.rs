@@ -1,48 +1,34 @@
 //! The endpoint's life cycle: completions in (success or error), timers, failing a
 //! connection and finishing a close.
 
-use super::{split_wr_id, Endpoint, Event, Op, KIND_ACK, KIND_DATA, TAG_MASK};
+use super::{split_wr_id, Endpoint, Event, Landed, GEN_BITS, KIND_ACK, KIND_DATA, TAG_MASK};
 use crate::error::{ConnId, XrdmaError};
 use crate::mr_pool::Region;
-use crate::{
-    LocalMemory, MsgId, QpAddress, QpNum, Seq, Time, Transport, TransportError, WcOpcode, WcStatus,
-    WorkCompletion,
-};
+use crate::{MsgId, Seq, Time, TransportError, WcOpcode, WcStatus, WorkCompletion};
+use bytes::Bytes;
 
 impl Endpoint {
-    /// Reset `qpn`, a failed connection's QP, through `t`: what a driver does with
-    /// [`Op::ResetQp`]. Once the QP is reset the NIC no longer touches the connection's
-    /// staging ring and receive buffers, so they serve the next connection.
-    ///
-    /// # Errors
-    /// The transport's error from `reset_qp` (the buffers are then not reused).
-    pub fn reset_failed_qp<T: Transport + ?Sized>(
-        &mut self,
-        t: &mut T,
-        qpn: QpNum,
-    ) -> Result<QpAddress, TransportError> {
-        let addr = t.reset_qp(qpn)?;
-        if let Some(i) = self.resetting.iter().position(|(q, _)| *q == qpn) {
-            let (_, buffers) = self.resetting.swap_remove(i);
-            self.spare_buffers.push(buffers);
-        }
-        Ok(addr)
+    /// The connection a completion belongs to, with its WR's tag and kind, if it is one of
+    /// a connection that has not ended (a completion left in the CQ by a slot's previous
+    /// connection, or a flushed WR of a reclaimed connection, has none).
+    fn completion_conn(&self, wc: &WorkCompletion) -> Option<(ConnId, u32, u64)> {
+        let (slot, generation, tag, kind) = split_wr_id(wc.wr_id);
+        let (conn, c) = self.conns.get_by_bits(slot, generation, GEN_BITS)?;
+        (!c.state.is_ended()).then_some((conn, tag, kind))
     }
 
-    /// A work completion from the transport's CQ. `mem` gives access to the buffers.
-    pub fn handle_completion<M: LocalMemory + ?Sized>(
-        &mut self,
-        now: Time,
-        wc: &WorkCompletion,
-        mem: &M,
-    ) {
-        let (conn, tag, kind) = split_wr_id(wc.wr_id);
-        let Some(c) = self.conns.get_mut(conn as usize) else {
-            return;
-        };
-        if c.failed || c.closed {
-            return; // flushed WRs of a reclaimed connection
+    /// A work completion from the transport's CQ. Returns `Some((addr, len))` when handling
+    /// it needs bytes that landed in registered memory — a SEND's frame in its receive buffer,
+    /// or the fragment (when fragments are delivered as they land) or whole message (with its
+    /// last fragment) in a landing buffer: the driver copies them out
+    /// (`LocalMemory::read_bytes`) and hands them to [`Endpoint::handle_landed`] before any
+    /// other input. The core itself reads no memory.
+    pub fn handle_completion(&mut self, now: Time, wc: &WorkCompletion) -> Option<(u64, usize)> {
+        if self.landed.is_some() {
+            self.handle_landed(now, Err(not_handed_in()));
         }
+        let (conn, tag, kind) = self.completion_conn(wc)?;
+        let c = &mut self.conns[conn];
         if wc.status != WcStatus::Success {
             let op = match kind {
                 KIND_DATA => "data WR",
@@ -57,7 +43,7 @@ impl Endpoint {
                     op,
                 },
             );
-            return;
+            return None;
         }
         match kind {
             KIND_DATA | KIND_ACK => {
@@ -66,7 +52,7 @@ impl Endpoint {
                 // overtaken, and is ignored.
                 let older = tag.wrapping_sub(c.sq_oldest) & TAG_MASK;
                 if older >= c.sq_outstanding {
-                    return;
+                    return None;
                 }
                 c.sq_oldest = tag.wrapping_add(1) & TAG_MASK;
                 c.sq_outstanding -= older + 1;
@@ -83,12 +69,12 @@ impl Endpoint {
                 // connection if one carried data), and their buffers are free again.
                 let older = tag.wrapping_sub(c.rq_oldest) & TAG_MASK;
                 if older as usize >= c.rq.len() {
-                    return;
+                    return None;
                 }
                 let setup = c.setup;
                 let mut slot = 0;
                 for _ in 0..=older {
-                    let c = &mut self.conns[conn as usize];
+                    let c = &mut self.conns[conn];
                     slot = c.rq.pop_front().unwrap_or(0);
                     c.rq_oldest = c.rq_oldest.wrapping_add(1) & TAG_MASK;
                     let op = self.recv_op(conn, &setup, slot);
@@ -96,15 +82,70 @@ impl Endpoint {
                 }
                 let imm = Seq(wc.imm.unwrap_or(0));
                 match wc.opcode {
-                    WcOpcode::RecvRdmaWithImm => self.on_fragment(conn, imm, wc.byte_len, mem),
+                    WcOpcode::RecvRdmaWithImm => {
+                        if let Some(range) = self.on_fragment(conn, imm, wc.byte_len) {
+                            return Some(range); // rearmed in `handle_landed`
+                        }
+                    }
                     _ if wc.byte_len == 0 => self.on_ack(now, conn, imm),
                     _ => {
-                        let slot_len = self.cfg.recv_slot_bytes();
-                        let addr = setup.recv_buffers.addr + u64::from(slot) * slot_len;
-                        self.on_frame(now, conn, imm, addr, wc.byte_len, mem);
+                        if self.accept_seq(conn, imm) {
+                            let slot_len = self.cfg.recv_slot_bytes();
+                            let addr = setup.recv_buffers.addr + u64::from(slot) * slot_len;
+                            let byte_len = wc.byte_len;
+                            self.landed = Some(Landed::Frame {
+                                conn,
+                                addr,
+                                byte_len,
+                                lkey: setup.recv_buffers.lkey,
+                            });
+                            return Some((addr, byte_len as usize)); // rearmed in `handle_landed`
+                        }
                     }
                 }
             }
+        }
+        self.rearm(now, conn);
+        None
+    }
+
+    /// The bytes [`Endpoint::handle_completion`] asked for (copied out of registered memory
+    /// by the driver), or why they could not be read: the completion's frame or fragment is
+    /// handled now. Bytes of another length than asked, or an error, fail the connection.
+    pub fn handle_landed(&mut self, now: Time, bytes: Result<Bytes, TransportError>) {
+        let Some(landed) = self.landed.take() else {
+            return;
+        };
+        let (conn, addr, len, key) = match landed {
+            Landed::Frame {
+                conn,
+                addr,
+                byte_len,
+                lkey,
+            } => (conn, addr, u64::from(byte_len), lkey),
+            Landed::Fragment(t) => {
+                let len = if self.cfg.deliver_fragments {
+                    t.n
+                } else {
+                    t.message_len
+                };
+                (t.conn, t.buf.addr + t.offset, len, t.buf.lkey)
+            }
+        };
+        if !self.conns.get(conn).is_some_and(|c| !c.state.is_ended()) {
+            return;
+        }
+        let bytes = bytes.and_then(|b| {
+            if b.len() as u64 == len {
+                Ok(b)
+            } else {
+                Err(TransportError::BadAddress { addr, len, key })
+            }
+        });
+        match (bytes, landed) {
+            (Err(source), _) => self.fail(conn, XrdmaError::Memory { conn, source }),
+            (Ok(frame), Landed::Frame { .. }) => self.on_frame(now, conn, &frame),
+            (Ok(data), Landed::Fragment(t)) => self.finish_fragment(t, Some(data)),
         }
         self.rearm(now, conn);
     }
@@ -117,15 +158,18 @@ impl Endpoint {
     /// would push a timer-heap entry per completion): when it fires early,
     /// [`Endpoint::handle_timeout`] defers it to `ack_timeout` after the last progress.
     pub(super) fn rearm(&mut self, now: Time, conn: ConnId) {
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         c.last_progress = now;
         let deadline = match c.inflight.front() {
-            _ if c.failed || c.closed => None,
+            _ if c.state.is_ended() => None,
             Some(f) => Some(f.posted_at + self.cfg.ack_timeout),
-            None if c.waits_on_peer() => self.timers.get(conn).or(Some(now + self.cfg.ack_timeout)),
+            None if c.waits_on_peer() => self
+                .timers
+                .get(conn.slot())
+                .or(Some(now + self.cfg.ack_timeout)),
             None => None,
         };
-        self.timers.set(conn, deadline);
+        self.timers.set(conn.slot(), deadline);
     }
 
     /// Fire every timer due at `now`. An expired ACK timer fails its connection. A connection
@@ -134,8 +178,11 @@ impl Endpoint {
     /// gone, completes it in error and the connection fails. A completion lost is implied
     /// by the probe's, so a close waiting only for one finishes.
     pub fn handle_timeout(&mut self, now: Time) {
-        while let Some(conn) = self.timers.expire(now) {
-            let c = &mut self.conns[conn as usize];
+        while let Some(slot) = self.timers.expire(now) {
+            let Some(conn) = self.conns.id_at(slot) else {
+                continue;
+            };
+            let c = &mut self.conns[conn];
             if let Some(f) = c.inflight.front() {
                 let err = XrdmaError::AckTimeout {
                     conn,
@@ -147,12 +194,13 @@ impl Endpoint {
                 let quiet_until = c.last_progress + self.cfg.ack_timeout;
                 if now < quiet_until {
                     // Progress since the deadline was set: not idle that long yet.
-                    self.timers.set(conn, Some(quiet_until));
+                    self.timers.set(conn.slot(), Some(quiet_until));
                     continue;
                 }
                 c.ack_due = true;
                 self.queue_ack(conn);
-                self.timers.set(conn, Some(now + self.cfg.ack_timeout));
+                self.timers
+                    .set(conn.slot(), Some(now + self.cfg.ack_timeout));
             }
         }
     }
@@ -160,35 +208,33 @@ impl Endpoint {
     /// Finish a close when both FINs are through, everything sent was ACKed and the last
     /// ACK SEND has completed: the peer has nothing more to hear from this QP.
     pub(super) fn maybe_closed(&mut self, conn: ConnId) {
-        let c = &mut self.conns[conn as usize];
-        let done = c.fin_acked
-            && c.fin_received
+        let c = &mut self.conns[conn];
+        let done = c.state.fins_done()
             && c.inflight.is_empty()
             && c.sq_outstanding == 0
             && !c.ack_due
             && c.landings.is_empty()
             && c.pending_rts.is_empty()
             && c.grants_out.is_empty();
-        if !done || c.closed || c.failed {
+        if !done {
             return;
         }
-        c.closed = true;
+        c.state.on_closed();
         let qpn = c.setup.qpn;
         let buffers = (c.setup.send_ring, c.setup.recv_buffers);
         self.by_qp.remove(&qpn);
-        self.timers.set(conn, None);
-        self.spare_buffers.push(buffers);
+        self.timers.set(conn.slot(), None);
         self.events.push_back(Event::Closed { conn });
-        self.ops.push_back(Op::ReleaseQp { qpn });
+        self.reset_qp(qpn, conn, Some(buffers), true);
     }
 
     /// Fail `conn`: reclaim its buffers, fail every pending message, ask for a QP reset.
     pub(super) fn fail(&mut self, conn: ConnId, error: XrdmaError) {
-        let c = &mut self.conns[conn as usize];
-        if c.failed || c.closed {
-            return;
+        let c = &mut self.conns[conn];
+        if !c.state.is_live() {
+            return; // ended already; a connection being set up fails by `fail_setup`
         }
-        c.failed = true;
+        c.state.on_failed();
         // In flight (each frame's own message and the messages it completes), then queued;
         // an RTS sent ahead names a queued message. Every message is failed once.
         let mut pending: Vec<MsgId> = Vec::new();
@@ -221,7 +267,7 @@ impl Endpoint {
             // The landing budget those buffers held now admits the connections waiting for it.
             self.grant_waiting();
         }
-        self.timers.set(conn, None);
+        self.timers.set(conn.slot(), None);
         for msg in pending {
             self.events.push_back(Event::SendFailed {
                 conn,
@@ -231,9 +277,16 @@ impl Endpoint {
         }
         self.events
             .push_back(Event::ConnectionFailed { conn, error });
-        let c = &self.conns[conn as usize];
-        self.resetting
-            .push((qpn, (c.setup.send_ring, c.setup.recv_buffers)));
-        self.ops.push_back(Op::ResetQp { qpn });
+        let c = &self.conns[conn];
+        let buffers = (c.setup.send_ring, c.setup.recv_buffers);
+        self.reset_qp(qpn, conn, Some(buffers), false);
+    }
+}
+
+/// The error for a completion whose bytes the driver did not hand in before its next input.
+fn not_handed_in() -> TransportError {
+    TransportError::Other {
+        verb: "read_bytes",
+        reason: "the landed bytes were not handed in (handle_landed)".into(),
     }
 }

@@ -39,15 +39,29 @@
 //! - **Close**: [`Endpoint::close`] lets the queued messages go out, then sends a `Fin` frame;
 //!   the peer reports [`Event::PeerClosed`], sends what it has queued and its own `Fin`. A side
 //!   whose `Fin` is ACKed, which has the peer's `Fin`, and whose last ACK has completed reports
-//!   [`Event::Closed`]; its buffers serve the next connection and its QP goes, reset, to the
-//!   endpoint's [`QpCache`] ([`Op::ReleaseQp`]).
+//!   [`Event::Closed`]; its QP is reset ([`Op::ResetQp`]) and then goes to the endpoint's
+//!   [`QpCache`], and its buffers and its connection slot serve the next connection.
+//!
+//! ## Connections
+//! A connection's record lives in a slot of the endpoint's connection table
+//! ([`crate::slab::Slab`]); its [`ConnId`] names the slot and the slot's generation. Its life
+//! is a [`ConnState`] (the transitions are listed in [`state`]). Once it has ended (closed or
+//! failed), its QP reset has been reported and the application has polled the event that
+//! ended it, the slot serves the next [`Endpoint::open`] with the generation one higher: the
+//! table never grows past the most connections alive at once, and an old id is answered with
+//! [`XrdmaError::StaleConnection`] instead of naming its successor.
 //!
 //! ## Driving it (sans-IO)
-//! Inputs: [`Endpoint::send`], [`Endpoint::close`], [`Endpoint::handle_completion`],
+//! The endpoint never calls a transport, reads a clock or blocks. Inputs: [`Endpoint::open`],
+//! [`Endpoint::send`], [`Endpoint::close`], [`Endpoint::handle_completion`] (and
+//! [`Endpoint::handle_landed`] with the bytes it asks for),
 //! [`Endpoint::handle_congestion`], [`Endpoint::handle_timeout`],
-//! [`Endpoint::handle_post_error`], [`Endpoint::add_memory`]. Outputs: [`Endpoint::poll_op`]
-//! (work requests to post), [`Endpoint::poll_event`] (for the application),
-//! [`Endpoint::poll_timeout`] (next deadline).
+//! [`Endpoint::handle_qp_created`], [`Endpoint::handle_connected`],
+//! [`Endpoint::handle_qp_reset`], [`Endpoint::add_memory`], [`Endpoint::handle_post_error`].
+//! Outputs: [`Endpoint::poll_op`] (work requests to post, QPs to create or reset, memory to
+//! register), [`Endpoint::poll_event`] (for the application), [`Endpoint::poll_timeout`]
+//! (next deadline), [`Endpoint::setup_progress`] (a connection being set up). The driver's
+//! side of the contract is in [`crate::driver`].
 
 use crate::error::{ConnId, XrdmaError};
 use crate::fragment::{Grant, MAX_BATCH};
@@ -55,23 +69,28 @@ use crate::landing::LandingPool;
 use crate::mr_pool::{MrPool, Region};
 use crate::qp_cache::QpCache;
 use crate::ring::SendRing;
+use crate::slab::Slab;
 use crate::timer::TimerTable;
 use crate::window::{SendWindow, WindowParams};
 use crate::{
-    Config, ConfigError, LocalMemory, MemoryRegion, QpAddress, QpNum, RecvWr, SendOpcode, SendWr,
-    Seq, Sge, Time, Transport, TransportError,
+    Config, ConfigError, LocalMemory, QpNum, RecvWr, SendOpcode, SendWr, Seq, Sge, Time,
+    TransportError,
 };
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
 
-pub use crate::event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op};
+pub use crate::event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op, SetupProgress};
 
 mod inspect;
 mod lifecycle;
 mod receive;
 mod send;
+mod setup;
+pub mod state;
 
 pub use inspect::ConnUsage;
+use setup::{HalfSetup, MemoryFor, Resetting};
+pub use state::ConnState;
 
 struct OutMessage {
     id: MsgId,
@@ -117,6 +136,34 @@ impl Completes {
     }
 }
 
+/// A completion waiting for its landed bytes ([`Endpoint::handle_landed`]).
+#[derive(Clone, Copy, Debug)]
+enum Landed {
+    /// A frame of `byte_len` bytes at `addr` in a receive buffer (key `lkey`).
+    Frame {
+        conn: ConnId,
+        addr: u64,
+        byte_len: u32,
+        lkey: u32,
+    },
+    /// A fragment in a landing buffer.
+    Fragment(FragmentTail),
+}
+
+/// What is left to do for a landed fragment once its bytes are in.
+#[derive(Clone, Copy, Debug)]
+struct FragmentTail {
+    conn: ConnId,
+    buf: Region,
+    message_len: u64,
+    /// Offset of the delivered bytes in the message (0 when the whole message is).
+    offset: u64,
+    /// The fragment's length.
+    n: u64,
+    /// Whether it is the message's last.
+    done: bool,
+}
+
 /// A large message landing in a granted buffer.
 struct Landing {
     buf: Region,
@@ -126,10 +173,10 @@ struct Landing {
 
 struct Connection {
     setup: ConnSetup,
-    failed: bool,
-    closed: bool,
-    /// No more application messages are accepted; a FIN follows the queued ones.
-    closing: bool,
+    /// Where the connection is in its life ([`state`] lists the transitions).
+    state: ConnState,
+    /// What a connection in [`ConnState::Connecting`] has got so far.
+    half: HalfSetup,
     // Send side.
     ring: SendRing,
     next_tx_seq: Seq,
@@ -145,8 +192,6 @@ struct Connection {
     rq_oldest: u32,
     in_tx_ready: bool,
     grants_out: VecDeque<Grant>,
-    fin_sent: bool,
-    fin_acked: bool,
     // Receive side.
     expected_rx_seq: Seq,
     /// Whether the connection is in the endpoint's queue of grants waiting for budget.
@@ -155,7 +200,6 @@ struct Connection {
     pending_rts: VecDeque<u64>,
     /// Granted landing buffers, in the order their messages arrive.
     landings: VecDeque<Landing>,
-    fin_received: bool,
     ack_due: bool,
     /// When the connection last made progress (a completion, an ACK): an idle connection
     /// waiting on its peer probes it `ack_timeout` after this.
@@ -165,18 +209,56 @@ struct Connection {
 }
 
 impl Connection {
+    /// A connection in [`ConnState::Connecting`], with nothing yet.
+    fn new(c: &Config) -> Connection {
+        Connection {
+            setup: ConnSetup::default(),
+            state: ConnState::Connecting,
+            half: HalfSetup::default(),
+            ring: SendRing::new(0),
+            next_tx_seq: Seq(c.initial_seq),
+            queue: VecDeque::new(),
+            inflight: VecDeque::new(),
+            inflight_bytes: 0,
+            window: {
+                let w = SendWindow::new(WindowParams::from_config(c));
+                if c.adaptive_window {
+                    w
+                } else {
+                    w.fixed()
+                }
+            },
+            sq_outstanding: 0,
+            sq_oldest: 0,
+            rq: VecDeque::new(),
+            rq_oldest: 0,
+            in_tx_ready: false,
+            grants_out: VecDeque::new(),
+            expected_rx_seq: Seq(c.initial_seq),
+            budget_wait: false,
+            pending_rts: VecDeque::new(),
+            landings: VecDeque::new(),
+            ack_due: false,
+            last_progress: Time::ZERO,
+            in_ack_list: false,
+            stats: ConnStats {
+                window: c.initial_window,
+                ..ConnStats::default()
+            },
+        }
+    }
+
     fn has_tx_work(&self) -> bool {
         !self.grants_out.is_empty()
             || !self.queue.is_empty()
-            || (self.closing && !self.fin_sent && self.pending_rts.is_empty())
+            || (self.state.fin_due() && self.pending_rts.is_empty())
     }
 
     /// Whether, with nothing in flight, the connection still waits on its peer: for a grant,
     /// for the rest of a message landing in a buffer it granted, or to finish a close.
     fn waits_on_peer(&self) -> bool {
-        !self.failed
-            && !self.closed
-            && (!self.queue.is_empty() || !self.landings.is_empty() || self.closing)
+        self.state.is_live()
+            && (!self.queue.is_empty() || !self.landings.is_empty() || self.state.is_closing())
     }
 
     /// Book one more send WR posted; returns its tag.
@@ -198,20 +280,37 @@ const KIND_RECV: u64 = 1;
 const KIND_DATA: u64 = 2;
 const KIND_ACK: u64 = 3;
 
-/// `wr_id` layout: connection in bits 32..64, the WR's tag in bits 8..32, kind in bits 0..8.
-/// A tag numbers the posts to one of the connection's two queues (mod 2^24); each queue
-/// completes in order, so a completion's tag tells a duplicate or a late one (not
-/// outstanding: ignored) from a genuine one, whose arrival also implies every older one.
+/// The most connection slots an endpoint has (2^20: a slot's index fits the 20 bits a
+/// `wr_id` has for it).
+pub const MAX_CONNECTIONS: usize = 1 << 20;
+
+/// Bits of a connection's generation a `wr_id` carries.
+pub(super) const GEN_BITS: u32 = 12;
+const GEN_MASK: u32 = (1 << GEN_BITS) - 1;
+
+/// `wr_id` layout: the connection's slot in bits 32..52 and the low 12 bits of its generation
+/// in bits 52..64, the WR's tag in bits 8..32, kind in bits 0..8. A tag numbers the posts to
+/// one of the connection's two queues (mod 2^24); each queue completes in order, so a
+/// completion's tag tells a duplicate or a late one (not outstanding: ignored) from a genuine
+/// one, whose arrival also implies every older one. The generation tells a completion of an
+/// ended connection (left in the CQ after its QP was reset) from one of the connection that
+/// now has its slot; the two would have to be 4096 generations apart to be mistaken, and the
+/// driver drains the CQ on every turn.
 fn wr_id(conn: ConnId, tag: u32, kind: u64) -> u64 {
-    (u64::from(conn) << 32) | (u64::from(tag & TAG_MASK) << 8) | kind
+    (u64::from(conn.generation() & GEN_MASK) << 52)
+        | (u64::from(conn.slot()) << 32)
+        | (u64::from(tag & TAG_MASK) << 8)
+        | kind
 }
 
 /// The 24 bits of a WR tag.
 const TAG_MASK: u32 = 0xFF_FFFF;
 
-fn split_wr_id(id: u64) -> (ConnId, u32, u64) {
+/// The slot, generation bits, tag and kind of a `wr_id`.
+fn split_wr_id(id: u64) -> (u32, u32, u32, u64) {
     (
-        (id >> 32) as ConnId,
+        ((id >> 32) & (MAX_CONNECTIONS as u64 - 1)) as u32,
+        (id >> 52) as u32,
         ((id >> 8) & 0xFF_FFFF) as u32,
         id & 0xFF,
     )
@@ -221,7 +320,7 @@ fn split_wr_id(id: u64) -> (ConnId, u32, u64) {
 /// cache.
 pub struct Endpoint {
     cfg: Config,
-    conns: Vec<Connection>,
+    conns: Slab<Connection>,
     by_qp: BTreeMap<QpNum, ConnId>,
     ops: VecDeque<Op>,
     events: VecDeque<Event>,
@@ -236,11 +335,16 @@ pub struct Endpoint {
     /// Connections with an RTS waiting for landing budget ([`Config::landing_budget`]).
     waiting_budget: VecDeque<ConnId>,
     memory_requested: bool,
-    /// Staging rings and receive buffers of closed connections, for the next ones.
+    /// What each [`Op::RegisterMemory`] not yet answered was for, oldest first (the driver
+    /// answers them in order).
+    registrations: VecDeque<MemoryFor>,
+    /// Staging rings and receive buffers of ended connections, for the next ones.
     spare_buffers: Vec<(Region, Region)>,
-    /// Buffers of failed connections, spare once their QP is reset.
-    resetting: Vec<(QpNum, (Region, Region))>,
+    /// QPs of ended connections waiting for [`Endpoint::handle_qp_reset`].
+    resetting: Vec<Resetting>,
     qp_cache: QpCache,
+    /// The completion [`Endpoint::handle_completion`] asked the landed bytes of.
+    landed: Option<Landed>,
 }
 
 impl Endpoint {
@@ -252,7 +356,7 @@ impl Endpoint {
         cfg.validate()?;
         Ok(Endpoint {
             cfg,
-            conns: Vec::new(),
+            conns: Slab::new(MAX_CONNECTIONS),
             by_qp: BTreeMap::new(),
             ops: VecDeque::new(),
             events: VecDeque::new(),
@@ -265,9 +369,11 @@ impl Endpoint {
             waiting_memory: Vec::new(),
             waiting_budget: VecDeque::new(),
             memory_requested: false,
+            registrations: VecDeque::new(),
             spare_buffers: Vec::new(),
             resetting: Vec::new(),
             qp_cache: QpCache::new(),
+            landed: None,
         })
     }
 
@@ -276,9 +382,9 @@ impl Endpoint {
         &self.cfg
     }
 
-    /// The MR pool books (the driver registers chunks into it).
-    pub fn mr_pool(&mut self) -> &mut MrPool {
-        &mut self.pool
+    /// The MR pool's books (read-only: chunks come in through [`Endpoint::add_memory`]).
+    pub fn mr_pool(&self) -> &MrPool {
+        &self.pool
     }
 
     /// The landing buffers of large messages (books only; the memory is in the MR pool).
@@ -286,15 +392,9 @@ impl Endpoint {
         &self.landing
     }
 
-    /// The QP cache: QPs of this endpoint's closed connections, reset for reuse.
-    pub fn qp_cache(&mut self) -> &mut QpCache {
-        &mut self.qp_cache
-    }
-
-    /// The staging ring and receive buffers of a closed connection, if one is waiting for
-    /// reuse (the driver uses them before carving new ones).
-    pub fn take_spare_buffers(&mut self) -> Option<(Region, Region)> {
-        self.spare_buffers.pop()
+    /// The QP cache (read-only): QPs of this endpoint's closed connections, reset for reuse.
+    pub fn qp_cache(&self) -> &QpCache {
+        &self.qp_cache
     }
 
     /// What the endpoint holds now (see [`EndpointResources`]).
@@ -305,7 +405,7 @@ impl Endpoint {
             qps_created: self.qp_cache.misses(),
             qps_reused: self.qp_cache.hits(),
             qps_cached: self.qp_cache.len(),
-            open_connections: self.conns.iter().filter(|c| !c.failed && !c.closed).count(),
+            open_connections: self.conns.iter().filter(|(_, c)| c.state.is_live()).count(),
             connection_records: self.conns.len(),
             spare_buffer_sets: self.spare_buffers.len(),
             landing_in_use_bytes: self.landing.in_use_bytes(),
@@ -313,62 +413,18 @@ impl Endpoint {
         }
     }
 
-    /// Number of connections ever added.
+    /// Connection records (slots of the connection table, in use or waiting for reuse).
     pub fn connection_count(&self) -> usize {
         self.conns.len()
     }
 
-    /// Add a connection whose QP is in RTS (or at least INIT: receives are posted first).
-    /// Queues `recv_depth` receive WRs, one per receive buffer slot, for the driver to post.
-    pub fn add_connection(&mut self, setup: ConnSetup) -> ConnId {
-        let id = self.conns.len() as ConnId;
-        let c = &self.cfg;
-        self.conns.push(Connection {
-            setup,
-            failed: false,
-            closed: false,
-            closing: false,
-            ring: SendRing::new(setup.send_ring.len),
-            next_tx_seq: Seq(c.initial_seq),
-            queue: VecDeque::new(),
-            inflight: VecDeque::new(),
-            inflight_bytes: 0,
-            window: {
-                let w = SendWindow::new(WindowParams::from_config(c));
-                if c.adaptive_window {
-                    w
-                } else {
-                    w.fixed()
-                }
-            },
-            sq_outstanding: 0,
-            sq_oldest: 0,
-            rq: VecDeque::new(),
-            rq_oldest: 0,
-            in_tx_ready: false,
-            grants_out: VecDeque::new(),
-            fin_sent: false,
-            fin_acked: false,
-            expected_rx_seq: Seq(c.initial_seq),
-            budget_wait: false,
-            pending_rts: VecDeque::new(),
-            landings: VecDeque::new(),
-            fin_received: false,
-            ack_due: false,
-            last_progress: Time::ZERO,
-            in_ack_list: false,
-            stats: ConnStats {
-                window: c.initial_window,
-                ..ConnStats::default()
-            },
-        });
-        self.by_qp.insert(setup.qpn, id);
-        let slots = self.recv_slots(&setup);
-        for slot in 0..slots {
-            let op = self.recv_op(id, &setup, slot);
-            self.ops.push_back(op);
+    /// Why `conn` does not resolve: unknown, or stale.
+    fn lookup_error(&self, conn: ConnId) -> XrdmaError {
+        if self.conns.is_stale(conn) {
+            XrdmaError::StaleConnection(conn)
+        } else {
+            XrdmaError::UnknownConnection(conn)
         }
-        id
     }
 
     /// Receive slots of a connection: `recv_depth`, or fewer when its buffers are shorter.
@@ -380,7 +436,7 @@ impl Endpoint {
     /// The receive WR that posts `slot` of `conn` (booked as posted).
     fn recv_op(&mut self, conn: ConnId, s: &ConnSetup, slot: u32) -> Op {
         let slot_len = self.cfg.recv_slot_bytes();
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         let tag = c.rq_oldest.wrapping_add(c.rq.len() as u32) & TAG_MASK;
         c.rq.push_back(slot);
         Op::PostRecv {
@@ -398,19 +454,23 @@ impl Endpoint {
 
     /// The peer label given at setup.
     pub fn peer(&self, conn: ConnId) -> Option<u32> {
-        self.conns.get(conn as usize).map(|c| c.setup.peer)
+        self.conns.get(conn).map(|c| c.setup.peer)
     }
 
-    /// Whether `conn` is open: not failed and not fully closed.
+    /// `conn`'s state, or `None` for an unknown or stale id.
+    pub fn state(&self, conn: ConnId) -> Option<ConnState> {
+        self.conns.get(conn).map(|c| c.state)
+    }
+
+    /// Whether `conn` is open: established, draining or closing (not being set up, not
+    /// failed, not fully closed).
     pub fn is_open(&self, conn: ConnId) -> bool {
-        self.conns
-            .get(conn as usize)
-            .is_some_and(|c| !c.failed && !c.closed)
+        self.conns.get(conn).is_some_and(|c| c.state.is_live())
     }
 
     /// Counters of one connection.
     pub fn stats(&self, conn: ConnId) -> Option<ConnStats> {
-        self.conns.get(conn as usize).map(|c| {
+        self.conns.get(conn).map(|c| {
             let mut s = c.stats;
             s.window = c.window.bytes();
             s.window_decreases = c.window.decreases();
@@ -424,18 +484,20 @@ impl Endpoint {
     /// as the window allows; the application hears [`Event::Sent`] once all of it is ACKed.
     ///
     /// # Errors
-    /// [`XrdmaError::UnknownConnection`], [`XrdmaError::ConnectionFailed`],
+    /// [`XrdmaError::UnknownConnection`], [`XrdmaError::StaleConnection`],
+    /// [`XrdmaError::NotEstablished`], [`XrdmaError::ConnectionFailed`],
     /// [`XrdmaError::ConnectionClosed`], [`XrdmaError::MessageTooLarge`].
     pub fn send(&mut self, _now: Time, conn: ConnId, data: Bytes) -> Result<MsgId, XrdmaError> {
-        let c = self
-            .conns
-            .get_mut(conn as usize)
-            .ok_or(XrdmaError::UnknownConnection(conn))?;
-        if c.failed {
-            return Err(XrdmaError::ConnectionFailed { conn });
-        }
-        if c.closing || c.closed {
-            return Err(XrdmaError::ConnectionClosed { conn });
+        let Some(c) = self.conns.get_mut(conn) else {
+            return Err(self.lookup_error(conn));
+        };
+        match c.state {
+            ConnState::Established => {}
+            ConnState::Connecting => return Err(XrdmaError::NotEstablished { conn }),
+            ConnState::Failed => return Err(XrdmaError::ConnectionFailed { conn }),
+            ConnState::Draining { .. } | ConnState::Closing { .. } | ConnState::Closed => {
+                return Err(XrdmaError::ConnectionClosed { conn })
+            }
         }
         let (len, max) = (data.len() as u64, self.cfg.max_message_size);
         if len > max {
@@ -456,34 +518,36 @@ impl Endpoint {
 
     /// Close `conn` gracefully: messages already queued still go out; then a FIN. The
     /// application hears [`Event::Closed`] once both sides have closed and everything was
-    /// ACKed. Closing a closing connection does nothing.
+    /// ACKed. Closing a closing or closed connection does nothing.
     ///
     /// # Errors
-    /// [`XrdmaError::UnknownConnection`], [`XrdmaError::ConnectionFailed`].
+    /// [`XrdmaError::UnknownConnection`], [`XrdmaError::StaleConnection`],
+    /// [`XrdmaError::NotEstablished`], [`XrdmaError::ConnectionFailed`].
     pub fn close(&mut self, conn: ConnId) -> Result<(), XrdmaError> {
-        let c = self
-            .conns
-            .get_mut(conn as usize)
-            .ok_or(XrdmaError::UnknownConnection(conn))?;
-        if c.failed {
-            return Err(XrdmaError::ConnectionFailed { conn });
+        let Some(c) = self.conns.get_mut(conn) else {
+            return Err(self.lookup_error(conn));
+        };
+        match c.state {
+            ConnState::Failed => Err(XrdmaError::ConnectionFailed { conn }),
+            ConnState::Connecting => Err(XrdmaError::NotEstablished { conn }),
+            _ => {
+                if c.state.on_close() {
+                    self.wake_tx(conn);
+                }
+                Ok(())
+            }
         }
-        if !c.closing {
-            c.closing = true;
-            self.wake_tx(conn);
-        }
-        Ok(())
     }
 
     /// Messages queued on `conn` and not yet wholly posted (for applications that feed
     /// lazily).
     pub fn queued_messages(&self, conn: ConnId) -> usize {
-        self.conns.get(conn as usize).map_or(0, |c| c.queue.len())
+        self.conns.get(conn).map_or(0, |c| c.queue.len())
     }
 
     /// Bytes queued on `conn` and not yet posted (for applications that feed lazily).
     pub fn queued_bytes(&self, conn: ConnId) -> u64 {
-        self.conns.get(conn as usize).map_or(0, |c| {
+        self.conns.get(conn).map_or(0, |c| {
             c.queue
                 .iter()
                 .map(|m| m.data.len() as u64 - m.next_off)
@@ -491,58 +555,28 @@ impl Endpoint {
         })
     }
 
-    /// Registered memory the driver obtained for an [`Op::RegisterMemory`]: landing buffers
-    /// waiting for it are granted now.
-    pub fn add_memory(&mut self, mr: MemoryRegion) {
-        self.pool.add_chunk(mr);
-        self.memory_requested = false;
-        let waiting = std::mem::take(&mut self.waiting_memory);
-        for conn in waiting {
-            self.grant_pending(conn);
-        }
-    }
-
-    /// Reset `qpn` (a cleanly closed connection's QP) through `t` and keep it in the QP cache
-    /// for the next connection with the same capacities: what a driver does with
-    /// [`Op::ReleaseQp`].
-    ///
-    /// # Errors
-    /// The transport's error from `reset_qp` (the QP is then not cached).
-    pub fn release_qp<T: Transport + ?Sized>(
-        &mut self,
-        t: &mut T,
-        qpn: QpNum,
-    ) -> Result<QpAddress, TransportError> {
-        let caps = crate::driver::qp_caps(&self.cfg);
-        self.qp_cache.put(t, qpn, caps)
-    }
-
     /// The transport reported a congestion notification (CNP) for `qpn` at `now`.
     pub fn handle_congestion(&mut self, now: Time, qpn: QpNum) {
         let Some(&conn) = self.by_qp.get(&qpn) else {
             return;
         };
-        let c = &mut self.conns[conn as usize];
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
         c.stats.ecn_echoes += 1;
         c.window.on_congestion(now);
     }
 
     /// The transport refused `op`: its connection fails (for a refused registration, every
-    /// connection waiting for landing memory fails).
+    /// connection waiting for that memory fails). A refused [`Op::CreateQp`] or
+    /// [`Op::ResetQp`] is the same input as [`Endpoint::handle_qp_created`] or
+    /// [`Endpoint::handle_qp_reset`] with the error.
     pub fn handle_post_error(&mut self, op: &Op, error: TransportError) {
-        let qpn = match op {
-            Op::PostSend { qpn, .. }
-            | Op::PostRecv { qpn, .. }
-            | Op::ResetQp { qpn }
-            | Op::ReleaseQp { qpn } => *qpn,
-            Op::RegisterMemory { .. } => {
-                self.memory_requested = false;
-                for conn in std::mem::take(&mut self.waiting_memory) {
-                    let source = error.clone();
-                    self.fail(conn, XrdmaError::Memory { conn, source });
-                }
-                return;
-            }
+        let qpn = match *op {
+            Op::PostSend { qpn, .. } | Op::PostRecv { qpn, .. } => qpn,
+            Op::CreateQp { conn, .. } => return self.handle_qp_created(conn, Err(error)),
+            Op::ResetQp { qpn } => return self.handle_qp_reset(qpn, Err(error)),
+            Op::RegisterMemory { .. } => return self.memory_refused(error),
         };
         if let Some(&conn) = self.by_qp.get(&qpn) {
             self.fail(
@@ -580,7 +614,7 @@ impl Endpoint {
             match self.next_send(now, conn, mem) {
                 Ok(Some(op)) => {
                     self.tx_ready.pop_front();
-                    let c = &mut self.conns[conn as usize];
+                    let c = &mut self.conns[conn];
                     if c.has_tx_work() {
                         self.tx_ready.push_back(conn);
                     } else {
@@ -590,11 +624,11 @@ impl Endpoint {
                 }
                 Ok(None) => {
                     self.tx_ready.pop_front();
-                    self.conns[conn as usize].in_tx_ready = false;
+                    self.conns[conn].in_tx_ready = false;
                 }
                 Err(e) => {
                     self.tx_ready.pop_front();
-                    self.conns[conn as usize].in_tx_ready = false;
+                    self.conns[conn].in_tx_ready = false;
                     self.fail(conn, e);
                     return self.ops.pop_front();
                 }
@@ -603,9 +637,9 @@ impl Endpoint {
         // Separate ACK SENDs last: a connection that just posted a frame has carried its ACK
         // on it.
         while let Some(conn) = self.ack_list.pop_front() {
-            let c = &mut self.conns[conn as usize];
+            let c = &mut self.conns[conn];
             c.in_ack_list = false;
-            if c.failed || c.closed || !c.ack_due {
+            if c.state.is_ended() || !c.ack_due {
                 continue;
             }
             if c.sq_outstanding >= self.cfg.send_depth {
@@ -634,12 +668,12 @@ impl Endpoint {
     }
 
     fn on_ack(&mut self, now: Time, conn: ConnId, acked: Seq) {
-        self.conns[conn as usize].stats.acks_received += 1;
+        self.conns[conn].stats.acks_received += 1;
         self.on_ack_inner(now, conn, acked);
     }
 
     fn on_ack_inner(&mut self, now: Time, conn: ConnId, acked: Seq) {
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         let last_sent = c.next_tx_seq.add(u32::MAX);
         if !acked.serial_le(last_sent) {
             self.fail(
@@ -671,7 +705,7 @@ impl Endpoint {
                 self.events.push_back(Event::Sent { conn, msg });
             }
             if f.fin {
-                c.fin_acked = true;
+                c.state.on_fin_acked();
             }
             c.inflight.pop_front();
         }
@@ -685,15 +719,15 @@ impl Endpoint {
     }
 
     fn wake_tx(&mut self, conn: ConnId) {
-        let c = &mut self.conns[conn as usize];
-        if !c.in_tx_ready && !c.failed && !c.closed && c.has_tx_work() {
+        let c = &mut self.conns[conn];
+        if !c.in_tx_ready && !c.state.is_ended() && c.has_tx_work() {
             c.in_tx_ready = true;
             self.tx_ready.push_back(conn);
         }
     }
 
     fn queue_ack(&mut self, conn: ConnId) {
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         if !c.in_ack_list {
             c.in_ack_list = true;
             self.ack_list.push_back(conn);

@@ -2,20 +2,18 @@
 //! receive buffers (coalesced eager messages, RTS, CTS, FIN), fragments into landing buffers,
 //! and granting landing buffers within the memory registered and the landing budget.
 
-use super::{Endpoint, Event, Landing};
+use super::{Endpoint, Event, FragmentTail, Landed, Landing};
 use crate::error::{ConnId, XrdmaError};
-use crate::fragment::{
-    FrameKind, Grant, MessageHeader, CONTROL_BODY_MAX, GRANT_LEN, HEADER_LEN, MAX_BATCH,
-};
+use crate::fragment::{FrameKind, Grant, MessageHeader, GRANT_LEN, HEADER_LEN, MAX_BATCH};
 use crate::landing::class_of;
-use crate::{LocalMemory, Op, Seq, Time, TransportError, MR_CHUNK_BYTES};
+use crate::{Op, Seq, Time, MR_CHUNK_BYTES};
 use bytes::Bytes;
 
 impl Endpoint {
     /// Check `seq` is the next one expected on `conn` and advance; fails the connection and
     /// returns `false` otherwise.
     pub(super) fn accept_seq(&mut self, conn: ConnId, seq: Seq) -> bool {
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         if seq != c.expected_rx_seq {
             let err = XrdmaError::OutOfSequence {
                 conn,
@@ -35,89 +33,34 @@ impl Endpoint {
         self.fail(conn, XrdmaError::MalformedFragment { conn, reason });
     }
 
-    /// Copy `out.len()` bytes at `addr` into `out`; on a memory error fail `conn` and return
-    /// `false`.
-    fn read_or_fail<M: LocalMemory + ?Sized>(
-        &mut self,
-        conn: ConnId,
-        mem: &M,
-        addr: u64,
-        out: &mut [u8],
-    ) -> bool {
-        match mem.read_into(addr, out) {
-            Ok(()) => true,
-            Err(source) => {
-                self.fail(conn, XrdmaError::Memory { conn, source });
-                false
-            }
-        }
-    }
-
-    /// A frame arrived in the receive buffer at `addr`.
+    /// A frame arrived, its sequence number accepted: `frame` holds its bytes, copied by the
+    /// driver out of the receive buffer ([`Endpoint::handle_landed`]).
     ///
-    /// Headers and control bodies are copied to the stack; an eager message's payload is
-    /// copied once, from the receive buffer straight into the buffer it is delivered in.
-    pub(super) fn on_frame<M: LocalMemory + ?Sized>(
-        &mut self,
-        now: Time,
-        conn: ConnId,
-        seq: Seq,
-        addr: u64,
-        byte_len: u32,
-        mem: &M,
-    ) {
-        if !self.accept_seq(conn, seq) {
-            return;
-        }
-        let mut head = [0u8; HEADER_LEN];
-        let header = if (byte_len as usize) < HEADER_LEN {
-            None
-        } else {
-            if !self.read_or_fail(conn, mem, addr, &mut head) {
-                return;
-            }
-            MessageHeader::decode(&head)
-        };
+    /// Headers and control bodies are decoded from `frame`; an eager message is delivered as
+    /// a slice of it (no copy: the messages of a coalesced frame share its one buffer).
+    pub(super) fn on_frame(&mut self, now: Time, conn: ConnId, frame: &Bytes) {
+        let byte_len = frame.len();
+        let header = frame.get(..HEADER_LEN).and_then(MessageHeader::decode);
         let Some(h) = header else {
             self.malformed(conn, format!("a {byte_len}-byte frame has no valid header"));
             return;
         };
-        let body_addr = addr + HEADER_LEN as u64;
-        let body_len = byte_len as usize - HEADER_LEN;
+        let body = &frame[HEADER_LEN..];
+        let body_len = body.len();
         match h.kind {
             FrameKind::Eager => {
                 // One or more messages back to back, each a header and its payload. The frame
                 // is walked twice, checked whole (headers and lengths) before any message is
-                // delivered, so a bad frame delivers nothing and a good one allocates only its
-                // messages.
-                let check = eager_records(
-                    mem,
-                    h.message_len,
-                    body_addr,
-                    body_len as u64,
-                    |_, _| Ok(()),
-                );
-                match check {
-                    Ok(()) => {}
-                    Err(FrameError::Malformed(reason)) => return self.malformed(conn, reason),
-                    Err(FrameError::Memory(source)) => {
-                        return self.fail(conn, XrdmaError::Memory { conn, source })
-                    }
+                // delivered, so a bad frame delivers nothing.
+                if let Err(reason) = eager_records(frame, h.message_len, |_, _| ()) {
+                    return self.malformed(conn, reason);
                 }
-                self.conns[conn as usize].stats.fragments_received += 1;
-                let delivered =
-                    eager_records(mem, h.message_len, body_addr, body_len as u64, |at, n| {
-                        // `n` is at most the frame's length, a `u32`.
-                        let data = mem.read_bytes(at, n as usize)?;
-                        self.conns[conn as usize].stats.recv_bytes += n;
-                        self.deliver(conn, n, 0, data, true);
-                        Ok(())
-                    });
-                // The first walk checked the frame; only the memory can fail here.
-                if let Err(FrameError::Memory(source)) = delivered {
-                    self.fail(conn, XrdmaError::Memory { conn, source });
-                    return;
-                }
+                self.conns[conn].stats.fragments_received += 1;
+                // The first walk checked the frame: this one cannot fail.
+                let _ = eager_records(frame, h.message_len, |at, n| {
+                    self.conns[conn].stats.recv_bytes += n as u64;
+                    self.deliver(conn, n as u64, 0, frame.slice(at..at + n), true);
+                });
             }
             FrameKind::Rts => {
                 let n = h.message_len as usize;
@@ -129,13 +72,8 @@ impl Endpoint {
                     self.malformed(conn, reason);
                     return;
                 }
-                let mut control = [0u8; CONTROL_BODY_MAX];
-                let body = &mut control[..body_len];
-                if !self.read_or_fail(conn, mem, body_addr, body) {
-                    return;
-                }
                 let eager_limit = self.cfg.eager_limit;
-                let c = &mut self.conns[conn as usize];
+                let c = &mut self.conns[conn];
                 for chunk in body.chunks_exact(8) {
                     let mut b = [0u8; 8];
                     b.copy_from_slice(chunk);
@@ -161,12 +99,7 @@ impl Endpoint {
                     self.malformed(conn, reason);
                     return;
                 }
-                let mut control = [0u8; CONTROL_BODY_MAX];
-                let body = &mut control[..body_len];
-                if !self.read_or_fail(conn, mem, body_addr, body) {
-                    return;
-                }
-                let c = &mut self.conns[conn as usize];
+                let c = &mut self.conns[conn];
                 // Grants answer announced messages in order: each goes to the oldest queued
                 // message still waiting for one.
                 for chunk in body.chunks_exact(GRANT_LEN) {
@@ -185,75 +118,78 @@ impl Endpoint {
                 self.wake_tx(conn);
             }
             FrameKind::Fin => {
-                let c = &mut self.conns[conn as usize];
-                c.fin_received = true;
+                self.conns[conn].state.on_peer_fin();
                 self.events.push_back(Event::PeerClosed { conn });
-                if !c.closing {
-                    c.closing = true;
-                }
                 self.wake_tx(conn);
             }
         }
         if let Some(acked) = h.ack {
-            self.conns[conn as usize].stats.acks_received += 1;
+            self.conns[conn].stats.acks_received += 1;
             self.on_ack_inner(now, conn, acked);
         }
     }
 
-    /// A fragment of a large message landed (WRITE with immediate).
-    pub(super) fn on_fragment<M: LocalMemory + ?Sized>(
+    /// A fragment of a large message landed (WRITE with immediate). Returns where its bytes
+    /// are when the application is to get them now (the fragment when streaming, the whole
+    /// message with its last fragment): the rest waits for [`Endpoint::handle_landed`].
+    pub(super) fn on_fragment(
         &mut self,
         conn: ConnId,
         seq: Seq,
         byte_len: u32,
-        mem: &M,
-    ) {
+    ) -> Option<(u64, usize)> {
         if !self.accept_seq(conn, seq) {
-            return;
+            return None;
         }
         let streaming = self.cfg.deliver_fragments;
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         let n = u64::from(byte_len);
         let Some(l) = c.landings.front_mut() else {
             let reason = format!("a {n}-byte WRITE with no granted landing buffer");
             self.malformed(conn, reason);
-            return;
+            return None;
         };
         if l.received + n > l.len {
             let reason = format!("fragments exceed the {}-byte message length", l.len);
             self.malformed(conn, reason);
-            return;
+            return None;
         }
         let offset = l.received;
         l.received += n;
         let done = l.received == l.len;
         let (buf, len) = (l.buf, l.len);
-        let range = if streaming {
-            Some((buf.addr + offset, n))
-        } else if done {
-            Some((buf.addr, len))
-        } else {
-            None
-        };
         if done {
             c.landings.pop_front();
         }
-        if let Some((addr, n)) = range {
-            let data = match mem.read_bytes(addr, n as usize) {
-                Ok(b) => b,
-                Err(source) => {
-                    self.fail(conn, XrdmaError::Memory { conn, source });
-                    return;
-                }
-            };
-            let data_offset = if streaming { offset } else { 0 };
-            self.deliver(conn, len, data_offset, data, done);
+        let tail = FragmentTail {
+            conn,
+            buf,
+            message_len: len,
+            offset: if streaming { offset } else { 0 },
+            n,
+            done,
+        };
+        if streaming || done {
+            let want = if streaming { n } else { len };
+            self.landed = Some(Landed::Fragment(tail));
+            return Some((buf.addr + tail.offset, want as usize));
         }
-        let c = &mut self.conns[conn as usize];
-        c.stats.recv_bytes += n;
+        self.finish_fragment(tail, None);
+        None
+    }
+
+    /// The rest of a landed fragment: deliver `data` (when the application gets bytes now),
+    /// count it, and free a landing buffer that is full.
+    pub(super) fn finish_fragment(&mut self, t: FragmentTail, data: Option<Bytes>) {
+        let conn = t.conn;
+        if let Some(data) = data {
+            self.deliver(conn, t.message_len, t.offset, data, t.done);
+        }
+        let c = &mut self.conns[conn];
+        c.stats.recv_bytes += t.n;
         c.stats.fragments_received += 1;
-        if done {
-            self.landing.free(buf);
+        if t.done {
+            self.landing.free(t.buf);
             self.grant_waiting();
         }
     }
@@ -268,7 +204,7 @@ impl Endpoint {
         data: Bytes,
         last: bool,
     ) {
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         if self.cfg.deliver_fragments {
             self.events.push_back(Event::Fragment {
                 conn,
@@ -288,8 +224,8 @@ impl Endpoint {
     /// driver for more registered memory when it does not.
     pub(super) fn grant_pending(&mut self, conn: ConnId) {
         loop {
-            let c = &self.conns[conn as usize];
-            if c.failed || c.closed {
+            let c = &self.conns[conn];
+            if c.state.is_ended() {
                 return;
             }
             let Some(&len) = c.pending_rts.front() else {
@@ -300,7 +236,7 @@ impl Endpoint {
             // than the budget still goes, alone). Freed buffers grant the waiters in turn.
             let in_use = self.landing.in_use_bytes();
             if in_use > 0 && in_use + class_of(len) > self.cfg.landing_budget {
-                let c = &mut self.conns[conn as usize];
+                let c = &mut self.conns[conn];
                 if !c.budget_wait {
                     c.budget_wait = true;
                     self.waiting_budget.push_back(conn);
@@ -314,12 +250,13 @@ impl Endpoint {
                 }
                 if !self.memory_requested {
                     self.memory_requested = true;
+                    self.registrations.push_back(super::MemoryFor::Landing);
                     let len = class_of(len).max(MR_CHUNK_BYTES);
                     self.ops.push_back(Op::RegisterMemory { len });
                 }
                 return;
             };
-            let c = &mut self.conns[conn as usize];
+            let c = &mut self.conns[conn];
             c.pending_rts.pop_front();
             c.landings.push_back(Landing {
                 buf,
@@ -342,66 +279,48 @@ impl Endpoint {
             let Some(conn) = self.waiting_budget.pop_front() else {
                 break;
             };
-            self.conns[conn as usize].budget_wait = false;
+            self.conns[conn].budget_wait = false;
             self.grant_pending(conn);
         }
     }
 }
 
-/// Why an eager frame could not be walked.
-enum FrameError {
-    /// The frame is malformed: what is wrong with it.
-    Malformed(String),
-    /// Its bytes could not be read.
-    Memory(TransportError),
-}
-
-/// Walk the messages of an eager frame whose first header says `first_len` bytes and whose
-/// body (the bytes after that header) is `body_len` bytes at `body_addr`: each message's
-/// payload range `(addr, len)` goes to `each`, in order. Inner headers are read from `mem`.
+/// Walk the messages of the eager frame `frame` whose first header says `first_len` bytes:
+/// each message's payload range `(offset, len)` within `frame` goes to `each`, in order.
 ///
 /// # Errors
-/// [`FrameError::Malformed`]: a length past the frame's end, or an inner header that is not
-/// an eager one without an ACK; [`FrameError::Memory`]: a read, or `each`, failed.
-fn eager_records<M: LocalMemory + ?Sized>(
-    mem: &M,
+/// What is malformed: a length past the frame's end, or an inner header that is not an
+/// eager one without an ACK.
+fn eager_records(
+    frame: &[u8],
     first_len: u64,
-    body_addr: u64,
-    body_len: u64,
-    mut each: impl FnMut(u64, u64) -> Result<(), TransportError>,
-) -> Result<(), FrameError> {
+    mut each: impl FnMut(usize, usize),
+) -> Result<(), String> {
     let mut len = first_len;
-    let (mut at, mut rest) = (body_addr, body_len);
+    let mut at = HEADER_LEN;
     loop {
+        let rest = (frame.len() - at) as u64;
         if len > rest {
-            return Err(FrameError::Malformed(format!(
+            return Err(format!(
                 "an eager message says {len} bytes and {rest} are left in its frame"
-            )));
+            ));
         }
-        each(at, len).map_err(FrameError::Memory)?;
-        at += len;
-        rest -= len;
-        if rest == 0 {
+        // `len` is at most `rest`, which fits the frame.
+        let n = len as usize;
+        each(at, n);
+        at += n;
+        if at == frame.len() {
             return Ok(());
         }
-        let mut head = [0u8; HEADER_LEN];
-        let next = if rest < HEADER_LEN as u64 {
-            None
-        } else {
-            mem.read_into(at, &mut head).map_err(FrameError::Memory)?;
-            MessageHeader::decode(&head)
-        };
-        match next {
+        match frame
+            .get(at..at + HEADER_LEN)
+            .and_then(MessageHeader::decode)
+        {
             Some(next) if next.kind == FrameKind::Eager && next.ack.is_none() => {
                 len = next.message_len;
-                at += HEADER_LEN as u64;
-                rest -= HEADER_LEN as u64;
+                at += HEADER_LEN;
             }
-            _ => {
-                return Err(FrameError::Malformed(
-                    "a coalesced eager frame with a bad inner header".into(),
-                ))
-            }
+            _ => return Err("a coalesced eager frame with a bad inner header".into()),
         }
     }
 }

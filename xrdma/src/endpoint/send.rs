@@ -26,8 +26,8 @@ impl Endpoint {
     ) -> Result<Option<Op>, XrdmaError> {
         let eager_limit = self.cfg.eager_limit;
         let frag_size = self.cfg.fragment_size;
-        let c = &self.conns[conn as usize];
-        if c.failed || c.closed {
+        let c = &self.conns[conn];
+        if c.state.is_ended() {
             return Ok(None);
         }
         if !c.grants_out.is_empty() {
@@ -41,7 +41,7 @@ impl Endpoint {
             let op =
                 self.post_frame(now, conn, FrameKind::Cts, n as u64, body, None, false, mem)?;
             if op.is_some() {
-                let c = &mut self.conns[conn as usize];
+                let c = &mut self.conns[conn];
                 c.grants_out.drain(..n);
                 c.stats.grants_sent += n as u64;
                 c.stats.cts_frames += 1;
@@ -86,7 +86,7 @@ impl Endpoint {
                 mem,
             )?;
             if op.is_some() {
-                let c = &mut self.conns[conn as usize];
+                let c = &mut self.conns[conn];
                 for &i in &announce[..n] {
                     c.queue[i].rts_sent = true;
                 }
@@ -95,12 +95,12 @@ impl Endpoint {
                 return Ok(op);
             }
         }
-        let c = &self.conns[conn as usize];
+        let c = &self.conns[conn];
         let Some(msg) = c.queue.front() else {
-            if c.closing && !c.fin_sent && c.pending_rts.is_empty() {
+            if c.state.fin_due() && c.pending_rts.is_empty() {
                 let op = self.post_frame(now, conn, FrameKind::Fin, 0, &[], None, false, mem)?;
                 if op.is_some() {
-                    self.conns[conn as usize].fin_sent = true;
+                    self.conns[conn].state.on_fin_sent();
                 }
                 return Ok(op);
             }
@@ -128,7 +128,7 @@ impl Endpoint {
     ) -> Result<Option<Op>, XrdmaError> {
         let eager_limit = self.cfg.eager_limit;
         let room = self.cfg.recv_slot_bytes();
-        let c = &self.conns[conn as usize];
+        let c = &self.conns[conn];
         let (mut n, mut wire, mut payload) = (0usize, 0u64, 0u64);
         for m in c.queue.iter().take(MAX_COALESCE) {
             let len = m.data.len() as u64;
@@ -143,7 +143,7 @@ impl Endpoint {
         if n == 0 || !self.can_post(c, payload) {
             return Ok(None);
         }
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         let Some(slot) = c.ring.alloc(wire) else {
             return Ok(None);
         };
@@ -182,7 +182,7 @@ impl Endpoint {
         c.stats.fragments_sent += 1;
         let (seq, tag) =
             self.push_inflight(now, conn, slot.footprint, payload, completes, first, false);
-        let c = &self.conns[conn as usize];
+        let c = &self.conns[conn];
         Ok(Some(frame_op(conn, &c.setup, local, wire, seq, tag)))
     }
 
@@ -217,10 +217,10 @@ impl Endpoint {
         } else {
             0
         };
-        if !self.can_post(&self.conns[conn as usize], payload) {
+        if !self.can_post(&self.conns[conn], payload) {
             return Ok(None);
         }
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         let wire = (HEADER_LEN + body.len()) as u64;
         let Some(slot) = c.ring.alloc(wire) else {
             return Ok(None);
@@ -249,7 +249,7 @@ impl Endpoint {
             _ => Completes::Nothing,
         };
         let (seq, tag) = self.push_inflight(now, conn, slot.footprint, payload, done, owner, fin);
-        let c = &self.conns[conn as usize];
+        let c = &self.conns[conn];
         Ok(Some(frame_op(conn, &c.setup, local, wire, seq, tag)))
     }
 
@@ -266,11 +266,12 @@ impl Endpoint {
         msg: Option<MsgId>,
         fin: bool,
     ) -> (Seq, u32) {
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         let seq = c.next_tx_seq;
         c.next_tx_seq = seq.next();
         if c.inflight.is_empty() {
-            self.timers.set(conn, Some(now + self.cfg.ack_timeout));
+            self.timers
+                .set(conn.slot(), Some(now + self.cfg.ack_timeout));
         }
         c.inflight.push_back(InflightFrame {
             seq,
@@ -295,7 +296,7 @@ impl Endpoint {
         frag_size: u64,
         mem: &mut M,
     ) -> Result<Option<Op>, XrdmaError> {
-        let c = &self.conns[conn as usize];
+        let c = &self.conns[conn];
         let Some(msg) = c.queue.front() else {
             return Ok(None);
         };
@@ -306,7 +307,7 @@ impl Endpoint {
         if !self.can_post(c, len) {
             return Ok(None);
         }
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         let Some(slot) = c.ring.alloc(len) else {
             return Ok(None);
         };
@@ -338,7 +339,7 @@ impl Endpoint {
             Some(id),
             false,
         );
-        let c = &mut self.conns[conn as usize];
+        let c = &mut self.conns[conn];
         if done {
             c.queue.pop_front();
         }
