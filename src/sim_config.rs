@@ -93,10 +93,13 @@ pub fn sim_config(s: &SimSection, workload_hosts: u32) -> SimConfig {
         }),
         seed: s.seed,
         cnp_interval: s.cnp_interval,
-        min_rnr_timer: s.min_rnr_timer.unwrap_or(d.min_rnr_timer),
-        rnr_retry: s.rnr_retry.unwrap_or(d.rnr_retry),
-        local_ack_timeout: s.local_ack_timeout.unwrap_or(d.local_ack_timeout),
-        retry_cnt: s.retry_cnt.unwrap_or(d.retry_cnt),
+        rc: xrdma::RcParams {
+            min_rnr_timer: s.min_rnr_timer.unwrap_or(d.rc.min_rnr_timer),
+            rnr_retry: s.rnr_retry.unwrap_or(d.rc.rnr_retry),
+            local_ack_timeout: s.local_ack_timeout.unwrap_or(d.rc.local_ack_timeout),
+            retry_cnt: s.retry_cnt.unwrap_or(d.rc.retry_cnt),
+            ..d.rc
+        },
         dcqcn,
         topology,
         faults: link_faults(&s.faults),
@@ -366,8 +369,8 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
         }
     }
     if sim.pfc.is_none() || !sim.faults.is_empty() {
-        let rto = xrdma_sim::local_ack_timeout(sim.local_ack_timeout);
-        let budget = Time(rto.as_ps().saturating_mul(u64::from(sim.retry_cnt) + 1));
+        let rto = sim.rc.ack_timeout();
+        let budget = Time(rto.as_ps().saturating_mul(u64::from(sim.rc.retry_cnt) + 1));
         if cfg.ack_timeout < budget {
             warn(
                 &["xrdma", "ack-timeout"],

@@ -372,7 +372,7 @@ impl Simulation {
     /// The next packet of QP `qi`: a READ response if one is owed, else the next request
     /// packet; `None` when the QP has nothing to send.
     fn build_packet(&mut self, h: u32, qi: usize) -> Option<Packet> {
-        let (mtu, hdr) = (self.cfg.mtu, self.cfg.header_bytes);
+        let (mtu, hdr) = (self.cfg.path_mtu(), self.cfg.header_bytes);
         let qp = &mut self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts {
             return None;
@@ -603,7 +603,7 @@ impl Simulation {
             self.send_nak(h, qi, p.psn, NakCode::RemAccess);
             return false;
         }
-        let n = packets_for(p.msg_len, self.cfg.mtu);
+        let n = packets_for(p.msg_len, self.cfg.path_mtu());
         self.hosts[h as usize].qps[qi].read_jobs.push_back(ReadJob {
             psn: p.psn,
             pkts_left: n,
@@ -629,7 +629,7 @@ impl Simulation {
     }
 
     fn on_request(&mut self, h: u32, qi: usize, p: &Packet) {
-        let (mtu, ack_every) = (self.cfg.mtu, self.cfg.ack_every);
+        let (mtu, ack_every) = (self.cfg.path_mtu(), self.cfg.ack_every);
         let qp = &self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts {
             self.stats.out_of_sequence_drops += 1;

@@ -97,7 +97,7 @@ impl Simulation {
                 if qp.rnr_wait {
                     return;
                 }
-                let retry = self.cfg.rnr_retry;
+                let retry = self.cfg.rc.rnr_retry;
                 if retry != 7 && qp.rnr_count >= retry {
                     self.fail_qp(h, qi, Some((psn, WcStatus::RnrRetryExcErr)));
                     return;
@@ -116,7 +116,7 @@ impl Simulation {
                         psn_diff(psn, w.first_psn) as u32
                     };
                 }
-                let at = self.now + crate::ib_timers::rnr_timer(self.cfg.min_rnr_timer);
+                let at = self.now + self.cfg.rc.rnr_timer();
                 // Nothing is outstanding while waiting: the retry re-arms the timer.
                 qp.rto_deadline = Time::MAX;
                 qp.rnr_deadline = at;
@@ -134,7 +134,7 @@ impl Simulation {
     }
 
     pub(crate) fn on_read_resp(&mut self, h: u32, qi: usize, p: &Packet) {
-        let mtu = self.cfg.mtu;
+        let mtu = self.cfg.path_mtu();
         let qp = &mut self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts {
             return;

@@ -13,7 +13,6 @@
 //! re-queues itself at the deadline when it fires early.
 
 use crate::engine::Event;
-use crate::ib_timers::local_ack_timeout;
 use crate::nic::Qp;
 use crate::packet::{psn_add, psn_diff};
 use crate::Simulation;
@@ -23,7 +22,7 @@ impl Simulation {
     /// Record that QP `qi` on host `h` put a request on the wire whose PSNs end before `end`
     /// (a retransmission when `end` is not beyond `sent_psn`), and arm the timer if idle.
     pub(crate) fn request_sent(&mut self, h: u32, qi: usize, end: u32) {
-        let timeout = local_ack_timeout(self.cfg.local_ack_timeout);
+        let timeout = self.cfg.rc.ack_timeout();
         let qp = &mut self.hosts[h as usize].qps[qi];
         if psn_diff(end, qp.sent_psn) > 0 {
             qp.sent_psn = end;
@@ -55,7 +54,7 @@ impl Simulation {
     /// The acknowledged PSN of QP `qi` moved: reset the retry count and restart the timer
     /// (disarm it when nothing sent is outstanding).
     pub(crate) fn on_progress(&mut self, h: u32, qi: usize) {
-        let timeout = local_ack_timeout(self.cfg.local_ack_timeout);
+        let timeout = self.cfg.rc.ack_timeout();
         let qp = &mut self.hosts[h as usize].qps[qi];
         qp.retry_count = 0;
         let outstanding = !qp.sq.is_empty() && (qp.cursor > 0 || qp.cursor_pkt > 0);
@@ -98,7 +97,7 @@ impl Simulation {
         let Some(front) = qp.sq.front().copied() else {
             return;
         };
-        if qp.retry_count >= self.cfg.retry_cnt {
+        if qp.retry_count >= self.cfg.rc.retry_cnt {
             self.fail_qp(h, qi, Some((front.first_psn, WcStatus::RetryExcErr)));
             return;
         }

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use xrdma::{LocalMemory, SendOpcode, Time, Transport, WcOpcode, WcStatus};
+use xrdma::{LocalMemory, RcParams, SendOpcode, Time, Transport, WcOpcode, WcStatus};
 use xrdma_sim::{SimConfig, Simulation};
 
 fn sim2() -> Simulation {
@@ -222,7 +222,10 @@ fn send_without_receive_gets_rnr_then_succeeds() {
 #[test]
 fn rnr_retry_exhausted_errors_and_flushes() {
     let cfg = SimConfig {
-        rnr_retry: 2,
+        rc: RcParams {
+            rnr_retry: 2,
+            ..RcParams::default()
+        },
         ..Default::default()
     };
     let mut sim = Simulation::new(cfg).unwrap();

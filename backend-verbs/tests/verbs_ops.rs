@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use std::time::{Duration, Instant};
 use xrdma::*;
-use xrdma_verbs::{ConnectParams, TransportConfig};
+use xrdma_verbs::TransportConfig;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -185,16 +185,16 @@ fn send_without_receive_fails_with_rnr_retry_exceeded_then_flushes() {
     // rnr_retry 0: the first RNR NAK ends the WR (IB Spec 9.7.5.2.8); the responder's
     // min_rnr_timer 1 (0.01 ms) keeps the test short.
     let a_cfg = TransportConfig {
-        connect: ConnectParams {
+        rc: RcParams {
             rnr_retry: 0,
-            ..ConnectParams::default()
+            ..RcParams::default()
         },
         ..TransportConfig::default()
     };
     let b_cfg = TransportConfig {
-        connect: ConnectParams {
+        rc: RcParams {
             min_rnr_timer: 1,
-            ..ConnectParams::default()
+            ..RcParams::default()
         },
         ..TransportConfig::default()
     };

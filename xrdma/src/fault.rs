@@ -35,8 +35,9 @@
 //! [`XrdmaError::Post`]: crate::XrdmaError::Post
 
 use crate::{
-    LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendOpcode, SendWr, Time,
-    Transport, TransportError, WcOpcode, WcStatus, WorkCompletion,
+    Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RcParams,
+    RecvWr, SendOpcode, SendWr, Time, Transport, TransportError, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 use std::collections::{BTreeSet, VecDeque};
 
@@ -350,12 +351,23 @@ impl<T: Transport> Transport for FaultInjector<T> {
         self.inner.reset_qp(qpn)
     }
     fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
-        if self.state.chance(self.state.cfg.refuse_send) {
-            self.state.counts.refused_sends += 1;
-            return Err(refused("ibv_post_send"));
-        }
+        self.post_send_chain(qpn, std::slice::from_ref(wr))
+            .map_err(|e| e.error)
+    }
+    /// Draws a refusal for each WR in order, as posting them one by one would; the WRs before
+    /// the first refused one go to the inner transport as one chain (or, on a QP in error,
+    /// complete at once with [`WcStatus::WrFlushErr`], signaled or not, as verbs flushes).
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        let refused_at = (0..wrs.len()).find(|_| {
+            let refuse = self.state.chance(self.state.cfg.refuse_send);
+            if refuse {
+                self.state.counts.refused_sends += 1;
+            }
+            refuse
+        });
+        let accepted = &wrs[..refused_at.unwrap_or(wrs.len())];
         if self.state.errored_qps.contains(&qpn) {
-            if wr.signaled {
+            for wr in accepted {
                 let opcode = match wr.opcode {
                     SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
                     SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
@@ -365,9 +377,16 @@ impl<T: Transport> Transport for FaultInjector<T> {
                 let wc = WorkCompletion::flushed(wr.wr_id, opcode, qpn);
                 self.state.ready.push_back(wc);
             }
-            return Ok(());
+        } else if !accepted.is_empty() {
+            self.inner.post_send_chain(qpn, accepted)?;
         }
-        self.inner.post_send(qpn, wr)
+        match refused_at {
+            Some(posted) => Err(ChainError {
+                posted,
+                error: refused("ibv_post_send"),
+            }),
+            None => Ok(()),
+        }
     }
     fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
         if self.state.chance(self.state.cfg.refuse_recv) {
@@ -401,6 +420,12 @@ impl<T: Transport> Transport for FaultInjector<T> {
     }
     fn poll_congestion(&mut self) -> Option<QpNum> {
         self.inner.poll_congestion()
+    }
+    fn rc_params(&self) -> RcParams {
+        self.inner.rc_params()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 }
 

@@ -201,16 +201,15 @@ impl Transport for Side<'_> {
             .range(wr.sge.addr, wr.sge.len as usize)?
             .to_vec();
         if self.pair.hosts[self.h].qps[qpn as usize].error {
-            if wr.signaled {
-                let opcode = if wr.opcode == SendOpcode::SendWithImm {
-                    WcOpcode::Send
-                } else {
-                    WcOpcode::RdmaWrite
-                };
-                self.pair.hosts[self.h]
-                    .cq
-                    .push_back(WorkCompletion::flushed(wr.wr_id, opcode, qpn));
-            }
+            // Flushed, signaled or not: error completions are always reported.
+            let opcode = if wr.opcode == SendOpcode::SendWithImm {
+                WcOpcode::Send
+            } else {
+                WcOpcode::RdmaWrite
+            };
+            self.pair.hosts[self.h]
+                .cq
+                .push_back(WorkCompletion::flushed(wr.wr_id, opcode, qpn));
             return Ok(());
         }
         let peer_qp = &self.pair.hosts[peer].qps[rq as usize];
@@ -295,6 +294,17 @@ impl Transport for Side<'_> {
     }
     fn poll_congestion(&mut self) -> Option<QpNum> {
         self.pair.hosts[self.h].congestion.pop_front()
+    }
+    /// The defaults: WRs complete at once, so no timer or MTU is modelled.
+    fn rc_params(&self) -> RcParams {
+        RcParams::default()
+    }
+    /// Congestion notifications come from [`Pair::notify_congestion`]; no network is modelled.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            cnp_per_qp: true,
+            ..Capabilities::NONE
+        }
     }
 }
 
