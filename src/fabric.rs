@@ -35,6 +35,9 @@ pub trait Fabric {
     fn network(&self) -> rep::NetworkCounters;
     /// Simulator statistics, on a simulated fabric.
     fn sim_info(&self) -> Option<rep::SimInfo>;
+    /// The RC QP attributes the hosts' transports apply and the capabilities they declare
+    /// (every host of a fabric is configured alike); `None` for a fabric without hosts.
+    fn transport_info(&self) -> Option<rep::TransportInfo>;
     /// The ideal finish T* of an incast of `total_bytes`, where the fabric can state it.
     fn ideal(&self, total_bytes: u64) -> Option<rep::IdealCompletion>;
     /// Network state over time, where the fabric samples it (the simulator with sampling
@@ -150,6 +153,13 @@ impl Fabric for SimFabric {
             ack_timeouts: None,
         }
     }
+    fn transport_info(&self) -> Option<rep::TransportInfo> {
+        // What every HostTransport reports (`Transport::rc_params`, `::capabilities`).
+        Some(crate::transport_info::report(
+            self.sim.rc_params(),
+            self.sim.capabilities(),
+        ))
+    }
     fn sim_info(&self) -> Option<rep::SimInfo> {
         Some(rep::SimInfo {
             events: self.sim.stats().events,
@@ -168,7 +178,7 @@ impl Fabric for SimFabric {
         rep::IdealCompletion::incast(
             total_bytes,
             u64::from(cfg.header_bytes),
-            u64::from(cfg.mtu),
+            u64::from(cfg.path_mtu()),
             cfg.link_rate_bps,
             ideal_base_rtt(cfg).as_ps(),
         )

@@ -20,6 +20,7 @@ pub mod sim_config;
 pub mod sim_run;
 pub mod sweep;
 pub mod tools;
+pub mod transport_info;
 #[cfg(feature = "verbs")]
 pub mod verbs_fabric;
 pub mod window_bench;

@@ -733,6 +733,7 @@ fn finish<F: Fabric>(
         unfinished,
         scenario_yaml: None,
         timeseries: fabric.timeseries(),
+        transport: fabric.transport_info(),
         wall_clock: rep::WallClock {
             wall_seconds,
             events_per_second: if wall_seconds > 0.0 {

@@ -10,7 +10,7 @@
 use crate::fabric::Fabric;
 use std::path::PathBuf;
 use std::time::Instant;
-use xrdma::Time;
+use xrdma::{RcParams, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::VerbsSection;
 use xrdma_verbs::{Device, DeviceConfig, TransportConfig, VerbsTransport};
@@ -44,6 +44,15 @@ impl VerbsFabric {
     /// # Errors
     /// No device, no usable GID, or a verb that fails.
     pub fn new(hosts: u32, section: &VerbsSection) -> anyhow::Result<Self> {
+        Self::with_rc(hosts, section, RcParams::default())
+    }
+
+    /// [`VerbsFabric::new`] with every QP connected with the RC attributes `rc` (a scenario's
+    /// `rc:` block), the path MTU lowered to the port's active MTU.
+    ///
+    /// # Errors
+    /// As [`VerbsFabric::new`], and `rc` outside its encodings.
+    pub fn with_rc(hosts: u32, section: &VerbsSection, rc: RcParams) -> anyhow::Result<Self> {
         let env = DeviceConfig::from_env()?;
         let cfg = DeviceConfig {
             name: section.device.clone().or(env.name),
@@ -51,7 +60,7 @@ impl VerbsFabric {
             gid_index: section.gid_index.or(env.gid_index),
         };
         let device = Device::open(&cfg)?;
-        Self::with_device(&device, hosts, section.run_timeout)
+        Self::build(&device, hosts, section.run_timeout, rc)
     }
 
     /// `hosts` new transports (each its own CQ and completion channel) on an open `device`,
@@ -60,9 +69,17 @@ impl VerbsFabric {
     /// # Errors
     /// A verb that fails while creating a CQ.
     pub fn with_device(device: &Device, hosts: u32, run_timeout: Time) -> anyhow::Result<Self> {
+        Self::build(device, hosts, run_timeout, RcParams::default())
+    }
+
+    fn build(device: &Device, hosts: u32, run_timeout: Time, rc: RcParams) -> anyhow::Result<Self> {
+        let tc = TransportConfig {
+            rc,
+            ..TransportConfig::default()
+        };
         let mut transports = Vec::with_capacity(hosts as usize);
         for _ in 0..hosts {
-            transports.push(VerbsTransport::new(device, TransportConfig::default())?);
+            transports.push(VerbsTransport::new(device, tc)?);
         }
         let counters_at_start = read_counters(device);
         Ok(VerbsFabric {
@@ -156,6 +173,9 @@ impl Fabric for VerbsFabric {
     fn sim_info(&self) -> Option<rep::SimInfo> {
         None
     }
+    fn transport_info(&self) -> Option<rep::TransportInfo> {
+        self.hosts.first().map(crate::transport_info::of)
+    }
     fn ideal(&self, _total_bytes: u64) -> Option<rep::IdealCompletion> {
         None
     }
@@ -169,6 +189,6 @@ impl Fabric for VerbsFabric {
 pub fn run(sc: &xrdma_scenario::Scenario) -> anyhow::Result<rep::RunResult> {
     let cfg = crate::sim_config::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
-    let mut fabric = VerbsFabric::new(sc.workload.hosts(), &section)?;
+    let mut fabric = VerbsFabric::with_rc(sc.workload.hosts(), &section, sc.rc_params())?;
     crate::sim_run::run_on(sc, &cfg, sc.sim_or_default().seed, &mut fabric)
 }

@@ -64,7 +64,7 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
     } else {
         None
     };
-    let mut fabric = VerbsFabric::new(plan.hosts.len() as u32, &section)?;
+    let mut fabric = VerbsFabric::with_rc(plan.hosts.len() as u32, &section, sc.rc_params())?;
     let seed = sc.sim_or_default().seed;
     let sizes: Vec<u64> = incast
         .messages
