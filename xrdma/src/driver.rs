@@ -9,7 +9,8 @@ use crate::endpoint::{ConnSetup, Endpoint, Event, Op};
 use crate::error::ConnId;
 use crate::mr_pool::Region;
 use crate::{
-    Config, QpAddress, QpCaps, Time, Transport, TransportError, WorkCompletion, MR_CHUNK_BYTES,
+    Config, QpAddress, QpCaps, QpNum, SendOpcode, SendWr, Sge, Time, Transport, TransportError,
+    WorkCompletion, MR_CHUNK_BYTES,
 };
 use serde::{Deserialize, Serialize};
 
@@ -195,10 +196,85 @@ pub fn turn<T: Transport + ?Sized, A: Application + ?Sized>(
     }
 }
 
-/// Post every work request the core has ready.
+/// The most send WRs [`flush`] posts as one chain ([`Transport::post_send_chain`]: one
+/// doorbell on verbs).
+pub const CHAIN_MAX: usize = 16;
+
+/// Consecutive send WRs of one QP, waiting to be posted as one chain.
+struct Chain {
+    qpn: QpNum,
+    wrs: [SendWr; CHAIN_MAX],
+    len: usize,
+}
+
+impl Chain {
+    const EMPTY_WR: SendWr = SendWr {
+        wr_id: 0,
+        opcode: SendOpcode::Send,
+        sge: Sge {
+            addr: 0,
+            len: 0,
+            lkey: 0,
+        },
+        imm: 0,
+        remote_addr: 0,
+        rkey: 0,
+        signaled: true,
+    };
+
+    /// Add `wr` for `qpn`, first posting what is held if it is for another QP or full.
+    fn push<T: Transport + ?Sized>(
+        &mut self,
+        ep: &mut Endpoint,
+        t: &mut T,
+        qpn: QpNum,
+        wr: SendWr,
+    ) {
+        if self.len == CHAIN_MAX || (self.len > 0 && self.qpn != qpn) {
+            self.post(ep, t);
+        }
+        self.qpn = qpn;
+        self.wrs[self.len] = wr;
+        self.len += 1;
+    }
+
+    /// Post what is held as one chain; each WR not posted is a failed post for the core.
+    fn post<T: Transport + ?Sized>(&mut self, ep: &mut Endpoint, t: &mut T) {
+        let wrs = &self.wrs[..self.len];
+        self.len = 0;
+        if wrs.is_empty() {
+            return;
+        }
+        if let Err(e) = t.post_send_chain(self.qpn, wrs) {
+            for wr in &wrs[e.posted.min(wrs.len())..] {
+                let op = Op::PostSend {
+                    qpn: self.qpn,
+                    wr: *wr,
+                };
+                ep.handle_post_error(&op, e.error.clone());
+            }
+        }
+    }
+}
+
+/// Post every work request the core has ready. Consecutive send WRs for one QP go out as one
+/// chain of up to [`CHAIN_MAX`] ([`Transport::post_send_chain`]), posted before any other
+/// op is carried out, so the transport sees the same WRs in the same order as when each is
+/// posted alone.
 pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
+    let mut chain = Chain {
+        qpn: 0,
+        wrs: [Chain::EMPTY_WR; CHAIN_MAX],
+        len: 0,
+    };
     while let Some(op) = ep.poll_op(now, t) {
+        if let Op::PostSend { qpn, wr } = op {
+            chain.push(ep, t, qpn, wr);
+            continue;
+        }
+        chain.post(ep, t);
         let r = match &op {
+            // Send WRs go out as chains above; this arm keeps the match whole.
             Op::PostSend { qpn, wr } => t.post_send(*qpn, wr),
             Op::PostRecv { qpn, wr } => t.post_recv(*qpn, wr),
             Op::ResetQp { qpn } => ep.reset_failed_qp(t, *qpn).map(|_| ()),
@@ -212,4 +288,5 @@ pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
             }
         }
     }
+    chain.post(ep, t);
 }

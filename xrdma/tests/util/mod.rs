@@ -75,6 +75,8 @@ pub struct Pair {
     pub drop_acks_from: Option<usize>,
     /// Refuse registrations above this many bytes (as a NIC out of memory would).
     pub max_registration: Option<u64>,
+    /// The length of every chain each host posted with `post_send_chain`, in order.
+    pub chains: [Vec<usize>; 2],
 }
 
 const MR_SHIFT: u32 = 40;
@@ -86,6 +88,7 @@ impl Pair {
             now: Time::ZERO,
             drop_acks_from: None,
             max_registration: None,
+            chains: Default::default(),
         }
     }
 
@@ -273,6 +276,15 @@ impl Transport for Side<'_> {
                 byte_len: data.len() as u32,
                 imm: None,
             });
+        }
+        Ok(())
+    }
+    /// Records the chain's length, then posts its WRs one by one.
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        self.pair.chains[self.h].push(wrs.len());
+        for (posted, wr) in wrs.iter().enumerate() {
+            self.post_send(qpn, wr)
+                .map_err(|error| ChainError { posted, error })?;
         }
         Ok(())
     }
