@@ -10,7 +10,7 @@
 //! | **delay** | a completion is held back for 1 to `max_delay_polls` polls | yes, across QPs and between one QP's send and receive queues (one CQ) | nothing but timing changes: order within a queue is kept unless `reorder` is set |
 //! | **reorder** (`delay` with `reorder: true`) | a held completion is overtaken by later ones of its own queue | no | an overtaken send completion is implied by the later one and the late copy ignored; an overtaken receive completion is a lost frame, as for **drop** |
 //! | **error** | a successful completion turns into [`FaultConfig::error_status`]; its QP is in error from then on: later completions of its WRs report [`WcStatus::WrFlushErr`], later posts complete at once with it | yes (e.g. retries exhausted) | the connection fails with [`XrdmaError::WorkCompletion`], and every pending message with it |
-//! | **refuse** | `post_send`/`post_recv` returns [`TransportError::Other`] and the WR is not posted | yes (e.g. `ENOMEM`) | the connection fails with [`XrdmaError::Post`] |
+//! | **refuse** | `post_send`/`post_recv` returns [`TransportError::Other`] and the WR is not posted (in a chain: that WR and the ones after it) | yes (e.g. `ENOMEM`) | the connection fails with [`XrdmaError::Post`] |
 //!
 //! A failed connection's landing buffers go back to the pool at once (admitting connections
 //! that waited for the landing budget), and its staging ring and receive buffers serve the
