@@ -81,10 +81,33 @@ sim:
 ",
         messages: 20,
     },
+    Case {
+        name: "rc-attributes",
+        // An `rc:` block other than the defaults: the transport must apply exactly these
+        // codes (checked for every case in `check_result`).
+        yaml: "name: conformance-rc-attributes
+workload:
+  incast:
+    senders: 2
+    receiver: 0
+    messages:
+      - { size: 200KiB, count: 2 }
+rc:
+  local-ack-timeout: 15
+  retry-cnt: 6
+  rnr-retry: 7
+  min-rnr-timer: 5
+  path-mtu: 1KiB
+sim:
+  pfc: {}
+",
+        messages: 4,
+    },
 ];
 
 /// Check one case's result: every message delivered intact exactly once and ACKed, no
-/// middleware error, every completion after its intended send.
+/// middleware error, every completion after its intended send, and the transport's RC QP
+/// attributes those of the case's `rc:` block (the path MTU at most the block's).
 ///
 /// # Errors
 /// What is wrong, in one line.
@@ -117,6 +140,32 @@ pub fn check_result(case: &Case, r: &RunResult) -> Result<()> {
     }
     if let Some(p) = r.validate().first() {
         bail!("{}: inconsistent result: {p}", case.name);
+    }
+    let want = scenario(case)?.rc_params();
+    let Some(t) = &r.transport else {
+        bail!(
+            "{}: the result does not say which RC attributes applied",
+            case.name
+        );
+    };
+    let got = &t.rc;
+    let codes = (
+        got.local_ack_timeout,
+        got.retry_cnt,
+        got.rnr_retry,
+        got.min_rnr_timer,
+    );
+    let asked = (
+        want.local_ack_timeout,
+        want.retry_cnt,
+        want.rnr_retry,
+        want.min_rnr_timer,
+    );
+    if codes != asked || got.path_mtu > want.path_mtu || got.path_mtu == 0 {
+        bail!(
+            "{}: the transport applied RC attributes {got:?}, the scenario asks for {want:?}",
+            case.name
+        );
     }
     Ok(())
 }

@@ -14,3 +14,20 @@ fn every_conformance_case_passes_on_the_simulator() {
         }
     }
 }
+
+#[test]
+fn a_transport_that_applies_other_rc_attributes_fails_the_case() {
+    let case = CASES
+        .iter()
+        .find(|c| c.name == "rc-attributes")
+        .expect("the case exists");
+    let mut r = run_sim(&scenario(case).unwrap()).unwrap();
+    check_result(case, &r).unwrap();
+    let t = r.transport.as_mut().expect("reported");
+    assert_eq!((t.rc.local_ack_timeout, t.rc.min_rnr_timer), (15, 5));
+    t.rc.min_rnr_timer = 12;
+    let e = check_result(case, &r).unwrap_err().to_string();
+    assert!(e.contains("the transport applied RC attributes"), "{e}");
+    r.transport = None;
+    assert!(check_result(case, &r).is_err());
+}

@@ -5,7 +5,7 @@ use crate::faults::FaultConfig;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use xrdma::Time;
+use xrdma::{RcParams, Time};
 
 /// Extra bytes of the RDMA Extended Transport Header (RETH: VA 8 + R_Key 4 + DMA length 4),
 /// carried by the first packet of an RDMA WRITE and by an RDMA READ request (IB Spec 9.3.3.3).
@@ -70,7 +70,8 @@ pub struct SimConfig {
     pub link_rate_bps: u64,
     /// One-way propagation delay of every link. Default 1 µs.
     pub link_delay: Time,
-    /// RoCE payload bytes per packet (path MTU). Default 1024.
+    /// RoCE payload bytes a port carries per packet (what a device reports as its active
+    /// MTU); packets carry [`SimConfig::path_mtu`]. Default 1024.
     pub mtu: u32,
     /// Per-packet wire overhead of a RoCEv2 data packet, bytes. Default 82 = 8 preamble/SFD +
     /// 14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 ICRC + 4 FCS + 12 inter-frame gap.
@@ -89,29 +90,16 @@ pub struct SimConfig {
     /// The responder ACKs every `ack_every` packets (and always a message's last packet).
     /// Default 1.
     pub ack_every: u32,
-    /// Minimum RNR NAK timer, the 5-bit IB code (IB Spec vol. 1 Table 45, decoded by
-    /// [`crate::rnr_timer`]): how long a requester waits after an RNR NAK before resending.
-    /// Default 1 = 10 µs, the shortest non-zero value, so an RNR costs little simulated time;
-    /// code 0 means 655.36 ms.
-    pub min_rnr_timer: u8,
-    /// RNR retries before `RnrRetryExcErr`; 7 means infinite (IB Spec 9.7.5.2.8). Default 7.
-    pub rnr_retry: u8,
     /// DCQCN reaction point on every QP; `None` = no rate control (every QP may send at line
     /// rate). Default `None`.
     pub dcqcn: Option<DcqcnConfig>,
-    /// Local ACK timeout, the 5-bit IB code (decoded by [`crate::local_ack_timeout`]:
-    /// 4.096 µs · 2^code, 0 = never): a requester with unacknowledged packets and no progress
-    /// for this long goes back to its oldest unacknowledged PSN. Default 12 ≈ 16.8 ms: the
-    /// timeout must exceed the worst queueing delay (a full 32 MiB buffer drains in 2.7 ms at
-    /// 100 Gb/s, 16.8 ms at 16 Gb/s), or a deep queue alone triggers go-back-N and the
-    /// retransmissions feed the congestion that caused them; and it should be short enough for
-    /// a lost tail to be recovered in reasonable time (perftest's default, 14 ≈ 67 ms, is the
-    /// conservative end).
-    pub local_ack_timeout: u8,
-    /// Retransmissions after local ACK timeouts before the QP fails with `RetryExcErr`: the
-    /// `retry_cnt + 1`-th timeout without progress fails it (IB Spec vol. 1, the 3-bit Retry
-    /// Count QP attribute; unlike `rnr_retry`, 7 is not infinite). Default 7.
-    pub retry_cnt: u8,
+    /// The RC QP attributes every QP is connected with: local ACK timeout and retry count
+    /// (go-back-N after a timeout without progress, `RetryExcErr` after `retry_cnt` retries),
+    /// RNR retry and minimum RNR timer (how long a requester waits after an RNR NAK), and the
+    /// path MTU, of which the smaller of it and `mtu` is applied ([`SimConfig::path_mtu`]).
+    /// Default [`RcParams::default`].
+    #[serde(default)]
+    pub rc: RcParams,
     /// Whether MRs hold real bytes. `false` makes MRs bookkeeping only: nothing is allocated,
     /// reads return zeros, writes and DMA copies are skipped (for large benchmarks). Default
     /// `true`.
@@ -140,11 +128,8 @@ impl Default for SimConfig {
             seed: 1,
             cnp_interval: Time::from_us(50),
             ack_every: 1,
-            min_rnr_timer: 1,
-            rnr_retry: 7,
             dcqcn: None,
-            local_ack_timeout: 12,
-            retry_cnt: 7,
+            rc: RcParams::default(),
             carry_payload: true,
             topology: Topology::Star,
             faults: FaultConfig::default(),
@@ -175,6 +160,17 @@ const MAX_MTU: u32 = 65_536;
 const MAX_HOSTS: u32 = 1 << 20;
 
 impl SimConfig {
+    /// Payload bytes per data packet: the smaller of the port's `mtu` and `rc.path_mtu`, as a
+    /// device applies the smaller of its active MTU and the QP's path MTU.
+    pub fn path_mtu(&self) -> u32 {
+        self.mtu.min(self.rc.path_mtu)
+    }
+
+    /// The RC attributes as applied: `rc` with the path MTU of [`SimConfig::path_mtu`].
+    pub fn rc_applied(&self) -> RcParams {
+        self.rc.with_port_mtu(self.mtu)
+    }
+
     /// Largest wire size of a data packet in bytes: `mtu + header_bytes + RETH + ImmDt`.
     pub fn max_packet_wire_bytes(&self) -> u64 {
         self.mtu as u64 + self.header_bytes as u64 + (RETH_BYTES + IMMDT_BYTES) as u64
@@ -340,8 +336,7 @@ impl SimConfig {
     /// # Errors
     /// [`SimConfigError::Invalid`] naming the first offending field: `hosts` 0 or above 2^20,
     /// `link_rate_bps` 0, `mtu` 0 or above 65536, `switch_buffer_bytes` 0, `ack_every` 0,
-    /// `rnr_retry` above 7, `min_rnr_timer` or `local_ack_timeout` above 31, `retry_cnt` above
-    /// 7, DCQCN parameters ([`DcqcnConfig::validate`]), `ecn.kmin_bytes > ecn.kmax_bytes`,
+    /// RC attributes outside their encodings (`rc.*`, [`RcParams::validate`]), DCQCN parameters ([`DcqcnConfig::validate`]), `ecn.kmin_bytes > ecn.kmax_bytes`,
     /// `ecn.pmax` outside (0, 1], a topology with bad parameters or a host count other than its
     /// own (`topology.*`, `hosts`), and PFC thresholds that do not fit some switch (see
     /// [`SimConfig::pfc_thresholds`]).
@@ -374,32 +369,15 @@ impl SimConfig {
         if self.ack_every == 0 {
             return Err(invalid("ack_every", "must be at least 1".into()));
         }
-        if self.rnr_retry > 7 {
-            return Err(invalid(
-                "rnr_retry",
-                format!(
-                    "{} is above 7 (7 means infinite, IB Spec 9.7.5.2.8)",
-                    self.rnr_retry
-                ),
-            ));
-        }
-        if self.min_rnr_timer > 31 {
-            return Err(invalid(
-                "min_rnr_timer",
-                format!("{} is not a 5-bit code (0..=31)", self.min_rnr_timer),
-            ));
-        }
-        if self.local_ack_timeout > 31 {
-            return Err(invalid(
-                "local_ack_timeout",
-                format!("{} is not a 5-bit code (0..=31)", self.local_ack_timeout),
-            ));
-        }
-        if self.retry_cnt > 7 {
-            return Err(invalid(
-                "retry_cnt",
-                format!("{} is above 7 (a 3-bit count)", self.retry_cnt),
-            ));
+        if let Err(e) = self.rc.validate() {
+            let field = match e.field {
+                "local_ack_timeout" => "rc.local_ack_timeout",
+                "retry_cnt" => "rc.retry_cnt",
+                "rnr_retry" => "rc.rnr_retry",
+                "min_rnr_timer" => "rc.min_rnr_timer",
+                _ => "rc.path_mtu",
+            };
+            return Err(invalid(field, e.reason));
         }
         if let Some(d) = &self.dcqcn {
             d.validate(self.link_rate_bps)?;

@@ -89,7 +89,6 @@ mod config;
 mod dcqcn;
 mod engine;
 mod faults;
-mod ib_timers;
 mod memory;
 mod nic;
 mod packet;
@@ -106,7 +105,6 @@ pub use config::{
 };
 pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFERENCE_RATE_BPS};
 pub use faults::{FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector};
-pub use ib_timers::{local_ack_timeout, rnr_timer};
 pub use stats::SimStats;
 pub use switch::{PortStats, SwitchStats};
 pub use timeseries::{
@@ -114,6 +112,7 @@ pub use timeseries::{
 };
 pub use topology::{PortPeer, Topology};
 pub use transport::HostTransport;
+pub use xrdma::rc::{local_ack_timeout, rnr_timer};
 
 use engine::{Event, EventQueue};
 use nic::Host;
@@ -187,6 +186,18 @@ impl Simulation {
     /// The configuration this simulation runs with.
     pub fn config(&self) -> &SimConfig {
         &self.cfg
+    }
+
+    /// The RC attributes every host's QPs are connected with, as applied
+    /// ([`SimConfig::rc_applied`]); what each [`HostTransport`] reports.
+    pub fn rc_params(&self) -> xrdma::RcParams {
+        self.cfg.rc_applied()
+    }
+
+    /// What the simulator delivers: every congestion signal and counter
+    /// ([`xrdma::Capabilities::ALL`]); what each [`HostTransport`] reports.
+    pub fn capabilities(&self) -> xrdma::Capabilities {
+        xrdma::Capabilities::ALL
     }
 
     /// Current virtual time: the time of the last processed event (0 at start).

@@ -5,8 +5,8 @@ use crate::packet::psn_add;
 use crate::{HostId, Simulation};
 use bytes::Bytes;
 use xrdma::{
-    LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendWr, Time, Transport,
-    TransportError, WcOpcode, WcStatus, WorkCompletion,
+    Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RcParams,
+    RecvWr, SendWr, Time, Transport, TransportError, WcOpcode, WcStatus, WorkCompletion,
 };
 
 /// Largest number of QPs per host (QPNs are 24 bits).
@@ -66,6 +66,54 @@ impl<'a> HostTransport<'a> {
 
     fn flush(&mut self, wc: WorkCompletion) {
         self.sim.push_wc(self.host, wc);
+    }
+
+    /// Check one send WR and put it on its QP's send queue, without ringing the NIC; on a QP
+    /// in ERR it completes at once with `WrFlushErr`, signaled or not.
+    fn queue_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
+        let (h, qi) = self.qp_index(qpn)?;
+        let mtu = self.sim.cfg.path_mtu();
+        let host = &mut self.sim.hosts[h];
+        let qp = &host.qps[qi];
+        match qp.state {
+            QpState::Rts => {}
+            QpState::Err => {
+                let op = match wr.opcode {
+                    xrdma::SendOpcode::Send | xrdma::SendOpcode::SendWithImm => WcOpcode::Send,
+                    xrdma::SendOpcode::RdmaRead => WcOpcode::RdmaRead,
+                    _ => WcOpcode::RdmaWrite,
+                };
+                self.flush(flush_wc(wr.wr_id, WcStatus::WrFlushErr, op, qpn));
+                return Ok(());
+            }
+            s => {
+                return Err(TransportError::BadQpState {
+                    qpn,
+                    state: s.name(),
+                    op: "post_send",
+                })
+            }
+        }
+        if qp.requester.sq.len() >= qp.caps.max_send_wr as usize {
+            return Err(TransportError::QueueFull {
+                qpn,
+                queue: "send",
+                depth: qp.caps.max_send_wr,
+            });
+        }
+        let s = wr.sge;
+        check_sge(&host.mem, &s)?;
+        let qp = &mut host.qps[qi];
+        let npkts = packets_for(s.len, mtu);
+        let first_psn = qp.requester.sq_psn;
+        qp.requester.sq_psn = psn_add(first_psn, npkts);
+        qp.requester.sq.push_back(crate::nic::Wqe {
+            wr: *wr,
+            first_psn,
+            npkts,
+            resp_got: 0,
+        });
+        Ok(())
     }
 }
 
@@ -155,50 +203,26 @@ impl Transport for HostTransport<'_> {
 
     /// On a QP in ERR the WR completes at once with `WrFlushErr` (verbs semantics).
     fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
-        let (h, qi) = self.qp_index(qpn)?;
-        let mtu = self.sim.cfg.mtu;
-        let host = &mut self.sim.hosts[h];
-        let qp = &host.qps[qi];
-        match qp.state {
-            QpState::Rts => {}
-            QpState::Err => {
-                let op = match wr.opcode {
-                    xrdma::SendOpcode::Send | xrdma::SendOpcode::SendWithImm => WcOpcode::Send,
-                    xrdma::SendOpcode::RdmaRead => WcOpcode::RdmaRead,
-                    _ => WcOpcode::RdmaWrite,
-                };
-                self.flush(flush_wc(wr.wr_id, WcStatus::WrFlushErr, op, qpn));
-                return Ok(());
-            }
-            s => {
-                return Err(TransportError::BadQpState {
-                    qpn,
-                    state: s.name(),
-                    op: "post_send",
-                })
-            }
-        }
-        if qp.requester.sq.len() >= qp.caps.max_send_wr as usize {
-            return Err(TransportError::QueueFull {
-                qpn,
-                queue: "send",
-                depth: qp.caps.max_send_wr,
-            });
-        }
-        let s = wr.sge;
-        check_sge(&host.mem, &s)?;
-        let qp = &mut host.qps[qi];
-        let npkts = packets_for(s.len, mtu);
-        let first_psn = qp.requester.sq_psn;
-        qp.requester.sq_psn = psn_add(first_psn, npkts);
-        qp.requester.sq.push_back(crate::nic::Wqe {
-            wr: *wr,
-            first_psn,
-            npkts,
-            resp_got: 0,
+        self.post_send_chain(qpn, std::slice::from_ref(wr))
+            .map_err(|e| e.error)
+    }
+
+    /// Queues every WR of the chain, then rings the NIC once: the NIC starts on the first
+    /// WR's first packet when its link is idle, exactly as after posting the WRs one by one
+    /// (a QP in the NIC's round-robin ring stays there while it has packets to send).
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        let mut posted = 0;
+        let result = wrs.iter().try_for_each(|wr| {
+            self.queue_send(qpn, wr)?;
+            posted += 1;
+            Ok(())
         });
-        self.sim.schedule_qp(self.host, qi);
-        Ok(())
+        if let Ok((h, qi)) = self.qp_index(qpn) {
+            if posted > 0 && self.sim.hosts[h].qps[qi].state == QpState::Rts {
+                self.sim.schedule_qp(self.host, qi);
+            }
+        }
+        result.map_err(|error| ChainError { posted, error })
     }
 
     /// Allowed in INIT and RTS; on a QP in ERR the WR completes at once with `WrFlushErr`.
@@ -238,6 +262,17 @@ impl Transport for HostTransport<'_> {
     fn poll_congestion(&mut self) -> Option<QpNum> {
         let h = self.check_host().ok()?;
         self.sim.hosts[h].congestion.pop_front()
+    }
+
+    /// The simulation's [`crate::SimConfig::rc`], with the path MTU it applies
+    /// ([`crate::SimConfig::path_mtu`]).
+    fn rc_params(&self) -> RcParams {
+        self.sim.rc_params()
+    }
+
+    /// Everything ([`Capabilities::ALL`]): the simulator is the network.
+    fn capabilities(&self) -> Capabilities {
+        self.sim.capabilities()
     }
 }
 

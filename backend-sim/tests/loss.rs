@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use xrdma::{LocalMemory, QpCaps, SendOpcode, Time, Transport, WcOpcode, WcStatus};
+use xrdma::{LocalMemory, QpCaps, RcParams, SendOpcode, Time, Transport, WcOpcode, WcStatus};
 use xrdma_sim::{local_ack_timeout, rnr_timer, SimConfig, Simulation};
 
 /// 17 hosts, PFC off, a 17 × 16 KiB = 278_528 B shared buffer: a 16:1 burst overflows it.
@@ -90,7 +90,10 @@ fn lossy_read_incast_recovers_lost_responses_by_timeout() {
     // downlink and overflow the buffer; missing responses are requested again.
     let n = 8;
     let mut sim = Simulation::new(SimConfig {
-        local_ack_timeout: 4, // 4.096 µs · 16 = 65.536 µs
+        rc: RcParams {
+            local_ack_timeout: 4, // 4.096 µs · 16 = 65.536 µs
+            ..RcParams::default()
+        },
         ..lossy(n + 1)
     })
     .unwrap();
@@ -134,8 +137,11 @@ fn lossy_read_incast_recovers_lost_responses_by_timeout() {
 fn retry_exhausted_after_retry_cnt_timeouts() {
     // Host 1's QP is never connected (stays in INIT), so it silently drops every packet.
     let cfg = SimConfig {
-        local_ack_timeout: 1, // T = 4.096 µs · 2 = 8.192 µs
-        retry_cnt: 3,
+        rc: RcParams {
+            local_ack_timeout: 1, // T = 4.096 µs · 2 = 8.192 µs
+            retry_cnt: 3,
+            ..RcParams::default()
+        },
         ..Default::default()
     };
     let mut sim = Simulation::new(cfg).unwrap();
@@ -192,7 +198,10 @@ fn rnr_timer_decodes_ib_table_45() {
     // 4.096 µs · 2^14 = 67.108864 ms.
     assert_eq!(local_ack_timeout(14), Time::from_ns(67_108_864));
     let bad = SimConfig {
-        min_rnr_timer: 32,
+        rc: RcParams {
+            min_rnr_timer: 32,
+            ..RcParams::default()
+        },
         ..Default::default()
     };
     assert!(bad.validate().is_err());
@@ -201,7 +210,10 @@ fn rnr_timer_decodes_ib_table_45() {
 #[test]
 fn rnr_retry_waits_the_encoded_timer() {
     let mut sim = Simulation::new(SimConfig {
-        min_rnr_timer: 12, // 0.64 ms
+        rc: RcParams {
+            min_rnr_timer: 12, // 0.64 ms
+            ..RcParams::default()
+        },
         ..Default::default()
     })
     .unwrap();

@@ -15,7 +15,17 @@ use rdma_sys::*;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use xrdma::{QpAddress, QpCaps, RecvWr, SendOpcode, SendWr, WcOpcode};
+use xrdma::rc::path_mtu_code;
+use xrdma::{QpAddress, QpCaps, RcParams, RecvWr, SendOpcode, SendWr, WcOpcode};
+
+/// The completion opcode of a send WR's `opcode`.
+fn wc_opcode(opcode: SendOpcode) -> WcOpcode {
+    match opcode {
+        SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
+        SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+        SendOpcode::RdmaRead => WcOpcode::RdmaRead,
+    }
+}
 
 /// Hardware `wr_id` bit marking a receive WR.
 const RECV_BIT: u64 = 1 << 63;
@@ -42,18 +52,11 @@ impl QpState {
     }
 }
 
-/// RC connection attributes for `INIT → RTR → RTS` (`struct ibv_qp_attr`; IB Spec 11.2.4.2).
+/// The connection attributes for `INIT → RTR → RTS` (`struct ibv_qp_attr`; IB Spec 11.2.4.2)
+/// besides the backend-neutral [`RcParams`] (timeout, retry counts, RNR timer, path MTU),
+/// which come from [`crate::TransportConfig::rc`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectParams {
-    /// Local ACK timeout exponent: 4.096 µs · 2^timeout (default 14 ≈ 67 ms).
-    pub timeout: u8,
-    /// Transport retries before `RETRY_EXC_ERR` (default 7, the maximum).
-    pub retry_cnt: u8,
-    /// RNR retries before `RNR_RETRY_EXC_ERR` (default 7 = retry forever, IB Spec 9.7.5.2.8).
-    pub rnr_retry: u8,
-    /// Minimal RNR NAK timer code this QP advertises as a responder (default 12 = 0.64 ms,
-    /// IB Spec table 45).
-    pub min_rnr_timer: u8,
     /// GRH hop limit (default 64).
     pub hop_limit: u8,
     /// Outstanding RDMA READs this QP may issue (default 1).
@@ -65,10 +68,6 @@ pub struct ConnectParams {
 impl Default for ConnectParams {
     fn default() -> Self {
         ConnectParams {
-            timeout: 14,
-            retry_cnt: 7,
-            rnr_retry: 7,
-            min_rnr_timer: 12,
             hop_limit: 64,
             max_rd_atomic: 1,
             max_dest_rd_atomic: 1,
@@ -81,7 +80,6 @@ impl Default for ConnectParams {
 pub(crate) struct PortCtx {
     pub(crate) port: u8,
     pub(crate) gid_index: u8,
-    pub(crate) active_mtu: u32,
     pub(crate) infiniband: bool,
 }
 
@@ -159,6 +157,22 @@ impl ShadowQueue {
     }
 }
 
+/// The hardware WRs and SGEs of the chain being posted, kept between posts so posting does
+/// not allocate. Their pointers are set anew for every post and never read after it.
+#[derive(Default)]
+struct ChainScratch {
+    wrs: Vec<ibv_send_wr>,
+    sges: Vec<ibv_sge>,
+}
+
+impl std::fmt::Debug for ChainScratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainScratch")
+            .field("capacity", &self.wrs.capacity())
+            .finish()
+    }
+}
+
 /// An RC QP on the transport's single CQ.
 #[derive(Debug)]
 pub(crate) struct Qp {
@@ -171,12 +185,14 @@ pub(crate) struct Qp {
     pub(crate) psn: u32,
     sends: ShadowQueue,
     recvs: ShadowQueue,
+    scratch: ChainScratch,
     _cq: Arc<Cq>,
     _pd: Arc<Pd>,
 }
 
 // SAFETY: the QP handle is owned by this wrapper; posting from any one thread at a time (which
-// `&mut` guarantees) is allowed by libibverbs.
+// `&mut` guarantees) is allowed by libibverbs. The scratch WRs' raw pointers point only into
+// the scratch vectors themselves and are rewritten before every use.
 unsafe impl Send for Qp {}
 
 fn zeroed_attr() -> ibv_qp_attr {
@@ -221,6 +237,7 @@ impl Qp {
             psn: 0,
             sends: ShadowQueue::with_capacity(granted.max_send_wr),
             recvs: ShadowQueue::with_capacity(granted.max_recv_wr),
+            scratch: ChainScratch::default(),
             _cq: cq,
             _pd: pd,
         })
@@ -256,20 +273,27 @@ impl Qp {
         Ok(())
     }
 
-    /// INIT → RTR (towards `remote`) → RTS with `psn` as our first send PSN.
+    /// INIT → RTR (towards `remote`) → RTS with `psn` as our first send PSN, with the RC
+    /// attributes `rc` (already lowered to the port's MTU) and the rest from `p`.
     pub(crate) fn connect(
         &mut self,
         remote: &QpAddress,
         port: &PortCtx,
+        rc: &RcParams,
         p: &ConnectParams,
     ) -> Result<(), VerbsError> {
+        let path_mtu = path_mtu_code(rc.path_mtu).ok_or_else(|| VerbsError::BadSetting {
+            name: "rc.path_mtu",
+            value: rc.path_mtu.to_string(),
+            reason: "not an InfiniBand path MTU".into(),
+        })?;
         let mut a = zeroed_attr();
         a.qp_state = ibv_qp_state::IBV_QPS_RTR;
-        a.path_mtu = port.active_mtu;
+        a.path_mtu = u32::from(path_mtu);
         a.dest_qp_num = remote.qpn;
         a.rq_psn = remote.psn & 0x00FF_FFFF;
         a.max_dest_rd_atomic = p.max_dest_rd_atomic;
-        a.min_rnr_timer = p.min_rnr_timer;
+        a.min_rnr_timer = rc.min_rnr_timer;
         a.ah_attr.port_num = port.port;
         a.ah_attr.sl = 0;
         // RoCE needs a GRH on every packet; InfiniBand inside a subnet routes by LID.
@@ -294,9 +318,9 @@ impl Qp {
 
         let mut a = zeroed_attr();
         a.qp_state = ibv_qp_state::IBV_QPS_RTS;
-        a.timeout = p.timeout;
-        a.retry_cnt = p.retry_cnt;
-        a.rnr_retry = p.rnr_retry;
+        a.timeout = rc.local_ack_timeout;
+        a.retry_cnt = rc.retry_cnt;
+        a.rnr_retry = rc.rnr_retry;
         a.sq_psn = self.psn;
         a.max_rd_atomic = p.max_rd_atomic;
         let mask = ibv_qp_attr_mask::IBV_QP_STATE
@@ -311,6 +335,32 @@ impl Qp {
         Ok(())
     }
 
+    /// The RC attributes the device holds for this QP (`ibv_query_qp`): timeout, retry
+    /// counts, minimum RNR timer and path MTU as the device reports them.
+    pub(crate) fn query_rc(&self) -> Result<RcParams, VerbsError> {
+        let mut a = zeroed_attr();
+        // SAFETY: `ibv_qp_init_attr` is a plain C struct of integers and pointers; all-zero is
+        // a valid value for the call to overwrite.
+        let mut init: ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        let mask = ibv_qp_attr_mask::IBV_QP_TIMEOUT
+            | ibv_qp_attr_mask::IBV_QP_RETRY_CNT
+            | ibv_qp_attr_mask::IBV_QP_RNR_RETRY
+            | ibv_qp_attr_mask::IBV_QP_MIN_RNR_TIMER
+            | ibv_qp_attr_mask::IBV_QP_PATH_MTU;
+        // SAFETY: `raw` is a live QP; `a` and `init` are valid out-blocks the call fills.
+        let rc = unsafe { ibv_query_qp(self.raw.as_ptr(), &mut a, mask.0 as i32, &mut init) };
+        if rc != 0 {
+            return Err(VerbsError::verb("ibv_query_qp", rc));
+        }
+        Ok(RcParams {
+            local_ack_timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            min_rnr_timer: a.min_rnr_timer,
+            path_mtu: xrdma::rc::path_mtu_bytes(a.path_mtu).unwrap_or(0),
+        })
+    }
+
     /// Any state → RESET: outstanding WRs are discarded without completions.
     pub(crate) fn modify_to_reset(&mut self) -> Result<(), VerbsError> {
         let mut a = zeroed_attr();
@@ -323,23 +373,82 @@ impl Qp {
         Ok(())
     }
 
-    /// Post one send WR; `Err(errno)` when the provider refuses (ENOMEM: queue full).
+    /// Post `wrs` as one linked list with one `ibv_post_send` (one doorbell). `Err((posted,
+    /// errno))` when the provider refuses WR number `posted` (ENOMEM: queue full): the WRs
+    /// before it are posted, it and those after it are not.
     ///
     /// # Safety
-    /// A non-empty `wr.sge` must lie inside a live MR of this QP's PD registered under
-    /// `wr.sge.lkey`, and that MR must stay registered and allocated until the WR completes
+    /// Every non-empty `sge` of `wrs` must lie inside a live MR of this QP's PD registered
+    /// under its `lkey`, and that MR must stay registered and allocated until the WR completes
     /// or this QP is reset or destroyed: the provider copies inline payloads from `sge.addr`
     /// in this call, and the device reads (SEND, WRITE) or writes (READ) the range later.
-    pub(crate) unsafe fn post_send(&mut self, wr: &SendWr) -> Result<(), i32> {
-        let (opcode, wc_op) = match wr.opcode {
-            SendOpcode::Send => (ibv_wr_opcode::IBV_WR_SEND, WcOpcode::Send),
-            SendOpcode::SendWithImm => (ibv_wr_opcode::IBV_WR_SEND_WITH_IMM, WcOpcode::Send),
-            SendOpcode::RdmaWrite => (ibv_wr_opcode::IBV_WR_RDMA_WRITE, WcOpcode::RdmaWrite),
-            SendOpcode::RdmaWriteWithImm => (
-                ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM,
-                WcOpcode::RdmaWrite,
-            ),
-            SendOpcode::RdmaRead => (ibv_wr_opcode::IBV_WR_RDMA_READ, WcOpcode::RdmaRead),
+    pub(crate) unsafe fn post_send_chain(&mut self, wrs: &[SendWr]) -> Result<(), (usize, i32)> {
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        let ChainScratch {
+            wrs: mut list,
+            mut sges,
+        } = std::mem::take(&mut self.scratch);
+        sges.clear();
+        list.clear();
+        for wr in wrs {
+            sges.push(ibv_sge {
+                addr: wr.sge.addr,
+                length: wr.sge.len,
+                lkey: wr.sge.lkey,
+            });
+            let seq = self.sends.push(wr.wr_id, wc_opcode(wr.opcode), wr.sge.len);
+            list.push(self.hw_send_wr(wr, seq));
+        }
+        // Link the list only now, through raw pointers alone: neither vector grows or is
+        // borrowed again until the call returns, so the pointers stay valid for it.
+        let n = list.len();
+        let base = list.as_mut_ptr();
+        let sge_base = sges.as_mut_ptr();
+        for i in 0..n {
+            let next = if i + 1 < n {
+                base.wrapping_add(i + 1)
+            } else {
+                std::ptr::null_mut()
+            };
+            // SAFETY: `i < n == list.len() == sges.len()`, so both pointers name elements of
+            // the vectors, and no reference into either vector is alive.
+            unsafe {
+                (*base.add(i)).sg_list = sge_base.add(i);
+                (*base.add(i)).next = next;
+            }
+        }
+        let mut bad: *mut ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: `raw` is a live QP; `list` is a well-formed list of `n` WRs, each pointing
+        // at its own SGE in `sges`, and both vectors outlive the call (the provider copies
+        // each WR into its queue, or the payload when inline); `bad` is a valid out-pointer.
+        // The memory each SGE names is a live registered MR range for as long as the device
+        // may use it, which is this function's safety contract.
+        let rc = unsafe { ibv_post_send(self.raw.as_ptr(), base, &mut bad) };
+        let result = if rc == 0 {
+            Ok(())
+        } else {
+            // `bad` is the first WR not posted; the ones before it are on the queue.
+            let posted = (0..n).find(|&i| base.wrapping_add(i) == bad).unwrap_or(0);
+            for _ in posted..n {
+                self.sends.pop_last();
+            }
+            Err((posted, rc))
+        };
+        self.scratch = ChainScratch { wrs: list, sges };
+        result
+    }
+
+    /// The hardware WR for `wr` with hardware `wr_id` `seq`; `sg_list` and `next` are left
+    /// null for the caller to set.
+    fn hw_send_wr(&self, wr: &SendWr, seq: u64) -> ibv_send_wr {
+        let opcode = match wr.opcode {
+            SendOpcode::Send => ibv_wr_opcode::IBV_WR_SEND,
+            SendOpcode::SendWithImm => ibv_wr_opcode::IBV_WR_SEND_WITH_IMM,
+            SendOpcode::RdmaWrite => ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            SendOpcode::RdmaWriteWithImm => ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM,
+            SendOpcode::RdmaRead => ibv_wr_opcode::IBV_WR_RDMA_READ,
         };
         let mut flags = ibv_send_flags(0);
         if wr.signaled {
@@ -351,18 +460,10 @@ impl Qp {
         if inline {
             flags |= ibv_send_flags::IBV_SEND_INLINE;
         }
-        let mut sge = ibv_sge {
-            addr: wr.sge.addr,
-            length: wr.sge.len,
-            lkey: wr.sge.lkey,
-        };
-        let seq = self.sends.push(wr.wr_id, wc_op, wr.sge.len);
         // SAFETY: `ibv_send_wr` is a plain C struct of integers, pointers and unions of
         // those; all-zero (null `next`, no SGE) is valid and the fields used are set below.
         let mut w: ibv_send_wr = unsafe { std::mem::zeroed() };
         w.wr_id = seq;
-        w.next = std::ptr::null_mut();
-        w.sg_list = &mut sge;
         w.num_sge = i32::from(wr.sge.len > 0);
         w.opcode = opcode;
         w.send_flags = flags.0;
@@ -371,17 +472,7 @@ impl Qp {
             remote_addr: wr.remote_addr,
             rkey: wr.rkey,
         };
-        let mut bad: *mut ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: `raw` is a live QP; `w` and `sge` outlive the call (the provider copies the
-        // WR into its queue, or the payload when inline); `bad` is a valid out-pointer. The
-        // memory `sge` names is a live registered MR range for as long as the device may use
-        // it, which is this function's safety contract.
-        let rc = unsafe { ibv_post_send(self.raw.as_ptr(), &mut w, &mut bad) };
-        if rc != 0 {
-            self.sends.pop_last();
-            return Err(rc);
-        }
-        Ok(())
+        w
     }
 
     /// Post one receive WR; `Err(errno)` when the provider refuses (ENOMEM: queue full).

@@ -12,8 +12,8 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xrdma::{
-    LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendWr, Sge, Time, Transport,
-    TransportError, WorkCompletion,
+    Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RcParams,
+    RecvWr, SendWr, Sge, Time, Transport, TransportError, WorkCompletion,
 };
 
 /// Work completions read per `ibv_poll_cq` call.
@@ -25,7 +25,10 @@ pub struct TransportConfig {
     /// Initial CQ depth, entries (default 4096). The CQ grows (`ibv_resize_cq`) when the
     /// QPs' send + receive depths would exceed it, so it can never overrun.
     pub cq_depth: u32,
-    /// RC attributes used by [`Transport::connect_qp`].
+    /// The RC attributes [`Transport::connect_qp`] applies (default [`RcParams::default`],
+    /// the same as the simulator's); the path MTU is lowered to the port's active MTU.
+    pub rc: RcParams,
+    /// The other connection attributes (hop limit, outstanding READs).
     pub connect: ConnectParams,
 }
 
@@ -33,6 +36,7 @@ impl Default for TransportConfig {
     fn default() -> Self {
         TransportConfig {
             cq_depth: 4096,
+            rc: RcParams::default(),
             connect: ConnectParams::default(),
         }
     }
@@ -50,7 +54,11 @@ impl Default for TransportConfig {
 /// - `post_send` on a QP the device moved to ERR succeeds and the WR completes with
 ///   `WrFlushErr`, as verbs does;
 /// - `poll_congestion` always returns `None`: rxe and mlx5 expose CNPs only as port counters
-///   (`hw_counters/np_cnp_sent`, `rp_cnp_handled`), never per QP;
+///   (`hw_counters/np_cnp_sent`, `rp_cnp_handled`), never per QP; [`Transport::capabilities`]
+///   says so;
+/// - every QP is connected with [`TransportConfig::rc`], its path MTU lowered to the port's
+///   active MTU ([`Transport::rc_params`] reports what is applied);
+/// - `post_send_chain` posts a chain as one linked list with one `ibv_post_send`;
 /// - `now` is a monotonic clock: picoseconds since the transport was created.
 ///
 /// Fields drop in order: QPs before MRs (a QP may reference MRs), then the CQ, then the
@@ -63,6 +71,10 @@ pub struct VerbsTransport {
     cq: Arc<Cq>,
     device: Device,
     cfg: TransportConfig,
+    /// `cfg.rc` as applied (path MTU at most the port's active MTU).
+    rc: RcParams,
+    /// Whether the port's `hw_counters` directory exists.
+    port_counters: bool,
     epoch: Instant,
     wc_buf: Box<[MaybeUninit<ibv_wc>]>,
     /// Completions taken by `arm_and_wait`'s re-poll, handed out first by `poll_cq`.
@@ -82,8 +94,25 @@ impl VerbsTransport {
     /// Create the CQ (with its completion channel) on `device`.
     ///
     /// # Errors
-    /// [`VerbsError::Verb`] when the channel or CQ cannot be created.
+    /// [`VerbsError::BadSetting`] when `cfg.rc` is outside its encodings
+    /// ([`RcParams::validate`]); [`VerbsError::Verb`] when the channel or CQ cannot be created.
     pub fn new(device: &Device, cfg: TransportConfig) -> Result<Self, VerbsError> {
+        cfg.rc.validate().map_err(|e| VerbsError::BadSetting {
+            name: "rc",
+            value: format!("{:?}", cfg.rc),
+            reason: e.to_string(),
+        })?;
+        let port = device.port();
+        let rc = match port.active_mtu_bytes() {
+            0 => cfg.rc,
+            active => cfg.rc.with_port_mtu(active),
+        };
+        let port_counters = std::path::Path::new(&format!(
+            "/sys/class/infiniband/{}/ports/{}/hw_counters",
+            device.name(),
+            port.port
+        ))
+        .is_dir();
         let channel = Arc::new(CompChannel::new(device.ctx.clone())?);
         let cq = Arc::new(Cq::new(device.ctx.clone(), channel, cfg.cq_depth.max(1))?);
         let wc_buf = (0..WC_BATCH).map(|_| MaybeUninit::uninit()).collect();
@@ -93,6 +122,8 @@ impl VerbsTransport {
             cq,
             device: device.clone(),
             cfg,
+            rc,
+            port_counters,
             epoch: Instant::now(),
             wc_buf,
             pending: Vec::with_capacity(WC_BATCH),
@@ -144,6 +175,16 @@ impl VerbsTransport {
         self.cq.channel.fd()
     }
 
+    /// The RC attributes the device reports for connected QP `qpn` (`ibv_query_qp`), to check
+    /// them against [`Transport::rc_params`].
+    ///
+    /// # Errors
+    /// [`TransportError::NoSuchQp`], or the verb's error.
+    pub fn query_rc(&self, qpn: QpNum) -> Result<RcParams, TransportError> {
+        let qp = self.qps.get(&qpn).ok_or(TransportError::NoSuchQp(qpn))?;
+        Ok(qp.query_rc()?)
+    }
+
     /// The granted capacities of `qpn`.
     pub fn qp_caps(&self, qpn: QpNum) -> Option<QpCaps> {
         self.qps.get(&qpn).map(|q| q.caps)
@@ -154,7 +195,6 @@ impl VerbsTransport {
         PortCtx {
             port: p.port,
             gid_index: u8::try_from(self.device.gid().index).unwrap_or(u8::MAX),
-            active_mtu: p.active_mtu,
             infiniband: p.is_infiniband(),
         }
     }
@@ -416,6 +456,7 @@ impl Transport for VerbsTransport {
     fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
         let port = self.port_ctx();
         let params = self.cfg.connect;
+        let rc = self.rc;
         let qp = self.qp(qpn)?;
         if qp.state == QpState::Reset {
             qp.modify_to_init(port.port)?;
@@ -433,7 +474,7 @@ impl Transport for VerbsTransport {
                 remote.qpn
             )));
         }
-        qp.connect(remote, &port, &params)?;
+        qp.connect(remote, &port, &rc, &params)?;
         Ok(())
     }
 
@@ -450,30 +491,60 @@ impl Transport for VerbsTransport {
     /// Checks in the simulator's order: the QP exists, it is in RTS, the local SGE lies in
     /// the MR of its `lkey`; then `ibv_post_send` (ENOMEM: queue full).
     fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
-        let state = self.qp(qpn)?.state;
+        self.post_send_chain(qpn, std::slice::from_ref(wr))
+            .map_err(|e| e.error)
+    }
+
+    /// The checks of [`Transport::post_send`] for every WR, then one `ibv_post_send` of the
+    /// WRs before the first that fails them, linked into one list (one doorbell).
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        let at = |posted| move |error| ChainError { posted, error };
+        let state = self.qp(qpn).map_err(at(0))?.state;
         if state != QpState::Rts {
-            return Err(TransportError::BadQpState {
-                qpn,
-                state: state.name(),
-                op: "post_send",
+            return Err(ChainError {
+                posted: 0,
+                error: TransportError::BadQpState {
+                    qpn,
+                    state: state.name(),
+                    op: "post_send",
+                },
             });
         }
-        self.check_sge(&wr.sge)?;
-        let qp = self.qp(qpn)?;
-        // SAFETY: `check_sge` just found the SGE inside one of our MRs with its lkey, all of
-        // the same PD as the QP. MRs are never deregistered while the transport lives, and the
-        // transport drops its QPs before its MRs (field order), so the MR outlives the WR.
-        match unsafe { qp.post_send(wr) } {
-            Ok(()) => {
-                self.posts += 1;
-                Ok(())
+        let mut refused = None;
+        for (i, wr) in wrs.iter().enumerate() {
+            if let Err(e) = self.check_sge(&wr.sge) {
+                refused = Some(ChainError {
+                    posted: i,
+                    error: e,
+                });
+                break;
             }
-            Err(libc::ENOMEM) => Err(TransportError::QueueFull {
-                qpn,
-                queue: "send",
-                depth: qp.caps.max_send_wr,
-            }),
-            Err(e) => Err(other("ibv_post_send", e)),
+        }
+        let ok = refused.as_ref().map_or(wrs.len(), |e| e.posted);
+        let qp = self.qp(qpn).map_err(at(0))?;
+        let depth = qp.caps.max_send_wr;
+        // SAFETY: `check_sge` just found every SGE of `wrs[..ok]` inside one of our MRs with
+        // its lkey, all of the same PD as the QP. MRs are never deregistered while the
+        // transport lives, and the transport drops its QPs before its MRs (field order), so
+        // the MRs outlive the WRs.
+        match unsafe { qp.post_send_chain(&wrs[..ok]) } {
+            Ok(()) => {
+                self.posts += ok as u64;
+                refused.map_or(Ok(()), Err)
+            }
+            Err((posted, errno)) => {
+                self.posts += posted as u64;
+                let error = if errno == libc::ENOMEM {
+                    TransportError::QueueFull {
+                        qpn,
+                        queue: "send",
+                        depth,
+                    }
+                } else {
+                    other("ibv_post_send", errno)
+                };
+                Err(ChainError { posted, error })
+            }
         }
     }
 
@@ -522,5 +593,21 @@ impl Transport for VerbsTransport {
     /// Always `None`: see the type's documentation.
     fn poll_congestion(&mut self) -> Option<QpNum> {
         None
+    }
+
+    /// [`TransportConfig::rc`] with the path MTU lowered to the port's active MTU: what
+    /// `connect_qp` passes to `ibv_modify_qp`.
+    fn rc_params(&self) -> RcParams {
+        self.rc
+    }
+
+    /// No per-QP CNPs (see [`Transport::poll_congestion`]), no ECN mark counts, no buffer
+    /// occupancy (the switches are not observable from a host); port counters when the
+    /// device exposes `hw_counters` in sysfs (rxe and mlx5 do).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            port_counters: self.port_counters,
+            ..Capabilities::NONE
+        }
     }
 }

@@ -25,6 +25,10 @@
 #   echo ranks      an echo run (2 clients x 100 requests) as two processes, the same way:
 #                   every workload runs across ranks
 #   rnr-stall       scenarios/rnr-stall.yaml on rxe0: RNR NAKs counted, every message intact
+#   rc attributes   scenarios/rc-attributes.yaml (an `rc:` block with perftest's values) on
+#                   rxe0 and on the simulator: both result.json files record the same RC QP
+#                   attributes (`transport.rc`: timeout, retry counts, RNR timer, path MTU),
+#                   the ones the block gives, and every message arrives intact on rxe0
 #   peer killed     a two-process bw whose server is killed mid-stream: the client ends with
 #                   a typed error in time
 #   perftest        ci/softroce/perftest.sh RESULTS_DIR (ib_send_lat, ib_write_lat, ib_write_bw)
@@ -152,6 +156,30 @@ rnr_stall() { # DIR
   [[ -n $rnr ]] && ((rnr > 0))
 }
 check "rnr-stall" "$results/rnr-stall.log" rnr_stall "$results/rnr-stall"
+# One `rc:` block, the same QP attributes on both backends: the verbs backend passes them to
+# ibv_modify_qp (path MTU: the smaller of rc.path-mtu and the port's active MTU, 1024 on rxe
+# over a 1500-byte Ethernet MTU), the simulator's NIC uses them; each result records what it
+# applied.
+rc_attributes() { # DIR
+  local dir=$1 verbs sim
+  timeout 300 "$xrdma" run --backend verbs "$repo/scenarios/rc-attributes.yaml" \
+    --out "$dir/verbs" || return 1
+  timeout 300 "$xrdma" run "$repo/scenarios/rc-attributes.yaml" --out "$dir/sim" || return 1
+  # The `rc` object inside `transport` (pretty-printed, one key per line).
+  rc_of() { sed -n '/"transport": {/,$p' "$1" | sed -n '/"rc": {/,/}/p'; }
+  verbs=$(rc_of "$dir/verbs/result.json")
+  sim=$(rc_of "$dir/sim/result.json")
+  echo "verbs: $verbs"
+  echo "sim:   $sim"
+  [[ -n $verbs && $verbs == "$sim" ]] || { echo "the two backends applied different RC attributes" >&2; return 1; }
+  for want in '"local-ack-timeout": 14,' '"min-rnr-timer": 12,' '"path-mtu": 1024' \
+    '"retry-cnt": 7,' '"rnr-retry": 7,'; do
+    grep -qF "$want" <<< "$verbs" || { echo "verbs result lacks $want" >&2; return 1; }
+  done
+  grep -q '"delivered": 8,' "$dir/verbs/result.json" &&
+    grep -Eq '"missing": 0$' "$dir/verbs/result.json"
+}
+check "rc attributes" "$results/rc-attributes.log" rc_attributes "$results/rc-attributes"
 # The peer process killed mid-transfer: a two-process bw stream whose server is killed with
 # SIGKILL after 5 s. The client must end with a typed error well within its timeout, never
 # hang, never report the stream complete.

@@ -49,6 +49,8 @@ pub struct MemPair {
     pub drop_acks_from: Option<usize>,
     /// Refuse registrations above this many bytes (as a NIC out of memory would).
     pub max_registration: Option<u64>,
+    /// The length of every chain each host posted with `post_send_chain`, in order.
+    pub chains: [Vec<usize>; 2],
 }
 
 /// MR `i` (from 1) of host `h` starts at `(h + 1) << HOST_SHIFT | i << MR_SHIFT`, so no two
@@ -70,6 +72,7 @@ impl MemPair {
             now: Time::ZERO,
             drop_acks_from: None,
             max_registration: None,
+            chains: Default::default(),
         }
     }
 
@@ -430,5 +433,29 @@ impl Transport for MemTransport<'_> {
 
     fn poll_congestion(&mut self) -> Option<QpNum> {
         self.host().congestion.pop_front()
+    }
+
+    /// Records the chain's length, then posts its WRs one by one.
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        self.pair.chains[self.h].push(wrs.len());
+        for (posted, wr) in wrs.iter().enumerate() {
+            self.post_send(qpn, wr)
+                .map_err(|error| ChainError { posted, error })?;
+        }
+        Ok(())
+    }
+
+    /// The defaults: WRs complete at once, so no timer or MTU is modelled.
+    fn rc_params(&self) -> RcParams {
+        RcParams::default()
+    }
+
+    /// Congestion notifications come from the pair's `congestion` queues; no network is
+    /// modelled.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            cnp_per_qp: true,
+            ..Capabilities::NONE
+        }
     }
 }

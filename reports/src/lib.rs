@@ -30,6 +30,7 @@ mod summary;
 pub mod sweep_html;
 pub mod sweep_plot;
 pub mod timeplot;
+mod transport_info;
 
 pub use error::ReportError;
 pub use io::{
@@ -47,3 +48,4 @@ pub use series::{SenderBytes, TimeSeries};
 pub use summary::{
     completion_span_ps, format_bytes, format_us, goodput_bps, summary_table, LatencySummary,
 };
+pub use transport_info::{RcAttributes, TransportCapabilities, TransportInfo};

@@ -69,6 +69,10 @@ pub struct RunResult {
     /// (schema version 2).
     #[serde(default)]
     pub timeseries: Option<TimeSeries>,
+    /// The RC QP attributes the transport applied and the capabilities it declared; absent
+    /// in results written before the runner reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<crate::transport_info::TransportInfo>,
 }
 
 /// Identification of the scenario run.

@@ -126,8 +126,9 @@ fn opt_us(ps: Option<u64>) -> String {
 ///
 /// Shows messages sent/delivered (with a prominent warning line when any message is
 /// undelivered), delivery-check failures, p50/p90/p99/p99.9/max message completion time in µs,
-/// payload goodput in Gbps, T* and (last completion − first intended) / T*, ECN marks, CNPs, PFC
-/// XOFF/XON, drops, peak buffer and queue, simulated events and time, wall time and events per
+/// payload goodput in Gbps, T* and (last completion − first intended) / T*, the RC QP
+/// attributes and capabilities of the transport (when known), ECN marks, CNPs, PFC XOFF/XON,
+/// drops, peak buffer and queue, simulated events and time, wall time and events per
 /// second. Statistics with no data are shown as `-`, never as 0.
 pub fn summary_table(r: &RunResult) -> String {
     let s = LatencySummary::from_records(&r.messages);
@@ -313,6 +314,9 @@ pub fn summary_table(r: &RunResult) -> String {
         }
     }
     let _ = writeln!(w);
+    if let Some(t) = &r.transport {
+        w.push_str(&t.summary_lines());
+    }
     let n = &r.network;
     let c = |x: Option<u64>| x.map_or_else(|| "n/a".to_string(), |v| v.to_string());
     if n.ecn_marks.is_none() && n.pfc_xoff.is_none() && n.max_buffer_bytes.is_none() {

@@ -77,6 +77,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
         errors: Vec::new(),
         scenario_yaml: None,
         timeseries: None,
+        transport: None,
         unfinished: Vec::new(),
         wall_clock: WallClock {
             wall_seconds: 0.25,

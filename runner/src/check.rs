@@ -2,7 +2,7 @@
 //! them before anything runs, and pointing every problem at the key that caused it.
 
 use anyhow::{bail, Result};
-use xrdma::{Config, Time};
+use xrdma::{Config, RcParams, Time};
 use xrdma_scenario::{
     FaultDirection, FaultLink, FaultsSection, Scenario, SimSection, TopologySection, Workload,
     XrdmaSection,
@@ -34,10 +34,11 @@ pub fn xrdma_config(x: &XrdmaSection) -> Config {
     }
 }
 
-/// The simulator configuration from a scenario's `sim:` block, for a workload of
-/// `workload_hosts` hosts. A star has exactly the workload's hosts; another topology has its own
-/// host count (checked against the workload in [`check`]).
-pub fn sim_config(s: &SimSection, workload_hosts: u32) -> SimConfig {
+/// The simulator configuration from a scenario's `sim:` block and its RC QP attributes `rc`
+/// (the `rc:` block), for a workload of `workload_hosts` hosts. A star has exactly the
+/// workload's hosts; another topology has its own host count (checked against the workload in
+/// [`check`]).
+pub fn sim_config(s: &SimSection, rc: RcParams, workload_hosts: u32) -> SimConfig {
     let d = SimConfig::default();
     let topology = match &s.topology {
         TopologySection::Star => Topology::Star,
@@ -93,10 +94,7 @@ pub fn sim_config(s: &SimSection, workload_hosts: u32) -> SimConfig {
         }),
         seed: s.seed,
         cnp_interval: s.cnp_interval,
-        min_rnr_timer: s.min_rnr_timer.unwrap_or(d.min_rnr_timer),
-        rnr_retry: s.rnr_retry.unwrap_or(d.rnr_retry),
-        local_ack_timeout: s.local_ack_timeout.unwrap_or(d.local_ack_timeout),
-        retry_cnt: s.retry_cnt.unwrap_or(d.retry_cnt),
+        rc,
         dcqcn,
         topology,
         faults: link_faults(&s.faults),
@@ -165,7 +163,7 @@ pub struct Checked {
 pub fn check(sc: &Scenario) -> Result<Checked> {
     let cfg = check_xrdma(sc)?;
     let section = sc.sim_or_default();
-    let sim = sim_config(&section, sc.workload.hosts());
+    let sim = sim_config(&section, sc.rc_params(), sc.workload.hosts());
     if let Err(SimConfigError::Invalid { field, reason }) = sim.validate() {
         let key = scenario_key(&section, field);
         let refs: Vec<&str> = key.iter().map(String::as_str).collect();
@@ -316,6 +314,9 @@ fn scenario_key(section: &SimSection, field: &str) -> Vec<String> {
     if field == "hosts" {
         return vec!["workload".into(), "incast".into(), "senders".into()];
     }
+    if let Some(rc) = field.strip_prefix("rc.") {
+        return vec!["rc".into(), rc.replace('_', "-")];
+    }
     let mut key = vec!["sim".to_string()];
     for (i, f) in field.split('.').enumerate() {
         key.push(
@@ -366,8 +367,8 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
         }
     }
     if sim.pfc.is_none() || !sim.faults.is_empty() {
-        let rto = xrdma_sim::local_ack_timeout(sim.local_ack_timeout);
-        let budget = Time(rto.as_ps().saturating_mul(u64::from(sim.retry_cnt) + 1));
+        let rto = sim.rc.ack_timeout();
+        let budget = Time(rto.as_ps().saturating_mul(u64::from(sim.rc.retry_cnt) + 1));
         if cfg.ack_timeout < budget {
             warn(
                 &["xrdma", "ack-timeout"],
@@ -375,7 +376,7 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
                     "the fabric is lossy (no `pfc`, or injected faults), but the middleware \
                      gives up after {} while the NIC may need (retry-cnt + 1) x \
                      local-ack-timeout = {} to recover a lost tail; raise ack-timeout or lower \
-                     sim.local-ack-timeout",
+                     rc.local-ack-timeout",
                     cfg.ack_timeout, budget
                 ),
             );

@@ -13,8 +13,8 @@
 
 use xrdma::driver::Application;
 use xrdma::{
-    Endpoint, Event, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendWr, Time,
-    Transport, TransportError, WorkCompletion, XrdmaError,
+    Capabilities, ChainError, Endpoint, Event, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum,
+    RcParams, RecvWr, SendWr, Time, Transport, TransportError, WorkCompletion, XrdmaError,
 };
 use xrdma_scenario::{FaultsSection, SlowReceiver, Stall};
 
@@ -172,6 +172,9 @@ impl<T: Transport> Transport for Holding<'_, T> {
     fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
         self.inner.post_send(qpn, wr)
     }
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        self.inner.post_send_chain(qpn, wrs)
+    }
     fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
         if self.holding {
             self.held.push((qpn, *wr));
@@ -185,6 +188,12 @@ impl<T: Transport> Transport for Holding<'_, T> {
     }
     fn poll_congestion(&mut self) -> Option<QpNum> {
         self.inner.poll_congestion()
+    }
+    fn rc_params(&self) -> RcParams {
+        self.inner.rc_params()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 }
 

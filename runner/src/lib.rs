@@ -12,6 +12,7 @@
 //! | [`role`] | one host's part in a workload (sender, receiver, idle) |
 //! | [`rank`], [`bootstrap`] | one process (rank) of a multi-process run, and the TCP bootstrap between ranks |
 //! | [`sweep`] | sweeps: one base scenario, axes to vary, points run in parallel |
+//! | [`transport_info`] | the transport's RC QP attributes and capabilities, as the result records them |
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -25,4 +26,5 @@ pub mod rank;
 pub mod role;
 pub mod run;
 pub mod sweep;
+pub mod transport_info;
 pub mod workload;

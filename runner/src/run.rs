@@ -44,7 +44,8 @@ pub fn run_sim(sc: &Scenario) -> Result<rep::RunResult> {
 pub fn run_verbs(sc: &xrdma_scenario::Scenario) -> anyhow::Result<rep::RunResult> {
     let cfg = crate::check::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
-    let mut fabric = crate::fabric::VerbsFabric::new(sc.workload.hosts(), &section)?;
+    let mut fabric =
+        crate::fabric::VerbsFabric::with_rc(sc.workload.hosts(), &section, sc.rc_params())?;
     run_on(sc, &cfg, sc.sim_or_default().seed, &mut fabric)
 }
 
@@ -296,6 +297,7 @@ fn finish<F: Fabric>(
         unfinished,
         scenario_yaml: None,
         timeseries: fabric.timeseries(),
+        transport: fabric.transport_info(),
         wall_clock: rep::WallClock {
             wall_seconds,
             events_per_second: if wall_seconds > 0.0 {

@@ -1,8 +1,9 @@
 //! # xrdma-scenario — YAML scenarios for the xrdma test bed
 //!
-//! A scenario file carries the workload, the middleware settings, and per-backend blocks
-//! (`sim:` for the packet-level simulator, `verbs:` for real RDMA devices), so one file runs
-//! unchanged on either backend:
+//! A scenario file carries the workload, the middleware settings, the RC QP attributes every
+//! backend applies (`rc:`), and per-backend blocks (`sim:` for the packet-level simulator,
+//! `verbs:` for real RDMA devices), so one file runs unchanged, with the same meaning, on
+//! either backend:
 //!
 //! ```yaml
 //! name: incast-8
@@ -14,6 +15,7 @@
 //!       - { size: 64KiB, count: 4 }
 //!       - { size: 1MiB, count: 1 }
 //! xrdma: { beta: 0.5 }
+//! rc: { local-ack-timeout: 12, min-rnr-timer: 1 }
 //! sim: { link-rate: 100Gbps, ecn: { kmin: 400KB, kmax: 1600KB, pmax: 0.2 }, pfc: {} }
 //! ```
 //!
@@ -32,6 +34,7 @@ mod echo;
 mod error;
 mod faults_section;
 mod open_loop;
+mod rc_section;
 mod sim_section;
 mod topology_section;
 mod traffic;
@@ -47,6 +50,7 @@ pub use faults_section::{
     FaultDirection, FaultLink, FaultsSection, LinkDownFault, LinkRateFault, SlowReceiver,
 };
 pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
+pub use rc_section::RcSection;
 pub use sim_section::{
     EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS, DEFAULT_SAMPLE_INTERVAL,
 };
@@ -73,6 +77,9 @@ pub struct Scenario {
     pub workload: Workload,
     /// Middleware settings (`xrdma:`); all defaults when the block is absent.
     pub xrdma: XrdmaSection,
+    /// The RC QP attributes every backend applies (`rc:`); all defaults when the block is
+    /// absent ([`Scenario::rc_params`]).
+    pub rc: RcSection,
     /// The simulated network (`sim:`); `None` when the block is absent (the simulator then uses
     /// [`SimSection::default`]).
     pub sim: Option<SimSection>,
@@ -86,6 +93,12 @@ impl Scenario {
     /// The `sim:` block, or the defaults when it is absent.
     pub fn sim_or_default(&self) -> SimSection {
         self.sim.clone().unwrap_or_default()
+    }
+
+    /// The RC QP attributes a backend is configured with: the `rc:` block with defaults
+    /// filled in (a backend then lowers the path MTU to its port's MTU).
+    pub fn rc_params(&self) -> xrdma::RcParams {
+        self.rc.params()
     }
 }
 
@@ -152,6 +165,7 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
         description: body.description,
         workload: body.workload,
         xrdma: body.xrdma,
+        rc: body.rc,
         sim: body.sim,
         verbs: body.verbs,
         source_path: path_for_messages.to_path_buf(),
@@ -164,6 +178,7 @@ struct Body {
     description: Option<String>,
     workload: Workload,
     xrdma: XrdmaSection,
+    rc: RcSection,
     sim: Option<SimSection>,
     verbs: Option<VerbsSection>,
 }
@@ -176,6 +191,8 @@ struct RawBody {
     workload: Workload,
     #[serde(default)]
     xrdma: XrdmaSection,
+    #[serde(default)]
+    rc: RcSection,
     sim: Option<SimSection>,
     verbs: Option<VerbsSection>,
 }
@@ -216,14 +233,43 @@ fn check_body(raw: RawBody) -> Result<Body, FieldError> {
         v.check_hosts(raw.workload.hosts())
             .map_err(|m| field_error("verbs", format!("ranks: {m}")))?;
     }
+    check_path_mtu(&raw.rc, raw.sim.as_ref())?;
     Ok(Body {
         name: raw.name,
         description: raw.description,
         workload: raw.workload,
         xrdma: raw.xrdma,
+        rc: raw.rc,
         sim: raw.sim,
         verbs: raw.verbs,
     })
+}
+
+/// Refuses an `rc.path-mtu` above the simulated ports' `sim.mtu`: the simulator would carry
+/// `sim.mtu`-byte packets where a device might carry `path-mtu`, so the file would mean two
+/// things. A `path-mtu` at or below `sim.mtu` is what both backends apply.
+fn check_path_mtu(rc: &RcSection, sim: Option<&SimSection>) -> Result<(), FieldError> {
+    let Some(path_mtu) = rc.path_mtu else {
+        return Ok(());
+    };
+    let port = sim.map_or(SimSection::default().mtu, |s| s.mtu);
+    if path_mtu > port {
+        let whose = if sim.is_some() {
+            "`sim.mtu`"
+        } else {
+            "`sim.mtu` (its default)"
+        };
+        return Err(field_error(
+            "rc",
+            format!(
+                "path-mtu {path_mtu} bytes is above the simulated ports' MTU, {whose} = \
+                 {port} bytes: the simulator would send {port}-byte packets where a device may \
+                 send {path_mtu}-byte ones; set `sim: {{ mtu: {path_mtu} }}` or lower \
+                 rc.path-mtu"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl<'de> Deserialize<'de> for Body {

@@ -5,6 +5,7 @@ use crate::dcqcn_section::DcqcnSection;
 use crate::faults_section::FaultsSection;
 use crate::topology_section::TopologySection;
 use crate::units::{Rate, Size, Span};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
 use xrdma::Time;
 
@@ -17,7 +18,8 @@ pub struct SimSection {
     pub link_rate_bps: u64,
     /// One-way propagation delay of every link. Default 1 µs.
     pub link_delay: Time,
-    /// RoCE payload bytes per packet. Default 1024; > 0.
+    /// RoCE payload bytes a simulated port carries per packet (what a device reports as its
+    /// active MTU). Packets carry the smaller of this and `rc.path-mtu`. Default 1024; > 0.
     pub mtu: u32,
     /// Wire overhead per packet, bytes. Default 82: preamble/SFD 8 + Ethernet 14 + IPv4 20 +
     /// UDP 8 + BTH 12 + ICRC 4 + FCS 4 + inter-frame gap 12 (RoCEv2, IBTA Annex A17).
@@ -35,16 +37,6 @@ pub struct SimSection {
     /// DCQCN rate control at every NIC; `None` (block absent) = none, `dcqcn: {}` = on with the
     /// defaults.
     pub dcqcn: Option<DcqcnSection>,
-    /// Minimum RNR NAK timer as the 5-bit IB code (IB Spec vol. 1 Table 45; 0 = 655.36 ms,
-    /// 1 = 10 µs). `None` = the simulator's default.
-    pub min_rnr_timer: Option<u8>,
-    /// RNR retries (3 bits, 7 = infinite). `None` = the simulator's default.
-    pub rnr_retry: Option<u8>,
-    /// Local ACK timeout as the 5-bit IB code (4.096 µs · 2^code, 0 = never): when the
-    /// go-back-N retransmission timer fires. `None` = the simulator's default.
-    pub local_ack_timeout: Option<u8>,
-    /// Retransmission retries before the QP fails (3 bits). `None` = the simulator's default.
-    pub retry_cnt: Option<u8>,
     /// The fabric's shape. Default: every host on one switch.
     pub topology: TopologySection,
     /// Interval at which the simulator samples queues, per-sender throughput and congestion
@@ -72,10 +64,6 @@ impl Default for SimSection {
             pfc: None,
             cnp_interval: Time::from_us(50),
             dcqcn: None,
-            min_rnr_timer: None,
-            rnr_retry: None,
-            local_ack_timeout: None,
-            retry_cnt: None,
             topology: TopologySection::Star,
             sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
             faults: FaultsSection::default(),
@@ -145,10 +133,11 @@ struct RawSim {
     pfc: Option<PfcSection>,
     cnp_interval: Option<Span>,
     dcqcn: Option<DcqcnSection>,
-    min_rnr_timer: Option<u8>,
-    rnr_retry: Option<u8>,
-    local_ack_timeout: Option<u8>,
-    retry_cnt: Option<u8>,
+    /// The RC attributes that moved to the `rc:` block: read only to say so.
+    min_rnr_timer: Option<IgnoredAny>,
+    rnr_retry: Option<IgnoredAny>,
+    local_ack_timeout: Option<IgnoredAny>,
+    retry_cnt: Option<IgnoredAny>,
     topology: Option<TopologySection>,
     sample_interval: Option<SampleInterval>,
     faults: Option<FaultsSection>,
@@ -234,6 +223,21 @@ fn to_u32(key: &'static str, bytes: u64) -> Result<u32, FieldError> {
 }
 
 fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
+    let moved = [
+        ("min-rnr-timer", raw.min_rnr_timer.is_some()),
+        ("rnr-retry", raw.rnr_retry.is_some()),
+        ("local-ack-timeout", raw.local_ack_timeout.is_some()),
+        ("retry-cnt", raw.retry_cnt.is_some()),
+    ];
+    if let Some((key, _)) = moved.iter().find(|(_, given)| *given) {
+        return Err(field_error(
+            key,
+            format!(
+                "the RC QP attributes moved out of `sim:` to the top-level `rc:` block, which \
+                 the simulator and the verbs backend both apply: write `rc: {{ {key}: ... }}`"
+            ),
+        ));
+    }
     let d = SimSection::default();
     let link_rate_bps = raw.link_rate.map_or(d.link_rate_bps, |r| r.0);
     if link_rate_bps == 0 {
@@ -286,10 +290,6 @@ fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         pfc: raw.pfc,
         cnp_interval: raw.cnp_interval.map_or(d.cnp_interval, |t| t.0),
         dcqcn: raw.dcqcn,
-        min_rnr_timer: raw.min_rnr_timer,
-        rnr_retry: raw.rnr_retry,
-        local_ack_timeout: raw.local_ack_timeout,
-        retry_cnt: raw.retry_cnt,
         topology: raw.topology.unwrap_or_default(),
         sample_interval: raw.sample_interval.map_or(d.sample_interval, |s| s.0),
         faults: raw.faults.unwrap_or_default(),

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use xrdma::Time;
 use xrdma_scenario::{
-    load, parse, DcqcnSection, EcnSection, Incast, MessageSpec, PfcSection, Scenario,
+    load, parse, DcqcnSection, EcnSection, Incast, MessageSpec, PfcSection, RcSection, Scenario,
     ScenarioError, SimSection, TopologySection, Workload, XrdmaSection,
 };
 
@@ -182,10 +182,6 @@ fn defaults_are_filled_in() {
             pfc: None,
             cnp_interval: Time(50_000_000),
             dcqcn: None,
-            min_rnr_timer: None,
-            rnr_retry: None,
-            local_ack_timeout: None,
-            retry_cnt: None,
             topology: TopologySection::Star,
             // Sampling on at 10 us = 1e7 ps.
             sample_interval: Some(Time(10_000_000)),
@@ -311,7 +307,7 @@ fn misspelled_key_names_file_line_field_and_expected_keys() {
     assert_eq!(
         err(&with("simm: {}\n")),
         "scenarios/x.yaml:4:1: unknown field `simm`, expected one of `name`, `description`, \
-         `workload`, `xrdma`, `sim`, `verbs`"
+         `workload`, `xrdma`, `rc`, `sim`, `verbs`"
     );
     // Inside a flow mapping: `kmn` starts at column 10 of line 5.
     assert_eq!(
@@ -551,8 +547,20 @@ fn locate_key_finds_block_and_flow_keys_and_falls_back_to_parents() {
 #[test]
 fn dcqcn_block_and_ib_codes_are_read() {
     let s = ok(&with(
-        "sim:\n  dcqcn: { g: 0.0625, min-rate: 2Gbps, rate-ai: 40Mbps, byte-counter: 1MiB }\n  min-rnr-timer: 12\n  local-ack-timeout: 14\n",
+        "sim:\n  dcqcn: { g: 0.0625, min-rate: 2Gbps, rate-ai: 40Mbps, byte-counter: 1MiB }\nrc:\n  min-rnr-timer: 12\n  local-ack-timeout: 14\n",
     ));
+    assert_eq!(
+        (s.rc.min_rnr_timer, s.rc.local_ack_timeout, s.rc.retry_cnt),
+        (Some(12), Some(14), None)
+    );
+    assert_eq!(
+        s.rc_params(),
+        xrdma::RcParams {
+            min_rnr_timer: 12,
+            local_ack_timeout: 14,
+            ..xrdma::RcParams::default()
+        }
+    );
     let sim = s.sim.unwrap();
     let d = sim.dcqcn.unwrap();
     assert_eq!(d.g, Some(0.0625));
@@ -560,10 +568,6 @@ fn dcqcn_block_and_ib_codes_are_read() {
     assert_eq!(d.rate_ai_bps, Some(40_000_000));
     assert_eq!(d.byte_counter_bytes, Some(1_048_576));
     assert_eq!(d.alpha_update, None);
-    assert_eq!(
-        (sim.min_rnr_timer, sim.local_ack_timeout, sim.retry_cnt),
-        (Some(12), Some(14), None)
-    );
     // `dcqcn: {}` turns it on with every default.
     assert_eq!(
         ok(&with("sim:\n  dcqcn: {}\n")).sim.unwrap().dcqcn,
@@ -737,4 +741,101 @@ fn faults_block_is_read_with_defaults_and_located_errors() {
         "sim:\n  faults: { link-down: { at: 1us, for: 0us } }\n",
     ));
     assert!(e.contains("must be longer than 0"), "{e}");
+}
+
+#[test]
+fn rc_block_is_read_with_defaults_for_what_it_leaves_out() {
+    let s = ok(&with(""));
+    assert_eq!(s.rc, RcSection::default());
+    assert_eq!(s.rc_params(), xrdma::RcParams::default());
+    let s = ok(&with(
+        "rc: { local-ack-timeout: 8, retry-cnt: 3, rnr-retry: 0, min-rnr-timer: 12, path-mtu: 512 }\n",
+    ));
+    assert_eq!(
+        s.rc_params(),
+        xrdma::RcParams {
+            local_ack_timeout: 8,
+            retry_cnt: 3,
+            rnr_retry: 0,
+            min_rnr_timer: 12,
+            path_mtu: 512,
+        }
+    );
+    // A 4 KiB path MTU needs 4 KiB simulated ports.
+    let s = ok(&with("rc: { path-mtu: 4KiB }\nsim: { mtu: 4KiB }\n"));
+    assert_eq!(s.rc_params().path_mtu, 4096);
+}
+
+#[test]
+fn rc_block_refuses_values_outside_their_encodings_at_the_key() {
+    let e = err(&with("rc:\n  timeout: 14\n"));
+    assert!(
+        e.starts_with("scenarios/x.yaml:5:3: rc: unknown field `timeout`, expected one of"),
+        "{e}"
+    );
+    let e = err(&with("rc:\n  retry-cnt: 7\n  local-ack-timeout: 32\n"));
+    assert!(
+        e.starts_with("scenarios/x.yaml:6:3: rc.local-ack-timeout: 32 is not a 5-bit code"),
+        "{e}"
+    );
+    let e = err(&with("rc:\n  rnr-retry: 8\n"));
+    assert!(
+        e.starts_with("scenarios/x.yaml:5:3: rc.rnr-retry: 8 is above 7"),
+        "{e}"
+    );
+    let e = err(&with("rc:\n  min-rnr-timer: 40\n"));
+    assert!(
+        e.contains("rc.min-rnr-timer: 40 is not a 5-bit code"),
+        "{e}"
+    );
+    let e = err(&with("rc:\n  retry-cnt: 9\n"));
+    assert!(e.contains("rc.retry-cnt: 9 is above 7"), "{e}");
+    let e = err(&with("rc:\n  path-mtu: 1500\n"));
+    assert!(
+        e.starts_with(
+            "scenarios/x.yaml:5:3: rc.path-mtu: 1500 bytes is not an InfiniBand path MTU"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_path_mtu_above_the_simulated_ports_is_refused() {
+    let e = err(&with("rc: { path-mtu: 2048 }\n"));
+    assert!(
+        e.starts_with(
+            "scenarios/x.yaml:4:1: rc: path-mtu 2048 bytes is above the simulated ports' MTU, \
+             `sim.mtu` (its default) = 1024 bytes"
+        ),
+        "{e}"
+    );
+    let e = err(&with("sim: { mtu: 512 }\nrc: { path-mtu: 1KiB }\n"));
+    assert!(
+        e.contains("rc: path-mtu 1024 bytes is above the simulated ports' MTU, `sim.mtu` = 512"),
+        "{e}"
+    );
+    assert!(e.contains("set `sim: { mtu: 1024 }`"), "{e}");
+    // At or below the ports' MTU both backends apply it.
+    ok(&with("rc: { path-mtu: 1KiB }\n"));
+    ok(&with("sim: { mtu: 4KiB }\nrc: { path-mtu: 2KiB }\n"));
+}
+
+#[test]
+fn rc_keys_in_the_sim_block_say_where_they_went() {
+    for key in [
+        "min-rnr-timer",
+        "rnr-retry",
+        "local-ack-timeout",
+        "retry-cnt",
+    ] {
+        let e = err(&with(&format!("sim:\n  seed: 3\n  {key}: 1\n")));
+        assert!(
+            e.starts_with(&format!(
+                "scenarios/x.yaml:6:3: sim.{key}: the RC QP attributes moved out of `sim:` to \
+                 the top-level `rc:` block"
+            )),
+            "{e}"
+        );
+        assert!(e.contains(&format!("write `rc: {{ {key}: ... }}`")), "{e}");
+    }
 }

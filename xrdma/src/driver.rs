@@ -14,7 +14,10 @@
 //!   order, and its outcome handed back before the next op is polled: an [`Op::CreateQp`]'s
 //!   to [`Endpoint::handle_qp_created`], an [`Op::ResetQp`]'s to [`Endpoint::handle_qp_reset`],
 //!   an [`Op::RegisterMemory`]'s region to [`Endpoint::add_memory`], and any other refusal to
-//!   [`Endpoint::handle_post_error`]. [`flush`] does exactly this.
+//!   [`Endpoint::handle_post_error`]. [`flush`] does exactly this, with one liberty: it
+//!   gathers consecutive [`Op::PostSend`]s of one QP into a chain posted with one doorbell
+//!   ([`Transport::post_send_chain`]), so a refused send WR is handed back when its chain is
+//!   posted — before any other kind of op is carried out, and in the order polled.
 //! - **Staging.** `poll_op` copies each frame or fragment into the connection's staging ring
 //!   through [`crate::LocalMemory::write`] as it produces the WR that sends it, so the bytes
 //!   are in place when the WR is posted. That is data access, not I/O: a copy from the
@@ -36,7 +39,9 @@
 
 use crate::endpoint::{Endpoint, Event, Op, SetupProgress};
 use crate::error::{ConnId, XrdmaError};
-use crate::{Config, QpAddress, QpCaps, Time, Transport, WorkCompletion};
+use crate::{
+    Config, QpAddress, QpCaps, QpNum, SendOpcode, SendWr, Sge, Time, Transport, WorkCompletion,
+};
 use serde::{Deserialize, Serialize};
 
 pub use crate::qp_cache::QpCache;
@@ -190,10 +195,85 @@ pub fn turn<T: Transport + ?Sized, A: Application + ?Sized>(
     }
 }
 
-/// Post every work request the core has ready.
+/// The most send WRs [`flush`] posts as one chain ([`Transport::post_send_chain`]: one
+/// doorbell on verbs).
+pub const CHAIN_MAX: usize = 16;
+
+/// Consecutive send WRs of one QP, waiting to be posted as one chain.
+struct Chain {
+    qpn: QpNum,
+    wrs: [SendWr; CHAIN_MAX],
+    len: usize,
+}
+
+impl Chain {
+    const EMPTY_WR: SendWr = SendWr {
+        wr_id: 0,
+        opcode: SendOpcode::Send,
+        sge: Sge {
+            addr: 0,
+            len: 0,
+            lkey: 0,
+        },
+        imm: 0,
+        remote_addr: 0,
+        rkey: 0,
+        signaled: true,
+    };
+
+    /// Add `wr` for `qpn`, first posting what is held if it is for another QP or full.
+    fn push<T: Transport + ?Sized>(
+        &mut self,
+        ep: &mut Endpoint,
+        t: &mut T,
+        qpn: QpNum,
+        wr: SendWr,
+    ) {
+        if self.len == CHAIN_MAX || (self.len > 0 && self.qpn != qpn) {
+            self.post(ep, t);
+        }
+        self.qpn = qpn;
+        self.wrs[self.len] = wr;
+        self.len += 1;
+    }
+
+    /// Post what is held as one chain; each WR not posted is a failed post for the core.
+    fn post<T: Transport + ?Sized>(&mut self, ep: &mut Endpoint, t: &mut T) {
+        let wrs = &self.wrs[..self.len];
+        self.len = 0;
+        if wrs.is_empty() {
+            return;
+        }
+        if let Err(e) = t.post_send_chain(self.qpn, wrs) {
+            for wr in &wrs[e.posted.min(wrs.len())..] {
+                let op = Op::PostSend {
+                    qpn: self.qpn,
+                    wr: *wr,
+                };
+                ep.handle_post_error(&op, e.error.clone());
+            }
+        }
+    }
+}
+
+/// Post every work request the core has ready. Consecutive send WRs for one QP go out as one
+/// chain of up to [`CHAIN_MAX`] ([`Transport::post_send_chain`]), posted before any other
+/// op is carried out, so the transport sees the same WRs in the same order as when each is
+/// posted alone.
 pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
+    let mut chain = Chain {
+        qpn: 0,
+        wrs: [Chain::EMPTY_WR; CHAIN_MAX],
+        len: 0,
+    };
     while let Some(op) = ep.poll_op(now, t) {
+        if let Op::PostSend { qpn, wr } = op {
+            chain.push(ep, t, qpn, wr);
+            continue;
+        }
+        chain.post(ep, t);
         let r = match &op {
+            // Send WRs go out as chains above; this arm keeps the match whole.
             Op::PostSend { qpn, wr } => t.post_send(*qpn, wr),
             Op::PostRecv { qpn, wr } => t.post_recv(*qpn, wr),
             Op::CreateQp { conn, caps } => t
@@ -206,4 +286,5 @@ pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
             ep.handle_post_error(&op, e);
         }
     }
+    chain.post(ep, t);
 }

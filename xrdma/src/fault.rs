@@ -10,7 +10,7 @@
 //! | **delay** | a completion is held back for 1 to `max_delay_polls` polls | yes, across QPs and between one QP's send and receive queues (one CQ) | nothing but timing changes: order within a queue is kept unless `reorder` is set |
 //! | **reorder** (`delay` with `reorder: true`) | a held completion is overtaken by later ones of its own queue | no | an overtaken send completion is implied by the later one and the late copy ignored; an overtaken receive completion is a lost frame, as for **drop** |
 //! | **error** | a successful completion turns into [`FaultConfig::error_status`]; its QP is in error from then on: later completions of its WRs report [`WcStatus::WrFlushErr`], later posts complete at once with it | yes (e.g. retries exhausted) | the connection fails with [`XrdmaError::WorkCompletion`], and every pending message with it |
-//! | **refuse** | `post_send`/`post_recv` returns [`TransportError::Other`] and the WR is not posted | yes (e.g. `ENOMEM`) | the connection fails with [`XrdmaError::Post`] |
+//! | **refuse** | `post_send`/`post_recv` returns [`TransportError::Other`] and the WR is not posted (in a chain: that WR and the ones after it) | yes (e.g. `ENOMEM`) | the connection fails with [`XrdmaError::Post`] |
 //!
 //! A failed connection's landing buffers go back to the pool at once (admitting connections
 //! that waited for the landing budget), and its staging ring and receive buffers serve the
@@ -35,8 +35,9 @@
 //! [`XrdmaError::Post`]: crate::XrdmaError::Post
 
 use crate::{
-    LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendOpcode, SendWr, Time,
-    Transport, TransportError, WcOpcode, WcStatus, WorkCompletion,
+    Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RcParams,
+    RecvWr, SendOpcode, SendWr, Time, Transport, TransportError, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 use std::collections::{BTreeSet, VecDeque};
 
@@ -350,12 +351,23 @@ impl<T: Transport> Transport for FaultInjector<T> {
         self.inner.reset_qp(qpn)
     }
     fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
-        if self.state.chance(self.state.cfg.refuse_send) {
-            self.state.counts.refused_sends += 1;
-            return Err(refused("ibv_post_send"));
-        }
+        self.post_send_chain(qpn, std::slice::from_ref(wr))
+            .map_err(|e| e.error)
+    }
+    /// Draws a refusal for each WR in order, as posting them one by one would; the WRs before
+    /// the first refused one go to the inner transport as one chain (or, on a QP in error,
+    /// complete at once with [`WcStatus::WrFlushErr`], signaled or not, as verbs flushes).
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        let refused_at = (0..wrs.len()).find(|_| {
+            let refuse = self.state.chance(self.state.cfg.refuse_send);
+            if refuse {
+                self.state.counts.refused_sends += 1;
+            }
+            refuse
+        });
+        let accepted = &wrs[..refused_at.unwrap_or(wrs.len())];
         if self.state.errored_qps.contains(&qpn) {
-            if wr.signaled {
+            for wr in accepted {
                 let opcode = match wr.opcode {
                     SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
                     SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
@@ -365,9 +377,16 @@ impl<T: Transport> Transport for FaultInjector<T> {
                 let wc = WorkCompletion::flushed(wr.wr_id, opcode, qpn);
                 self.state.ready.push_back(wc);
             }
-            return Ok(());
+        } else if !accepted.is_empty() {
+            self.inner.post_send_chain(qpn, accepted)?;
         }
-        self.inner.post_send(qpn, wr)
+        match refused_at {
+            Some(posted) => Err(ChainError {
+                posted,
+                error: refused("ibv_post_send"),
+            }),
+            None => Ok(()),
+        }
     }
     fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
         if self.state.chance(self.state.cfg.refuse_recv) {
@@ -401,6 +420,12 @@ impl<T: Transport> Transport for FaultInjector<T> {
     }
     fn poll_congestion(&mut self) -> Option<QpNum> {
         self.inner.poll_congestion()
+    }
+    fn rc_params(&self) -> RcParams {
+        self.inner.rc_params()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 }
 

@@ -17,9 +17,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod capabilities;
+pub mod rc;
 pub mod time;
 pub mod transport;
 
+pub use capabilities::Capabilities;
+pub use rc::RcParams;
 pub use time::Time;
 pub use transport::*;
 

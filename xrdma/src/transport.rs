@@ -14,8 +14,14 @@
 //! - One CQ per transport: every completion of every QP comes out of [`Transport::poll_cq`].
 //! - A WR that completes in error also moves its QP to the error state; later WRs on it complete
 //!   with [`WcStatus::WrFlushErr`].
+//! - An unsignaled send WR ([`SendWr::signaled`] `false`) produces no completion when it
+//!   succeeds, but one when it fails or is flushed (error completions are always reported, as
+//!   verbs does); its success is implied by the completion of a later signaled WR of the same
+//!   send queue (the completions of one queue come in order, IB Spec vol. 1 §10.8.3).
+//! - Every QP is connected with the backend's [`RcParams`] ([`Transport::rc_params`]): one set
+//!   of RC attributes from the caller's configuration, the same on every backend.
 
-use crate::Time;
+use crate::{Capabilities, RcParams, Time};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -114,7 +120,12 @@ pub struct SendWr {
     pub remote_addr: u64,
     /// Remote key for WRITE/READ.
     pub rkey: u32,
-    /// Ask for a completion when the WR finishes (`IBV_SEND_SIGNALED`).
+    /// Ask for a completion when the WR finishes successfully (`IBV_SEND_SIGNALED`,
+    /// `ibv_post_send(3)`). An unsignaled WR completes silently on success, and with a
+    /// completion when it fails or is flushed. A send queue frees the slots of unsignaled WRs
+    /// only when a later signaled WR of it completes, so a queue holding `max_send_wr`
+    /// unsignaled WRs never drains: the last WR posted before the send queue could fill (in
+    /// particular the last WR of a chain that fills it) must be signaled.
     pub signaled: bool,
 }
 
@@ -336,6 +347,24 @@ pub trait Transport: LocalMemory {
     /// [`TransportError::QueueFull`], [`TransportError::BadAddress`] for a bad local SGE.
     fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError>;
 
+    /// Post `wrs` to `qpn`'s send queue in order, as one chain with one doorbell where the
+    /// backend can (verbs: one `ibv_post_send` of a linked list). The semantics are those of
+    /// posting each WR with [`Transport::post_send`] in turn: the WRs before the first one
+    /// that fails are posted, that one and those after it are not.
+    ///
+    /// The provided version loops over [`Transport::post_send`].
+    ///
+    /// # Errors
+    /// [`ChainError`]: how many WRs were posted and why the next one was not (the errors of
+    /// [`Transport::post_send`]).
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        for (posted, wr) in wrs.iter().enumerate() {
+            self.post_send(qpn, wr)
+                .map_err(|error| ChainError { posted, error })?;
+        }
+        Ok(())
+    }
+
     /// Post one receive WR (`ibv_post_recv`); allowed from INIT on.
     ///
     /// # Errors
@@ -349,8 +378,28 @@ pub trait Transport: LocalMemory {
 
     /// The next QP that received a congestion notification (a RoCEv2 CNP, i.e. the receiver
     /// saw ECN CE marks on its packets) since the last call, or `None`. A backend that cannot
-    /// observe CNPs per QP returns `None`.
+    /// observe CNPs per QP always returns `None` and says so in
+    /// [`Capabilities::cnp_per_qp`].
     fn poll_congestion(&mut self) -> Option<QpNum>;
+
+    /// The RC attributes this transport applies to every QP it connects, as applied: the
+    /// configured [`RcParams`] with the path MTU lowered to the port's MTU where that is
+    /// smaller. Set through the backend's configuration (the simulator's `SimConfig`, the
+    /// verbs backend's `TransportConfig`).
+    fn rc_params(&self) -> RcParams;
+
+    /// What this backend observes and delivers (congestion signals, counters).
+    fn capabilities(&self) -> Capabilities;
+}
+
+/// A chain of send WRs posted only in part ([`Transport::post_send_chain`]).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{posted} WRs of the chain were posted; the next one was not: {error}")]
+pub struct ChainError {
+    /// How many WRs, from the start of the chain, were posted.
+    pub posted: usize,
+    /// Why WR number `posted` was not.
+    pub error: TransportError,
 }
 
 impl<M: LocalMemory + ?Sized> LocalMemory for &mut M {
@@ -386,6 +435,9 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
         (**self).post_send(qpn, wr)
     }
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        (**self).post_send_chain(qpn, wrs)
+    }
     fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
         (**self).post_recv(qpn, wr)
     }
@@ -394,6 +446,12 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     }
     fn poll_congestion(&mut self) -> Option<QpNum> {
         (**self).poll_congestion()
+    }
+    fn rc_params(&self) -> RcParams {
+        (**self).rc_params()
+    }
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
     }
 }
 

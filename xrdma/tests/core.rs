@@ -121,6 +121,26 @@ fn messages_of_every_edge_size_arrive_intact_and_are_acked() {
 }
 
 #[test]
+fn consecutive_send_wrs_of_a_qp_are_posted_as_chains() {
+    let mut w = World::new(Config::default());
+    let n = 4 << 20;
+    w.eps[0]
+        .send(w.pair.now, w.conns[0], pattern(n, 7))
+        .unwrap();
+    w.settle();
+    assert_eq!(w.received(1), vec![pattern(n, 7)]);
+    // Every send WR went through post_send_chain; the fragments that the window lets out at
+    // once share chains, none longer than CHAIN_MAX.
+    let chains = &w.pair.chains[0];
+    let st = w.eps[0].stats(w.conns[0]).unwrap();
+    let posted: usize = chains.iter().sum();
+    assert!(posted as u64 >= st.fragments_sent, "{posted} WRs, {st:?}");
+    assert!(chains.iter().all(|&l| (1..=driver::CHAIN_MAX).contains(&l)));
+    assert!(chains.iter().any(|&l| l > 1), "{chains:?}");
+    assert!(chains.len() < posted, "{chains:?}");
+}
+
+#[test]
 fn sequence_numbers_wrap_past_u32_max() {
     let cfg = Config {
         initial_seq: 0xFFFF_FFFE,

@@ -224,7 +224,7 @@ impl Simulation {
     /// The next packet of QP `qi`: a READ response if one is owed, else the next request
     /// packet; `None` when the QP has nothing to send.
     fn build_packet(&mut self, h: u32, qi: usize) -> Option<Packet> {
-        let (mtu, hdr) = (self.cfg.mtu, self.cfg.header_bytes);
+        let (mtu, hdr) = (self.cfg.path_mtu(), self.cfg.header_bytes);
         let qp = &mut self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts {
             return None;

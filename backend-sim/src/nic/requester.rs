@@ -20,7 +20,7 @@
 //! - `sent_psn`: one past the highest request PSN ever sent; a rewind does not move it back,
 //!   so a packet sent below it is a retransmission.
 //! - `rnr_wait`, `rnr_deadline`, `rnr_count`: after an RNR NAK no request is sent until the
-//!   `RnrTimer` at `rnr_deadline` (picoseconds; `ib_timers::rnr_timer` of `min_rnr_timer`);
+//!   `RnrTimer` at `rnr_deadline` (picoseconds; `RcParams::rnr_timer`);
 //!   `rnr_count` RNR NAKs since the last progress (saturating) fail the QP with
 //!   `RnrRetryExcErr` once they reach `rnr_retry` (never with `rnr_retry` 7).
 //! - `rto`: the retransmission timer (see [`retransmit`]).
@@ -136,7 +136,7 @@ impl Simulation {
     /// The next request packet of QP `qi` on host `h`, built on `p` (addressed, `hdr` bytes):
     /// `None` during an RNR wait or when every WQE is sent.
     pub(crate) fn next_request(&mut self, h: u32, qi: usize, mut p: Packet) -> Option<Packet> {
-        let (mtu, hdr) = (self.cfg.mtu, self.cfg.header_bytes);
+        let (mtu, hdr) = (self.cfg.path_mtu(), self.cfg.header_bytes);
         let qp = &mut self.hosts[h as usize].qps[qi];
         if qp.requester.rnr_wait {
             return None;
@@ -270,7 +270,7 @@ impl Simulation {
                 if qp.requester.rnr_wait {
                     return;
                 }
-                let retry = self.cfg.rnr_retry;
+                let retry = self.cfg.rc.rnr_retry;
                 if retry != 7 && qp.requester.rnr_count >= retry {
                     self.fail_qp(h, qi, Some((psn, WcStatus::RnrRetryExcErr)));
                     return;
@@ -289,7 +289,7 @@ impl Simulation {
                         psn_diff(psn, w.first_psn) as u32
                     };
                 }
-                let at = self.now + crate::ib_timers::rnr_timer(self.cfg.min_rnr_timer);
+                let at = self.now + self.cfg.rc.rnr_timer();
                 // Nothing is outstanding while waiting: the retry re-arms the timer.
                 qp.requester.rto.deadline = Time::MAX;
                 qp.requester.rnr_deadline = at;
@@ -309,7 +309,7 @@ impl Simulation {
     /// A READ response packet `p` for QP `qi` on host `h`: its payload is written at its place
     /// in the READ's local buffer if it is the next one expected, else dropped.
     pub(crate) fn on_read_resp(&mut self, h: u32, qi: usize, p: &Packet) {
-        let mtu = self.cfg.mtu;
+        let mtu = self.cfg.path_mtu();
         let qp = &mut self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts {
             return;

@@ -181,7 +181,7 @@ impl Simulation {
             self.send_nak(h, qi, p.psn, NakCode::RemAccess);
             return false;
         }
-        let n = packets_for(p.msg_len, self.cfg.mtu);
+        let n = packets_for(p.msg_len, self.cfg.path_mtu());
         self.hosts[h as usize].qps[qi]
             .responder
             .read_jobs
@@ -212,7 +212,7 @@ impl Simulation {
     /// A request packet `p` (SEND, WRITE or READ request) for QP `qi` on host `h`: deliver it
     /// if it is the expected PSN, NAK a gap once, re-acknowledge a duplicate.
     pub(crate) fn on_request(&mut self, h: u32, qi: usize, p: &Packet) {
-        let (mtu, ack_every) = (self.cfg.mtu, self.cfg.ack_every);
+        let (mtu, ack_every) = (self.cfg.path_mtu(), self.cfg.ack_every);
         let qp = &self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts {
             self.stats.out_of_sequence_drops += 1;

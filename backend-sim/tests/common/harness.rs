@@ -42,8 +42,11 @@ impl SimHarness {
 impl Harness for SimHarness {
     fn connect(&mut self, spec: &PairSpec) -> Pair {
         let cfg = SimConfig {
-            rnr_retry: spec.rnr_retry,
-            min_rnr_timer: spec.min_rnr_timer,
+            rc: xrdma::RcParams {
+                rnr_retry: spec.rnr_retry,
+                min_rnr_timer: spec.min_rnr_timer,
+                ..self.base.rc
+            },
             ..self.base.clone()
         };
         self.sim = Simulation::new(cfg).expect("a valid configuration");

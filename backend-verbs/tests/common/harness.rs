@@ -3,9 +3,10 @@
 
 use super::device_or_skip;
 use std::time::{Duration, Instant};
+use xrdma::RcParams;
 use xrdma::{QpCaps, Transport};
 use xrdma_conformance::{Harness, Pair, PairSpec, Seen, Side};
-use xrdma_verbs::{ConnectParams, Device, TransportConfig, VerbsTransport};
+use xrdma_verbs::{Device, TransportConfig, VerbsTransport};
 
 /// The two transports of the last pair, side A then side B.
 pub struct Ends {
@@ -18,7 +19,7 @@ pub struct Ends {
 /// A device as a conformance backend: each pair is two fresh transports on it.
 ///
 /// [`Harness::connect`] applies the pair's RC parameters to both transports'
-/// [`ConnectParams`] (`rnr_retry`, `min_rnr_timer`; the rest stay the backend's defaults),
+/// [`RcParams`] (`rnr_retry`, `min_rnr_timer`; the rest stay the backend's defaults),
 /// so each QP gets them as requester and as responder. [`Harness::wait`] busy-polls the
 /// side's CQ against the wall clock.
 pub struct VerbsHarness {
@@ -51,10 +52,10 @@ impl Harness for VerbsHarness {
     fn connect(&mut self, spec: &PairSpec) -> Pair {
         self.ends = None;
         let cfg = TransportConfig {
-            connect: ConnectParams {
+            rc: RcParams {
                 rnr_retry: spec.rnr_retry,
                 min_rnr_timer: spec.min_rnr_timer,
-                ..ConnectParams::default()
+                ..RcParams::default()
             },
             ..TransportConfig::default()
         };

@@ -41,6 +41,9 @@ pub trait Fabric {
     fn network(&self) -> rep::NetworkCounters;
     /// Simulator statistics, on a simulated fabric.
     fn sim_info(&self) -> Option<rep::SimInfo>;
+    /// The RC QP attributes the hosts' transports apply and the capabilities they declare
+    /// (every host of a fabric is configured alike); `None` for a fabric without hosts.
+    fn transport_info(&self) -> Option<rep::TransportInfo>;
     /// The unloaded path between two hosts, as far as the fabric can state it (the runner
     /// derives T* and slowdowns from it).
     fn path(&self) -> rep::PathModel;

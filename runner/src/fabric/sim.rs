@@ -95,6 +95,13 @@ impl Fabric for SimFabric {
             ack_timeouts: None,
         }
     }
+    fn transport_info(&self) -> Option<rep::TransportInfo> {
+        // What every HostTransport reports (`Transport::rc_params`, `::capabilities`).
+        Some(crate::transport_info::report(
+            self.sim.rc_params(),
+            self.sim.capabilities(),
+        ))
+    }
     fn sim_info(&self) -> Option<rep::SimInfo> {
         Some(rep::SimInfo {
             events: self.sim.stats().events,
@@ -111,7 +118,7 @@ impl Fabric for SimFabric {
             base_rtt_ps: (cfg.topology == Topology::Star).then(|| ideal_base_rtt(cfg).as_ps()),
             bottleneck_bps: Some(cfg.link_rate_bps),
             header_bytes: Some(u64::from(cfg.header_bytes)),
-            mtu_bytes: Some(u64::from(cfg.mtu)),
+            mtu_bytes: Some(u64::from(cfg.path_mtu())),
         }
     }
     fn timeseries(&self) -> Option<rep::TimeSeries> {

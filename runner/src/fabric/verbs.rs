@@ -10,7 +10,7 @@
 use super::Fabric;
 use std::path::PathBuf;
 use std::time::Instant;
-use xrdma::Time;
+use xrdma::{RcParams, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::VerbsSection;
 use xrdma_verbs::{Device, DeviceConfig, TransportConfig, VerbsTransport};
@@ -45,6 +45,15 @@ impl VerbsFabric {
     /// # Errors
     /// No device, no usable GID, or a verb that fails.
     pub fn new(hosts: u32, section: &VerbsSection) -> anyhow::Result<Self> {
+        Self::with_rc(hosts, section, RcParams::default())
+    }
+
+    /// [`VerbsFabric::new`] with every QP connected with the RC attributes `rc` (a scenario's
+    /// `rc:` block), the path MTU lowered to the port's active MTU.
+    ///
+    /// # Errors
+    /// As [`VerbsFabric::new`], and `rc` outside its encodings.
+    pub fn with_rc(hosts: u32, section: &VerbsSection, rc: RcParams) -> anyhow::Result<Self> {
         let env = DeviceConfig::from_env()?;
         let cfg = DeviceConfig {
             name: section.device.clone().or(env.name),
@@ -52,7 +61,7 @@ impl VerbsFabric {
             gid_index: section.gid_index.or(env.gid_index),
         };
         let device = Device::open(&cfg)?;
-        Self::with_device(&device, hosts, section.run_timeout)
+        Self::build(&device, hosts, section.run_timeout, rc)
     }
 
     /// `hosts` new transports (each its own CQ and completion channel) on an open `device`,
@@ -61,9 +70,17 @@ impl VerbsFabric {
     /// # Errors
     /// A verb that fails while creating a CQ.
     pub fn with_device(device: &Device, hosts: u32, run_timeout: Time) -> anyhow::Result<Self> {
+        Self::build(device, hosts, run_timeout, RcParams::default())
+    }
+
+    fn build(device: &Device, hosts: u32, run_timeout: Time, rc: RcParams) -> anyhow::Result<Self> {
+        let tc = TransportConfig {
+            rc,
+            ..TransportConfig::default()
+        };
         let mut transports = Vec::with_capacity(hosts as usize);
         for _ in 0..hosts {
-            transports.push(VerbsTransport::new(device, TransportConfig::default())?);
+            transports.push(VerbsTransport::new(device, tc)?);
         }
         let counters_at_start = read_counters(device);
         Ok(VerbsFabric {
@@ -160,7 +177,17 @@ impl Fabric for VerbsFabric {
         None
     }
     fn path(&self) -> rep::PathModel {
-        // The base RTT and the bottleneck rate of a real path are not known up front.
-        rep::PathModel::default()
+        // The base RTT and the bottleneck rate of a real path are not known up front; the
+        // path MTU is what the QPs were connected with.
+        rep::PathModel {
+            mtu_bytes: self
+                .hosts
+                .first()
+                .map(|t| u64::from(xrdma::Transport::rc_params(t).path_mtu)),
+            ..rep::PathModel::default()
+        }
+    }
+    fn transport_info(&self) -> Option<rep::TransportInfo> {
+        self.hosts.first().map(crate::transport_info::of)
     }
 }

@@ -73,7 +73,7 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
     } else {
         None
     };
-    let mut fabric = VerbsFabric::new(plan.hosts.len() as u32, &section)?;
+    let mut fabric = VerbsFabric::with_rc(plan.hosts.len() as u32, &section, sc.rc_params())?;
     let seed = sc.sim_or_default().seed;
     let setup = setup(w, seed);
     let stop = w.deadline(seed);

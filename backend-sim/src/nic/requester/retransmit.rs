@@ -17,7 +17,7 @@
 //! - `retry_count`: timeouts since the last progress; the timeout that finds it at
 //!   `retry_cnt` fails the QP.
 //! - `deadline`: when the timer expires (picoseconds; [`Time::MAX`]: disarmed). The first
-//!   request sent while disarmed arms it `ib_timers::local_ack_timeout(local_ack_timeout)`
+//!   request sent while disarmed arms it `RcParams::ack_timeout`
 //!   ahead; progress restarts it while sent requests are outstanding and disarms it when none
 //!   are; an RNR wait, the expiry itself and the ERR state disarm it.
 //! - `pending`: a `RetransmitTimer` event for the QP is queued (at most one). It survives a
@@ -36,7 +36,6 @@
 
 use super::Requester;
 use crate::engine::Event;
-use crate::ib_timers::local_ack_timeout;
 use crate::packet::{psn_add, psn_diff};
 use crate::Simulation;
 use xrdma::{SendOpcode, Time, WcStatus};
@@ -67,7 +66,7 @@ impl Simulation {
     /// Record that QP `qi` on host `h` put a request on the wire whose PSNs end before `end`
     /// (a retransmission when `end` is not beyond `sent_psn`), and arm the timer if idle.
     pub(crate) fn request_sent(&mut self, h: u32, qi: usize, end: u32) {
-        let timeout = local_ack_timeout(self.cfg.local_ack_timeout);
+        let timeout = self.cfg.rc.ack_timeout();
         let qp = &mut self.hosts[h as usize].qps[qi];
         if psn_diff(end, qp.requester.sent_psn) > 0 {
             qp.requester.sent_psn = end;
@@ -99,7 +98,7 @@ impl Simulation {
     /// The acknowledged PSN of QP `qi` moved: reset the retry count and restart the timer
     /// (disarm it when nothing sent is outstanding).
     pub(crate) fn on_progress(&mut self, h: u32, qi: usize) {
-        let timeout = local_ack_timeout(self.cfg.local_ack_timeout);
+        let timeout = self.cfg.rc.ack_timeout();
         let qp = &mut self.hosts[h as usize].qps[qi];
         qp.requester.rto.retry_count = 0;
         let outstanding =
@@ -143,7 +142,7 @@ impl Simulation {
         let Some(front) = qp.requester.sq.front().copied() else {
             return;
         };
-        if qp.requester.rto.retry_count >= self.cfg.retry_cnt {
+        if qp.requester.rto.retry_count >= self.cfg.rc.retry_cnt {
             self.fail_qp(h, qi, Some((front.first_psn, WcStatus::RetryExcErr)));
             return;
         }

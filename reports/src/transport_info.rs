@@ -1,0 +1,126 @@
+//! What the run's transport applied and delivers: the RC QP attributes every QP was connected
+//! with and the backend's declared capabilities (the `transport` key of a result).
+
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// The transport of a run: its RC QP attributes and capabilities, as the backend reported them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct TransportInfo {
+    /// The RC QP attributes applied to every QP.
+    pub rc: RcAttributes,
+    /// What the backend observes and delivers.
+    pub capabilities: TransportCapabilities,
+}
+
+/// The RC QP attributes applied (the InfiniBand codes, as passed to `ibv_modify_qp`, and
+/// what they decode to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RcAttributes {
+    /// Local ACK timeout code (5 bits): 4.096 µs · 2^code.
+    pub local_ack_timeout: u8,
+    /// The local ACK timeout, nanoseconds; `None` for code 0 (no timeout).
+    pub local_ack_timeout_ns: Option<u64>,
+    /// Transport retries after a local ACK timeout (3 bits).
+    pub retry_cnt: u8,
+    /// RNR retries (3 bits; 7 = infinite).
+    pub rnr_retry: u8,
+    /// Minimum RNR NAK timer code (5 bits, IB Spec vol. 1 Table 45).
+    pub min_rnr_timer: u8,
+    /// The minimum RNR NAK timer, nanoseconds.
+    pub min_rnr_timer_ns: u64,
+    /// Path MTU applied, bytes (the smaller of the configured one and the port's).
+    pub path_mtu: u32,
+}
+
+/// The congestion signals and counters the backend delivers; a counter it cannot observe
+/// is not a measured zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct TransportCapabilities {
+    /// Per-QP congestion notifications (RoCEv2 CNPs) reach the middleware.
+    pub cnp_per_qp: bool,
+    /// ECN CE marks are counted.
+    pub ecn_marks: bool,
+    /// Switch buffer and queue occupancy are reported.
+    pub buffer_occupancy: bool,
+    /// Per-port packet counters (packets sent, RNR NAKs, sequence NAKs) are read.
+    pub port_counters: bool,
+}
+
+impl TransportInfo {
+    /// Two summary lines: the RC attributes with their decoded values, and the capabilities.
+    pub fn summary_lines(&self) -> String {
+        let rc = &self.rc;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let timeout = match rc.local_ack_timeout_ns {
+            Some(ns) => format!("{:.3} ms", ms(ns)),
+            None => "none".into(),
+        };
+        let rnr_retry = if rc.rnr_retry == 7 {
+            "7 (infinite)".to_string()
+        } else {
+            rc.rnr_retry.to_string()
+        };
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "rc QP      local ACK timeout {} ({timeout})   retry-cnt {}   rnr-retry {rnr_retry}   \
+             min RNR timer {} ({:.3} ms)   path MTU {} B",
+            rc.local_ack_timeout,
+            rc.retry_cnt,
+            rc.min_rnr_timer,
+            ms(rc.min_rnr_timer_ns),
+            rc.path_mtu
+        );
+        let c = &self.capabilities;
+        let yes_no = |b: bool| if b { "yes" } else { "no" };
+        let _ = writeln!(
+            o,
+            "transport  per-QP CNPs {}   ECN marks {}   buffer occupancy {}   port counters {}",
+            yes_no(c.cnp_per_qp),
+            yes_no(c.ecn_marks),
+            yes_no(c.buffer_occupancy),
+            yes_no(c.port_counters)
+        );
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_lines_decode_the_codes() {
+        let t = TransportInfo {
+            rc: RcAttributes {
+                local_ack_timeout: 12,
+                local_ack_timeout_ns: Some(16_777_216),
+                retry_cnt: 7,
+                rnr_retry: 7,
+                min_rnr_timer: 1,
+                min_rnr_timer_ns: 10_000,
+                path_mtu: 1024,
+            },
+            capabilities: TransportCapabilities {
+                cnp_per_qp: false,
+                ecn_marks: false,
+                buffer_occupancy: false,
+                port_counters: true,
+            },
+        };
+        assert_eq!(
+            t.summary_lines(),
+            "rc QP      local ACK timeout 12 (16.777 ms)   retry-cnt 7   rnr-retry 7 (infinite)   \
+             min RNR timer 1 (0.010 ms)   path MTU 1024 B\n\
+             transport  per-QP CNPs no   ECN marks no   buffer occupancy no   port counters yes\n"
+        );
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["rc"]["local-ack-timeout"], 12);
+        assert_eq!(v["rc"]["path-mtu"], 1024);
+        assert_eq!(v["capabilities"]["port-counters"], true);
+    }
+}
