@@ -12,7 +12,7 @@ const ALLOWED: [(&str, &[&str]); 8] = [
     ("xrdma-conformance", &["xrdma"]),
     ("xrdma-sim", &["xrdma"]),
     ("xrdma-verbs", &["xrdma"]),
-    ("xrdma-scenario", &["xrdma"]),
+    ("xrdma-scenario", &["xrdma", "xrdma-sim"]),
     ("xrdma-reports", &[]),
     (
         "xrdma-runner",

@@ -37,6 +37,24 @@ pub struct EcnConfig {
     pub pmax: f64,
 }
 
+impl EcnConfig {
+    /// The default thresholds for a link of `link_rate_bps`, as in the HPCC artifact's DCQCN
+    /// setup (Li et al., SIGCOMM 2019): Kmin = 100 KiB and Kmax = 400 KiB at 25 Gb/s, scaled
+    /// by rate / 25 Gb/s and rounded down (at 100 Gb/s: 400 KiB / 1600 KiB), Pmax = 0.2.
+    pub fn default_for_rate(link_rate_bps: u64) -> EcnConfig {
+        let scale = |kib: u128| -> u64 {
+            let bytes = kib * 1024 * u128::from(link_rate_bps)
+                / u128::from(crate::dcqcn::DCQCN_REFERENCE_RATE_BPS);
+            u64::try_from(bytes).unwrap_or(u64::MAX)
+        };
+        EcnConfig {
+            kmin_bytes: scale(100),
+            kmax_bytes: scale(400),
+            pmax: 0.2,
+        }
+    }
+}
+
 /// Priority flow control (IEEE 802.1Qbb) on one priority. `None` fields take defaults derived
 /// from the link (see [`SimConfig::pfc_thresholds`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -51,9 +51,7 @@ pub use faults_section::{
 };
 pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
 pub use rc_section::RcSection;
-pub use sim_section::{
-    EcnSection, PfcSection, SimSection, DEFAULT_LINK_RATE_BPS, DEFAULT_SAMPLE_INTERVAL,
-};
+pub use sim_section::{EcnSection, PfcSection, SimSection, DEFAULT_SAMPLE_INTERVAL};
 pub use topology_section::TopologySection;
 pub use traffic::{parse_message_rate, MessageRate, RateError, SizeChoice, SizeDist, Stall};
 pub use verbs_section::{RankSpec, VerbsSection};

@@ -53,16 +53,19 @@ pub const DEFAULT_SAMPLE_INTERVAL: Time = Time(10_000_000);
 
 impl Default for SimSection {
     fn default() -> Self {
+        // The simulator's own defaults, so a scenario that leaves a key out gets what a
+        // program configuring the simulator directly would get (one source of each value).
+        let d = xrdma_sim::SimConfig::default();
         SimSection {
-            seed: 1,
-            link_rate_bps: DEFAULT_LINK_RATE_BPS,
-            link_delay: Time::from_us(1),
-            mtu: 1024,
-            header_bytes: 82,
-            switch_buffer_bytes: 32 << 20,
+            seed: d.seed,
+            link_rate_bps: d.link_rate_bps,
+            link_delay: d.link_delay,
+            mtu: d.mtu,
+            header_bytes: d.header_bytes,
+            switch_buffer_bytes: d.switch_buffer_bytes,
             ecn: None,
             pfc: None,
-            cnp_interval: Time::from_us(50),
+            cnp_interval: d.cnp_interval,
             dcqcn: None,
             topology: TopologySection::Star,
             sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
@@ -70,9 +73,6 @@ impl Default for SimSection {
         }
     }
 }
-
-/// Default link rate: 100 Gb/s.
-pub const DEFAULT_LINK_RATE_BPS: u64 = 100_000_000_000;
 
 /// RED-style ECN marking on the egress queue length q (bytes): probability 0 for q ≤ Kmin,
 /// rising linearly to Pmax at Kmax, 1 above Kmax.
@@ -95,14 +95,11 @@ impl EcnSection {
     /// Kmin = 100 KiB × rate / 25 Gb/s, Kmax = 400 KiB × rate / 25 Gb/s (rounded down),
     /// Pmax = 0.2.
     pub fn default_for_rate(link_rate_bps: u64) -> EcnSection {
-        let scale = |kib: u128| -> u64 {
-            let bytes = kib * 1024 * u128::from(link_rate_bps) / 25_000_000_000;
-            u64::try_from(bytes).unwrap_or(u64::MAX)
-        };
+        let d = xrdma_sim::EcnConfig::default_for_rate(link_rate_bps);
         EcnSection {
-            kmin_bytes: scale(100),
-            kmax_bytes: scale(400),
-            pmax: 0.2,
+            kmin_bytes: d.kmin_bytes,
+            kmax_bytes: d.kmax_bytes,
+            pmax: d.pmax,
         }
     }
 }
