@@ -161,6 +161,10 @@ pub fn format_table(table: &[GidEntry]) -> String {
     s
 }
 
+/// The largest GID index a QP can use as its source GID: `ibv_ah_attr.grh.sgid_index` is a
+/// `uint8_t` (IB spec, Global Route Header SGID index).
+pub const MAX_SGID_INDEX: u32 = u8::MAX as u32;
+
 /// Choose the source GID from `table` (a port's entries; all-zero ones are skipped).
 ///
 /// - `explicit = Some(i)`: entry `i`, which must be present and non-zero (any type and scope:
@@ -174,13 +178,24 @@ pub fn format_table(table: &[GidEntry]) -> String {
 ///
 /// # Errors
 /// `Err(why)` saying what was looked for and what the table had instead (e.g. only link-local
-/// RoCE v2 entries, or no RoCE v2 entry at all); the caller adds the full table to the error.
+/// RoCE v2 entries, or no RoCE v2 entry at all), or that an explicit index is past
+/// [`MAX_SGID_INDEX`]; the caller adds the full table to the error. Entries past it are never
+/// chosen.
 pub fn choose_gid(
     table: &[GidEntry],
     explicit: Option<u32>,
     infiniband: bool,
 ) -> Result<GidEntry, String> {
-    let mut present = table.iter().filter(|e| !e.is_empty());
+    if let Some(i) = explicit.filter(|&i| i > MAX_SGID_INDEX) {
+        return Err(format!(
+            "GID index {i} cannot be a QP's source GID: the address handle's sgid_index has \
+             8 bits (0..={MAX_SGID_INDEX})"
+        ));
+    }
+    // An entry past the 8-bit sgid_index cannot be used, however good its address.
+    let mut present = table
+        .iter()
+        .filter(|e| !e.is_empty() && e.index <= MAX_SGID_INDEX);
     if let Some(i) = explicit {
         return present
             .find(|e| e.index == i)
@@ -196,7 +211,7 @@ pub fn choose_gid(
     let v2 = || {
         table
             .iter()
-            .filter(|e| e.kind == GidType::RoceV2 && !e.is_empty())
+            .filter(|e| e.kind == GidType::RoceV2 && !e.is_empty() && e.index <= MAX_SGID_INDEX)
     };
     let best = v2()
         .find(|e| e.scope() == GidScope::Ipv4Mapped)
@@ -265,6 +280,20 @@ mod tests {
             entry(2, "::ffff:10.99.0.1", GidType::IbRoceV1),
             entry(3, "::ffff:10.99.0.1", GidType::RoceV2),
         ]
+    }
+
+    #[test]
+    fn an_entry_past_the_8_bit_sgid_index_is_refused_not_clamped() {
+        let far = entry(300, "::ffff:10.0.0.9", GidType::RoceV2);
+        let e = choose_gid(std::slice::from_ref(&far), Some(300), false).unwrap_err();
+        assert!(
+            e.contains("GID index 300 cannot be a QP's source GID"),
+            "{e}"
+        );
+        // Chosen automatically, it is skipped like an empty one.
+        assert!(choose_gid(std::slice::from_ref(&far), None, false).is_err());
+        let near = entry(3, "::ffff:10.0.0.1", GidType::RoceV2);
+        assert_eq!(choose_gid(&[far, near.clone()], None, false).unwrap(), near);
     }
 
     #[test]

@@ -194,6 +194,7 @@ impl VerbsTransport {
         let p = self.device.port();
         PortCtx {
             port: p.port,
+            // `choose_gid` takes no entry past `MAX_SGID_INDEX`, so this never saturates.
             gid_index: u8::try_from(self.device.gid().index).unwrap_or(u8::MAX),
             infiniband: p.is_infiniband(),
         }
