@@ -88,3 +88,29 @@ fn the_path_mtu_and_the_defaults_are_what_the_nic_applies() {
     );
     assert_eq!(small.delivery.delivered, 1);
 }
+
+#[test]
+fn a_lossy_fabric_without_a_local_ack_timeout_is_warned_of_as_such() {
+    // rc.local-ack-timeout 0 turns the NIC's retransmission timer off: the warning says so
+    // instead of multiplying "no timeout" out to 18 446 744 s.
+    let text = "name: no-rto
+workload:
+  incast: { senders: 2, receiver: 0, messages: [ { size: 4KiB } ] }
+sim: { faults: { loss: { rate: 1% } } }
+rc: { local-ack-timeout: 0 }
+";
+    let sc = xrdma_scenario::parse(text, Path::new("no-rto.yaml")).expect("parses");
+    let checked = xrdma_runner::check::check(&sc).expect("checks");
+    let w: Vec<&String> = checked
+        .warnings
+        .iter()
+        .filter(|w| w.contains("local-ack-timeout"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", checked.warnings);
+    assert!(
+        w[0].contains("turns the NIC's local ACK timeout off"),
+        "{}",
+        w[0]
+    );
+    assert!(!w[0].contains("18446744"), "{}", w[0]);
+}

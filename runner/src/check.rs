@@ -366,7 +366,15 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
             );
         }
     }
-    if sim.pfc.is_none() || !sim.faults.is_empty() {
+    if (sim.pfc.is_none() || !sim.faults.is_empty()) && sim.rc.local_ack_timeout == 0 {
+        warn(
+            &["rc", "local-ack-timeout"],
+            "the fabric is lossy (no `pfc`, or injected faults), but 0 turns the NIC's local \
+             ACK timeout off: a lost tail packet is never retransmitted, and only the \
+             middleware's ack-timeout ends its connection"
+                .to_string(),
+        );
+    } else if sim.pfc.is_none() || !sim.faults.is_empty() {
         let rto = sim.rc.ack_timeout();
         let budget = Time(rto.as_ps().saturating_mul(u64::from(sim.rc.retry_cnt) + 1));
         if cfg.ack_timeout < budget {

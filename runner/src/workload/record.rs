@@ -90,7 +90,7 @@ pub struct Tally {
     pub messages: Vec<rep::MessageRecord>,
     /// Delivered, mismatched, duplicated and missing counts.
     pub delivery: rep::DeliveryCheck,
-    /// The receiving side's errors, then each sender's (`host H: ...`).
+    /// The receiving side's errors, then each sender's, each naming its host (`host H: ...`).
     pub errors: Vec<String>,
 }
 
@@ -110,7 +110,11 @@ pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>) -> 
             duplicates += 1;
         }
     }
-    let mut errors: Vec<String> = got.errors.to_vec();
+    let mut errors: Vec<String> = got
+        .errors
+        .iter()
+        .map(|e| format!("host {receiver}: {e}"))
+        .collect();
     for s in senders {
         errors.extend(s.errors.iter().map(|e| format!("host {}: {e}", s.host)));
     }
@@ -226,7 +230,7 @@ mod tests {
         assert_eq!(t.messages.len(), 5);
         assert_eq!(t.messages[2].delivered_ps, None);
         assert_eq!(t.messages[0].delivered_ps, Some(3));
-        assert_eq!(t.errors, vec!["receiver trouble", "host 1: boom"]);
+        assert_eq!(t.errors, vec!["host 0: receiver trouble", "host 1: boom"]);
     }
 
     #[test]
