@@ -1,46 +1,14 @@
 //! Loading the shipped scenarios, defaults, and located error messages.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use xrdma::Time;
 use xrdma_scenario::{
-    load, parse, DcqcnSection, EcnSection, Incast, MessageSpec, PfcSection, RcSection, Scenario,
-    ScenarioError, SimSection, TopologySection, Workload, XrdmaSection,
+    load, DcqcnSection, EcnSection, MessageSpec, PfcSection, ScenarioError, SimSection,
+    TopologySection, XrdmaSection,
 };
 
-const FILE: &str = "scenarios/x.yaml";
-
-fn ok(text: &str) -> Scenario {
-    match parse(text, Path::new(FILE)) {
-        Ok(s) => s,
-        Err(e) => panic!("unexpected error: {e}"),
-    }
-}
-
-/// The error's full message; the test fails if parsing succeeds.
-fn err(text: &str) -> String {
-    match parse(text, Path::new(FILE)) {
-        Ok(s) => panic!("expected an error, got {s:?}"),
-        Err(e) => e.to_string(),
-    }
-}
-
-fn incast(s: &Scenario) -> &Incast {
-    match &s.workload {
-        Workload::Incast(i) => i,
-        other => panic!("not an incast: {other:?}"),
-    }
-}
-
-/// A valid scenario with a one-line workload, followed by `extra`.
-fn with(extra: &str) -> String {
-    format!(
-        "name: t\nworkload:\n  incast: {{ senders: 2, receiver: 0, messages: [ {{ size: 4KiB }} ] }}\n{extra}"
-    )
-}
-
-fn scenario_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::*;
 
 #[test]
 fn every_shipped_scenario_loads() {
@@ -741,101 +709,4 @@ fn faults_block_is_read_with_defaults_and_located_errors() {
         "sim:\n  faults: { link-down: { at: 1us, for: 0us } }\n",
     ));
     assert!(e.contains("must be longer than 0"), "{e}");
-}
-
-#[test]
-fn rc_block_is_read_with_defaults_for_what_it_leaves_out() {
-    let s = ok(&with(""));
-    assert_eq!(s.rc, RcSection::default());
-    assert_eq!(s.rc_params(), xrdma::RcParams::default());
-    let s = ok(&with(
-        "rc: { local-ack-timeout: 8, retry-cnt: 3, rnr-retry: 0, min-rnr-timer: 12, path-mtu: 512 }\n",
-    ));
-    assert_eq!(
-        s.rc_params(),
-        xrdma::RcParams {
-            local_ack_timeout: 8,
-            retry_cnt: 3,
-            rnr_retry: 0,
-            min_rnr_timer: 12,
-            path_mtu: 512,
-        }
-    );
-    // A 4 KiB path MTU needs 4 KiB simulated ports.
-    let s = ok(&with("rc: { path-mtu: 4KiB }\nsim: { mtu: 4KiB }\n"));
-    assert_eq!(s.rc_params().path_mtu, 4096);
-}
-
-#[test]
-fn rc_block_refuses_values_outside_their_encodings_at_the_key() {
-    let e = err(&with("rc:\n  timeout: 14\n"));
-    assert!(
-        e.starts_with("scenarios/x.yaml:5:3: rc: unknown field `timeout`, expected one of"),
-        "{e}"
-    );
-    let e = err(&with("rc:\n  retry-cnt: 7\n  local-ack-timeout: 32\n"));
-    assert!(
-        e.starts_with("scenarios/x.yaml:6:3: rc.local-ack-timeout: 32 is not a 5-bit code"),
-        "{e}"
-    );
-    let e = err(&with("rc:\n  rnr-retry: 8\n"));
-    assert!(
-        e.starts_with("scenarios/x.yaml:5:3: rc.rnr-retry: 8 is above 7"),
-        "{e}"
-    );
-    let e = err(&with("rc:\n  min-rnr-timer: 40\n"));
-    assert!(
-        e.contains("rc.min-rnr-timer: 40 is not a 5-bit code"),
-        "{e}"
-    );
-    let e = err(&with("rc:\n  retry-cnt: 9\n"));
-    assert!(e.contains("rc.retry-cnt: 9 is above 7"), "{e}");
-    let e = err(&with("rc:\n  path-mtu: 1500\n"));
-    assert!(
-        e.starts_with(
-            "scenarios/x.yaml:5:3: rc.path-mtu: 1500 bytes is not an InfiniBand path MTU"
-        ),
-        "{e}"
-    );
-}
-
-#[test]
-fn a_path_mtu_above_the_simulated_ports_is_refused() {
-    let e = err(&with("rc: { path-mtu: 2048 }\n"));
-    assert!(
-        e.starts_with(
-            "scenarios/x.yaml:4:1: rc: path-mtu 2048 bytes is above the simulated ports' MTU, \
-             `sim.mtu` (its default) = 1024 bytes"
-        ),
-        "{e}"
-    );
-    let e = err(&with("sim: { mtu: 512 }\nrc: { path-mtu: 1KiB }\n"));
-    assert!(
-        e.contains("rc: path-mtu 1024 bytes is above the simulated ports' MTU, `sim.mtu` = 512"),
-        "{e}"
-    );
-    assert!(e.contains("set `sim: { mtu: 1024 }`"), "{e}");
-    // At or below the ports' MTU both backends apply it.
-    ok(&with("rc: { path-mtu: 1KiB }\n"));
-    ok(&with("sim: { mtu: 4KiB }\nrc: { path-mtu: 2KiB }\n"));
-}
-
-#[test]
-fn rc_keys_in_the_sim_block_say_where_they_went() {
-    for key in [
-        "min-rnr-timer",
-        "rnr-retry",
-        "local-ack-timeout",
-        "retry-cnt",
-    ] {
-        let e = err(&with(&format!("sim:\n  seed: 3\n  {key}: 1\n")));
-        assert!(
-            e.starts_with(&format!(
-                "scenarios/x.yaml:6:3: sim.{key}: the RC QP attributes moved out of `sim:` to \
-                 the top-level `rc:` block"
-            )),
-            "{e}"
-        );
-        assert!(e.contains(&format!("write `rc: {{ {key}: ... }}`")), "{e}");
-    }
 }
