@@ -18,6 +18,12 @@
 //!   gathers consecutive [`Op::PostSend`]s of one QP into a chain posted with one doorbell
 //!   ([`Transport::post_send_chain`]), so a refused send WR is handed back when its chain is
 //!   posted — before any other kind of op is carried out, and in the order polled.
+//! - **Signalling.** The core decides which send WRs ask for a completion
+//!   ([`crate::SendWr::signaled`]); the driver posts them as they are. It polls ops until
+//!   `poll_op` returns `None` and posts all of them before its next input: the last send WR
+//!   handed out for a QP before `None` is signaled, so every unsignaled WR has a signaled one
+//!   after it on its send queue. Cutting a QP's WRs into chains ([`CHAIN_MAX`]) keeps that, as
+//!   long as every chain is posted in order in the same [`flush`].
 //! - **Staging.** `poll_op` copies each frame or fragment into the connection's staging ring
 //!   through [`crate::LocalMemory::write`] as it produces the WR that sends it, so the bytes
 //!   are in place when the WR is posted. That is data access, not I/O: a copy from the
@@ -259,7 +265,8 @@ impl Chain {
 /// Post every work request the core has ready. Consecutive send WRs for one QP go out as one
 /// chain of up to [`CHAIN_MAX`] ([`Transport::post_send_chain`]), posted before any other
 /// op is carried out, so the transport sees the same WRs in the same order as when each is
-/// posted alone.
+/// posted alone. A chain may end with an unsignaled WR only when more WRs of its QP follow in
+/// this flush (the core signals the last one, see [`Endpoint::poll_op`]).
 pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
     let mut chain = Chain {
         qpn: 0,
