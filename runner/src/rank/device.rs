@@ -244,6 +244,7 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         senders.sort_by_key(|s| s.host);
         let got = receiver_view(w, &apps);
         let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
+        crate::transport_info::record_window_signals(&mut result, &eps);
         result.errors.extend(boot_errors);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
@@ -255,7 +256,8 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         let senders = records(w, &apps);
         let got = receiver_view(w, &apps);
         let wall_seconds = wall.elapsed().as_secs_f64();
-        let result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
+        let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
+        crate::transport_info::record_window_signals(&mut result, &eps);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     // A sender rank: connect to the receiver's rank, offer our halves, take theirs.

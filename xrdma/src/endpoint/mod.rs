@@ -81,6 +81,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 pub use crate::event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op, SetupProgress};
 
+mod capability;
 mod inspect;
 mod lifecycle;
 mod receive;
@@ -355,6 +356,8 @@ pub struct Endpoint {
     qp_cache: QpCache,
     /// The completion [`Endpoint::handle_completion`] asked the landed bytes of.
     landed: Option<Landed>,
+    /// What the transport delivers, once told ([`Endpoint::set_capabilities`]).
+    caps: Option<crate::Capabilities>,
 }
 
 impl Endpoint {
@@ -385,6 +388,7 @@ impl Endpoint {
             resetting: Vec::new(),
             qp_cache: QpCache::new(),
             landed: None,
+            caps: None,
         })
     }
 

@@ -20,6 +20,10 @@ pub struct Log {
     pub send_errors: u64,
     /// Receive completions polled.
     pub recv_cqes: u64,
+    /// Calls of `poll_congestion`.
+    pub congestion_polls: u64,
+    /// What the wrapper declares instead of the inner transport's capabilities, if set.
+    pub declare: Option<Capabilities>,
 }
 
 impl Log {
@@ -97,13 +101,16 @@ impl<T: Transport> Transport for Logged<'_, T> {
         n
     }
     fn poll_congestion(&mut self) -> Option<QpNum> {
+        self.log.congestion_polls += 1;
         self.inner.poll_congestion()
     }
     fn rc_params(&self) -> RcParams {
         self.inner.rc_params()
     }
     fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+        self.log
+            .declare
+            .unwrap_or_else(|| self.inner.capabilities())
     }
 }
 
