@@ -632,14 +632,13 @@ impl Endpoint {
         loop {
             // Ops other than the outbox's send WRs were produced after all of those, so they
             // wait for them (the front then ends its burst).
-            let others = !self.ops.is_empty() || self.tx_ready.is_empty();
-            if let Some(op) = self.pop_outbox(others) {
-                return Some(op);
-            }
-            if !self.outbox_waiting() {
-                if let Some(op) = self.ops.pop_front() {
+            if self.outbox_waiting() {
+                let others = !self.ops.is_empty() || self.tx_ready.is_empty();
+                if let Some(op) = self.pop_outbox(others) {
                     return Some(op);
                 }
+            } else if let Some(op) = self.ops.pop_front() {
+                return Some(op);
             }
             let Some(conn) = self.tx_ready.pop_front() else {
                 break;

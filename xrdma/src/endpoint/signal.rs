@@ -152,6 +152,7 @@ impl Endpoint {
     }
 
     /// Whether produced send WRs wait in the outbox.
+    #[inline]
     pub(super) fn outbox_waiting(&self) -> bool {
         !self.outbox.is_empty()
     }
