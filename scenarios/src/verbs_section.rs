@@ -17,9 +17,9 @@
 //! workload host belongs to exactly one rank. Without `ranks` the whole scenario runs in one
 //! process.
 
-use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::check::{check_items, field_error, under, FieldError};
 use crate::units::Span;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use std::net::SocketAddr;
 use xrdma::Time;
 
@@ -101,7 +101,11 @@ pub struct RankSpec {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a rank `{ address, hosts }`)"
+)]
 struct RawRank {
     address: String,
     hosts: Vec<u32>,
@@ -140,24 +144,26 @@ fn check_rank(raw: RawRank) -> Result<RankSpec, FieldError> {
     })
 }
 
-impl<'de> Deserialize<'de> for RankSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "a rank `{ address, hosts }`", check_rank)
-    }
-}
-
+/// The `verbs:` mapping as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawVerbs {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (the RDMA device `{ device, port, gid-index, run-timeout, ranks }`)"
+)]
+pub(crate) struct RawVerbs {
     device: Option<String>,
     port: Option<u8>,
     gid_index: Option<u32>,
     run_timeout: Option<Span>,
     #[serde(default)]
-    ranks: Vec<RankSpec>,
+    ranks: Vec<RawRank>,
 }
 
-fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
+/// Checks the `verbs:` block: the device, the port, the run timeout and the ranks (each on
+/// its own, then that no two share a host or an address).
+pub(crate) fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
+    let ranks = check_items(raw.ranks, check_rank).map_err(under("ranks"))?;
     if raw.port == Some(0) {
         return Err(field_error("port", "ports are numbered from 1"));
     }
@@ -169,8 +175,8 @@ fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
     if run_timeout == Time::ZERO {
         return Err(field_error("run-timeout", "must be greater than 0"));
     }
-    for (i, a) in raw.ranks.iter().enumerate() {
-        for (j, b) in raw.ranks.iter().enumerate().skip(i + 1) {
+    for (i, a) in ranks.iter().enumerate() {
+        for (j, b) in ranks.iter().enumerate().skip(i + 1) {
             if let Some(h) = b.hosts.iter().find(|h| a.hosts.contains(h)) {
                 return Err(field_error(
                     "ranks",
@@ -190,16 +196,6 @@ fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
         port: raw.port,
         gid_index: raw.gid_index,
         run_timeout,
-        ranks: raw.ranks,
+        ranks,
     })
-}
-
-impl<'de> Deserialize<'de> for VerbsSection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "the RDMA device `{ device, port, gid-index, run-timeout, ranks }`",
-            check_verbs,
-        )
-    }
 }

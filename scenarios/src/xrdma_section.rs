@@ -1,8 +1,8 @@
 //! The `xrdma:` block: the middleware's flow-control settings.
 
-use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::check::{field_error, FieldError};
 use crate::units::{Size, Span};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use xrdma::Time;
 
 /// The middleware settings, every one with a default.
@@ -87,9 +87,14 @@ impl Default for XrdmaSection {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawXrdma {
+/// The `xrdma:` mapping as written.
+#[derive(Deserialize, Default)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (the xrdma settings)"
+)]
+pub(crate) struct RawXrdma {
     fragment_size: Option<Size>,
     eager_limit: Option<Size>,
     landing_budget: Option<Size>,
@@ -113,7 +118,8 @@ pub const MAX_FLOW_SCALING_RANGE: Time = Time::from_ms(1000);
 /// The smallest fragment size accepted: 1 KiB, the smallest common RoCE MTU.
 pub const MIN_FRAGMENT_SIZE: u64 = 1 << 10;
 
-fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
+/// Fills the defaults and checks the sizes, the window ordering, β, α and the times.
+pub(crate) fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
     let d = XrdmaSection::default();
     let s = XrdmaSection {
         fragment_size: raw.fragment_size.map_or(d.fragment_size, |v| v.0),
@@ -158,34 +164,34 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         return Err(field_error("min-window", "must be at least 1 byte"));
     }
     if s.min_window > s.initial_window {
-        return Err(FieldError {
-            keys: vec!["min-window", "initial-window"],
-            message: format!(
+        return Err(FieldError::new(
+            vec!["min-window", "initial-window"],
+            format!(
                 "min-window ({} bytes) is above initial-window ({} bytes): need min-window ≤ \
                  initial-window ≤ max-window",
                 s.min_window, s.initial_window
             ),
-        });
+        ));
     }
     if s.initial_window > s.max_window {
-        return Err(FieldError {
-            keys: vec!["initial-window", "max-window"],
-            message: format!(
+        return Err(FieldError::new(
+            vec!["initial-window", "max-window"],
+            format!(
                 "initial-window ({} bytes) is above max-window ({} bytes): need min-window ≤ \
                  initial-window ≤ max-window",
                 s.initial_window, s.max_window
             ),
-        });
+        ));
     }
     if s.fragment_size > s.max_window {
-        return Err(FieldError {
-            keys: vec!["fragment-size", "max-window"],
-            message: format!(
+        return Err(FieldError::new(
+            vec!["fragment-size", "max-window"],
+            format!(
                 "fragment-size ({} bytes) is above max-window ({} bytes): a fragment never \
                  exceeds the window, so fragments that large would never be sent",
                 s.fragment_size, s.max_window
             ),
-        });
+        ));
     }
     if !(0.5..=0.8).contains(&s.beta) {
         return Err(field_error(
@@ -215,10 +221,4 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         return Err(field_error("ack-timeout", "must be above 0"));
     }
     Ok(s)
-}
-
-impl<'de> Deserialize<'de> for XrdmaSection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "the xrdma settings", check_xrdma)
-    }
 }
