@@ -207,7 +207,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
 
 /// Wall-clock limit of one tool run on an RDMA device.
 #[cfg(feature = "verbs")]
-const TOOL_TIMEOUT: xrdma::Time = xrdma::Time::from_ms(300_000);
+const TOOL_TIMEOUT: xrdma::Span = xrdma::Span::from_ms(300_000);
 
 #[cfg(not(feature = "verbs"))]
 fn no_verbs<T>() -> Result<T> {
@@ -385,7 +385,7 @@ fn real_main() -> Result<ExitCode> {
             };
             result.scenario_yaml = yaml;
             if let Some(sim) = &result.sim {
-                for w in check::unreached_faults(&sc, xrdma::Time(sim.simulated_ps)) {
+                for w in check::unreached_faults(&sc, xrdma::Time::from_ps(sim.simulated_ps)) {
                     eprintln!("warning: {w}");
                 }
             }

@@ -4,7 +4,6 @@
 use crate::check::FieldError;
 use crate::units::{Rate, Size, Span};
 use serde::Deserialize;
-use xrdma::Time;
 
 /// DCQCN reaction-point parameters as written; `None` keys take the simulator's defaults
 /// (Zhu et al., SIGCOMM 2015, and the HPCC ns-3 artifact: g = 1/256, α update 55 µs, rate
@@ -15,9 +14,9 @@ pub struct DcqcnSection {
     /// EWMA gain g of α, in (0, 1].
     pub g: Option<f64>,
     /// α decay period K.
-    pub alpha_update: Option<Time>,
+    pub alpha_update: Option<xrdma::Span>,
     /// Rate-increase timer period T.
-    pub rate_increase_timer: Option<Time>,
+    pub rate_increase_timer: Option<xrdma::Span>,
     /// Byte counter B, bytes.
     pub byte_counter_bytes: Option<u64>,
     /// Fast-recovery stage count F.

@@ -10,7 +10,7 @@ use std::fmt;
 use xrdma::Time;
 
 /// Default limit on an echo run: 10 s of run time from the start.
-pub const DEFAULT_TIME_LIMIT: Time = Time(10_000_000_000_000);
+pub const DEFAULT_TIME_LIMIT: xrdma::Span = xrdma::Span::from_ms(10_000);
 
 /// The size of a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,13 +46,13 @@ pub struct Echo {
     pub request_sizes: SizeDist,
     /// Response sizes (`response-size:`, default `same`).
     pub response_size: ResponseSize,
-    /// When the clients issue their first requests; default 0.
+    /// When the clients issue their first requests, on the run's clock; default 0.
     pub start: Time,
     /// Hosts that stop running for a while (`stall:`).
     pub stalls: Vec<Stall>,
     /// Run time after `start` at which unfinished requests are given up (`time-limit:`,
     /// default [`DEFAULT_TIME_LIMIT`]).
-    pub time_limit: Time,
+    pub time_limit: xrdma::Span,
 }
 
 impl Echo {
@@ -173,7 +173,7 @@ pub(crate) fn check_echo(raw: RawEcho) -> Result<Echo, FieldError> {
         requests: raw.requests,
         request_sizes,
         response_size: raw.response_size,
-        start: raw.start.0,
+        start: Time::ZERO + raw.start.0,
         stalls,
         time_limit: raw.time_limit.map_or(DEFAULT_TIME_LIMIT, |t| t.0),
     };

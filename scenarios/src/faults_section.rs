@@ -64,10 +64,10 @@ pub struct LinkDownFault {
     pub link: FaultLink,
     /// Their direction; default both.
     pub direction: FaultDirection,
-    /// When the link goes down, on the run's clock.
+    /// When the link goes down, on the run's clock (the instant `at:` after time zero).
     pub at: Time,
     /// How long it stays down (`for:`), > 0.
-    pub duration: Time,
+    pub duration: xrdma::Span,
 }
 
 /// A receiving application that takes `per-message` for every message delivered to it: the
@@ -77,7 +77,7 @@ pub struct SlowReceiver {
     /// Host index.
     pub host: u32,
     /// Processing time per delivered message, > 0.
-    pub per_message: Time,
+    pub per_message: xrdma::Span,
 }
 
 /// The `faults:` block of `sim:`. Every list is empty by default (no fault). For `loss` and
@@ -239,7 +239,7 @@ fn check_link_down(raw: RawLinkDown) -> Result<LinkDownFault, FieldError> {
     Ok(LinkDownFault {
         link: raw.link,
         direction: raw.direction,
-        at: raw.at.0,
+        at: Time::ZERO + raw.at.0,
         duration: raw.duration.0,
     })
 }

@@ -83,7 +83,8 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// A parsed and checked scenario. Plain typed values (bytes as `u64`, rates in bits per second,
-/// times as [`xrdma::Time`]) with defaults filled in.
+/// durations as [`xrdma::Span`], the `start:` and `at:` instants as [`xrdma::Time`] on the run's
+/// clock, which starts at [`xrdma::Time::ZERO`] on every fabric) with defaults filled in.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// Name of the scenario (`name:`), non-empty, without `/` or `\` (it names result
@@ -147,7 +148,7 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 
 /// The latest `start` a workload may have: one hour, far from the end of the simulator's
 /// u64-picosecond clock (about 213 days) so every deadline after it fits.
-pub const MAX_START: xrdma::Time = xrdma::Time::from_ms(3_600_000);
+pub const MAX_START: xrdma::Time = xrdma::Time::from_ps(xrdma::Span::from_ms(3_600_000).as_ps());
 
 /// The largest scenario file read, bytes: the shipped ones are a few KiB.
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;

@@ -14,13 +14,13 @@ use xrdma::Time;
 pub const MAX_OPEN_LOOP_MESSAGES: f64 = 20_000_000.0;
 
 /// Default drain time after the last arrival: 1 s of run time.
-pub const DEFAULT_DRAIN: Time = Time(1_000_000_000_000);
+pub const DEFAULT_DRAIN: xrdma::Span = xrdma::Span::from_ms(1_000);
 
 /// How an open-loop sender's arrivals end.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum OpenLoopEnd {
     /// Arrivals in `[start, start + duration)` (`duration:`).
-    Duration(Time),
+    Duration(xrdma::Span),
     /// Exactly this many arrivals per sender (`count:`).
     Count(u32),
 }
@@ -49,13 +49,14 @@ pub struct OpenLoop {
     pub end: OpenLoopEnd,
     /// Message sizes.
     pub sizes: SizeDist,
-    /// Time of the process's origin: the first gap is drawn from here. Default 0.
+    /// Time of the process's origin, on the run's clock: the first gap is drawn from here.
+    /// Default 0.
     pub start: Time,
     /// Hosts that stop running for a while (`stall:`).
     pub stalls: Vec<Stall>,
     /// How long the run goes on after the arrivals end before unfinished messages are given
     /// up (`drain:`, default [`DEFAULT_DRAIN`]); for `count:` runs the end is the last arrival.
-    pub drain: Time,
+    pub drain: xrdma::Span,
 }
 
 impl OpenLoop {
@@ -157,7 +158,7 @@ pub(crate) fn check_open_loop(raw: RawOpenLoop) -> Result<OpenLoop, FieldError> 
         rate_per_s: raw.rate.0,
         end,
         sizes,
-        start: raw.start.0,
+        start: Time::ZERO + raw.start.0,
         stalls,
         drain: raw.drain.map_or(DEFAULT_DRAIN, |d| d.0),
     };

@@ -7,7 +7,6 @@ use crate::topology_section::{check_topology, RawTopology, TopologySection};
 use crate::units::{Rate, Size, Span};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
-use xrdma::Time;
 
 /// The simulated network: one switch, every host on its own full-duplex link.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,7 +16,7 @@ pub struct SimSection {
     /// Rate of every link, bits per second. Default 100 Gb/s; > 0.
     pub link_rate_bps: u64,
     /// One-way propagation delay of every link. Default 1 µs.
-    pub link_delay: Time,
+    pub link_delay: xrdma::Span,
     /// RoCE payload bytes a simulated port carries per packet (what a device reports as its
     /// active MTU). Packets carry the smaller of this and `rc.path-mtu`. Default 1024; > 0.
     pub mtu: u32,
@@ -33,7 +32,7 @@ pub struct SimSection {
     pub pfc: Option<PfcSection>,
     /// At most one CNP per QP per this interval at the receiver (DCQCN NP). Default 50 µs
     /// (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015).
-    pub cnp_interval: Time,
+    pub cnp_interval: xrdma::Span,
     /// DCQCN rate control at every NIC; `None` (block absent) = none, `dcqcn: {}` = on with the
     /// defaults.
     pub dcqcn: Option<DcqcnSection>,
@@ -42,14 +41,14 @@ pub struct SimSection {
     /// Interval at which the simulator samples queues, per-sender throughput and congestion
     /// counters (`sample-interval: 10us`, or `off`); `None` = off. Default
     /// [`DEFAULT_SAMPLE_INTERVAL`]; > 0.
-    pub sample_interval: Option<Time>,
+    pub sample_interval: Option<xrdma::Span>,
     /// Injected faults (`faults:`, see [`FaultsSection`]); default none.
     pub faults: FaultsSection,
 }
 
 /// Default `sim.sample-interval`: 10 µs, a 100 Gb/s link carries 125 000 bytes (about 113
 /// packets of a 1 KiB MTU) in it, so one interval's throughput resolves better than 1 %.
-pub const DEFAULT_SAMPLE_INTERVAL: Time = Time(10_000_000);
+pub const DEFAULT_SAMPLE_INTERVAL: xrdma::Span = xrdma::Span::from_us(10);
 
 impl Default for SimSection {
     fn default() -> Self {
@@ -147,10 +146,10 @@ pub(crate) struct RawSim {
 
 /// The shortest `sample-interval` accepted: 1 µs, about ten 1 KiB packets at 100 Gb/s, so a bin
 /// holds several packets and its rate is a rate.
-pub const MIN_SAMPLE_INTERVAL: Time = Time::from_us(1);
+pub const MIN_SAMPLE_INTERVAL: xrdma::Span = xrdma::Span::from_us(1);
 
 /// `sample-interval`: a time span of at least [`MIN_SAMPLE_INTERVAL`], or `off`.
-struct SampleInterval(Option<Time>);
+struct SampleInterval(Option<xrdma::Span>);
 
 struct SampleIntervalVisitor;
 
@@ -330,7 +329,7 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
 
 /// The longest `link-delay` accepted: 1 s, a million times a datacenter link's and still far
 /// from overflowing the simulator's u64-picosecond clock (about 213 days) in any run.
-pub const MAX_LINK_DELAY: Time = Time::from_ms(1000);
+pub const MAX_LINK_DELAY: xrdma::Span = xrdma::Span::from_ms(1000);
 
 /// Checks what the `ecn` mapping itself says; defaults are filled in by [`check_sim`], which
 /// knows the link rate.

@@ -242,16 +242,16 @@ pub(crate) fn check_size_choices(
 pub struct Stall {
     /// Host index.
     pub host: u32,
-    /// Start of the stall, on the run's clock.
+    /// Start of the stall, on the run's clock (the instant `at:` after time zero).
     pub at: Time,
     /// Length of the stall (`for:` in the file), > 0.
-    pub duration: Time,
+    pub duration: xrdma::Span,
 }
 
 impl Stall {
     /// End of the stall (`at + duration`, saturating).
     pub fn end(&self) -> Time {
-        Time::from_ps(self.at.as_ps().saturating_add(self.duration.as_ps()))
+        self.at + self.duration
     }
 }
 
@@ -275,7 +275,7 @@ fn check_stall(raw: RawStall) -> Result<Stall, FieldError> {
     }
     Ok(Stall {
         host: raw.host,
-        at: raw.at.0,
+        at: Time::ZERO + raw.at.0,
         duration: raw.duration.0,
     })
 }

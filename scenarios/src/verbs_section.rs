@@ -21,7 +21,6 @@ use crate::check::{check_items, field_error, under, FieldError};
 use crate::units::Span;
 use serde::Deserialize;
 use std::net::SocketAddr;
-use xrdma::Time;
 
 /// Device, port and GID of the real-RDMA backend, its run limit, and how the hosts are split
 /// over processes.
@@ -35,7 +34,7 @@ pub struct VerbsSection {
     /// RoCE v2 GID with an IPv4-mapped address, else a unique-local or global IPv6 one.
     pub gid_index: Option<u32>,
     /// Wall-clock limit of one run; messages not finished by then are reported missing.
-    pub run_timeout: Time,
+    pub run_timeout: xrdma::Span,
     /// The processes the scenario runs as, in rank order (rank = position); empty: one
     /// process runs every host.
     pub ranks: Vec<RankSpec>,
@@ -47,7 +46,7 @@ impl Default for VerbsSection {
             device: None,
             port: None,
             gid_index: None,
-            run_timeout: Time::from_ms(60_000),
+            run_timeout: xrdma::Span::from_ms(60_000),
             ranks: Vec::new(),
         }
     }
@@ -172,7 +171,7 @@ pub(crate) fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
     }
     let d = VerbsSection::default();
     let run_timeout = raw.run_timeout.map_or(d.run_timeout, |t| t.0);
-    if run_timeout == Time::ZERO {
+    if run_timeout == xrdma::Span::ZERO {
         return Err(field_error("run-timeout", "must be greater than 0"));
     }
     for (i, a) in ranks.iter().enumerate() {

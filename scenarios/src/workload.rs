@@ -107,7 +107,8 @@ pub struct Incast {
     pub senders: u32,
     /// Host index of the receiver, in `0..=senders`.
     pub receiver: u32,
-    /// Intended send time of every message (latency is measured from it); default 0.
+    /// Intended send time of every message (latency is measured from it), on the run's clock;
+    /// default 0.
     pub start: Time,
     /// The messages each sender sends, in this order; non-empty.
     pub messages: Vec<MessageSpec>,
@@ -272,7 +273,7 @@ fn check_incast(raw: RawIncast) -> Result<Incast, FieldError> {
     Ok(Incast {
         senders: raw.senders,
         receiver: raw.receiver,
-        start: raw.start.0,
+        start: Time::ZERO + raw.start.0,
         messages,
     })
 }

@@ -3,7 +3,6 @@
 use crate::check::{field_error, FieldError};
 use crate::units::{Size, Span};
 use serde::Deserialize;
-use xrdma::Time;
 
 /// The middleware settings, every one with a default.
 ///
@@ -40,14 +39,14 @@ pub struct XrdmaSection {
     /// Base target queueing delay: the window grows below `target-delay` + one fragment's
     /// serialisation at the link rate + the flow scaling, and shrinks above it (at most once
     /// per RTT, to no less than β × window). Default 10 µs; > 0.
-    pub target_delay: Time,
+    pub target_delay: xrdma::Span,
     /// Extra target delay at `min-window`, falling to none at `max-window` (Swift's
     /// flow-based scaling): fan-in flows with small windows get a larger target. Default
     /// 10 µs; `0us` turns it off.
-    pub flow_scaling_range: Time,
+    pub flow_scaling_range: xrdma::Span,
     /// A fragment not ACKed within this time is reclaimed and reported as an error. Default
     /// 1 s; > 0.
-    pub ack_timeout: Time,
+    pub ack_timeout: xrdma::Span,
     /// Whether the window adapts (grows with RTT, shrinks by β on ECN); `false` keeps it at
     /// `initial-window`. Default `true`.
     pub adaptive_window: bool,
@@ -113,7 +112,7 @@ pub(crate) struct RawXrdma {
 }
 
 /// The largest `flow-scaling-range` accepted: 1 s (a target beyond it is no target).
-pub const MAX_FLOW_SCALING_RANGE: Time = Time::from_ms(1000);
+pub const MAX_FLOW_SCALING_RANGE: xrdma::Span = xrdma::Span::from_ms(1000);
 
 /// The smallest fragment size accepted: 1 KiB, the smallest common RoCE MTU.
 pub const MIN_FRAGMENT_SIZE: u64 = 1 << 10;
@@ -205,7 +204,7 @@ pub(crate) fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
             format!("{} is outside (0, 1]", s.alpha),
         ));
     }
-    if s.target_delay == Time::ZERO {
+    if s.target_delay == xrdma::Span::ZERO {
         return Err(field_error("target-delay", "must be above 0"));
     }
     if s.flow_scaling_range > MAX_FLOW_SCALING_RANGE {
@@ -217,7 +216,7 @@ pub(crate) fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
             ),
         ));
     }
-    if s.ack_timeout == Time::ZERO {
+    if s.ack_timeout == xrdma::Span::ZERO {
         return Err(field_error("ack-timeout", "must be above 0"));
     }
     Ok(s)

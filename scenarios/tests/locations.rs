@@ -65,7 +65,7 @@ fn aliases_are_read_and_located() {
     let s = ok(&with(
         "sim:\n  link-delay: &d 2us\n  cnp-interval: *d\n  pfc: &p { xoff: 100KiB }\n",
     ));
-    assert_eq!(s.sim.unwrap().cnp_interval, xrdma::Time::from_us(2));
+    assert_eq!(s.sim.unwrap().cnp_interval, xrdma::Span::from_us(2));
 }
 
 #[test]

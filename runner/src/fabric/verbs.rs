@@ -10,7 +10,7 @@
 use super::Fabric;
 use std::path::PathBuf;
 use std::time::Instant;
-use xrdma::{RcParams, Time};
+use xrdma::{RcParams, Span, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::VerbsSection;
 use xrdma_verbs::{Device, DeviceConfig, TransportConfig, VerbsTransport};
@@ -69,11 +69,11 @@ impl VerbsFabric {
     ///
     /// # Errors
     /// A verb that fails while creating a CQ.
-    pub fn with_device(device: &Device, hosts: u32, run_timeout: Time) -> anyhow::Result<Self> {
+    pub fn with_device(device: &Device, hosts: u32, run_timeout: Span) -> anyhow::Result<Self> {
         Self::build(device, hosts, run_timeout, RcParams::default())
     }
 
-    fn build(device: &Device, hosts: u32, run_timeout: Time, rc: RcParams) -> anyhow::Result<Self> {
+    fn build(device: &Device, hosts: u32, run_timeout: Span, rc: RcParams) -> anyhow::Result<Self> {
         let tc = TransportConfig {
             rc,
             ..TransportConfig::default()
@@ -87,7 +87,7 @@ impl VerbsFabric {
             device: device.clone(),
             hosts: transports,
             start: Instant::now(),
-            deadline: run_timeout,
+            deadline: Time::ZERO + run_timeout,
             counters_at_start,
             last_now: std::cell::Cell::new(Time::ZERO),
         })
@@ -141,7 +141,8 @@ impl Fabric for VerbsFabric {
         &mut self.hosts[h as usize]
     }
     fn now(&self) -> Time {
-        let now = Time::from_ns(u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        let ns = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let now = Time::ZERO + Span::from_ns(ns);
         self.last_now.set(now);
         now
     }

@@ -12,13 +12,13 @@ use crate::workload::{self, SenderRecord, Visit, Workload};
 use anyhow::{anyhow, bail, Context, Result};
 use std::time::{Duration, Instant};
 use xrdma::driver::{self, ConnInfo};
-use xrdma::{Endpoint, Time};
+use xrdma::{Endpoint, Span, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::{Scenario, Stall};
 
 /// How often (fabric time) a rank whose own hosts are finished looks at its bootstrap
 /// sockets: a non-blocking read costs a system call, too much for every busy-polling round.
-const POLL_EVERY: Time = Time::from_ms(1);
+const POLL_EVERY: Span = Span::from_ms(1);
 
 /// What a rank produced.
 #[derive(Debug)]
