@@ -117,6 +117,8 @@ passed=0
 failed=0
 skipped=0
 figure() { printf '%s=%s\n' "$1" "$2" >> "$figures"; } # KEY VALUE (host a)
+# A line saying what a check measured: check() prints these of a part that passed.
+measured() { printf 'measured %s\n' "$*"; }
 skip() { # NAME REASON: both sides skip the same checks (they share the root filesystem)
   if [[ $me == a ]]; then
     echo "SKIP two-host $1: $2"
@@ -143,13 +145,13 @@ check() {
   took="$((SECONDS - t0)) s"
   [[ $me == a ]] && figure "check_${slug//-/_}_s" "$((SECONDS - t0))"
   if [[ $me == b ]]; then
-    tail -n 5 "$out/$slug.$me.log"
+    grep '^measured ' "$out/$slug.b.log" | sed 's/^measured //' || true
     ((rc == 0)) && echo "--- $name: host b's part passed ($took)" || echo "--- $name: host b's part FAILED ($took)"
     ((rc == 0)) || failed=$((failed + 1))
     return 0
   fi
   if ((rc == 0)) && [[ $peer_rc == 0 ]]; then
-    tail -n 12 "$out/$slug.a.log"
+    grep -h '^measured ' "$out/$slug.a.log" "$out/$slug.b.log" 2> /dev/null | sed 's/^measured //' || true
     echo "--- $name: passed ($took)"
     passed=$((passed + 1))
   else
@@ -200,7 +202,7 @@ perftest_lat() { # NAME PORT PROGRAM: a latency test, its figures (host a)
   typ=$(softroce_perftest_lat "$out/$1.client.txt" 't_typical[usec]' 64)
   avg=$(softroce_perftest_lat "$out/$1.client.txt" 't_avg[usec]' 64)
   p99=$(softroce_perftest_lat "$out/$1.client.txt" '99%' 64)
-  echo "$3 host to host, 64 B: typical $typ us, average $avg us, p99 $p99 us"
+  measured "$3 host to host, 64 B: typical $typ us, average $avg us, p99 $p99 us"
   figure "perftest_${1}_typical_us" "$typ"
   figure "perftest_${1}_avg_us" "$avg"
   figure "perftest_${1}_p99_us" "$p99"
@@ -211,7 +213,7 @@ perftest_bw() { # NAME PORT (host a records ib_write_bw's figure)
   [[ $me == a ]] || return 0
   local bw
   bw=$(softroce_perftest_bw "$out/$1.client.txt" 65536)
-  echo "ib_write_bw host to host, 64 KiB: average $bw MB/s (MiB/s)"
+  measured "ib_write_bw host to host, 64 KiB: average $bw MB/s (MiB/s)"
   figure perftest_write_bw_64k_MBps "$bw"
   softroce_num "$bw"
 }
@@ -241,7 +243,7 @@ xrdma_ping() {
   local typ avg
   typ=$(softroce_perftest_lat "$out/xrdma-ping.client.txt" 't_typical[usec]' 64)
   avg=$(softroce_perftest_lat "$out/xrdma-ping.client.txt" 't_avg[usec]' 64)
-  echo "xrdma ping host to host, 64 B: half round trip typical $typ us, average $avg us"
+  measured "xrdma ping host to host, 64 B: half round trip typical $typ us, average $avg us"
   figure xrdma_ping_typical_us "$typ"
   figure xrdma_ping_avg_us "$avg"
   softroce_num "$typ"
@@ -252,7 +254,7 @@ xrdma_bw() {
   local bw
   bw=$(awk '/BW average\[MB\/sec\]/ { h = 1; next } h && $1 == 65536 { print $3; exit }' \
     "$out/xrdma-bw.client.txt")
-  echo "xrdma bw host to host, 64 KiB: $bw MB/s (MiB/s)"
+  measured "xrdma bw host to host, 64 KiB: $bw MB/s (MiB/s)"
   figure xrdma_bw_64k_MBps "$bw"
   softroce_num "$bw"
 }
@@ -320,8 +322,8 @@ ranks_run() { # SCENARIO SENDERS WANT DIR PORT0 PORT1 [PCAP]
   counter_deltas "$dir/counters-before.a.env" "$dir/counters-after.a.env" > "$dir/counters-delta.a.env"
   ((rc == 0)) || return 1
   softroce_all_delivered "$dir/result.json" "$want" || return 1
-  echo "$1 over two hosts: all $want messages delivered intact, merged by rank 0"
-  echo "host a's rxe0 during the run: $(grep -E '^(sent_pkts|rcvd_pkts)=' "$dir/counters-delta.a.env" | tr '\n' ' ')"
+  measured "$1 over two hosts: all $want messages delivered intact, merged by rank 0"
+  measured "host a's rxe0 during the run: $(grep -E '^(sent_pkts|rcvd_pkts)=' "$dir/counters-delta.a.env" | tr '\n' ' ')"
 }
 ranks_check() {
   # 8 senders x 5 messages.
@@ -369,18 +371,19 @@ wire_check() {
   local pcap=$results/wire.pcap hist total sends writes acks captured
   [[ -s $pcap ]] || { echo "no capture at $pcap"; return 1; }
   captured=$(sed -n 's/^\([0-9]*\) packets captured$/\1/p' "$out/wire.tcpdump.txt")
-  echo "tcpdump on a's eth0 captured ${captured:-?} packets during the incast-8 ranks run" \
+  measured "tcpdump on a's eth0 captured ${captured:-?} packets during the incast-8 ranks run" \
     "($(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' "$out/wire.tcpdump.txt") dropped by the kernel)"
   figure wire_packets_captured "$captured"
   hist=$(decode_bth "$pcap" "$decode_max")
   echo "$hist" > "$out/wire-opcodes.txt"
-  echo "BTH opcodes of the first $decode_max packets of $pcap (count, opcode, name):"
-  echo "$hist"
+  measured "BTH opcodes of the first $decode_max packets of $pcap (count, opcode, name):"
+  # shellcheck disable=SC2001 # one prefix per line
+  sed "s/^/measured   /" <<< "$hist"
   total=$(awk '$1 != "nak" { s += $1 } END { print s + 0 }' <<< "$hist")
   sends=$(awk '$3 ~ /^RC_SEND/ { s += $1 } END { print s + 0 }' <<< "$hist")
   writes=$(awk '$3 ~ /^RC_WRITE/ { s += $1 } END { print s + 0 }' <<< "$hist")
   acks=$(awk '$3 == "RC_ACKNOWLEDGE" { s += $1 } END { print s + 0 }' <<< "$hist")
-  echo "wire: of $total RoCE v2 packets decoded, $sends RC SEND, $writes RC WRITE, $acks RC ACK"
+  measured "wire: of $total RoCE v2 packets decoded, $sends RC SEND, $writes RC WRITE, $acks RC ACK"
   figure wire_packets_decoded "$total"
   figure wire_rc_send "$sends"
   figure wire_rc_write "$writes"
@@ -391,15 +394,16 @@ wire_check() {
     local tshark_hist
     tshark_hist=$(tshark -r "$pcap" -c "$decode_max" -T fields -e infiniband.bth.opcode 2> "$out/tshark.err" \
       | awk 'NF { n[$1]++ } END { for (o in n) printf "%d %02x\n", n[o], o }' | sort -k2)
-    echo "tshark's RoCE dissector (count, opcode):"
-    echo "$tshark_hist"
+    measured "tshark's RoCE dissector (count, opcode):"
+    # shellcheck disable=SC2001 # one prefix per line
+    sed "s/^/measured   /" <<< "$tshark_hist"
     if [[ $tshark_hist != "$(awk '$1 != "nak" { print $1, $2 }' <<< "$hist")" ]]; then
       echo "tshark and the BTH decoding above disagree"
       return 1
     fi
-    echo "tshark agrees"
+    measured "tshark agrees"
   else
-    echo "(tshark not installed: decoded from tcpdump's bytes only; SOFTROCE_TSHARK=1 prepare.sh installs it)"
+    measured "(tshark not installed: decoded from tcpdump's bytes only; SOFTROCE_TSHARK=1 prepare.sh installs it)"
   fi
   ((total > 0 && sends > 0 && writes > 0 && acks > 0))
 }
@@ -429,7 +433,7 @@ netem_check() {
   counters > "$dir/netem-after.$me.env"
   counter_deltas "$dir/netem-before.$me.env" "$dir/netem-after.$me.env" \
     > "$dir/counters-netem.$me.env"
-  echo "host $me's rxe0 counter deltas over the netem run: $(grep -v '=0$' "$dir/counters-netem.$me.env" | tr '\n' ' ')"
+  measured "host $me's rxe0 counter deltas over the netem run: $(grep -v '=0$' "$dir/counters-netem.$me.env" | tr '\n' ' ')"
   post netem-counters ok
   [[ $me == a ]] || return "$rc"
   await netem-counters 120 > /dev/null || { echo "no counters from host b"; return 1; }
@@ -445,7 +449,7 @@ netem_check() {
     $1 ~ /^(rcvd_seq_err|out_of_seq_request|duplicate_request|completer_retry_err)$/ { s += $2 }
     END { print s + 0 }')
   figure netem_retransmission_events "$retrans"
-  echo "netem $netem on host(s) $netem_hosts: retransmission counters (rcvd_seq_err +" \
+  measured "netem $netem on host(s) $netem_hosts: retransmission counters (rcvd_seq_err +" \
     "out_of_seq_request + duplicate_request + completer_retry_err, both hosts) moved by $retrans"
   if [[ -s $results/wire-netem.pcap ]]; then
     local hist
@@ -453,7 +457,7 @@ netem_check() {
     echo "$hist" > "$out/wire-netem-opcodes.txt"
     figure netem_wire_packets "$(awk '$1 != "nak" { s += $1 } END { print s + 0 }' <<< "$hist")"
     figure netem_wire_naks "$(sed -n 's/^nak //p' <<< "$hist")"
-    echo "seen on a's eth0: $(awk '$1 != "nak" { s += $1 } END { print s + 0 }' <<< "$hist") packets, $(sed -n 's/^nak //p' <<< "$hist") NAKs"
+    measured "seen on a's eth0: $(awk '$1 != "nak" { s += $1 } END { print s + 0 }' <<< "$hist") packets, $(sed -n 's/^nak //p' <<< "$hist") NAKs"
   fi
   ((rc == 0)) || return 1
   ((retrans > 0)) || { echo "no retransmission seen in rxe's counters"; return 1; }

@@ -20,15 +20,22 @@
 #                  SOFTROCE_DEV (rxe0, on eth0), SOFTROCE_NETDEV (eth0), SOFTROCE_GID_INDEX
 #                  (the IPv4-mapped RoCE v2 GID, index 1), SOFTROCE_RESULTS (RESULTS_DIR)
 #
-# The wire: each guest's virtio-net NIC (MAC 52:54:00:00:00:01 / :02) on a qemu UDP socket
-# netdev, host a sending to host b's 127.0.0.1 port and back, so neither needs to start first
-# (qemu's TCP socket forms add ~40 ms per small exchange). The ports are SOFTROCE_WIRE_PORT
-# and the one after it (default: two free UDP ports found at start).
+# The wire: each guest's virtio-net NIC (MAC 52:54:00:00:00:01 / :02) on a qemu netdev, by
+# SOFTROCE_WIRE:
+#   unix (default)  a unix stream socket (-netdev stream): host a listens, host b connects.
+#                   Lossless: a guest too slow to take its frames holds the sender back, as
+#                   a PFC-enabled RoCE fabric does. No Nagle or delayed ACK (qemu's TCP forms
+#                   add ~40 ms per small exchange).
+#   udp             a UDP socket netdev each way on 127.0.0.1 (SOFTROCE_WIRE_PORT and the one
+#                   after it; default two free ports). The host drops the datagrams a busy
+#                   guest does not read in time (a loaded host lost 20 000 frames a run), and
+#                   rxe recovers them as losses; run-times.env counts them
+#                   (host_udp_rcvbuf_errors).
 #
 # Environment: SOFTROCE_TIMEOUT (seconds for each guest's whole run, default 600),
 #   SOFTROCE_MEM_MIB (memory of each guest, 1024), SOFTROCE_SMP (vCPUs of each, 1),
 #   SOFTROCE_PEER_GRACE (seconds a guest may keep running once the other has ended, 60),
-#   SOFTROCE_WIRE_PORT, and as for run.sh: SOFTROCE_PASS_ENV, SOFTROCE_QUIET=1,
+#   SOFTROCE_WIRE, SOFTROCE_WIRE_PORT, and as for run.sh: SOFTROCE_PASS_ENV, SOFTROCE_QUIET=1,
 #   SOFTROCE_VERBOSE_KERNEL=1.
 #
 # Prints each host's outcome ("two-host: host a (10.99.0.1): command exited with status 0").
@@ -65,9 +72,29 @@ results=$(cd "$results" && pwd)
 softroce_check_path RESULTS_DIR "$results"
 softroce_check_path "working directory" "$PWD"
 
+hosts=(a b)
+declare -A ip=([a]=10.99.0.1 [b]=10.99.0.2) mac=([a]=52:54:00:00:00:01 [b]=52:54:00:00:00:02)
+declare -A peer=([a]=b [b]=a) token=() netdev=()
+run_id=$(softroce_token)
+tmp=$(mktemp -d)
+
+# The wire: each guest's -netdev.
+wire=${SOFTROCE_WIRE:-unix}
+case $wire in
+  unix)
+    sock=$tmp/wire.sock
+    netdev[a]="stream,id=n0,server=on,addr.type=unix,addr.path=$sock"
+    netdev[b]="stream,id=n0,server=off,addr.type=unix,addr.path=$sock"
+    wire_says="a unix stream socket ($sock)"
+    ;;
+  udp) ;;
+  *) die "SOFTROCE_WIRE=$wire: udp or unix" ;;
+esac
 # Two free UDP ports on 127.0.0.1, one per end of the wire.
 udp_free() { ! ss -Hulnp "sport = :$1" 2> /dev/null | grep -q .; }
-if [[ -n ${SOFTROCE_WIRE_PORT:-} ]]; then
+if [[ $wire != udp ]]; then
+  :
+elif [[ -n ${SOFTROCE_WIRE_PORT:-} ]]; then
   if ! [[ $SOFTROCE_WIRE_PORT =~ ^[0-9]+$ ]] || ((SOFTROCE_WIRE_PORT < 1 || SOFTROCE_WIRE_PORT > 65534)); then
     die "SOFTROCE_WIRE_PORT: not a UDP port below 65535: $SOFTROCE_WIRE_PORT"
   fi
@@ -83,13 +110,12 @@ else
   done
   [[ -n $port_a ]] || die "found no two free UDP ports for the wire (set SOFTROCE_WIRE_PORT)"
 fi
-port_b=$((port_a + 1))
-
-hosts=(a b)
-declare -A ip=([a]=10.99.0.1 [b]=10.99.0.2) mac=([a]=52:54:00:00:00:01 [b]=52:54:00:00:00:02)
-declare -A peer=([a]=b [b]=a) local_port=([a]=$port_a [b]=$port_b) token=()
-run_id=$(softroce_token)
-tmp=$(mktemp -d)
+if [[ $wire == udp ]]; then
+  port_b=$((port_a + 1))
+  netdev[a]="socket,id=n0,udp=127.0.0.1:$port_b,localaddr=127.0.0.1:$port_a"
+  netdev[b]="socket,id=n0,udp=127.0.0.1:$port_a,localaddr=127.0.0.1:$port_b"
+  wire_says="UDP 127.0.0.1:$port_a <-> 127.0.0.1:$port_b"
+fi
 
 # Stops a guest still running (its qemu, by the pid qemu wrote).
 stop_guest() { # H
@@ -124,7 +150,7 @@ boot_guest() { # H
   softroce_qemu_args "$results" "$append" "$mem" "$smp"
   softroce_boot "${token[$h]}" "$results/console-$h.log" "$tmp/marks-$h" "$h| " "$timeout_s" \
     "${SOFTROCE_QEMU[@]}" -pidfile "$tmp/qemu-$h.pid" \
-    -netdev "socket,id=n0,udp=127.0.0.1:${local_port[${peer[$h]}]},localaddr=127.0.0.1:${local_port[$h]}" \
+    -netdev "${netdev[$h]}" \
     -device "virtio-net-pci,netdev=n0,mac=${mac[$h]}" || rc=$?
   printf '%s\n' "$rc" > "$tmp/qemu-$h.rc"
   printf '%s\n' "$EPOCHREALTIME" > "$tmp/end-$h"
@@ -138,13 +164,20 @@ udp_rcvbuf_errors() {
 }
 udp_errors0=$(udp_rcvbuf_errors)
 say "booting two guests (timeout ${timeout_s} s, ${mem} MiB and ${smp} vCPU each), wire" \
-  "on UDP 127.0.0.1:$port_a <-> 127.0.0.1:$port_b; consoles: $results/console-{a,b}.log"
+  "on $wire_says; consoles: $results/console-{a,b}.log"
 t0=$EPOCHREALTIME
 declare -A job=()
-for h in "${hosts[@]}"; do
-  boot_guest "$h" &
-  job[$h]=$!
-done
+boot_guest a &
+job[a]=$!
+if [[ $wire == unix ]]; then
+  # b connects to the socket a listens on.
+  for _ in $(seq 300); do
+    [[ -S $sock ]] || ! kill -0 "${job[a]}" 2> /dev/null && break
+    sleep 0.1
+  done
+fi
+boot_guest b &
+job[b]=$!
 # When one guest ends, the other gets SOFTROCE_PEER_GRACE seconds before it is stopped: a
 # command waiting for a peer that crashed must not hold the run until the timeout.
 first=
@@ -194,9 +227,9 @@ for h in "${hosts[@]}"; do
 done
 {
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "total_s=%.2f\n", b - a }'
-  printf 'wire=udp:127.0.0.1:%s<->127.0.0.1:%s\n' "$port_a" "$port_b"
+  printf 'wire=%s\n' "$wire_says"
   udp_errors1=$(udp_rcvbuf_errors)
-  if [[ -n $udp_errors0 && -n $udp_errors1 ]]; then
+  if [[ $wire == udp && -n $udp_errors0 && -n $udp_errors1 ]]; then
     printf 'host_udp_rcvbuf_errors=%s\n' "$((udp_errors1 - udp_errors0))"
   fi
   for h in "${hosts[@]}"; do
