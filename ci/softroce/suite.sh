@@ -41,6 +41,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=ci/softroce/lib.sh
+source "$here/lib.sh"
 
 (($# >= 2)) || { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 results=$1
@@ -90,30 +92,15 @@ two_ranks() { # DIR SCENARIO WANT
   wait "$sender" || { echo "rank 1 failed: $(tail -n 5 "$dir/rank1.log")" >&2; rc=1; }
   cat "$dir/rank1.log"
   ((rc == 0)) || return 1
-  if ! grep -q "\"delivered\": $want," "$dir/result.json" ||
-    ! grep -q '"digest-mismatches": 0,' "$dir/result.json" ||
-    ! grep -q '"duplicates": 0,' "$dir/result.json" ||
-    ! grep -Eq '"missing": 0$' "$dir/result.json"; then
-    echo "result.json does not report all $want messages delivered intact" >&2
-    return 1
-  fi
+  softroce_all_delivered "$dir/result.json" "$want" || return 1
   echo "two ranks: all $want messages delivered intact (merged by rank 0)"
 }
 # incast-8.yaml as two processes: the shipped file with a `verbs.ranks` block appended.
 incast_ranks() { # DIR
   local dir=$1 scenario=$1/incast-8-ranks.yaml
   mkdir -p "$dir"
-  if grep -q '^verbs:' "$repo/scenarios/incast-8.yaml"; then
-    echo "scenarios/incast-8.yaml has a verbs: block; this check appends its own" >&2
-    return 1
-  fi
-  {
-    cat "$repo/scenarios/incast-8.yaml"
-    printf '\n# Two processes: the receiver, and the eight senders.\n'
-    printf 'verbs:\n  ranks:\n'
-    printf '    - { address: "127.0.0.1:18530", hosts: [0] }\n'
-    printf '    - { address: "127.0.0.1:18531", hosts: [1, 2, 3, 4, 5, 6, 7, 8] }\n'
-  } > "$scenario"
+  softroce_ranks_variant "$repo/scenarios/incast-8.yaml" "$scenario" \
+    127.0.0.1:18530 '[0]' 127.0.0.1:18531 '[1, 2, 3, 4, 5, 6, 7, 8]' || return 1
   # 8 senders x 5 messages.
   two_ranks "$dir" "$scenario" 40
 }
