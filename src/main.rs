@@ -62,22 +62,10 @@ enum Command {
     },
     /// Run a scenario over axes of settings (their cartesian product), the points in parallel;
     /// writes one run directory per point, index.json/index.csv, fan-in plots and sweep.html.
-    /// A rerun skips points already finished. Exits 2 if a point failed.
-    Sweep {
-        /// The base scenario file (YAML).
-        scenario: PathBuf,
-        /// An axis to vary, NAME=V1,V2,...; repeat for more axes. Names: fan-in, size (every
-        /// message of the list gets this size), beta, initial-window, dcqcn (on/off), pfc
-        /// (on/off), backend (sim/verbs), seed.
-        #[arg(long = "axis", required = true)]
-        axes: Vec<String>,
-        /// Output directory [default: results/<scenario name>-sweep].
-        #[arg(short, long)]
-        out: Option<PathBuf>,
-        /// Points run at once [default: the cores available].
-        #[arg(short, long)]
-        jobs: Option<usize>,
-    },
+    /// A rerun skips points already finished. Exits 2 if a point failed. With --emit, hands
+    /// the points to a cluster (a Slurm job array, or one command per point); --point runs
+    /// one of them and --collect gathers the finished ones.
+    Sweep(xrdma_testbed::sweep_cli::SweepArgs),
     /// Put two or more runs side by side: headline figures with ratios to the first run, and
     /// their completion-time CDFs overlaid (compare.txt, compare-cdf.svg/.png).
     Compare {
@@ -627,12 +615,7 @@ fn real_main() -> Result<ExitCode> {
             outln!("{}", r.row());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sweep {
-            scenario,
-            axes,
-            out,
-            jobs,
-        } => xrdma_testbed::sweep_cli::run(&scenario, &axes, out, jobs),
+        Command::Sweep(args) => xrdma_testbed::sweep_cli::run(args),
         Command::Compare {
             runs,
             out,

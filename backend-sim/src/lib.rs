@@ -100,6 +100,10 @@ mod timeseries;
 mod topology;
 mod transport;
 
+/// This simulator's crate version (`CARGO_PKG_VERSION`), as results name the build that
+/// simulated them.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub use config::{
     EcnConfig, PfcConfig, PfcThresholds, SimConfig, SimConfigError, AETH_BYTES, CNP_EXTRA_BYTES,
     IMMDT_BYTES, PFC_FRAME_BYTES, RETH_BYTES,

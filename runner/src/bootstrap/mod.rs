@@ -41,10 +41,15 @@ pub struct Hello {
     pub scenario_hash: String,
     /// The sender's rank.
     pub rank: u32,
+    /// The sender's host name, when it could read it; the receiver's rank records it in the
+    /// result's `environment.ranks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl Hello {
-    /// A hello from `rank` of this build, for `scenario` with `scenario_hash`.
+    /// A hello from `rank` of this build on this machine, for `scenario` with
+    /// `scenario_hash`.
     pub fn new(scenario: &str, scenario_hash: &str, rank: u32) -> Self {
         Hello {
             protocol: PROTOCOL_VERSION,
@@ -52,6 +57,7 @@ impl Hello {
             scenario: scenario.to_string(),
             scenario_hash: scenario_hash.to_string(),
             rank,
+            host: crate::environment::host_name(),
         }
     }
 }

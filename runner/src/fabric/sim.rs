@@ -95,6 +95,9 @@ impl Fabric for SimFabric {
             ack_timeouts: None,
         }
     }
+    fn environment(&self) -> Option<rep::Environment> {
+        Some(crate::environment::sim())
+    }
     fn transport_info(&self) -> Option<rep::TransportInfo> {
         // What every HostTransport reports (`Transport::rc_params`, `::capabilities`).
         Some(crate::transport_info::report(

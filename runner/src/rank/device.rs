@@ -126,9 +126,15 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         // ours; then all start together.
         let deadline = Instant::now() + io;
         let mut peers: Vec<(u32, Peer, Vec<u32>)> = Vec::new();
+        let mut seen = Vec::new();
         for _ in 0..plan.peers.len() {
             let mut p = listener.accept(deadline, io)?;
             let theirs = p.handshake(&ours)?;
+            seen.push(crate::environment::PeerSeen {
+                rank: theirs.rank,
+                host_name: theirs.host.clone(),
+                from: p.addr(),
+            });
             let Some((r, senders)) = plan.peers.iter().find(|(r, _)| *r == theirs.rank) else {
                 bail!(
                     "{} connected as rank {}, which runs no sender of this scenario",
@@ -245,6 +251,7 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         let got = receiver_view(w, &apps);
         let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
         result.errors.extend(boot_errors);
+        record_ranks(&mut result, &section, rank, &seen);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     if plan.is_receiver_rank() {
@@ -255,7 +262,8 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         let senders = records(w, &apps);
         let got = receiver_view(w, &apps);
         let wall_seconds = wall.elapsed().as_secs_f64();
-        let result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
+        let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
+        record_ranks(&mut result, &section, rank, &[]);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     // A sender rank: connect to the receiver's rank, offer our halves, take theirs.
@@ -360,4 +368,18 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         acked,
         messages,
     })
+}
+
+/// Record in `result`'s environment where every rank ran: this one (`rank`) here, the peers
+/// as the bootstrap saw them ([`crate::environment::ranks`]).
+fn record_ranks(
+    result: &mut rep::RunResult,
+    section: &xrdma_scenario::VerbsSection,
+    rank: u32,
+    seen: &[crate::environment::PeerSeen],
+) {
+    if let Some(env) = &mut result.environment {
+        let own = env.host_name.clone();
+        env.ranks = Some(crate::environment::ranks(section, rank, own, seen));
+    }
 }
