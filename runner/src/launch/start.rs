@@ -73,3 +73,78 @@ pub fn start(sc: &Scenario, launch: &Launch) -> Result<Started> {
         assignment,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::{Coordinator, Source};
+    use std::thread;
+
+    fn launch(rank: u32, size: u32, port: u16) -> Launch {
+        Launch {
+            rank,
+            size,
+            local_rank: None,
+            source: Source::Slurm,
+            peers: Peers::Rendezvous(Coordinator {
+                host: "127.0.0.1".into(),
+                port,
+                from: "SLURM_JOB_NODELIST",
+            }),
+        }
+    }
+
+    #[test]
+    fn launched_ranks_lay_the_scenario_out_alike() {
+        let dir = std::env::temp_dir().join(format!("xrdma-launch-start-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.yaml");
+        let text = "name: s\nworkload:\n  incast: { senders: 4, receiver: 0, messages: [ { size: 1 } ] }\nverbs: { run-timeout: 10s }\n";
+        std::fs::write(&path, text).unwrap();
+        let sc = xrdma_scenario::load(&path).unwrap();
+        // One rank: a single-process run, no rendezvous.
+        assert!(matches!(
+            start(&sc, &launch(0, 1, 1)).unwrap(),
+            Started::Single
+        ));
+        // Too many ranks: refused before any wait.
+        let e = start(&sc, &launch(1, 6, 1)).unwrap_err().to_string();
+        assert!(e.contains("6 ranks, but the workload has 5 hosts"), "{e}");
+        let port = Listener::bind("127.0.0.1:0".parse().unwrap())
+            .unwrap()
+            .local_addr()
+            .port();
+        let others: Vec<_> = (1..3)
+            .map(|r| {
+                let sc = sc.clone();
+                thread::spawn(move || start(&sc, &launch(r, 3, port)).unwrap())
+            })
+            .collect();
+        let mut all = vec![start(&sc, &launch(0, 3, port)).unwrap()];
+        all.extend(others.into_iter().map(|t| t.join().unwrap()));
+        let mut layouts = Vec::new();
+        for (r, s) in all.into_iter().enumerate() {
+            let Started::Rank {
+                scenario,
+                rank,
+                listener,
+                assignment,
+            } = s
+            else {
+                panic!("rank {r}: a single-process run")
+            };
+            assert_eq!(rank, r as u32);
+            let ranks = scenario.verbs.clone().unwrap().ranks;
+            assert_eq!(
+                listener.unwrap().local_addr().port(),
+                ranks[r].address.port()
+            );
+            assert_eq!(assignment.len(), 3);
+            layouts.push(ranks);
+        }
+        assert!(layouts.iter().all(|l| *l == layouts[0]));
+        let hosts: Vec<Vec<u32>> = layouts[0].iter().map(|s| s.hosts.clone()).collect();
+        assert_eq!(hosts, vec![vec![0], vec![1, 2], vec![3, 4]]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
