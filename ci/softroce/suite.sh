@@ -24,6 +24,10 @@
 #                   result.json reports every message delivered intact
 #   echo ranks      an echo run (2 clients x 100 requests) as two processes, the same way:
 #                   every workload runs across ranks
+#   slurm launch    ci/softroce/launch.sh: incast-8.yaml unedited as two ranks started the way
+#                   srun starts them (SLURM_PROCID/SLURM_LOCALID 0 and 1, SLURM_NTASKS=2,
+#                   SLURM_JOB_NODELIST=localhost set by hand; no --rank, no `verbs.ranks`):
+#                   passes when both exit 0 and rank 0's report has every message intact
 #   rnr-stall       scenarios/rnr-stall.yaml on rxe0: RNR NAKs counted, every message intact
 #   rc attributes   scenarios/rc-attributes.yaml (an `rc:` block with perftest's values) on
 #                   rxe0 and on the simulator: both result.json files record the same RC QP
@@ -131,6 +135,8 @@ YAML
 }
 check "incast-8 ranks" "$results/incast-8-ranks.log" incast_ranks "$results/incast-8-ranks"
 check "echo ranks" "$results/echo-ranks.log" echo_ranks "$results/echo-ranks"
+check "slurm launch" "$results/slurm-launch.log" \
+  "$here/launch.sh" "$results/slurm-launch" "$xrdma"
 
 # RNR end to end on rxe: scenarios/rnr-stall.yaml unedited (no receive credits, 16 receives,
 # a 10 ms receiver stall): the stalled host's NIC answers RNR NAKs, and every message still

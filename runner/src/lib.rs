@@ -13,6 +13,7 @@
 //! | [`host_faults`] | host faults the runner injects (receives held back, slow receivers) |
 //! | [`role`] | one host's part in a workload (sender, receiver, idle) |
 //! | [`rank`], [`bootstrap`] | one process (rank) of a multi-process run, and the TCP bootstrap between ranks |
+//! | [`launch`] | cluster launch: the rank, the rank count and rank 0 from Slurm, Open MPI, PMI or a hostfile, the rendezvous at rank 0, the hosts of each rank |
 //! | [`sweep`] | sweeps: one base scenario, axes to vary, points run in parallel |
 //! | [`transport_info`] | the transport's RC QP attributes and capabilities, as the result records them |
 
@@ -26,6 +27,7 @@ pub mod drive;
 pub mod environment;
 pub mod fabric;
 pub mod host_faults;
+pub mod launch;
 pub mod rank;
 pub mod role;
 pub mod run;

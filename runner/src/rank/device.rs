@@ -49,18 +49,33 @@ pub enum RankOutcome {
 /// (a peer that vanishes mid-run) are recorded in the result's `errors` and its messages
 /// count as missing.
 pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
-    struct Rank<'a>(&'a Scenario, u32);
+    run_rank_bound(sc, rank, None)
+}
+
+/// [`run_rank`] with the bootstrap listener already bound (by the launcher's rendezvous,
+/// [`crate::launch`]); `None`: the receiver's rank binds its `verbs.ranks` address. A
+/// listener given to a rank that does not run the receiver is closed unused.
+///
+/// # Errors
+/// As [`run_rank`].
+pub fn run_rank_bound(sc: &Scenario, rank: u32, bound: Option<Listener>) -> Result<RankOutcome> {
+    struct Rank<'a>(&'a Scenario, u32, Option<Listener>);
     impl Visit for Rank<'_> {
         type Output = Result<RankOutcome>;
         fn visit<W: Workload>(self, w: &W) -> Self::Output {
-            run_rank_of(w, self.0, self.1)
+            run_rank_of(w, self.0, self.1, self.2)
         }
     }
-    workload::visit(&sc.workload, Rank(sc, rank))
+    workload::visit(&sc.workload, Rank(sc, rank, bound))
 }
 
-/// [`run_rank`] of workload `w`.
-fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutcome> {
+/// [`run_rank_bound`] of workload `w`.
+fn run_rank_of<W: Workload>(
+    w: &W,
+    sc: &Scenario,
+    rank: u32,
+    bound: Option<Listener>,
+) -> Result<RankOutcome> {
     let cfg = crate::check::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
     let plan = RankPlan::new(sc, &section, rank)?;
@@ -68,10 +83,10 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
     let io = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
     let receiver = plan.receiver;
     // Listen first, so peers that start sooner find the port while the device opens.
-    let listener = if plan.is_receiver_rank() && !plan.peers.is_empty() {
-        Some(Listener::bind(section.ranks[rank as usize].address)?)
-    } else {
-        None
+    let listener = match bound {
+        _ if !plan.is_receiver_rank() || plan.peers.is_empty() => None,
+        Some(l) => Some(l),
+        None => Some(Listener::bind(section.ranks[rank as usize].address)?),
     };
     let mut fabric = VerbsFabric::with_rc(plan.hosts.len() as u32, &section, sc.rc_params())?;
     let seed = sc.sim_or_default().seed;
