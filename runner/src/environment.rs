@@ -20,9 +20,13 @@ fn read_trimmed(path: &Path) -> Option<String> {
     (!t.is_empty()).then(|| t.to_string())
 }
 
-/// The host name under the procfs directory `proc_kernel` (normally [`PROC_KERNEL`]).
+/// The host name the kernel reports while none was set (its `UTS_NODENAME` default).
+const UNSET_HOST_NAME: &str = "(none)";
+
+/// The host name under the procfs directory `proc_kernel` (normally [`PROC_KERNEL`]);
+/// `None` when it cannot be read or was never set (the kernel then reports `(none)`).
 pub fn host_name_at(proc_kernel: &Path) -> Option<String> {
-    read_trimmed(&proc_kernel.join("hostname"))
+    read_trimmed(&proc_kernel.join("hostname")).filter(|h| h != UNSET_HOST_NAME)
 }
 
 /// The kernel release (`uname -r`) under `proc_kernel` (normally [`PROC_KERNEL`]).
@@ -145,6 +149,13 @@ mod tests {
         assert_eq!(kernel_at(&proc_kernel).as_deref(), Some("6.1.0-18-amd64"));
         std::fs::write(proc_kernel.join("hostname"), "\n").unwrap();
         assert_eq!(host_name_at(&proc_kernel), None, "empty is unknown");
+        // A machine that never set its host name (a bare guest): the kernel says `(none)`.
+        std::fs::write(proc_kernel.join("hostname"), "(none)\n").unwrap();
+        assert_eq!(
+            host_name_at(&proc_kernel),
+            None,
+            "the kernel's placeholder is unknown"
+        );
 
         let sys = d.join("sys");
         let rxe = sys.join("rxe0");
