@@ -296,7 +296,8 @@ mod tests {
     /// ACK of that message travels in the reply's header, not as a packet of its own. The
     /// hosts take no virtual time to react, so RTT/2 equals one direction.
     fn one_way_ps(packets: &[u64]) -> u64 {
-        let ser = |b: u64| Time::serialization(b, SimConfig::default().link_rate_bps).as_ps();
+        let ser =
+            |b: u64| xrdma::Span::serialization(b, SimConfig::default().link_rate_bps).as_ps();
         let total: u64 = packets.iter().sum();
         let largest = packets.iter().copied().max().unwrap_or(0);
         2 * 1_000_000 + ser(total) + ser(largest) + ser(86)

@@ -51,7 +51,7 @@ use crate::engine::Event;
 use crate::packet::{Packet, PktKind};
 use crate::Simulation;
 use std::collections::VecDeque;
-use xrdma::Time;
+use xrdma::{Span, Time};
 
 use super::QpState;
 
@@ -68,7 +68,7 @@ pub(crate) struct Egress {
     pub pace_wake: Time,
     paused: bool,
     paused_since: Time,
-    paused_total: Time,
+    paused_total: Span,
     /// Packets on the uplink, with their arrival times at the switch.
     up: VecDeque<(Time, u32)>,
 }
@@ -83,7 +83,7 @@ impl Egress {
             pace_wake: Time::MAX,
             paused: false,
             paused_since: Time::ZERO,
-            paused_total: Time::ZERO,
+            paused_total: Span::ZERO,
             up: VecDeque::new(),
         }
     }
@@ -94,7 +94,7 @@ impl Egress {
     }
 
     /// Time spent paused up to `now`, including a pause still in force.
-    pub(crate) fn paused_time(&self, now: Time) -> Time {
+    pub(crate) fn paused_time(&self, now: Time) -> Span {
         if self.paused {
             self.paused_total + (now - self.paused_since)
         } else {
