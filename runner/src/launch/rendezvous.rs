@@ -313,11 +313,15 @@ pub fn join(
     if ranks.len() != size as usize {
         return Err(bad(format!("lists {} ranks, not {size}", ranks.len())));
     }
-    if ranks[hello.rank as usize] != address {
-        return Err(bad(format!(
-            "gives rank {} the address {}, not {address}",
-            hello.rank, ranks[hello.rank as usize]
-        )));
+    match ranks.get(hello.rank as usize) {
+        Some(a) if *a == address => {}
+        Some(a) => {
+            return Err(bad(format!(
+                "gives rank {} the address {a}, not {address}",
+                hello.rank
+            )))
+        }
+        None => return Err(bad(format!("has no entry for rank {}", hello.rank))),
     }
     Ok(Rendezvous {
         table: ranks,
