@@ -95,9 +95,11 @@ fn bad_axes_and_bad_points_stop_before_anything_runs() {
 #[test]
 fn a_bad_point_is_blamed_on_its_axis_not_the_base_files_line() {
     // The base file's `initial-window: 64KiB` (line 9) is valid; the axis value 1 B is not.
-    let dir = scratch("blame");
-    let e = format!("{:#}", plan(&dir, &["initial-window=1B"]).unwrap_err());
-    let base = write_base(&dir);
+    let base = write_base(&scratch("blame"));
+    let e = format!(
+        "{:#}",
+        common::plan_at(&base, &["initial-window=1B"]).unwrap_err()
+    );
     let want = format!(
         "sweep point initial-window-1B: --axis initial-window=1B (over {}): xrdma.initial-window:",
         base.display()
