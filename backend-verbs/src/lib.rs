@@ -60,6 +60,7 @@ pub mod gid;
 pub mod hybrid;
 pub mod qp;
 mod resources;
+pub mod soft_roce;
 pub mod transport;
 pub mod wc;
 

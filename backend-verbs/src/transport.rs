@@ -27,7 +27,8 @@ pub struct TransportConfig {
     /// QPs' send + receive depths would exceed it, so it can never overrun.
     pub cq_depth: u32,
     /// The RC attributes [`Transport::connect_qp`] applies (default [`RcParams::default`],
-    /// the same as the simulator's); the path MTU is lowered to the port's active MTU.
+    /// the same as the simulator's); the path MTU is lowered to the port's active MTU, and on
+    /// Soft-RoCE the local ACK timeout is at least [`crate::soft_roce::MIN_LOCAL_ACK_TIMEOUT`].
     pub rc: RcParams,
     /// The other connection attributes (hop limit, outstanding READs).
     pub connect: ConnectParams,
@@ -58,7 +59,9 @@ impl Default for TransportConfig {
 ///   (`hw_counters/np_cnp_sent`, `rp_cnp_handled`), never per QP; [`Transport::capabilities`]
 ///   says so;
 /// - every QP is connected with [`TransportConfig::rc`], its path MTU lowered to the port's
-///   active MTU ([`Transport::rc_params`] reports what is applied);
+///   active MTU and, on Soft-RoCE, its local ACK timeout raised to
+///   [`crate::soft_roce::MIN_LOCAL_ACK_TIMEOUT`] ([`Transport::rc_params`] reports what is
+///   applied);
 /// - `post_send_chain` posts a chain as one linked list with one `ibv_post_send`;
 /// - `now` reads the transport's [`Clock`]: its own, started when it was created
 ///   ([`VerbsTransport::new`]), or one shared with a fabric and the fabric's other transports
@@ -74,7 +77,7 @@ pub struct VerbsTransport {
     cq: Arc<Cq>,
     device: Device,
     cfg: TransportConfig,
-    /// `cfg.rc` as applied (path MTU at most the port's active MTU).
+    /// `cfg.rc` as applied (path MTU at most the port's active MTU; the Soft-RoCE timeout).
     rc: RcParams,
     /// Whether the port's `hw_counters` directory exists.
     port_counters: bool,
@@ -121,10 +124,12 @@ impl VerbsTransport {
             reason: e.to_string(),
         })?;
         let port = device.port();
-        let rc = match port.active_mtu_bytes() {
+        let lowered = match port.active_mtu_bytes() {
             0 => cfg.rc,
             active => cfg.rc.with_port_mtu(active),
         };
+        // On Soft-RoCE a longer local ACK timeout (see `soft_roce`).
+        let rc = crate::soft_roce::rc_for_device(lowered, device.vendor_id());
         let port_counters = std::path::Path::new(&format!(
             "/sys/class/infiniband/{}/ports/{}/hw_counters",
             device.name(),
