@@ -5,7 +5,8 @@
 //!
 //! rxe is a NIC made of kernel code: its requester, responder and completer run as tasks on
 //! the hosts' CPUs, its ACKs leave when the peer's kernel gets round to them, and its
-//! retransmission timer ticks in jiffies (4 ms at `HZ=250`; every code up to 10 is one tick).
+//! retransmission timer ticks in jiffies (4 ms at Debian's `HZ=250`: codes 1 to 9, up to
+//! 2.1 ms, are all one tick, which expires 0 to 4 ms after it is armed).
 //! Two TCG guests on two shared host cores, each with its own rxe on a lossless wire, were
 //! seen silent for up to 30 ms at a time, so with the default local ACK timeout (code 12,
 //! 16.8 ms) the retransmission timer fired on data that had arrived: 24 172 request packets
@@ -15,21 +16,23 @@
 //! a retry can overlap the ACKs still in flight for the WQE it resends: the completer then
 //! takes the WQE's last ACK while the WQE is being resent (not "pending"), advances its PSN
 //! past the WQE without completing it (`rxe_comp.c`, `COMPST_WRITE_SEND` →
-//! `COMPST_UPDATE_COMP`), and the next retry (`req_retry` in `rxe_req.c`) skips every packet
-//! of that WQE and sends it again at a PSN the responder has not seen: a zero-length RDMA
-//! WRITE with the same immediate data, then the whole WQE once more. The capture showed it:
-//! WRITE ONLY with immediate 21, DMA length 0, at the PSN after WQE 21's last one, that PSN
-//! already carrying WQE 22's WRITE FIRST. The responder takes such a packet as new: a second
-//! completion with an old immediate (the core's `OutOfSequence`, "fragment 21 arrived,
-//! expected 22"), bytes of one message written into the next one's landing buffer, or, when
-//! the resent packets break the responder's opcode sequence, an Invalid Request NAK
-//! (syndrome 0x61, seen under netem) that fails the sender's WR with `REM_INV_REQ_ERR`
-//! (reported as [`xrdma::WcStatus::GeneralErr`]).
+//! `COMPST_UPDATE_COMP`), and the next retry (`req_retry` in `rxe_req.c`) starts from that
+//! PSN with the WQE still first: it skips all of its packets and sends a zero-length RDMA
+//! WRITE with its immediate data, later the whole WQE again, at PSNs past its own, already
+//! given to the next WQE. The capture showed it (one QP, PSNs mod 1000): WQE 21 (immediate
+//! 21) at 954–017, acknowledged; WQE 22 started at 018; then WRITE ONLY with immediate 21,
+//! DMA length 0, at 018; then WQE 21 whole at 018–081. The responder, holding WQE 22 up to
+//! 077, took 078–081 as the rest of WQE 22: WQE 21's last bytes written into WQE 22's
+//! landing buffer, and a completion with immediate 21 (the core's `OutOfSequence`,
+//! "fragment 21 arrived, expected 22"). Where the resent packets break the responder's
+//! opcode sequence it answers with an Invalid Request NAK (syndrome 0x61, seen under netem)
+//! and the sender's WR fails with `REM_INV_REQ_ERR` (reported as
+//! [`xrdma::WcStatus::GeneralErr`]).
 //!
 //! A larger local ACK timeout does not fix rxe, but keeps its timer from firing on data
 //! that is only late: the retries left are those a loss calls for (a sequence NAK, or a lost
 //! tail), and they resend what the responder does not have, so no ACK for it is in flight.
-//! [`MIN_LOCAL_ACK_TIMEOUT`] is 17 (4.096 µs · 2^17 ≈ 537 ms): eighteen times the longest
+//! [`MIN_LOCAL_ACK_TIMEOUT`] is 17 (4.096 µs · 2^17 ≈ 537 ms): about eighteen times the longest
 //! silence seen, and still short enough that a lost tail is resent within a fraction of the
 //! core's default ACK timeout. The runner raises the core's ACK timeout to the retry budget
 //! this gives (`xrdma::RcParams::retry_budget`), so a connection is not failed while the
