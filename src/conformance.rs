@@ -107,7 +107,8 @@ sim:
 
 /// Check one case's result: every message delivered intact exactly once and ACKed, no
 /// middleware error, every completion after its intended send, and the transport's RC QP
-/// attributes those of the case's `rc:` block (the path MTU at most the block's).
+/// attributes those of the case's `rc:` block (the path MTU at most the block's, the local
+/// ACK timeout at least the block's).
 ///
 /// # Errors
 /// What is wrong, in one line.
@@ -149,19 +150,15 @@ pub fn check_result(case: &Case, r: &RunResult) -> Result<()> {
         );
     };
     let got = &t.rc;
-    let codes = (
-        got.local_ack_timeout,
-        got.retry_cnt,
-        got.rnr_retry,
-        got.min_rnr_timer,
-    );
-    let asked = (
-        want.local_ack_timeout,
-        want.retry_cnt,
-        want.rnr_retry,
-        want.min_rnr_timer,
-    );
-    if codes != asked || got.path_mtu > want.path_mtu || got.path_mtu == 0 {
+    let codes = (got.retry_cnt, got.rnr_retry, got.min_rnr_timer);
+    let asked = (want.retry_cnt, want.rnr_retry, want.min_rnr_timer);
+    // A backend may lengthen the local ACK timeout (Soft-RoCE applies at least code 17,
+    // `xrdma_verbs::soft_roce`), never shorten it or turn the timer on or off.
+    let timeout_ok = match (want.local_ack_timeout, got.local_ack_timeout) {
+        (0, g) => g == 0,
+        (w, g) => g >= w,
+    };
+    if codes != asked || !timeout_ok || got.path_mtu > want.path_mtu || got.path_mtu == 0 {
         bail!(
             "{}: the transport applied RC attributes {got:?}, the scenario asks for {want:?}",
             case.name

@@ -31,3 +31,28 @@ fn a_transport_that_applies_other_rc_attributes_fails_the_case() {
     r.transport = None;
     assert!(check_result(case, &r).is_err());
 }
+
+#[test]
+fn a_transport_may_lengthen_the_local_ack_timeout_but_not_shorten_or_drop_it() {
+    let case = CASES
+        .iter()
+        .find(|c| c.name == "rc-attributes")
+        .expect("the case exists");
+    let r = run_sim(&scenario(case).unwrap()).unwrap();
+    let with_timeout = |code: u8| {
+        let mut r = r.clone();
+        r.transport.as_mut().expect("reported").rc.local_ack_timeout = code;
+        r
+    };
+    // Asked 15: Soft-RoCE's 17 passes; 14, or no timer at all, fails.
+    assert!(check_result(case, &with_timeout(17)).is_ok());
+    for code in [14, 0] {
+        let e = check_result(case, &with_timeout(code))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("the transport applied RC attributes"),
+            "{code}: {e}"
+        );
+    }
+}

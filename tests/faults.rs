@@ -207,3 +207,41 @@ fn a_fault_naming_a_missing_host_is_refused_at_its_key() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_link_down_past_the_ack_timeout_but_within_the_retry_budget_loses_nothing() {
+    // Host 2's link is down for 1.5 s. Its QP retries after 1.07 s (code 18), still down, and
+    // after 2.15 s, back up: within the NIC's retry budget (4 × 1.07 s). The core's ACK timer
+    // (1 s asked) waits for that budget instead of failing the connection at 1 s, while the
+    // transport would still deliver (`fabric::with_rc_retry_budget`).
+    let yaml = "\
+name: link-down-within-the-retry-budget
+workload:
+  incast:
+    senders: 2
+    receiver: 0
+    messages:
+      - { size: 64KiB, count: 4 }
+xrdma:
+  ack-timeout: 1s
+rc:
+  local-ack-timeout: 18
+  retry-cnt: 3
+sim:
+  seed: 5
+  sample-interval: off
+  faults:
+    link-down: { link: host 2, at: 20us, for: 1500ms }
+";
+    let sc = xrdma_scenario::parse(yaml, Path::new("link-down-budget.yaml")).expect("parses");
+    let r = run_sim(&sc).expect("run succeeds");
+    all_delivered(&r);
+    let n = &r.network;
+    assert!(
+        n.link_down_drops.unwrap() > 0 && n.retransmit_timeouts > Some(0),
+        "{n:?}"
+    );
+    assert_eq!(n.ack_timeouts, Some(0));
+    // Host 2's messages waited out the link: past the 1 s the ACK timer was asked for.
+    assert!(max_latency(&r) > 1_500_000_000_000, "{}", max_latency(&r));
+}

@@ -126,6 +126,8 @@ pub struct Device {
     name: String,
     port: PortInfo,
     gid: GidEntry,
+    /// `ibv_device_attr.vendor_id` (IEEE OUI; Soft-RoCE reports [`crate::soft_roce::VENDOR_ID`]).
+    vendor_id: u32,
 }
 
 /// Names of the RDMA devices present, in `ibv_get_device_list` order.
@@ -226,6 +228,7 @@ impl Device {
                 table: format_table(&table),
             }
         })?;
+        let vendor_id = query_vendor_id(&ctx)?;
         let pd = Arc::new(Pd::new(ctx.clone())?);
         Ok(Device {
             ctx,
@@ -233,7 +236,19 @@ impl Device {
             name,
             port,
             gid,
+            vendor_id,
         })
+    }
+
+    /// The vendor id the device reports (`ibv_device_attr.vendor_id`, an IEEE OUI).
+    pub fn vendor_id(&self) -> u32 {
+        self.vendor_id
+    }
+
+    /// Whether this is Soft-RoCE (`rdma_rxe`), by its vendor id
+    /// ([`crate::soft_roce::VENDOR_ID`]).
+    pub fn is_soft_roce(&self) -> bool {
+        self.vendor_id == crate::soft_roce::VENDOR_ID
     }
 
     /// The device name.
@@ -255,6 +270,19 @@ impl Device {
     pub fn is_roce(&self) -> bool {
         self.port.link_layer == LINK_LAYER_ETHERNET || !self.port.is_infiniband()
     }
+}
+
+/// The device's vendor id (`ibv_query_device`).
+fn query_vendor_id(ctx: &Context) -> Result<u32, VerbsError> {
+    let mut attr = MaybeUninit::<ibv_device_attr>::zeroed();
+    // SAFETY: `ctx.raw` is live; `attr` is a zeroed, correctly sized out-parameter.
+    let rc = unsafe { ibv_query_device(ctx.raw.as_ptr(), attr.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(VerbsError::verb("ibv_query_device", rc));
+    }
+    // SAFETY: zero is a valid bit pattern for every field of this plain C struct, and the
+    // call above succeeded.
+    Ok(unsafe { attr.assume_init() }.vendor_id)
 }
 
 fn query_port(ctx: &Context, port: u8) -> Result<PortInfo, VerbsError> {

@@ -9,6 +9,8 @@
 //!   listing the GID table when none fits) and allocates the protection domain;
 //! - [`VerbsTransport`]: one worker's CQ (with a completion channel), RC QPs and MRs, with
 //!   the same verbs semantics as the simulator backend, so the same core runs on both;
+//! - [`Clock`]: the wall clock a fabric and its transports share, so an endpoint is never
+//!   handed instants of two clocks;
 //! - [`HybridDriver`]: busy-poll while traffic flows, block on the completion channel when
 //!   idle ([`VerbsTransport::arm_and_wait`]).
 //!
@@ -51,15 +53,18 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod clock;
 pub mod device;
 pub mod error;
 pub mod gid;
 pub mod hybrid;
 pub mod qp;
 mod resources;
+pub mod soft_roce;
 pub mod transport;
 pub mod wc;
 
+pub use clock::Clock;
 pub use device::{device_names, Device, DeviceConfig, PortInfo};
 pub use error::VerbsError;
 pub use gid::{GidEntry, GidScope, GidType};

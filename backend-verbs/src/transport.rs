@@ -1,5 +1,6 @@
 //! [`VerbsTransport`]: the [`xrdma::Transport`] of one worker on a real RDMA device.
 
+use crate::clock::Clock;
 use crate::device::Device;
 use crate::error::VerbsError;
 use crate::qp::{ConnectParams, PortCtx, Qp, QpState};
@@ -10,7 +11,7 @@ use rdma_sys::*;
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use xrdma::{
     Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RcParams,
     RecvWr, SendWr, Sge, Time, Transport, TransportError, WorkCompletion,
@@ -26,7 +27,8 @@ pub struct TransportConfig {
     /// QPs' send + receive depths would exceed it, so it can never overrun.
     pub cq_depth: u32,
     /// The RC attributes [`Transport::connect_qp`] applies (default [`RcParams::default`],
-    /// the same as the simulator's); the path MTU is lowered to the port's active MTU.
+    /// the same as the simulator's); the path MTU is lowered to the port's active MTU, and on
+    /// Soft-RoCE the local ACK timeout is at least [`crate::soft_roce::MIN_LOCAL_ACK_TIMEOUT`].
     pub rc: RcParams,
     /// The other connection attributes (hop limit, outstanding READs).
     pub connect: ConnectParams,
@@ -57,9 +59,13 @@ impl Default for TransportConfig {
 ///   (`hw_counters/np_cnp_sent`, `rp_cnp_handled`), never per QP; [`Transport::capabilities`]
 ///   says so;
 /// - every QP is connected with [`TransportConfig::rc`], its path MTU lowered to the port's
-///   active MTU ([`Transport::rc_params`] reports what is applied);
+///   active MTU and, on Soft-RoCE, its local ACK timeout raised to
+///   [`crate::soft_roce::MIN_LOCAL_ACK_TIMEOUT`] ([`Transport::rc_params`] reports what is
+///   applied);
 /// - `post_send_chain` posts a chain as one linked list with one `ibv_post_send`;
-/// - `now` is a monotonic clock: picoseconds since the transport was created.
+/// - `now` reads the transport's [`Clock`]: its own, started when it was created
+///   ([`VerbsTransport::new`]), or one shared with a fabric and the fabric's other transports
+///   ([`VerbsTransport::with_clock`]).
 ///
 /// Fields drop in order: QPs before MRs (a QP may reference MRs), then the CQ, then the
 /// device (PD, context); the `Arc` parent chain enforces the same order for the verbs
@@ -71,11 +77,11 @@ pub struct VerbsTransport {
     cq: Arc<Cq>,
     device: Device,
     cfg: TransportConfig,
-    /// `cfg.rc` as applied (path MTU at most the port's active MTU).
+    /// `cfg.rc` as applied (path MTU at most the port's active MTU; the Soft-RoCE timeout).
     rc: RcParams,
     /// Whether the port's `hw_counters` directory exists.
     port_counters: bool,
-    epoch: Instant,
+    clock: Clock,
     wc_buf: Box<[MaybeUninit<ibv_wc>]>,
     /// Completions taken by `arm_and_wait`'s re-poll, handed out first by `poll_cq`.
     pending: Vec<WorkCompletion>,
@@ -91,22 +97,39 @@ fn other(verb: &'static str, errno: i32) -> TransportError {
 }
 
 impl VerbsTransport {
-    /// Create the CQ (with its completion channel) on `device`.
+    /// Create the CQ (with its completion channel) on `device`, with a clock of its own
+    /// started now.
     ///
     /// # Errors
     /// [`VerbsError::BadSetting`] when `cfg.rc` is outside its encodings
     /// ([`RcParams::validate`]); [`VerbsError::Verb`] when the channel or CQ cannot be created.
     pub fn new(device: &Device, cfg: TransportConfig) -> Result<Self, VerbsError> {
+        Self::with_clock(device, cfg, Clock::new())
+    }
+
+    /// [`VerbsTransport::new`] reading `clock` ([`Transport::now`]): the transports of one
+    /// fabric and the fabric itself share one, so every instant an endpoint is handed is of
+    /// one clock ([`crate::clock`]).
+    ///
+    /// # Errors
+    /// As [`VerbsTransport::new`].
+    pub fn with_clock(
+        device: &Device,
+        cfg: TransportConfig,
+        clock: Clock,
+    ) -> Result<Self, VerbsError> {
         cfg.rc.validate().map_err(|e| VerbsError::BadSetting {
             name: "rc",
             value: format!("{:?}", cfg.rc),
             reason: e.to_string(),
         })?;
         let port = device.port();
-        let rc = match port.active_mtu_bytes() {
+        let lowered = match port.active_mtu_bytes() {
             0 => cfg.rc,
             active => cfg.rc.with_port_mtu(active),
         };
+        // On Soft-RoCE a longer local ACK timeout (see `soft_roce`).
+        let rc = crate::soft_roce::rc_for_device(lowered, device.vendor_id());
         let port_counters = std::path::Path::new(&format!(
             "/sys/class/infiniband/{}/ports/{}/hw_counters",
             device.name(),
@@ -124,7 +147,7 @@ impl VerbsTransport {
             cfg,
             rc,
             port_counters,
-            epoch: Instant::now(),
+            clock,
             wc_buf,
             pending: Vec::with_capacity(WC_BATCH),
             cq_committed: 0,
@@ -137,6 +160,11 @@ impl VerbsTransport {
     /// The device this transport runs on.
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// The clock [`Transport::now`] reads.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Number of registered MRs.
@@ -415,8 +443,7 @@ impl LocalMemory for VerbsTransport {
 
 impl Transport for VerbsTransport {
     fn now(&self) -> Time {
-        let ps = self.epoch.elapsed().as_nanos().saturating_mul(1000);
-        Time::from_ps(u64::try_from(ps).unwrap_or(u64::MAX))
+        self.clock.now()
     }
 
     fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {

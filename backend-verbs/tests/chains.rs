@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use std::time::Duration;
 use xrdma::*;
-use xrdma_verbs::TransportConfig;
+use xrdma_verbs::{soft_roce, TransportConfig};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -140,10 +140,14 @@ fn the_device_holds_the_rc_attributes_it_was_given() {
     };
     let p = Pair::new(&dev, cfg, cfg);
     let active = dev.port().active_mtu_bytes();
-    let applied = RcParams {
-        path_mtu: rc.path_mtu.min(active),
-        ..rc
-    };
+    // On Soft-RoCE the local ACK timeout is raised as well (`soft_roce`).
+    let applied = soft_roce::rc_for_device(
+        RcParams {
+            path_mtu: rc.path_mtu.min(active),
+            ..rc
+        },
+        dev.vendor_id(),
+    );
     assert_eq!(p.a.rc_params(), applied);
     assert_eq!(p.a.query_rc(p.qa).unwrap(), applied);
     assert_eq!(p.b.query_rc(p.qb).unwrap(), applied);
@@ -153,6 +157,39 @@ fn the_device_holds_the_rc_attributes_it_was_given() {
     let d = Pair::new(&dev, TransportConfig::default(), TransportConfig::default());
     assert_eq!(
         d.a.query_rc(d.qa).unwrap(),
-        RcParams::default().with_port_mtu(active)
+        soft_roce::rc_for_device(RcParams::default().with_port_mtu(active), dev.vendor_id())
     );
+}
+
+#[test]
+fn soft_roce_qps_get_a_local_ack_timeout_its_slow_acks_do_not_outrun() {
+    // A scenario's 1.05 ms (code 8, faults/loss.yaml) and the default 16.8 ms (code 12) fire
+    // rxe's retransmission timer on data that is only late, and rxe mishandles a retry that
+    // overlaps the ACKs in flight (see `soft_roce`): on rxe the QP gets code 17 at least.
+    let test = "soft_roce_qps_get_a_local_ack_timeout_its_slow_acks_do_not_outrun";
+    let Some(dev) = device_or_skip(test) else {
+        return;
+    };
+    if !dev.is_soft_roce() {
+        eprintln!("SKIP {test}: {} is not Soft-RoCE", dev.name());
+        return;
+    }
+    for asked in [8, 12] {
+        let cfg = TransportConfig {
+            rc: RcParams {
+                local_ack_timeout: asked,
+                ..RcParams::default()
+            },
+            ..TransportConfig::default()
+        };
+        let p = Pair::new(&dev, cfg, cfg);
+        let held = p.a.query_rc(p.qa).unwrap();
+        assert_eq!(
+            held.local_ack_timeout,
+            soft_roce::MIN_LOCAL_ACK_TIMEOUT,
+            "asked {asked}"
+        );
+        assert_eq!(p.a.rc_params(), held);
+        assert_eq!(p.b.query_rc(p.qb).unwrap(), held);
+    }
 }

@@ -126,7 +126,7 @@ fn run_workload<W: Workload, F: Fabric>(
             fabric.backend()
         );
     }
-    let cfg = &crate::fabric::with_link_rate(cfg, fabric);
+    let cfg = &crate::fabric::config_for(cfg, fabric);
     let mut eps = Vec::with_capacity(hosts as usize);
     for _ in 0..hosts {
         eps.push(Endpoint::new(cfg.clone())?);

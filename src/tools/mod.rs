@@ -79,7 +79,7 @@ pub fn connect_pair<F: Fabric>(fabric: &mut F, cfg: &Config) -> Result<Pair> {
             fabric.hosts()
         );
     }
-    let cfg = xrdma_runner::fabric::with_link_rate(cfg, fabric);
+    let cfg = xrdma_runner::fabric::config_for(cfg, fabric);
     let mut a = Endpoint::new(cfg.clone())?;
     let mut b = Endpoint::new(cfg)?;
     let ha = driver::open(&mut a, &mut fabric.host(0)).context("opening host 0's QP")?;

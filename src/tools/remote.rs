@@ -92,7 +92,7 @@ pub fn accept<F: Fabric>(
     );
     let mut peer = listener.accept(Instant::now() + timeout, timeout)?;
     peer.handshake(&terms.hello(SERVER))?;
-    let mut ep = Endpoint::new(cfg)?;
+    let mut ep = Endpoint::new(xrdma_runner::fabric::config_for(&cfg, fabric))?;
     let conn = join(fabric, &mut peer, &mut ep, false)?;
     peer.send(&Frame::Start)?;
     Ok(Remote { peer, ep, conn })
@@ -113,7 +113,7 @@ pub fn connect<F: Fabric>(
 ) -> Result<Remote> {
     let mut peer = Peer::connect(server, Instant::now() + timeout, timeout)?;
     peer.handshake(&terms.hello(CLIENT))?;
-    let mut ep = Endpoint::new(cfg)?;
+    let mut ep = Endpoint::new(xrdma_runner::fabric::config_for(&cfg, fabric))?;
     let conn = join(fabric, &mut peer, &mut ep, true)?;
     peer.expect("start")?;
     Ok(Remote { peer, ep, conn })

@@ -138,6 +138,22 @@ impl RcParams {
         local_ack_timeout(self.local_ack_timeout)
     }
 
+    /// How long a requester with these attributes may go without an ACK before it fails
+    /// the WR with `RetryExcErr`: `retry_cnt + 1` local ACK timeouts (the first, then one per
+    /// retry, `ibv_modify_qp(3)`), e.g. 8 × 16.8 ms ≈ 134 ms for the defaults. `None`
+    /// for code 0: without a timer the requester never gives up on its own.
+    pub fn retry_budget(&self) -> Option<Span> {
+        match self.local_ack_timeout & 0x1F {
+            0 => None,
+            _ => {
+                let tries = u64::from(self.retry_cnt & 0x7) + 1;
+                Some(Span::from_ps(
+                    self.ack_timeout().as_ps().saturating_mul(tries),
+                ))
+            }
+        }
+    }
+
     /// The minimum RNR NAK timer as a span ([`rnr_timer`]).
     pub fn rnr_timer(&self) -> Span {
         rnr_timer(self.min_rnr_timer)
@@ -221,6 +237,25 @@ pub fn local_ack_timeout(code: u8) -> Span {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_retry_budget_is_one_timeout_per_try() {
+        assert_eq!(
+            RcParams::default().retry_budget(),
+            Some(Span::from_ns(8 * 16_777_216))
+        );
+        let rc = RcParams {
+            local_ack_timeout: 17,
+            retry_cnt: 3,
+            ..RcParams::default()
+        };
+        assert_eq!(rc.retry_budget(), Some(Span::from_ns(4 * 536_870_912)));
+        let never = RcParams {
+            local_ack_timeout: 0,
+            ..RcParams::default()
+        };
+        assert_eq!(never.retry_budget(), None);
+    }
 
     #[test]
     fn ack_timeout_doubles_per_code() {

@@ -65,6 +65,42 @@ pub trait Fabric {
     }
 }
 
+/// `cfg` as an endpoint on `fabric` runs it: [`with_link_rate`], then
+/// [`with_rc_retry_budget`]. Every endpoint the runner and the tools make on a fabric takes
+/// its configuration from here.
+pub fn config_for<F: Fabric>(cfg: &xrdma::Config, fabric: &F) -> xrdma::Config {
+    with_rc_retry_budget(&with_link_rate(cfg, fabric), fabric)
+}
+
+/// `cfg` with its ACK timeout ([`xrdma::Config::ack_timeout`]) raised, where it is shorter,
+/// to the retry budget of the RC attributes `fabric`'s transports apply
+/// ([`xrdma::RcParams::retry_budget`], from [`Fabric::transport_info`]).
+///
+/// The core's ACK timer says the peer stopped answering; while the NIC may still be
+/// retransmitting a frame (up to `retry_cnt + 1` local ACK timeouts before it fails the WR
+/// itself), its ACK is late, not missing, and failing the connection then loses what the
+/// transport would have delivered. So the timer is never shorter than that budget: on
+/// Soft-RoCE, whose QPs get a local ACK timeout of about 537 ms (`xrdma_verbs::soft_roce`),
+/// 8 × 537 ms ≈ 4.3 s with `retry_cnt` 7. With the default attributes (8 × 16.8 ms ≈ 134 ms)
+/// and every shipped scenario's, the budget is below the 1 s default and nothing changes.
+pub fn with_rc_retry_budget<F: Fabric>(cfg: &xrdma::Config, fabric: &F) -> xrdma::Config {
+    let mut c = cfg.clone();
+    let budget = fabric.transport_info().and_then(|t| {
+        xrdma::RcParams {
+            local_ack_timeout: t.rc.local_ack_timeout,
+            retry_cnt: t.rc.retry_cnt,
+            rnr_retry: t.rc.rnr_retry,
+            min_rnr_timer: t.rc.min_rnr_timer,
+            path_mtu: t.rc.path_mtu,
+        }
+        .retry_budget()
+    });
+    if let Some(b) = budget {
+        c.ack_timeout = c.ack_timeout.max(b);
+    }
+    c
+}
+
 /// `cfg` with [`xrdma::Config::link_rate_bps`] filled in from `fabric` where `cfg` leaves it
 /// unset.
 pub fn with_link_rate<F: Fabric>(cfg: &xrdma::Config, fabric: &F) -> xrdma::Config {

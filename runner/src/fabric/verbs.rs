@@ -3,24 +3,27 @@
 //! all hosts share `rxe0` and talk over its loopback GID; on a cluster each worker would open
 //! its own device.
 //!
-//! Time is the wall clock from the fabric's creation. Every host gets a turn on every
+//! Time is the wall clock from the fabric's creation: one [`Clock`] that the fabric and every
+//! host's transport read, so the instants the driver takes from a transport (`driver::open`
+//! and `establish` read [`xrdma::Transport::now`]) and those the runner takes from the fabric
+//! are of one clock, and a restart moves both. Every host gets a turn on every
 //! `advance` (busy polling); the run stops when every sender is finished or the scenario's
 //! `verbs.run-timeout` passes.
 
 use super::Fabric;
 use crate::device_counters::{self, Snapshot};
 use std::path::Path;
-use std::time::Instant;
 use xrdma::{RcParams, Span, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::VerbsSection;
-use xrdma_verbs::{Device, DeviceConfig, TransportConfig, VerbsTransport};
+use xrdma_verbs::{Clock, Device, DeviceConfig, TransportConfig, VerbsTransport};
 
 /// Hosts on one RDMA device.
 pub struct VerbsFabric {
     device: Device,
     hosts: Vec<VerbsTransport>,
-    start: Instant,
+    /// The clock of the fabric and of every host's transport.
+    clock: Clock,
     deadline: Time,
     /// The device's counters when the fabric was made ([`device_counters::read_snapshot`]).
     counters_at_start: Snapshot,
@@ -74,15 +77,16 @@ impl VerbsFabric {
             rc,
             ..TransportConfig::default()
         };
+        let clock = Clock::new();
         let mut transports = Vec::with_capacity(hosts as usize);
         for _ in 0..hosts {
-            transports.push(VerbsTransport::new(device, tc)?);
+            transports.push(VerbsTransport::with_clock(device, tc, clock.clone())?);
         }
         let counters_at_start = read_counters(device);
         Ok(VerbsFabric {
             device: device.clone(),
             hosts: transports,
-            start: Instant::now(),
+            clock,
             deadline: Time::ZERO + run_timeout,
             counters_at_start,
             counters_at_end: std::cell::RefCell::new(None),
@@ -90,10 +94,11 @@ impl VerbsFabric {
         })
     }
 
-    /// Restart the clock at zero now (the run timeout then counts from here): ranks of a
-    /// multi-process run do this on the common `start`, so their clocks agree.
+    /// Restart the clock at zero now (the run timeout then counts from here), for the fabric
+    /// and its transports alike: ranks of a multi-process run do this on the common `start`,
+    /// so their clocks agree. Call it before the run's first turn ([`Clock::restart`]).
     pub fn restart_clock(&mut self) {
-        self.start = Instant::now();
+        self.clock.restart();
         self.last_now.set(Time::ZERO);
     }
 
@@ -156,8 +161,7 @@ impl Fabric for VerbsFabric {
         &mut self.hosts[h as usize]
     }
     fn now(&self) -> Time {
-        let ns = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let now = Time::ZERO + Span::from_ns(ns);
+        let now = self.clock.now();
         self.last_now.set(now);
         now
     }
@@ -205,5 +209,50 @@ impl Fabric for VerbsFabric {
     }
     fn transport_info(&self) -> Option<rep::TransportInfo> {
         self.hosts.first().map(crate::transport_info::of)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use xrdma::Transport;
+
+    /// The device from `XRDMA_VERBS_*` (rxe0 in the Soft-RoCE guest), or why the test skips.
+    fn device_or_skip(test: &str) -> Option<Device> {
+        match DeviceConfig::from_env().and_then(|cfg| Device::open(&cfg)) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                eprintln!("SKIP {test}: no usable RDMA device ({e})");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn the_fabric_and_its_transports_read_one_clock_across_a_restart() {
+        let Some(dev) = device_or_skip("the_fabric_and_its_transports_read_one_clock") else {
+            return;
+        };
+        let mut f = VerbsFabric::with_device(&dev, 2, Span::from_ms(60_000)).unwrap();
+        // Time passes between the transports' creation and the common start (a rank waits
+        // for its peers there), then the clock restarts.
+        std::thread::sleep(Duration::from_millis(50));
+        f.restart_clock();
+        let fabric = f.now();
+        let hosts = [f.host(0).now(), f.host(1).now()];
+        for (h, t) in hosts.into_iter().enumerate() {
+            // A transport's instant is never ahead of the fabric's read after it: `driver::open`
+            // stamps with the transport's clock, the turns with the fabric's.
+            let later = f.now();
+            assert!(
+                t <= later,
+                "host {h}'s transport reads {t:?}, the fabric {later:?}"
+            );
+            assert!(
+                later.saturating_since(t) < Span::from_ms(20) && t >= fabric,
+                "host {h}: transport {t:?}, fabric {fabric:?}..{later:?}"
+            );
+        }
     }
 }

@@ -89,6 +89,7 @@ fn run_rank_of<W: Workload>(
         None => Some(Listener::bind(section.ranks[rank as usize].address)?),
     };
     let mut fabric = VerbsFabric::with_rc(plan.hosts.len() as u32, &section, sc.rc_params())?;
+    let cfg = crate::fabric::config_for(&cfg, &fabric);
     let seed = sc.sim_or_default().seed;
     let setup = setup(w, seed);
     let stop = w.deadline(seed);
