@@ -103,6 +103,7 @@ pub struct SendWindow {
     growth_credit: f64,
     decreases: u64,
     delay_decreases: u64,
+    smallest: u64,
     fixed: bool,
 }
 
@@ -110,8 +111,10 @@ impl SendWindow {
     /// A window of `p.initial` bytes clamped to `[p.min, p.max]`.
     pub fn new(mut p: WindowParams) -> Self {
         p.max = p.max.max(p.min);
+        let window = p.initial.clamp(p.min, p.max);
         SendWindow {
-            window: p.initial.clamp(p.min, p.max),
+            window,
+            smallest: window,
             p,
             min_rtt: None,
             base_delay: None,
@@ -153,6 +156,11 @@ impl SendWindow {
     /// Number of decreases applied so far, on ECN echoes and on delay.
     pub fn decreases(&self) -> u64 {
         self.decreases
+    }
+
+    /// The smallest the window has been, bytes.
+    pub fn smallest(&self) -> u64 {
+        self.smallest
     }
 
     /// Number of those decreases that were on delay.
@@ -266,6 +274,7 @@ impl SendWindow {
 
     fn decrease(&mut self, now: Time, factor: f64) {
         self.window = ((self.window as f64 * factor) as u64).max(self.p.min);
+        self.smallest = self.smallest.min(self.window);
         self.last_decrease = Some(now);
         self.growth_credit = 0.0;
         self.decreases += 1;
@@ -331,6 +340,10 @@ mod tests {
         assert_eq!(w.bytes(), 32768);
         assert!(w.on_congestion(at(108)));
         assert_eq!(w.bytes(), 16384);
+        assert_eq!(w.smallest(), 16384);
+        w.on_ack(at(200), 16384, Span::from_us(8), 16384);
+        assert!(w.bytes() > 16384);
+        assert_eq!(w.smallest(), 16384, "the smallest stays after growth");
     }
 
     #[test]
