@@ -1,5 +1,16 @@
 //! [`Capabilities`]: what a backend observes and delivers, declared instead of answered with a
 //! silent `None` or `0`.
+//!
+//! The send window ([`crate::window`]) runs the same law on every backend; which congestion
+//! signals reach it ([`WindowSignals`], the result's `transport.congestion-signals`) follows
+//! from these declarations and the link rate the runner passes:
+//!
+//! | backend | queueing delay | ECN, per-QP CNPs | ECN, port CNPs |
+//! |---|---|---|---|
+//! | simulator | yes (its `link-rate`) | yes | — (per-QP supersedes) |
+//! | verbs, mlx5 | yes (the port's active rate) | no | yes (`rp_cnp_handled`) |
+//! | verbs, rxe | with a netdev that declares its speed; none on a virtio-net NIC without one | no | no (no CNP counter) |
+//! | in-memory (tests) | with a configured rate | yes | no |
 
 use serde::{Deserialize, Serialize};
 
