@@ -34,6 +34,7 @@ fn the_shipped_rc_scenario_records_the_attributes_it_gave() {
         t.capabilities,
         TransportCapabilities {
             cnp_per_qp: true,
+            cnp_per_port: false,
             ecn_marks: true,
             buffer_occupancy: true,
             port_counters: true,

@@ -2,12 +2,17 @@
 
 use crate::error::VerbsError;
 use crate::gid::{choose_gid, format_table, sysfs_gid_type, GidEntry};
+use crate::rate::{netdev_speed, port_rate_bps, NetdevSpeed, NET_SYSFS_ROOT};
 use crate::resources::{Context, Pd};
 use rdma_sys::*;
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
+use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::Arc;
+
+/// Where the kernel publishes RDMA devices.
+pub const IB_SYSFS_ROOT: &str = "/sys/class/infiniband";
 
 /// Environment variable naming the device (e.g. `rxe0`); unset: the first device.
 pub const ENV_DEVICE: &str = "XRDMA_VERBS_DEVICE";
@@ -87,6 +92,10 @@ pub struct PortInfo {
     pub link_layer: u8,
     /// GID table length.
     pub gid_tbl_len: u32,
+    /// `active_speed`: a lane's rate code (1 SDR … 128 NDR; [`crate::rate`]).
+    pub active_speed: u8,
+    /// `active_width`: the lane count code (1 = 1x, 2 = 4x, 4 = 8x, 8 = 12x, 16 = 2x).
+    pub active_width: u8,
 }
 
 impl PortInfo {
@@ -128,6 +137,8 @@ pub struct Device {
     gid: GidEntry,
     /// `ibv_device_attr.vendor_id` (IEEE OUI; Soft-RoCE reports [`crate::soft_roce::VENDOR_ID`]).
     vendor_id: u32,
+    /// What the netdev under the chosen GID says of its speed (RoCE only).
+    netdev: NetdevSpeed,
 }
 
 /// Names of the RDMA devices present, in `ibv_get_device_list` order.
@@ -230,6 +241,17 @@ impl Device {
         })?;
         let vendor_id = query_vendor_id(&ctx)?;
         let pd = Arc::new(Pd::new(ctx.clone())?);
+        let netdev = if port.is_infiniband() {
+            NetdevSpeed::NoNetdev
+        } else {
+            netdev_speed(
+                Path::new(IB_SYSFS_ROOT),
+                Path::new(NET_SYSFS_ROOT),
+                &name,
+                port.port,
+                gid.index,
+            )
+        };
         Ok(Device {
             ctx,
             pd,
@@ -237,6 +259,7 @@ impl Device {
             port,
             gid,
             vendor_id,
+            netdev,
         })
     }
 
@@ -269,6 +292,25 @@ impl Device {
     /// Whether the port is RoCE (Ethernet link layer, or unspecified as on older rxe).
     pub fn is_roce(&self) -> bool {
         self.port.link_layer == LINK_LAYER_ETHERNET || !self.port.is_infiniband()
+    }
+
+    /// What the netdev under the chosen GID says of its speed; [`NetdevSpeed::NoNetdev`] on
+    /// an InfiniBand port.
+    pub fn netdev_speed(&self) -> &NetdevSpeed {
+        &self.netdev
+    }
+
+    /// The rate fragments leave the port at, bits/s ([`crate::rate::port_rate_bps`]): the
+    /// decoded `active_speed` × `active_width` on InfiniBand, the netdev's speed on RoCE;
+    /// `None` when not known (e.g. rxe on a virtio-net NIC that declares no speed, where the
+    /// kernel's 1X SDR is its stand-in for "unknown", not a rate).
+    pub fn link_rate_bps(&self) -> Option<u64> {
+        port_rate_bps(
+            self.is_roce(),
+            self.port.active_speed,
+            self.port.active_width,
+            &self.netdev,
+        )
     }
 }
 
@@ -303,6 +345,8 @@ fn query_port(ctx: &Context, port: u8) -> Result<PortInfo, VerbsError> {
         lid: a.lid,
         link_layer: a.link_layer,
         gid_tbl_len: u32::try_from(a.gid_tbl_len).unwrap_or(0),
+        active_speed: a.active_speed,
+        active_width: a.active_width,
     })
 }
 

@@ -6,11 +6,18 @@
 //! - [`Device`]: opens a device by name (or the first one), queries the port, chooses the
 //!   source GID (an explicit index, else the first RoCE v2 GID with an IPv4-mapped address,
 //!   else one with a unique-local or global IPv6 address, never a link-local one; an error
-//!   listing the GID table when none fits) and allocates the protection domain;
+//!   listing the GID table when none fits) and allocates the protection domain, and tells
+//!   the port's rate ([`Device::link_rate_bps`], [`rate`]: the decoded speed × width on
+//!   InfiniBand, the netdev's speed on RoCE, `None` when unknown) for the delay signal of
+//!   the send window;
 //! - [`VerbsTransport`]: one worker's CQ (with a completion channel), RC QPs and MRs, with
 //!   the same verbs semantics as the simulator backend, so the same core runs on both;
 //! - [`Clock`]: the wall clock a fabric and its transports share, so an endpoint is never
 //!   handed instants of two clocks;
+//! - congestion signals ([`rate`], [`port_cnps`]): the port's rate, which the send window's
+//!   delay law needs, and the port's CNP count (mlx5's `rp_cnp_handled`), declared as
+//!   [`xrdma::Capabilities::cnp_per_port`] only where the device has it. rxe has no CNP
+//!   counter, and on a virtio-net NIC that declares no speed no rate either;
 //! - [`HybridDriver`]: busy-poll while traffic flows, block on the completion channel when
 //!   idle ([`VerbsTransport::arm_and_wait`]).
 //!
@@ -58,7 +65,9 @@ pub mod device;
 pub mod error;
 pub mod gid;
 pub mod hybrid;
+pub mod port_cnps;
 pub mod qp;
+pub mod rate;
 mod resources;
 pub mod soft_roce;
 pub mod transport;
@@ -70,5 +79,6 @@ pub use error::VerbsError;
 pub use gid::{GidEntry, GidScope, GidType};
 pub use hybrid::{HybridDriver, HybridPolicy, HybridStats, Step};
 pub use qp::ConnectParams;
+pub use rate::NetdevSpeed;
 pub use resources::PAGE_BYTES;
 pub use transport::{TransportConfig, VerbsTransport};

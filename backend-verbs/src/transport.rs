@@ -3,6 +3,7 @@
 use crate::clock::Clock;
 use crate::device::Device;
 use crate::error::VerbsError;
+use crate::port_cnps::PortCnps;
 use crate::qp::{ConnectParams, PortCtx, Qp, QpState};
 use crate::resources::{CompChannel, Cq, Mr};
 use crate::wc::{to_completion, RawWc};
@@ -58,6 +59,10 @@ impl Default for TransportConfig {
 /// - `poll_congestion` always returns `None`: rxe and mlx5 expose CNPs only as port counters
 ///   (`hw_counters/np_cnp_sent`, `rp_cnp_handled`), never per QP; [`Transport::capabilities`]
 ///   says so;
+/// - `poll_port_cnps` hands out the rise of the port's `rp_cnp_handled` (CNPs its reaction
+///   point handled), read once per `hw_counters/lifespan` ([`crate::port_cnps`]), on a device
+///   that has that counter (mlx5), and declares [`Capabilities::cnp_per_port`] only then; rxe
+///   has none;
 /// - every QP is connected with [`TransportConfig::rc`], its path MTU lowered to the port's
 ///   active MTU and, on Soft-RoCE, its local ACK timeout raised to
 ///   [`crate::soft_roce::MIN_LOCAL_ACK_TIMEOUT`] ([`Transport::rc_params`] reports what is
@@ -82,6 +87,8 @@ pub struct VerbsTransport {
     /// Whether the port's `hw_counters` directory exists.
     port_counters: bool,
     clock: Clock,
+    /// The port's CNP count, where the device has one.
+    port_cnps: Option<PortCnps>,
     wc_buf: Box<[MaybeUninit<ibv_wc>]>,
     /// Completions taken by `arm_and_wait`'s re-poll, handed out first by `poll_cq`.
     pending: Vec<WorkCompletion>,
@@ -148,6 +155,11 @@ impl VerbsTransport {
             rc,
             port_counters,
             clock,
+            port_cnps: PortCnps::open(
+                std::path::Path::new(crate::device::IB_SYSFS_ROOT),
+                device.name(),
+                port.port,
+            ),
             wc_buf,
             pending: Vec::with_capacity(WC_BATCH),
             cq_committed: 0,
@@ -623,6 +635,12 @@ impl Transport for VerbsTransport {
         None
     }
 
+    /// The rise of the port's `rp_cnp_handled` since the last read, read at most once per
+    /// counter lifespan ([`PortCnps::sample`]); 0 on a device without it.
+    fn poll_port_cnps(&mut self, now: Time) -> u64 {
+        self.port_cnps.as_mut().map_or(0, |c| c.sample(now))
+    }
+
     /// [`TransportConfig::rc`] with the path MTU lowered to the port's active MTU: what
     /// `connect_qp` passes to `ibv_modify_qp`.
     fn rc_params(&self) -> RcParams {
@@ -631,10 +649,12 @@ impl Transport for VerbsTransport {
 
     /// No per-QP CNPs (see [`Transport::poll_congestion`]), no ECN mark counts, no buffer
     /// occupancy (the switches are not observable from a host); port counters when the
-    /// device exposes `hw_counters` in sysfs (rxe and mlx5 do).
+    /// device exposes `hw_counters` in sysfs (rxe and mlx5 do); port CNPs when it has
+    /// `rp_cnp_handled` (mlx5, not rxe).
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             port_counters: self.port_counters,
+            cnp_per_port: self.port_cnps.is_some(),
             ..Capabilities::NONE
         }
     }

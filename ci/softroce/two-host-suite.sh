@@ -43,6 +43,17 @@
 #                       delivered intact AND rxe's retransmission counters moved
 #                       (rcvd_seq_err + out_of_seq_request + duplicate_request +
 #                       completer_retry_err, both hosts, > 0)
+#   shaped window       `tc qdisc add dev eth0 root netem TWOHOST_SHAPE ("rate 16mbit limit
+#                       10000")` on b, the clients' host (its egress is the bottleneck: rxe
+#                       reaches about 50 Mb/s across the wire), then scenarios/cc/echo-shaped.yaml
+#                       (4 clients on b, the server on a, 99.5 % 4 KiB and 0.5 % 256 KiB requests)
+#                       as ranks twice: as shipped (adaptive window), then with
+#                       `adaptive-window: false` (a window fixed at 256 KiB; ports 18634-18637).
+#                       Passes when both deliver all 1200 requests intact, the adaptive run's
+#                       result names the queueing-delay signal and counts window decreases on
+#                       delay (transport.window, from the clients' rank), and its message p99 is
+#                       lower than the fixed run's. The NIC declares 10000 Mb/s
+#                       (two-host.sh's SOFTROCE_NIC_SPEED_MBPS), so rxe's port has a rate.
 # TWOHOST_ONLY="SLUG..." runs only the named checks (their names with '-' for ' ').
 # Every figure goes to RESULTS_DIR/figures.env (key=value; µs, perftest's MB/sec = MiB/s,
 # packets, counter deltas), with xrdma's ratios to perftest, printed and never judged: both
@@ -79,6 +90,7 @@ ping_iters=${TWOHOST_PING_ITERS:-2000}
 xbw_iters=${TWOHOST_XBW_ITERS:-500}
 netem=${TWOHOST_NETEM:-delay 100us loss 1%}
 netem_hosts=${TWOHOST_NETEM_HOSTS:-a b}
+shape=${TWOHOST_SHAPE:-rate 16mbit limit 10000}
 only=${TWOHOST_ONLY:-}
 decode_max=${TWOHOST_DECODE_PACKETS:-3000}
 export XRDMA_VERBS_DEVICE=$dev XRDMA_VERBS_GID_INDEX=$gid
@@ -305,6 +317,7 @@ capture_stop() { # NAME
 ranks_run() { # SCENARIO SENDERS WANT DIR PORT0 PORT1 [PCAP]
   local src=$repo/scenarios/$1 senders=$2 want=$3 dir=$out/$4 pcap=${7:-} rc=0
   local scenario
+  [[ $1 == /* ]] && src=$1 # a variant written by the check
   scenario=$dir/$(basename "$1" .yaml)-ranks.$me.yaml
   mkdir -p "$dir"
   # Both sides write the same bytes (rank 0 checks rank 1's file hash).
@@ -465,6 +478,77 @@ netem_check() {
   ((retrans > 0)) || { echo "no retransmission seen in rxe's counters"; return 1; }
 }
 
+# A figure's value, and A / B to three places (empty unless both are numbers and B > 0).
+value() { sed -n "s/^$1=//p" "$figures" | tail -n 1; }
+ratio() { # A B
+  if softroce_num "$1" && softroce_num "$2" && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
+    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'
+  fi
+}
+# The message p99 (µs) of the summary at FILE (its "message completion time" block).
+summary_p99() { awk '/^message completion time/ { b = 1 } b && $1 == "p99" { print $2; exit }' "$1"; }
+# A whole-number field NAME of the result's transport.window at FILE.
+window_field() { sed -n "s/^ *\"$2\": \([0-9]*\),\{0,1\}$/\1/p" "$1" | tail -n 1; }
+
+shaped_check() {
+  local dir=$out/shaped-window rc=0 shaped=1 fixed t0 p99a p99f dec smallest
+  mkdir -p "$dir"
+  # Each side writes the same variant into a folder of its own (rank 0 checks rank 1's
+  # file hash; two writers of one file on the share would race).
+  mkdir -p "$dir/variant-$me"
+  fixed=$dir/variant-$me/echo-shaped-fixed.yaml
+  sed 's/^  adaptive-window: true.*/  adaptive-window: false/' "$repo/scenarios/cc/echo-shaped.yaml" > "$fixed"
+  grep -q '^  adaptive-window: false$' "$fixed" || { echo "no adaptive-window key to turn off"; shaped=0; rc=1; }
+  # The binary's pages in the page cache first (the root is a 9p share): a first run that
+  # pages it in under TCG adds ~100 ms to its first messages, which the second would not pay.
+  cat "$xrdma" > /dev/null
+  if [[ $me == b ]] && ((shaped)); then
+    # shellcheck disable=SC2086 # the netem options are words
+    tc qdisc add dev "$netdev" root netem $shape || { echo "tc netem failed"; shaped=0; rc=1; }
+    tc qdisc show dev "$netdev"
+  fi
+  if meet shape-on 120 && ((shaped)); then
+    t0=$SECONDS
+    ranks_run cc/echo-shaped.yaml '[1, 2, 3, 4]' 1200 shaped-window/adaptive 18634 18635 || rc=1
+    [[ $me == a ]] && figure shaped_adaptive_run_s "$((SECONDS - t0))"
+    meet shape-between 400 || rc=1
+    t0=$SECONDS
+    ranks_run "$fixed" '[1, 2, 3, 4]' 1200 shaped-window/fixed 18636 18637 || rc=1
+    [[ $me == a ]] && figure shaped_fixed_run_s "$((SECONDS - t0))"
+  else
+    echo "host $peer did not come to the shaped runs"
+    rc=1
+  fi
+  meet shape-done 400 || rc=1
+  if [[ $me == b ]] && tc qdisc show dev "$netdev" | grep -q netem; then
+    tc -s qdisc show dev "$netdev"
+    tc qdisc del dev "$netdev" root || rc=1
+  fi
+  [[ $me == a ]] || return "$rc"
+  local ra=$dir/adaptive/result.json rf=$dir/fixed/result.json
+  p99a=$(summary_p99 "$dir/adaptive/summary.txt")
+  p99f=$(summary_p99 "$dir/fixed/summary.txt")
+  dec=$(window_field "$ra" delay-decreases)
+  smallest=$(window_field "$ra" smallest-bytes)
+  figure shaped_netem "\"$shape\""
+  figure shaped_p99_adaptive_us "$p99a"
+  figure shaped_p99_fixed_us "$p99f"
+  figure shaped_p99_ratio "$(ratio "$p99a" "$p99f")"
+  figure shaped_delay_decreases "$dec"
+  figure shaped_window_decreases "$(window_field "$ra" decreases)"
+  figure shaped_smallest_window_bytes "$smallest"
+  figure shaped_fixed_delay_decreases "$(window_field "$rf" delay-decreases)"
+  measured "netem $shape on b: message p99 $p99a us with the adaptive window, $p99f us fixed" \
+    "(ratio $(ratio "$p99a" "$p99f")); $dec window decreases on delay, smallest window $smallest B"
+  ((rc == 0)) || return 1
+  grep -A3 '"congestion-signals"' "$ra" | grep -q '"queueing-delay"' \
+    || { echo "the adaptive run's result does not name the queueing-delay signal"; return 1; }
+  softroce_num "${dec:-}" && ((dec > 0)) || { echo "the window never shrank on delay"; return 1; }
+  softroce_num "$p99a" && softroce_num "$p99f" || { echo "no p99 in the summaries"; return 1; }
+  awk -v a="$p99a" -v f="$p99f" 'BEGIN { exit !(a < f) }' \
+    || { echo "p99 is not lower with the adaptive window: $p99a us >= $p99f us"; return 1; }
+}
+
 echo "two-host suite on host $me ($my_ip, peer $peer_ip): $dev on $netdev, GID index $gid"
 t0=$EPOCHREALTIME
 capture=
@@ -474,7 +558,7 @@ check "perftest send_lat" perftest_lat send_lat 18615 ib_send_lat
 check "perftest write_lat" perftest_lat write_lat 18616 ib_write_lat
 check "perftest write_bw" perftest_bw write_bw 18617
 if [[ -z $xrdma ]]; then
-  for c in "xrdma ping" "xrdma bw" "incast-8 ranks" "wire capture" "netem loss ranks"; do
+  for c in "xrdma ping" "xrdma bw" "incast-8 ranks" "wire capture" "netem loss ranks" "shaped window"; do
     skip "$c" "no XRDMA_BIN given (the \`xrdma\` binary built with --features verbs)"
   done
 else
@@ -485,8 +569,10 @@ else
   [[ -n $capture ]] && check "wire capture" wire_check
   if command -v tc > /dev/null; then
     check "netem loss ranks" netem_check
+    check "shaped window" shaped_check
   else
     skip "netem loss ranks" "tc (iproute2) is not installed"
+    skip "shaped window" "tc (iproute2) is not installed"
   fi
 fi
 duration=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
@@ -497,12 +583,6 @@ if [[ $me == b ]]; then
   exit
 fi
 # Ratios to perftest, informational (no target: both guests are CPU-bound under TCG).
-value() { sed -n "s/^$1=//p" "$figures" | tail -n 1; }
-ratio() { # A B
-  if softroce_num "$1" && softroce_num "$2" && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
-    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'
-  fi
-}
 figure half_rtt_ratio "$(ratio "$(value xrdma_ping_typical_us)" "$(value perftest_send_lat_typical_us)")"
 figure bw_ratio "$(ratio "$(value xrdma_bw_64k_MBps)" "$(value perftest_write_bw_64k_MBps)")"
 figure lat_iters "$lat_iters"

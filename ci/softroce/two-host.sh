@@ -32,10 +32,16 @@
 #                   rxe recovers them as losses; run-times.env counts them
 #                   (host_udp_rcvbuf_errors).
 #
+# The NIC declares a speed, SOFTROCE_NIC_SPEED_MBPS (default 10000; empty: none), as a
+# hardware NIC does (virtio-net's VIRTIO_NET_F_SPEED_DUPLEX, qemu's `speed=`): rxe reports
+# the port's rate from it (10000 Mb/s reads 1X FDR10, 10 Gb/s), and xrdma's send window needs
+# that rate for its delay signal. Without one the netdev's speed is unknown, the kernel
+# stands 1X SDR in for it, and xrdma takes no rate (so no delay signal).
+#
 # Environment: SOFTROCE_TIMEOUT (seconds for each guest's whole run, default 600),
 #   SOFTROCE_MEM_MIB (memory of each guest, 1024), SOFTROCE_SMP (vCPUs of each, 1),
 #   SOFTROCE_PEER_GRACE (seconds a guest may keep running once the other has ended, 60),
-#   SOFTROCE_WIRE, SOFTROCE_WIRE_PORT, and as for run.sh: SOFTROCE_PASS_ENV, SOFTROCE_QUIET=1,
+#   SOFTROCE_WIRE, SOFTROCE_WIRE_PORT, SOFTROCE_NIC_SPEED_MBPS, and as for run.sh: SOFTROCE_PASS_ENV, SOFTROCE_QUIET=1,
 #   SOFTROCE_VERBOSE_KERNEL=1.
 #
 # Prints each host's outcome ("two-host: host a (10.99.0.1): command exited with status 0").
@@ -63,9 +69,11 @@ timeout_s=${SOFTROCE_TIMEOUT:-600}
 mem=${SOFTROCE_MEM_MIB:-1024}
 smp=${SOFTROCE_SMP:-1}
 grace=${SOFTROCE_PEER_GRACE:-60}
+nic_speed=${SOFTROCE_NIC_SPEED_MBPS-10000}
 for v in timeout_s mem smp grace; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "$v: not a whole number: ${!v}"
 done
+[[ -z $nic_speed || $nic_speed =~ ^[0-9]+$ ]] || die "SOFTROCE_NIC_SPEED_MBPS: not a whole number: $nic_speed"
 
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
@@ -151,7 +159,7 @@ boot_guest() { # H
   softroce_boot "${token[$h]}" "$results/console-$h.log" "$tmp/marks-$h" "$h| " "$timeout_s" \
     "${SOFTROCE_QEMU[@]}" -pidfile "$tmp/qemu-$h.pid" \
     -netdev "${netdev[$h]}" \
-    -device "virtio-net-pci,netdev=n0,mac=${mac[$h]}" || rc=$?
+    -device "virtio-net-pci,netdev=n0,mac=${mac[$h]}${nic_speed:+,speed=$nic_speed,duplex=full}" || rc=$?
   printf '%s\n' "$rc" > "$tmp/qemu-$h.rc"
   printf '%s\n' "$EPOCHREALTIME" > "$tmp/end-$h"
 }

@@ -72,6 +72,11 @@ pub struct DeviceInfo {
     pub link_layer: Option<String>,
     /// The port's active MTU, bytes.
     pub active_mtu: Option<u32>,
+    /// The rate fragments leave the port at, bits/s, as the send window's delay signal
+    /// takes it: the decoded active speed × width on InfiniBand, the netdev's speed on RoCE;
+    /// `null` when not known (a netdev that declares no speed). Absent from results written
+    /// before it was recorded.
+    pub link_rate_bps: Option<u64>,
 }
 
 /// Where one rank of a run across processes ran.
@@ -197,6 +202,7 @@ mod tests {
                 gid: Some("::ffff:10.0.2.15".into()),
                 link_layer: Some("Ethernet".into()),
                 active_mtu: Some(1024),
+                link_rate_bps: None,
             }),
             device_counters: Some(BTreeMap::from([("sent_pkts".to_string(), 120)])),
             ranks: None,

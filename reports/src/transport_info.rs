@@ -17,6 +17,44 @@ pub struct TransportInfo {
     /// delay law); absent from results written before the runner recorded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion_signals: Option<Vec<CongestionSignal>>,
+    /// How the senders' send windows moved over the run; absent from results written before
+    /// the runner recorded it, and where no sender's record carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowTally>,
+}
+
+/// How the send windows of the senders' connections (the data direction) moved over a run,
+/// summed over the connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WindowTally {
+    /// Connections counted.
+    pub connections: u64,
+    /// Window decreases applied, on every signal (at most one per connection per RTT).
+    pub decreases: u64,
+    /// Those of the decreases that were on queueing delay.
+    pub delay_decreases: u64,
+    /// ECN echoes the windows heard (per-QP CNPs, or port CNPs attributed to a connection
+    /// with bytes in flight), applied or not.
+    pub ecn_echoes: u64,
+    /// The smallest window any of the connections had, bytes; `null` with no connection.
+    pub smallest_bytes: Option<u64>,
+}
+
+impl WindowTally {
+    /// `self` and `other` together: counts added, the smaller of the smallest windows.
+    pub fn merge(self, other: WindowTally) -> WindowTally {
+        WindowTally {
+            connections: self.connections + other.connections,
+            decreases: self.decreases + other.decreases,
+            delay_decreases: self.delay_decreases + other.delay_decreases,
+            ecn_echoes: self.ecn_echoes + other.ecn_echoes,
+            smallest_bytes: match (self.smallest_bytes, other.smallest_bytes) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
 }
 
 /// A congestion signal a send window shrinks on.
@@ -28,6 +66,10 @@ pub enum CongestionSignal {
     EcnCnp,
     /// Queueing delay above the target, from RTT samples against the link rate.
     QueueingDelay,
+    /// ECN CE marks echoed as CNPs that the device counts per port only (mlx5's
+    /// `rp_cnp_handled`): a rise shrinks by β the window of every connection with bytes in
+    /// flight.
+    EcnPortCnp,
 }
 
 /// The RC QP attributes applied (the InfiniBand codes, as passed to `ibv_modify_qp`, and
@@ -58,6 +100,10 @@ pub struct RcAttributes {
 pub struct TransportCapabilities {
     /// Per-QP congestion notifications (RoCEv2 CNPs) reach the middleware.
     pub cnp_per_qp: bool,
+    /// The CNPs the port received (as a reaction point) are counted, not per QP; `false` in
+    /// results written before it was recorded.
+    #[serde(default)]
+    pub cnp_per_port: bool,
     /// ECN CE marks are counted.
     pub ecn_marks: bool,
     /// Switch buffer and queue occupancy are reported.
@@ -95,8 +141,10 @@ impl TransportInfo {
         let yes_no = |b: bool| if b { "yes" } else { "no" };
         let _ = writeln!(
             o,
-            "transport  per-QP CNPs {}   ECN marks {}   buffer occupancy {}   port counters {}",
+            "transport  per-QP CNPs {}   port CNPs {}   ECN marks {}   buffer occupancy {}   \
+             port counters {}",
             yes_no(c.cnp_per_qp),
+            yes_no(c.cnp_per_port),
             yes_no(c.ecn_marks),
             yes_no(c.buffer_occupancy),
             yes_no(c.port_counters)
@@ -107,6 +155,7 @@ impl TransportInfo {
                 .map(|s| match s {
                     CongestionSignal::EcnCnp => "ECN (per-QP CNPs)",
                     CongestionSignal::QueueingDelay => "queueing delay",
+                    CongestionSignal::EcnPortCnp => "ECN (port CNPs)",
                 })
                 .collect();
             let _ = writeln!(
@@ -117,6 +166,17 @@ impl TransportInfo {
                 } else {
                     names.join(", ")
                 }
+            );
+        }
+        if let Some(w) = &self.window {
+            let smallest = w
+                .smallest_bytes
+                .map_or("-".to_string(), |b| format!("{b} B"));
+            let _ = writeln!(
+                o,
+                "window     {} decreases ({} on delay) over {} connections, {} ECN echoes, \
+                 smallest {smallest}",
+                w.decreases, w.delay_decreases, w.connections, w.ecn_echoes
             );
         }
         o
@@ -143,15 +203,18 @@ mod tests {
                 cnp_per_qp: false,
                 ecn_marks: false,
                 buffer_occupancy: false,
+                cnp_per_port: false,
                 port_counters: true,
             },
             congestion_signals: None,
+            window: None,
         };
         assert_eq!(
             t.summary_lines(),
             "rc QP      local ACK timeout 12 (16.777 ms)   retry-cnt 7   rnr-retry 7 (infinite)   \
              min RNR timer 1 (0.010 ms)   path MTU 1024 B\n\
-             transport  per-QP CNPs no   ECN marks no   buffer occupancy no   port counters yes\n"
+             transport  per-QP CNPs no   port CNPs no   ECN marks no   buffer occupancy no   \
+             port counters yes\n"
         );
         let v = serde_json::to_value(&t).unwrap();
         assert_eq!(v["rc"]["local-ack-timeout"], 12);
@@ -177,6 +240,8 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(t.congestion_signals, None);
+        assert!(!t.capabilities.cnp_per_port, "absent reads as not declared");
+        assert_eq!(t.window, None);
         assert!(!t.summary_lines().contains("window"));
         t.congestion_signals = Some(vec![]);
         assert!(t
@@ -194,5 +259,62 @@ mod tests {
             v["congestion-signals"],
             serde_json::json!(["ecn-cnp", "queueing-delay"])
         );
+        t.congestion_signals = Some(vec![CongestionSignal::EcnPortCnp]);
+        assert!(t
+            .summary_lines()
+            .ends_with("window     shrinks on ECN (port CNPs)\n"));
+        assert_eq!(
+            serde_json::to_value(&t).unwrap()["congestion-signals"],
+            serde_json::json!(["ecn-port-cnp"])
+        );
+    }
+
+    #[test]
+    fn window_tallies_merge_and_read_in_the_summary() {
+        let a = WindowTally {
+            connections: 1,
+            decreases: 5,
+            delay_decreases: 4,
+            ecn_echoes: 2,
+            smallest_bytes: Some(8192),
+        };
+        let b = WindowTally {
+            connections: 2,
+            decreases: 1,
+            delay_decreases: 1,
+            ecn_echoes: 0,
+            smallest_bytes: Some(4096),
+        };
+        let m = a.merge(b);
+        assert_eq!(
+            m,
+            WindowTally {
+                connections: 3,
+                decreases: 6,
+                delay_decreases: 5,
+                ecn_echoes: 2,
+                smallest_bytes: Some(4096),
+            }
+        );
+        assert_eq!(a.merge(WindowTally::default()).smallest_bytes, Some(8192));
+        let mut t: TransportInfo = serde_json::from_value(serde_json::json!({
+            "rc": {
+                "local-ack-timeout": 14, "local-ack-timeout-ns": 67_108_864, "retry-cnt": 7,
+                "rnr-retry": 7, "min-rnr-timer": 1, "min-rnr-timer-ns": 10_000, "path-mtu": 1024
+            },
+            "capabilities": {
+                "cnp-per-qp": false, "cnp-per-port": true, "ecn-marks": false,
+                "buffer-occupancy": false, "port-counters": true
+            }
+        }))
+        .unwrap();
+        assert!(t.capabilities.cnp_per_port);
+        t.window = Some(m);
+        assert!(t.summary_lines().ends_with(
+            "window     6 decreases (5 on delay) over 3 connections, 2 ECN echoes, smallest 4096 B\n"
+        ));
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["window"]["delay-decreases"], 5);
+        assert_eq!(v["window"]["smallest-bytes"], 4096);
     }
 }

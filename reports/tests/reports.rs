@@ -570,6 +570,7 @@ fn verbs_environment() -> Environment {
             gid: Some("::ffff:10.0.0.7".into()),
             link_layer: Some("Ethernet".into()),
             active_mtu: Some(4096),
+            link_rate_bps: Some(100_000_000_000),
         }),
         device_counters: Some(std::collections::BTreeMap::from([
             ("np_cnp_sent".to_string(), 24),

@@ -27,7 +27,8 @@ fn stalled_until(stalls: &[Stall], host: u32, now: Time) -> Option<Time> {
 /// The shared turn loop: lets the fabric move time and gives a driver turn to each host that
 /// needs one, until the fabric says the run is over; with a `deadline`, until every host is
 /// finished or the deadline passes. The run is settled when every local app is finished and
-/// `remote_settled(now, apps)` holds (asked only then).
+/// `remote_settled(now, eps, apps)` holds (asked only then; a rank hands in its records,
+/// its endpoints' window tallies among them, from it).
 ///
 /// A host inside one of its `stalls` gets no turn (its CQ is not polled, nothing is posted or
 /// reposted); it is woken at the stall's end. Its NIC keeps running on the simulator; on a
@@ -41,7 +42,7 @@ pub fn drive<F: Fabric, A: HostApp>(
     stalls: &[Stall],
     deadline: Option<Time>,
     hf: &mut HostFaultState,
-    mut remote_settled: impl FnMut(Time, &[A]) -> bool,
+    mut remote_settled: impl FnMut(Time, &[Endpoint], &[A]) -> bool,
 ) {
     let hosts = fabric.hosts();
     let cap = |w: Option<Time>, settled: bool| {
@@ -76,7 +77,7 @@ pub fn drive<F: Fabric, A: HostApp>(
             fabric.set_wake(h, cap(wake, settled));
         }
         ready.clear();
-        settled = apps.iter().all(A::finished) && remote_settled(now, apps);
+        settled = apps.iter().all(A::finished) && remote_settled(now, eps, apps);
         // A workload with a deadline stops as soon as it is settled: what is left are
         // trailing transport ACKs, and the clock should not run on to the deadline.
         if deadline.is_some_and(|d| settled || now >= d) {

@@ -186,6 +186,9 @@ impl<T: Transport> Transport for Holding<'_, T> {
     fn poll_congestion(&mut self) -> Option<QpNum> {
         self.inner.poll_congestion()
     }
+    fn poll_port_cnps(&mut self, now: Time) -> u64 {
+        self.inner.poll_port_cnps(now)
+    }
     fn rc_params(&self) -> RcParams {
         self.inner.rc_params()
     }

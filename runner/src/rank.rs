@@ -191,6 +191,7 @@ mod tests {
             host: 5,
             messages: vec![],
             errors: vec![],
+            window: None,
         };
         let f = Frame::Records {
             records: serde_json::to_value(vec![rec.clone()]).unwrap(),

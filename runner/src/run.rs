@@ -152,9 +152,10 @@ fn run_workload<W: Workload, F: Fabric>(
         w.stalls(),
         w.deadline(seed),
         &mut hf,
-        |_, _| true,
+        |_, _, _| true,
     );
-    let senders = records(w, &apps);
+    let mut senders = records(w, &apps);
+    crate::transport_info::add_windows(&mut senders, |h| eps.get(h as usize));
     let mut r = collect(
         w,
         sc,
@@ -261,7 +262,11 @@ pub fn collect<W: Workload, F: Fabric>(
     } else {
         None
     };
-    finish(sc, fabric, seed, workload, t, path, ideal, wall_seconds)
+    let mut r = finish(sc, fabric, seed, workload, t, path, ideal, wall_seconds);
+    if let Some(tr) = r.transport.as_mut() {
+        tr.window = crate::transport_info::senders_window(senders);
+    }
+    r
 }
 
 #[allow(clippy::too_many_arguments)]

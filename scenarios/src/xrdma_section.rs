@@ -36,8 +36,9 @@ pub struct XrdmaSection {
     /// (window ← window × (1 + α) while the window is below one fragment). Default 0.125;
     /// within (0, 1].
     pub alpha: f64,
-    /// Base target queueing delay: the window grows below `target-delay` + one fragment's
-    /// serialisation at the link rate + the flow scaling, and shrinks above it (at most once
+    /// Base target queueing delay: the window grows below `target-delay` + half the path's
+    /// fixed delay + one fragment's serialisation at the link rate + the flow scaling, and
+    /// shrinks above it (at most once
     /// per RTT, to no less than β × window). Default 10 µs; > 0.
     pub target_delay: xrdma::Span,
     /// Extra target delay at `min-window`, falling to none at `max-window` (Swift's

@@ -1,5 +1,16 @@
 //! [`Capabilities`]: what a backend observes and delivers, declared instead of answered with a
 //! silent `None` or `0`.
+//!
+//! The send window ([`crate::window`]) runs the same law on every backend; which congestion
+//! signals reach it ([`WindowSignals`], the result's `transport.congestion-signals`) follows
+//! from these declarations and the link rate the runner passes:
+//!
+//! | backend | queueing delay | ECN, per-QP CNPs | ECN, port CNPs |
+//! |---|---|---|---|
+//! | simulator | yes (its `link-rate`) | yes | — (per-QP supersedes) |
+//! | verbs, mlx5 | yes (the port's active rate) | no | yes (`rp_cnp_handled`) |
+//! | verbs, rxe | with a netdev that declares its speed; none on a virtio-net NIC without one | no | no (no CNP counter) |
+//! | in-memory (tests) | with a configured rate | yes | no |
 
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +23,13 @@ pub struct Capabilities {
     /// (its peer saw ECN CE marks on its packets). `false`: it always returns `None`, and a
     /// window that shrinks on ECN never shrinks.
     pub cnp_per_qp: bool,
+    /// [`crate::Transport::poll_port_cnps`] reports the CNPs the port received as a DCQCN
+    /// reaction point (mlx5's `rp_cnp_handled`), not which QP they were for: the endpoint
+    /// takes a rise as an ECN echo for every connection with bytes in flight. Ignored when
+    /// [`Capabilities::cnp_per_qp`] holds (the finer signal). Absent from capabilities
+    /// written before it was declared (read as `false`).
+    #[serde(default)]
+    pub cnp_per_port: bool,
     /// The backend counts the packets marked ECN CE in the network.
     pub ecn_marks: bool,
     /// The backend reports buffer occupancy: switch buffer and egress queue depths (the most
@@ -23,9 +41,11 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// Everything observed (the simulator: it is the network).
+    /// Everything observed (the simulator: it is the network). CNPs per QP, so no port-level
+    /// count: it would say less than the per-QP reports.
     pub const ALL: Capabilities = Capabilities {
         cnp_per_qp: true,
+        cnp_per_port: false,
         ecn_marks: true,
         buffer_occupancy: true,
         port_counters: true,
@@ -34,6 +54,7 @@ impl Capabilities {
     /// Nothing observed beyond completions.
     pub const NONE: Capabilities = Capabilities {
         cnp_per_qp: false,
+        cnp_per_port: false,
         ecn_marks: false,
         buffer_occupancy: false,
         port_counters: false,
@@ -50,6 +71,11 @@ pub struct WindowSignals {
     /// window ([`crate::Config::adaptive_window`]) and a transport that reports CNPs per QP
     /// ([`Capabilities::cnp_per_qp`]).
     pub ecn: bool,
+    /// ECN through the port's CNP count: a rise shrinks by β the window of every connection
+    /// with bytes in flight. Needs an adaptive window and a transport that counts its port's
+    /// CNPs ([`Capabilities::cnp_per_port`]) but reports none per QP.
+    #[serde(default)]
+    pub ecn_port: bool,
     /// Queueing delay: an RTT sample whose queueing delay is at or above the target shrinks
     /// the window. Needs an adaptive window and the link rate
     /// ([`crate::Config::link_rate_bps`]), without which delay above the target only stops
@@ -63,6 +89,7 @@ impl WindowSignals {
     pub fn new(cfg: &crate::Config, caps: Option<Capabilities>) -> WindowSignals {
         WindowSignals {
             ecn: cfg.adaptive_window && caps.is_some_and(|c| c.cnp_per_qp),
+            ecn_port: cfg.adaptive_window && caps.is_some_and(|c| c.cnp_per_port && !c.cnp_per_qp),
             delay: cfg.adaptive_window && cfg.link_rate_bps.is_some(),
         }
     }
@@ -81,6 +108,7 @@ mod tests {
         };
         let both = WindowSignals {
             ecn: true,
+            ecn_port: false,
             delay: true,
         };
         assert_eq!(WindowSignals::new(&sim, Some(Capabilities::ALL)), both);
@@ -94,5 +122,27 @@ mod tests {
             ..sim
         };
         assert_eq!(WindowSignals::new(&fixed, Some(Capabilities::ALL)), none);
+    }
+
+    #[test]
+    fn port_cnps_are_a_signal_only_without_per_qp_ones() {
+        let cfg = Config::default();
+        let port = Capabilities {
+            cnp_per_port: true,
+            ..Capabilities::NONE
+        };
+        let s = WindowSignals::new(&cfg, Some(port));
+        assert!(s.ecn_port && !s.ecn && !s.delay, "{s:?}");
+        let both = Capabilities {
+            cnp_per_qp: true,
+            ..port
+        };
+        let s = WindowSignals::new(&cfg, Some(both));
+        assert!(s.ecn && !s.ecn_port, "{s:?}");
+        let fixed = Config {
+            adaptive_window: false,
+            ..cfg
+        };
+        assert!(!WindowSignals::new(&fixed, Some(port)).ecn_port);
     }
 }

@@ -63,8 +63,9 @@ pub struct Config {
     /// default 0.125 (8 KiB per RTT with 64 KiB fragments).
     pub alpha: f64,
     /// Base target queueing delay (Swift's `base_target`): the window grows while the
-    /// queueing delay stays below `target_delay` plus one fragment's serialisation plus the
-    /// flow scaling, and shrinks above it (default 10 µs).
+    /// standing queueing delay stays below `target_delay` plus half the path's fixed delay
+    /// plus one fragment's serialisation plus the flow scaling, and shrinks above it (default
+    /// 10 µs; see [`crate::window`]).
     pub target_delay: Span,
     /// Extra target delay at the smallest window, falling to none at `max_window` (Swift's
     /// flow-based scaling range `fs_range`, SIGCOMM 2020 §3.5): many flows into one

@@ -191,6 +191,11 @@ pub fn turn<T: Transport + ?Sized, A: Application + ?Sized>(
             ep.handle_congestion(now, qpn);
         }
     }
+    // A port-level CNP count, where the transport has only that.
+    if ep.polls_port_congestion() {
+        let cnps = t.poll_port_cnps(now);
+        ep.handle_port_congestion(now, cnps);
+    }
     ep.handle_timeout(now);
     loop {
         while let Some(ev) = ep.poll_event() {

@@ -214,10 +214,17 @@ pub struct ConnStats {
     pub acks_received: u64,
     /// ACKs carried in a frame header instead of a separate ACK SEND.
     pub acks_piggybacked: u64,
-    /// ECN echoes (CNPs) reported for this connection's QP.
+    /// ECN echoes: CNPs reported for this connection's QP, or a rise of the port's CNP count
+    /// while it had bytes in flight ([`crate::Endpoint::handle_port_congestion`]).
     pub ecn_echoes: u64,
-    /// Window decreases applied (at most one per RTT).
+    /// Window decreases applied (at most one per RTT), on every signal.
     pub window_decreases: u64,
+    /// Those of the window decreases that were on queueing delay.
+    #[serde(default)]
+    pub window_delay_decreases: u64,
+    /// The smallest the send window has been, bytes.
+    #[serde(default)]
+    pub smallest_window: u64,
     /// Current send window, bytes.
     pub window: u64,
     /// Smoothed RTT, ps (0 before the first sample).

@@ -147,6 +147,14 @@ impl<T> Slab<T> {
             .enumerate()
             .map(|(i, s)| (ConnId::new(i as u32, s.generation), &s.value))
     }
+
+    /// [`Slab::iter`], the records mutable.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (ConnId, &mut T)> {
+        self.slots
+            .iter_mut()
+            .enumerate()
+            .map(|(i, s)| (ConnId::new(i as u32, s.generation), &mut s.value))
+    }
 }
 
 /// Per-connection state of an application, in a vector indexed by [`ConnId::index`]. Each

@@ -382,6 +382,16 @@ pub trait Transport: LocalMemory {
     /// [`Capabilities::cnp_per_qp`]; the generic driver then never calls it.
     fn poll_congestion(&mut self) -> Option<QpNum>;
 
+    /// CNPs the port received as a DCQCN reaction point since the last call, at `now` on the
+    /// driver's clock (a backend may read its counter only every so often and return 0 in
+    /// between). Only a backend that declares [`Capabilities::cnp_per_port`] counts them;
+    /// the default returns 0, and the generic driver calls it only on such a backend. A
+    /// wrapper of another transport must pass it on.
+    fn poll_port_cnps(&mut self, now: Time) -> u64 {
+        let _ = now;
+        0
+    }
+
     /// The RC attributes this transport applies to every QP it connects, as applied: the
     /// configured [`RcParams`] with the path MTU lowered to the port's MTU where that is
     /// smaller. Set through the backend's configuration (the simulator's `SimConfig`, the
@@ -446,6 +456,9 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     }
     fn poll_congestion(&mut self) -> Option<QpNum> {
         (**self).poll_congestion()
+    }
+    fn poll_port_cnps(&mut self, now: Time) -> u64 {
+        (**self).poll_port_cnps(now)
     }
     fn rc_params(&self) -> RcParams {
         (**self).rc_params()

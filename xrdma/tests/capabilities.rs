@@ -81,6 +81,7 @@ fn the_driver_tells_the_endpoint_and_skips_congestion_polls_a_transport_never_an
         eps[0].window_signals(),
         WindowSignals {
             ecn: false,
+            ecn_port: false,
             delay: true
         },
         "no CNPs reach the window over a transport without per-QP CNPs"
@@ -90,6 +91,7 @@ fn the_driver_tells_the_endpoint_and_skips_congestion_polls_a_transport_never_an
         eps[1].window_signals(),
         WindowSignals {
             ecn: true,
+            ecn_port: false,
             delay: true
         }
     );
@@ -118,4 +120,58 @@ fn an_endpoint_not_told_polls_and_counts_on_no_cnp() {
     assert_eq!(ep.capabilities(), None);
     assert!(ep.polls_congestion(), "unknown: the driver asks");
     assert_eq!(ep.window_signals(), WindowSignals::default());
+}
+
+#[test]
+fn a_rise_of_the_ports_cnp_count_is_an_ecn_echo_for_connections_with_bytes_in_flight() {
+    let port = Capabilities {
+        cnp_per_port: true,
+        ..Capabilities::NONE
+    };
+    let cfg = Config::default();
+    let (mut pair, mut eps, conns, mut logs) = connect(&cfg, [Some(port), None]);
+    assert!(eps[0].polls_port_congestion() && !eps[0].polls_congestion());
+    assert!(
+        !eps[1].polls_port_congestion(),
+        "per-QP CNPs are the finer signal"
+    );
+    assert_eq!(
+        eps[0].window_signals(),
+        WindowSignals {
+            ecn: false,
+            ecn_port: true,
+            delay: false
+        }
+    );
+    let mut app = util::Recorder::default();
+    let mut scratch = driver::TurnScratch::default();
+    let mut turn0 = |pair: &mut Pair, eps: &mut [Endpoint; 2], log: &mut Log| {
+        let now = pair.now;
+        let mut t = Logged {
+            inner: pair.side(0),
+            log,
+        };
+        driver::turn(now, &mut eps[0], &mut t, &mut app, &mut scratch);
+    };
+    let window = eps[0].stats(conns[0]).unwrap().window;
+    // CNPs while nothing is in flight: no connection is reached.
+    logs[0].port_cnps = 2;
+    turn0(&mut pair, &mut eps, &mut logs[0]);
+    assert!(logs[0].port_polls >= 1);
+    assert_eq!(eps[0].stats(conns[0]).unwrap().ecn_echoes, 0);
+    // An eager message in flight (posted, not yet ACKed: host 1 has had no turn), then a CNP.
+    let now = pair.now;
+    eps[0]
+        .send(now, conns[0], bytes::Bytes::from(vec![7u8; 4096]))
+        .unwrap();
+    turn0(&mut pair, &mut eps, &mut logs[0]);
+    assert!(eps[0].usage(conns[0]).unwrap().inflight_bytes > 0);
+    logs[0].port_cnps = 5;
+    turn0(&mut pair, &mut eps, &mut logs[0]);
+    let s = eps[0].stats(conns[0]).unwrap();
+    assert_eq!(s.ecn_echoes, 1, "one echo per rise, however many CNPs");
+    assert_eq!((s.window, s.window_decreases), (window / 2, 1));
+    assert_eq!(s.window_delay_decreases, 0);
+    assert_eq!(s.smallest_window, window / 2);
+    assert_eq!(logs[1].port_polls, 0);
 }

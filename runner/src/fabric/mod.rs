@@ -58,8 +58,9 @@ pub trait Fabric {
         None
     }
     /// Rate of a host's link, bits/s, where the fabric knows it (the simulator's
-    /// `link-rate`); the send window adds one fragment's serialisation at this rate to its
-    /// target ([`xrdma::Config::link_rate_bps`]). `None` by default.
+    /// `link-rate`, a device port's active rate); the send window adds one fragment's
+    /// serialisation at this rate to its target and shrinks on delay only with it
+    /// ([`xrdma::Config::link_rate_bps`]). `None` by default.
     fn link_rate_bps(&self) -> Option<u64> {
         None
     }

@@ -208,7 +208,7 @@ fn run_rank_of<W: Workload>(
         let mut boot_errors: Vec<String> = Vec::new();
         let mut next_poll = Time::ZERO;
         let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
-        drive(f, e, a, &stalls, stop, &mut hf, |now, _| {
+        drive(f, e, a, &stalls, stop, &mut hf, |now, _, _| {
             if now < next_poll {
                 return false;
             }
@@ -252,6 +252,9 @@ fn run_rank_of<W: Workload>(
         }
         let wall_seconds = wall.elapsed().as_secs_f64();
         let mut senders = records(w, &apps);
+        crate::transport_info::add_windows(&mut senders, |h| {
+            plan.local_index(h).and_then(|i| eps.get(i))
+        });
         senders.extend(remote.into_iter().flatten().flatten());
         // A sender whose rank sent nothing still owes its messages: they count as missing.
         for h in (0..w.hosts()).filter(|&h| w.is_sender(h)) {
@@ -260,6 +263,7 @@ fn run_rank_of<W: Workload>(
                     host: h,
                     messages: w.planned(seed, h),
                     errors: vec!["its rank sent no records".into()],
+                    window: None,
                 });
             }
         }
@@ -275,8 +279,11 @@ fn run_rank_of<W: Workload>(
         // Every host in this rank: nothing to bootstrap.
         fabric.restart_clock();
         let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
-        drive(f, e, a, &stalls, stop, &mut hf, |_, _| true);
-        let senders = records(w, &apps);
+        drive(f, e, a, &stalls, stop, &mut hf, |_, _, _| true);
+        let mut senders = records(w, &apps);
+        crate::transport_info::add_windows(&mut senders, |h| {
+            plan.local_index(h).and_then(|i| eps.get(i))
+        });
         let got = receiver_view(w, &apps);
         let wall_seconds = wall.elapsed().as_secs_f64();
         let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
@@ -319,9 +326,13 @@ fn run_rank_of<W: Workload>(
     }
     p.expect("start")?;
     fabric.restart_clock();
-    let frame = |apps: &[App<W>]| -> Result<Frame> {
+    let frame = |eps: &[Endpoint], apps: &[App<W>]| -> Result<Frame> {
+        let mut recs = records(w, apps);
+        crate::transport_info::add_windows(&mut recs, |h| {
+            plan.local_index(h).and_then(|i| eps.get(i))
+        });
         Ok(Frame::Records {
-            records: serde_json::to_value(records(w, apps))?,
+            records: serde_json::to_value(recs)?,
         })
     };
     let mut handed_in = false;
@@ -329,10 +340,10 @@ fn run_rank_of<W: Workload>(
     let mut failure: Option<anyhow::Error> = None;
     let mut next_poll = Time::ZERO;
     let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
-    drive(f, e, a, &stalls, stop, &mut hf, |now, apps| {
+    drive(f, e, a, &stalls, stop, &mut hf, |now, eps, apps| {
         if !handed_in {
             handed_in = true;
-            if let Err(e) = frame(apps).and_then(|f| Ok(p.send(&f)?)) {
+            if let Err(e) = frame(eps, apps).and_then(|f| Ok(p.send(&f)?)) {
                 failure = Some(e);
                 return true;
             }
@@ -362,7 +373,7 @@ fn run_rank_of<W: Workload>(
     }
     if !handed_in {
         // The run timed out before our senders finished: hand in what there is.
-        p.send(&frame(&apps)?)?;
+        p.send(&frame(&eps, &apps)?)?;
     }
     if !bye {
         p.expect("bye")?;

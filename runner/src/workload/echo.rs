@@ -280,6 +280,7 @@ impl Workload for Echo {
                 .chain(self.planned(c.seed, c.host).into_iter().skip(issued))
                 .collect(),
             errors: c.errors.clone(),
+            window: None,
         }
     }
     fn view<'a>(&self, s: &'a Box<EchoServer>) -> ReceiverView<'a> {

@@ -194,6 +194,7 @@ impl Workload for Incast {
             host: s.host,
             messages,
             errors: s.errors.clone(),
+            window: None,
         }
     }
     fn view<'a>(&self, r: &'a Receiver) -> ReceiverView<'a> {

@@ -286,6 +286,7 @@ impl Workload for OpenLoop {
                 })
                 .collect(),
             errors: s.errors.clone(),
+            window: None,
         }
     }
     fn view<'a>(&self, r: &'a Receiver) -> ReceiverView<'a> {

@@ -72,6 +72,10 @@ pub struct SenderRecord {
     pub messages: Vec<SentRecord>,
     /// Errors xrdma reported on it, as text.
     pub errors: Vec<String>,
+    /// How its send windows moved (the runner adds it from the sender's endpoint after the
+    /// run; [`crate::transport_info::add_windows`]); absent from a rank that did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<rep::WindowTally>,
 }
 
 /// What the receiving side got: every arrival, in arrival order, and its errors.
@@ -201,6 +205,7 @@ mod tests {
                 sent(4, None, None),    // never posted, nothing arrived
             ],
             errors: vec!["boom".into()],
+            window: None,
         }];
         let arrivals = [
             arrival(1, 0, 7),
@@ -253,6 +258,7 @@ mod tests {
                 unanswered,
             ],
             errors: vec![],
+            window: None,
         }];
         let arrivals = [arrival(1, 0, 1), arrival(1, 1, 2), arrival(1, 2, 3)];
         let t = tally(

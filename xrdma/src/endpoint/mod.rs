@@ -490,6 +490,8 @@ impl Endpoint {
             let mut s = c.stats;
             s.window = c.window.bytes();
             s.window_decreases = c.window.decreases();
+            s.window_delay_decreases = c.window.delay_decreases();
+            s.smallest_window = c.window.smallest();
             s.srtt_ps = c.window.srtt().map_or(0, crate::Span::as_ps);
             s.min_rtt_ps = c.window.min_rtt().map_or(0, crate::Span::as_ps);
             s

@@ -24,6 +24,10 @@ pub struct Log {
     pub congestion_polls: u64,
     /// What the wrapper declares instead of the inner transport's capabilities, if set.
     pub declare: Option<Capabilities>,
+    /// CNPs the port counted, handed out (and cleared) by the next `poll_port_cnps`.
+    pub port_cnps: u64,
+    /// Calls of `poll_port_cnps`.
+    pub port_polls: u64,
 }
 
 impl Log {
@@ -103,6 +107,10 @@ impl<T: Transport> Transport for Logged<'_, T> {
     fn poll_congestion(&mut self) -> Option<QpNum> {
         self.log.congestion_polls += 1;
         self.inner.poll_congestion()
+    }
+    fn poll_port_cnps(&mut self, now: Time) -> u64 {
+        self.log.port_polls += 1;
+        std::mem::take(&mut self.log.port_cnps) + self.inner.poll_port_cnps(now)
     }
     fn rc_params(&self) -> RcParams {
         self.inner.rc_params()
