@@ -64,42 +64,54 @@ pub trait Fabric {
     fn link_rate_bps(&self) -> Option<u64> {
         None
     }
+    /// The shortest core ACK timeout the fabric's transports need: set where they apply a
+    /// longer local ACK timeout than asked ([`ack_timeout_floor`]); `None` by default.
+    fn ack_timeout_floor(&self) -> Option<xrdma::Span> {
+        None
+    }
 }
 
 /// `cfg` as an endpoint on `fabric` runs it: [`with_link_rate`], then
-/// [`with_rc_retry_budget`]. Every endpoint the runner and the tools make on a fabric takes
+/// [`with_ack_timeout_floor`]. Every endpoint the runner and the tools make on a fabric takes
 /// its configuration from here.
 pub fn config_for<F: Fabric>(cfg: &xrdma::Config, fabric: &F) -> xrdma::Config {
-    with_rc_retry_budget(&with_link_rate(cfg, fabric), fabric)
+    with_ack_timeout_floor(&with_link_rate(cfg, fabric), fabric)
 }
 
 /// `cfg` with its ACK timeout ([`xrdma::Config::ack_timeout`]) raised, where it is shorter,
-/// to the retry budget of the RC attributes `fabric`'s transports apply
-/// ([`xrdma::RcParams::retry_budget`], from [`Fabric::transport_info`]).
-///
-/// The core's ACK timer says the peer stopped answering; while the NIC may still be
-/// retransmitting a frame (up to `retry_cnt + 1` local ACK timeouts before it fails the WR
-/// itself), its ACK is late, not missing, and failing the connection then loses what the
-/// transport would have delivered. So the timer is never shorter than that budget: on
-/// Soft-RoCE, whose QPs get a local ACK timeout of about 537 ms (`xrdma_verbs::soft_roce`),
-/// 8 × 537 ms ≈ 4.3 s with `retry_cnt` 7. With the default attributes (8 × 16.8 ms ≈ 134 ms)
-/// and every shipped scenario's, the budget is below the 1 s default and nothing changes.
-pub fn with_rc_retry_budget<F: Fabric>(cfg: &xrdma::Config, fabric: &F) -> xrdma::Config {
+/// to the fabric's floor ([`Fabric::ack_timeout_floor`]); unchanged where the fabric has
+/// none, so the ACK timeout a scenario asks for is the one it runs with wherever the
+/// transports apply the RC attributes it asks for.
+pub fn with_ack_timeout_floor<F: Fabric>(cfg: &xrdma::Config, fabric: &F) -> xrdma::Config {
     let mut c = cfg.clone();
-    let budget = fabric.transport_info().and_then(|t| {
-        xrdma::RcParams {
-            local_ack_timeout: t.rc.local_ack_timeout,
-            retry_cnt: t.rc.retry_cnt,
-            rnr_retry: t.rc.rnr_retry,
-            min_rnr_timer: t.rc.min_rnr_timer,
-            path_mtu: t.rc.path_mtu,
-        }
-        .retry_budget()
-    });
-    if let Some(b) = budget {
-        c.ack_timeout = c.ack_timeout.max(b);
+    if let Some(floor) = fabric.ack_timeout_floor() {
+        c.ack_timeout = c.ack_timeout.max(floor);
     }
     c
+}
+
+/// The shortest core ACK timeout that fits transports asked for RC attributes `requested`
+/// which applied `applied` instead: the applied attributes' retry budget
+/// ([`xrdma::RcParams::retry_budget`]) when the device lengthened the local ACK timeout
+/// (Soft-RoCE's floor, `xrdma_verbs::soft_roce`), else `None`.
+///
+/// The core's ACK timer says the peer stopped answering. A scenario's `ack-timeout` is kept
+/// as written, even below its own RC retry budget (a service may well want to give up
+/// before the NIC does). But when the device, not the scenario, made the NIC's timer longer,
+/// an ACK it may still be retrying for is late, not missing, and failing the connection then
+/// loses what the transport would have delivered: on Soft-RoCE, code 17 with `retry_cnt` 7
+/// gives 8 × 537 ms ≈ 4.3 s.
+pub fn ack_timeout_floor(
+    requested: &xrdma::RcParams,
+    applied: &xrdma::RcParams,
+) -> Option<xrdma::Span> {
+    let lengthened =
+        requested.local_ack_timeout != 0 && applied.local_ack_timeout > requested.local_ack_timeout;
+    if lengthened {
+        applied.retry_budget()
+    } else {
+        None
+    }
 }
 
 /// `cfg` with [`xrdma::Config::link_rate_bps`] filled in from `fabric` where `cfg` leaves it
@@ -110,4 +122,37 @@ pub fn with_link_rate<F: Fabric>(cfg: &xrdma::Config, fabric: &F) -> xrdma::Conf
         c.link_rate_bps = fabric.link_rate_bps();
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ack_timeout_floor;
+    use xrdma::{RcParams, Span};
+
+    fn rc(code: u8, retry_cnt: u8) -> RcParams {
+        RcParams {
+            local_ack_timeout: code,
+            retry_cnt,
+            ..RcParams::default()
+        }
+    }
+
+    #[test]
+    fn attributes_applied_as_asked_set_no_floor() {
+        assert_eq!(ack_timeout_floor(&rc(14, 7), &rc(14, 7)), None);
+        assert_eq!(ack_timeout_floor(&rc(0, 7), &rc(0, 7)), None);
+    }
+
+    #[test]
+    fn a_lengthened_local_ack_timeout_sets_its_retry_budget_as_the_floor() {
+        // Code 17 is 4.096 µs · 2^17 = 536.870912 ms; retry_cnt 7 gives 8 tries.
+        let floor = ack_timeout_floor(&rc(12, 7), &rc(17, 7)).expect("a floor");
+        assert_eq!(floor, Span::from_ps(8 * 4_096_000 * (1 << 17)));
+    }
+
+    #[test]
+    fn no_timer_asked_sets_no_floor() {
+        // Code 0 (no timer) is never lengthened by the device, and has no budget.
+        assert_eq!(ack_timeout_floor(&rc(0, 7), &rc(17, 7)), None);
+    }
 }

@@ -34,6 +34,9 @@ pub struct VerbsFabric {
     /// `advance` reads no clock of its own (a read costs about 1 µs on the HPET clock source
     /// of the TCG guest CI uses, and the runner reads the clock once per round anyway).
     last_now: std::cell::Cell<Time>,
+    /// The RC attributes asked for (what the transports apply may differ: the path MTU, and
+    /// Soft-RoCE's local ACK timeout).
+    requested_rc: RcParams,
 }
 
 impl VerbsFabric {
@@ -91,6 +94,7 @@ impl VerbsFabric {
             counters_at_start,
             counters_at_end: std::cell::RefCell::new(None),
             last_now: std::cell::Cell::new(Time::ZERO),
+            requested_rc: rc,
         })
     }
 
@@ -216,6 +220,13 @@ impl Fabric for VerbsFabric {
     /// claimed there.
     fn link_rate_bps(&self) -> Option<u64> {
         self.device.link_rate_bps()
+    }
+    /// The applied RC attributes' retry budget where the device lengthened the local ACK
+    /// timeout (Soft-RoCE, `xrdma_verbs::soft_roce`): [`super::ack_timeout_floor`].
+    fn ack_timeout_floor(&self) -> Option<Span> {
+        use xrdma::Transport as _;
+        let applied = self.hosts.first()?.rc_params();
+        super::ack_timeout_floor(&self.requested_rc, &applied)
     }
 }
 
