@@ -65,6 +65,16 @@ impl LaunchOptions {
     }
 }
 
+/// The rank a launcher gave this process, with the variable that says it
+/// (`SLURM_PROCID`, `OMPI_COMM_WORLD_RANK`, `PMI_RANK`, the first one set); `None` outside a
+/// launcher or when the value is not a number.
+pub fn launcher_rank() -> Option<(&'static str, u32)> {
+    let vars = launch::vars_from_env();
+    ["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"]
+        .into_iter()
+        .find_map(|v| Some((v, vars.get(v)?.trim().parse().ok()?)))
+}
+
 /// A note for a simulator run started by a launcher (its rank variable is set): every rank
 /// runs the whole scenario.
 pub fn simulator_note() -> Option<String> {

@@ -2,12 +2,13 @@
 //! the index, plots and page, and judging the sweep), or hand them to a cluster's scheduler
 //! (`--emit`), run one of them (`--point`), or gather the finished ones (`--collect`).
 
+use crate::launch_cli::{self, LaunchOptions};
 use crate::outln;
 use crate::output::{prepare_out_dir, EXIT_RESULT_FAILED};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use xrdma_runner::sweep::{self, jobs, Plan, PointOutcome, PointStatus};
+use xrdma_runner::sweep::{self, jobs, Plan, PointBackend, PointOutcome, PointStatus};
 
 /// The arguments of `xrdma sweep`.
 #[derive(clap::Args, Debug)]
@@ -42,6 +43,11 @@ pub struct SweepArgs {
     /// --allow-missing) or failed.
     #[arg(long)]
     pub collect: bool,
+    /// With --emit: run each verbs point as N ranks, one process per node (a job step of N
+    /// tasks; each process runs `--point` and the launcher's variables say which rank it is)
+    /// [default: the scenario's `verbs.ranks` count, else 1: every host in one process].
+    #[arg(long, value_name = "N", requires = "emit")]
+    pub ranks: Option<u32>,
     /// With --collect: missing points are listed, but do not fail the collection.
     #[arg(long, requires = "collect")]
     pub allow_missing: bool,
@@ -156,8 +162,11 @@ fn emit_jobs(plan: &Plan, args: &SweepArgs, out: &Path, emit: Emit) -> Result<Ex
         scenario: absolute(&args.scenario)?,
         axes: args.axes.clone(),
         out: absolute(out)?,
+        ranks: args.ranks.unwrap_or(1),
     };
-    let left_out: Vec<String> = plan.points.iter().filter_map(jobs::refusal).collect();
+    if args.ranks == Some(0) {
+        bail!("--ranks must be at least 1");
+    }
     match emit {
         Emit::Slurm => {
             let script = jobs::slurm_script(plan, &inv)?;
@@ -167,11 +176,16 @@ fn emit_jobs(plan: &Plan, args: &SweepArgs, out: &Path, emit: Emit) -> Result<Ex
                 .with_context(|| format!("cannot create {}", logs.display()))?;
             let path = out.join("sweep.sbatch");
             sweep::write_atomic(&path, script.as_bytes())?;
+            let ranks = jobs::step_ranks(plan, &inv);
             outln!(
-                "wrote {} ({} of {} point(s) as a job array)",
+                "wrote {} ({} point(s) as a job array{})",
                 path.display(),
-                jobs::runnable(plan).len(),
-                plan.points.len()
+                plan.points.len(),
+                if ranks > 1 {
+                    format!(", each a job step of {ranks} ranks")
+                } else {
+                    String::new()
+                }
             );
             outln!("submit:  sbatch {}", path.display());
             outln!("results: {}/points/<id>/", inv.out);
@@ -186,19 +200,63 @@ fn emit_jobs(plan: &Plan, args: &SweepArgs, out: &Path, emit: Emit) -> Result<Ex
             eprintln!("collect: {}", inv.collect_command());
         }
     }
-    for why in &left_out {
-        eprintln!("left out: {why}");
-    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--point`: run one point into its directory.
+/// `--point`: run one point into its directory. Under a launcher (`srun`, `mpirun`; its
+/// variables, as `xrdma run --backend verbs` reads them) a verbs point runs as this
+/// process's rank and the receiver's rank writes it; a simulator point runs on rank 0 alone.
 fn run_one(plan: &Plan, out: &Path, which: &str) -> Result<ExitCode> {
     let k = jobs::select(plan, which)?;
-    prepare_out_dir(out)?;
     let p = &plan.points[k];
+    if sweep::finished(out, p).is_some() {
+        // Every rank of a requeued task stops here, so none waits for a peer that never runs.
+        outln!(
+            "point {} finished earlier: in {}",
+            p.id,
+            sweep::point_dir(out, &p.id).display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let launched = match p.backend {
+        PointBackend::Verbs => LaunchOptions::default().resolve(&p.scenario)?,
+        PointBackend::Sim => None,
+    };
+    if p.backend == PointBackend::Sim {
+        if let Some((var, rank)) = launch_cli::launcher_rank().filter(|(_, r)| *r != 0) {
+            outln!(
+                "point {}: a simulator point runs on rank 0 alone ({var}={rank}: nothing to do)",
+                p.id
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    if let Some(l) = launched
+        .as_ref()
+        .filter(|l| !launch_cli::writes_report(&p.scenario, l))
+    {
+        eprintln!(
+            "sweep point {k} of {}: {} as {} ...",
+            plan.points.len(),
+            p.id,
+            l.summary()
+        );
+        launch_cli::run(&p.scenario, l)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    prepare_out_dir(out)?;
     eprintln!("sweep point {k} of {}: {} ...", plan.points.len(), p.id);
-    let o = jobs::run_task(plan, out, k, &sweep::default_runner)?;
+    let o = match &launched {
+        None => jobs::run_task(plan, out, k, &sweep::default_runner)?,
+        Some(l) => {
+            eprintln!("{}", l.summary());
+            let as_rank = |_: PointBackend, sc: &xrdma_scenario::Scenario| {
+                launch_cli::run(sc, l)?
+                    .ok_or_else(|| anyhow::anyhow!("rank {} does not hold the receiver", l.rank))
+            };
+            jobs::run_task(plan, out, k, &as_rank)?
+        }
+    };
     let dir = sweep::point_dir(out, &p.id);
     let how = if o.resumed { "finished earlier" } else { "ran" };
     match (o.status, &o.error) {

@@ -24,6 +24,7 @@ fn invocation(axes: &[&str]) -> jobs::Invocation {
         scenario: "/shared/small.yaml".into(),
         axes: axes.iter().map(|a| a.to_string()).collect(),
         out: "/shared/results/small-sweep".into(),
+        ranks: 1,
     }
 }
 
@@ -92,41 +93,103 @@ fn the_slurm_script_runs_one_point_per_array_task() {
 }
 
 #[test]
-fn multi_rank_verbs_points_are_left_out_and_refused() {
+fn multi_rank_verbs_points_run_as_job_steps_of_their_ranks() {
     let dir = scratch("ranks");
     let mut p = plan(&scenario(&dir), &["fan-in=2,4"]);
     // Point 1 as a verbs point of a scenario with two ranks (a build without the verbs
     // feature plans no verbs point, so it is set by hand).
     let ranked = "name: small\nworkload:\n  incast: { senders: 4, receiver: 0, messages: [ { size: 4KiB } ] }\nverbs:\n  ranks:\n    - { address: \"10.0.0.1:18515\", hosts: [0] }\n    - { address: \"10.0.0.2:18515\", hosts: [1, 2, 3, 4] }\n";
     let sc = xrdma_scenario::parse(ranked, Path::new("small.yaml")).unwrap();
+    p.base.verbs = sc.verbs.clone();
     p.points[1].scenario.verbs = sc.verbs;
     p.points[1].backend = PointBackend::Verbs;
-    let why = jobs::refusal(&p.points[1]).unwrap();
-    assert!(
-        why.contains("sweep point fan-in-4") && why.contains("2 ranks") && why.contains("--rank"),
-        "{why}"
+    let inv = invocation(&["fan-in=2,4"]);
+    // The block's two ranks, whatever --ranks says.
+    assert_eq!(
+        jobs::step_ranks(
+            &p,
+            &jobs::Invocation {
+                ranks: 5,
+                ..inv.clone()
+            }
+        ),
+        2
     );
-    assert_eq!(jobs::refusal(&p.points[0]), None);
-    let script = jobs::slurm_script(&p, &invocation(&["fan-in=2,4"])).unwrap();
-    assert!(script.contains("#SBATCH --array=0\n"), "{script}");
-    assert!(
-        script.contains("#   1  fan-in-4  (verbs)  (not in the array, see below)"),
-        "{script}"
+    let script = jobs::slurm_script(&p, &inv).unwrap();
+    let lines: Vec<&str> = script.lines().collect();
+    for want in [
+        "#SBATCH --array=0-1",
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=1",
+        "#   1  fan-in-4  (verbs)",
+    ] {
+        assert!(lines.contains(&want), "{want:?} not in {script}");
+    }
+    assert!(!script.contains("--ntasks=1"), "{script}");
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            "exec srun /shared/bin/xrdma sweep /shared/small.yaml --axis fan-in=2,4 --out \
+             /shared/results/small-sweep --point \"$SLURM_ARRAY_TASK_ID\""
+        )
     );
+    let cmds = jobs::commands(&p, &inv);
+    assert_eq!(cmds.len(), 2);
     assert!(
-        script.contains("srun --ntasks=2 --ntasks-per-node=1"),
-        "{script}"
+        cmds[1]
+            .starts_with("srun --nodes=2 --ntasks=2 --ntasks-per-node=1 /shared/bin/xrdma sweep ")
+            && cmds[1].ends_with("--point fan-in-4"),
+        "{}",
+        cmds[1]
     );
-    assert_eq!(jobs::commands(&p, &invocation(&["fan-in=2,4"])).len(), 1);
+}
+
+#[test]
+fn ranks_apply_to_verbs_points_only() {
+    let dir = scratch("ranks-arg");
+    let mut p = plan(&scenario(&dir), &["fan-in=2,4"]);
+    let three = jobs::Invocation {
+        ranks: 3,
+        ..invocation(&["fan-in=2,4"])
+    };
+    // A simulator-only sweep runs each point in one process, whatever --ranks says.
+    assert_eq!(jobs::step_ranks(&p, &three), 1);
+    assert!(jobs::slurm_script(&p, &three)
+        .unwrap()
+        .contains("#SBATCH --ntasks=1\n"));
+    // With a verbs point and no `verbs.ranks` block, --ranks sets the step's size.
+    p.points[0].backend = PointBackend::Verbs;
+    assert_eq!(jobs::step_ranks(&p, &three), 3);
+    assert!(jobs::slurm_script(&p, &three)
+        .unwrap()
+        .contains("#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=1\n"));
+}
+
+#[test]
+fn a_simulator_point_under_a_launcher_runs_on_rank_0_alone() {
+    let dir = scratch("sim-rank1");
+    let path = scenario(&dir);
     let out = dir.join("out");
-    let e = jobs::run_task(&p, &out, 1, &sweep::default_runner)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("a sweep task runs one process"), "{e}");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xrdma"));
+    c.arg("sweep").arg(&path);
+    for a in AXES {
+        c.args(["--axis", a]);
+    }
+    let o = c
+        .arg("--out")
+        .arg(&out)
+        .args(["--point", "0"])
+        .env("SLURM_PROCID", "1")
+        .env("SLURM_NTASKS", "2")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(
-        !sweep::point_dir(&out, &p.points[1].id).exists(),
-        "nothing ran"
+        text(&o.stdout).contains("runs on rank 0 alone (SLURM_PROCID=1"),
+        "{}",
+        text(&o.stdout)
     );
+    assert!(!out.join("points").exists(), "rank 1 wrote nothing");
 }
 
 #[test]

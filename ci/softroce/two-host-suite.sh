@@ -28,6 +28,15 @@
 #                       result.json reports all 40 messages delivered intact. tcpdump on a's
 #                       eth0 (udp port 4791, snap length 96, to a's tmpfs) records the run;
 #                       the file is copied to RESULTS_DIR/wire.pcap
+#   slurm launch        scenarios/incast-8.yaml unedited, no --rank and no `verbs.ranks`: one rank
+#                       per guest from SLURM_PROCID (0 on a, 1 on b), SLURM_NTASKS=2,
+#                       SLURM_LOCALID=0 and SLURM_JOB_NODELIST=10.99.0.1,10.99.0.2 set by hand;
+#                       passes when both exit 0, rank 0 placed the receiver on itself and the
+#                       senders on rank 1, and its result.json reports all 40 messages intact
+#   sweep ranks         `xrdma sweep incast-8.yaml --axis backend=verbs --axis size=4KiB,64KiB
+#                       --point K` for K = 0, 1 on both guests under the same Slurm variables
+#                       (what `--emit slurm --ranks 2` runs per array task), then `--collect` on
+#                       a; passes when both points report all 40 messages delivered intact
 #   wire capture        counts wire.pcap's packets (tcpdump's own tally) and decodes the first
 #                       TWOHOST_DECODE_PACKETS (3000; decoding is slow under TCG): each one's BTH
 #                       opcode read from `tcpdump -x`'s bytes (and, when tshark is installed,
@@ -348,6 +357,67 @@ ranks_check() {
   fi
 }
 
+# A cluster launch dry run across the wire: scenarios/incast-8.yaml unedited, one rank per
+# guest started the way `srun -N 2` starts them (SLURM_PROCID 0 on a, 1 on b, SLURM_NTASKS=2,
+# SLURM_LOCALID=0, SLURM_JOB_NODELIST listing the two guests), with no --rank and no
+# `verbs.ranks`: the ranks meet at the first node (a, port 18515) and learn each other's
+# address there. The guests have no name service between them, so the node list holds their
+# addresses where a cluster's holds host names.
+slurm_check() {
+  local dir=$out/slurm-launch rank=1 rc=0 log
+  [[ $me == a ]] && rank=0
+  mkdir -p "$dir"
+  log=$dir/rank$rank.log
+  rm -rf "$dir/report.$me"
+  SLURM_PROCID=$rank SLURM_LOCALID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST="$client_ip,$server_ip" \
+    timeout 300 "$xrdma" run --backend verbs "$repo/scenarios/incast-8.yaml" \
+    --out "$dir/report.$me" > "$log" 2>&1 || rc=$?
+  cat "$log"
+  ((rc == 0)) || return 1
+  if [[ $me == b ]]; then
+    grep -qF 'records handed to rank 0, which writes the report' "$log" \
+      || { echo "rank 1 did not hand its records to rank 0"; return 1; }
+    return 0
+  fi
+  grep -qE 'rank 0 at [0-9.]+:18516: host 0 \(receiver\)' "$log" \
+    || { echo "rank 0 did not place the receiver on itself"; return 1; }
+  grep -qE 'rank 1 at [0-9.]+:18516: hosts 1-8 \(senders\)' "$log" \
+    || { echo "rank 0 did not place the eight senders on rank 1"; return 1; }
+  softroce_all_delivered "$dir/report.a/result.json" 40 || return 1
+  measured "incast-8.yaml unedited, ranks from the Slurm variables alone: 40 messages delivered intact across the wire"
+}
+
+# A sweep's verbs points as ranks across the wire, each point run the way a Slurm job step of
+# `xrdma sweep --emit slurm --ranks 2` runs it: scenarios/incast-8.yaml over two message sizes,
+# `--point K` for K = 0, 1 on both guests with the Slurm variables set by hand, then
+# `--collect` on a.
+sweep_check() {
+  local dir=$out/sweep-ranks rank=1 k
+  [[ $me == a ]] && rank=0
+  local sweep=("$xrdma" sweep "$repo/scenarios/incast-8.yaml" --axis backend=verbs
+    --axis size=4KiB,64KiB --out "$dir/sweep")
+  [[ $me == a ]] && rm -rf "$dir"
+  meet sweep-ranks.clean 60 || return 1
+  mkdir -p "$dir"
+  for k in 0 1; do
+    SLURM_PROCID=$rank SLURM_LOCALID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST="$client_ip,$server_ip" \
+      timeout 300 "${sweep[@]}" --point "$k" > "$dir/point$k.$me.log" 2>&1 \
+      || { cat "$dir/point$k.$me.log"; return 1; }
+    cat "$dir/point$k.$me.log"
+    meet "sweep-ranks.point$k" 300 || return 1
+  done
+  [[ $me == a ]] || return 0
+  "${sweep[@]}" --collect > "$dir/collect.log" 2>&1 || { cat "$dir/collect.log"; return 1; }
+  cat "$dir/collect.log"
+  local f n=0
+  for f in "$dir"/sweep/points/*/result.json; do
+    softroce_all_delivered "$f" 40 || return 1
+    n=$((n + 1))
+  done
+  ((n == 2)) || { echo "$n point results, not 2"; return 1; }
+  measured "sweep of incast-8.yaml over 2 sizes on the verbs backend, each point as 2 ranks (one per guest): both points delivered all 40 messages intact, collected into one index"
+}
+
 # Every packet's BTH opcode in a capture, read from tcpdump's hex bytes (-x: from the IP
 # header on; IPv4 only, as RoCE v2 with IPv4-mapped GIDs is): IHL x 4 + 8 (UDP) bytes in.
 # Prints "COUNT OPCODE_HEX NAME" lines, and "nak COUNT" for ACKs whose AETH syndrome is a NAK.
@@ -558,7 +628,7 @@ check "perftest send_lat" perftest_lat send_lat 18615 ib_send_lat
 check "perftest write_lat" perftest_lat write_lat 18616 ib_write_lat
 check "perftest write_bw" perftest_bw write_bw 18617
 if [[ -z $xrdma ]]; then
-  for c in "xrdma ping" "xrdma bw" "incast-8 ranks" "wire capture" "netem loss ranks" "shaped window"; do
+  for c in "xrdma ping" "xrdma bw" "incast-8 ranks" "slurm launch" "sweep ranks" "wire capture" "netem loss ranks" "shaped window"; do
     skip "$c" "no XRDMA_BIN given (the \`xrdma\` binary built with --features verbs)"
   done
 else
@@ -566,6 +636,8 @@ else
   check "xrdma bw" xrdma_bw
   [[ -n $capture ]] || skip "wire capture" "tcpdump is not installed (prepare.sh installs it as root)"
   check "incast-8 ranks" ranks_check
+  check "slurm launch" slurm_check
+  check "sweep ranks" sweep_check
   [[ -n $capture ]] && check "wire capture" wire_check
   if command -v tc > /dev/null; then
     check "netem loss ranks" netem_check

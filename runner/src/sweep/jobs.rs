@@ -9,9 +9,11 @@
 //! the whole sweep; a task writes its point as the whole sweep does (`points/<id>.partial/`,
 //! then a rename) and skips a point already finished, so a requeued task costs nothing.
 //!
-//! A verbs point of a scenario with `verbs.ranks` needs its ranks as separate processes on the
-//! hosts its addresses name; a task runs one process, so such a point is left out of the
-//! array and of the commands (the script says so) and [`run_task`] refuses it.
+//! A verbs point can run as ranks, one process per node, the way `xrdma run --backend verbs`
+//! runs under a launcher: with [`Invocation::ranks`] above 1 (or a scenario whose
+//! `verbs.ranks` lists its ranks) each array task is a job step of that many tasks (`srun`),
+//! every process runs `--point K`, the launcher's variables say which rank it is, and the
+//! receiver's rank writes the point.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -35,6 +37,10 @@ pub struct Invocation {
     pub axes: Vec<String>,
     /// The sweep directory (`--out`).
     pub out: String,
+    /// Processes (nodes) each verbs point runs over, one rank per node (`--ranks`; a
+    /// scenario's `verbs.ranks` block gives its own count); 1: every host of a point in one
+    /// process on one device.
+    pub ranks: u32,
 }
 
 impl Invocation {
@@ -76,22 +82,23 @@ pub fn shell_quote(text: &str) -> String {
     }
 }
 
-/// Why `point` cannot run as one task of a job, when it cannot: a verbs point of a scenario
-/// whose `verbs.ranks` splits its hosts over processes.
-pub fn refusal(point: &Point) -> Option<String> {
-    if point.backend != PointBackend::Verbs {
-        return None;
+/// The processes a verbs point of `plan` runs over as an array task: the scenario's
+/// `verbs.ranks` count when it has that block, else `inv.ranks`; 1 when the plan has no
+/// verbs point (simulator points run in one process).
+pub fn step_ranks(plan: &Plan, inv: &Invocation) -> u32 {
+    if !plan.points.iter().any(|p| p.backend == PointBackend::Verbs) {
+        return 1;
     }
-    let ranks = point.scenario.verbs.as_ref().map_or(0, |v| v.ranks.len());
-    (ranks > 0).then(|| {
-        format!(
-            "sweep point {} runs on the verbs backend with {ranks} ranks (verbs.ranks): each \
-             rank is a process on the host its address names, but a sweep task runs one \
-             process; run this scenario's ranks with `xrdma run --backend verbs FILE --rank R` \
-             (one process per rank, e.g. `srun --ntasks={ranks} --ntasks-per-node=1`)",
-            point.id
-        )
-    })
+    let block = plan
+        .base
+        .verbs
+        .as_ref()
+        .map_or(0, |v| u32::try_from(v.ranks.len()).unwrap_or(u32::MAX));
+    if block > 0 {
+        block
+    } else {
+        inv.ranks.max(1)
+    }
 }
 
 /// The point `which` names: an id of the plan, or an index from 0 in plan order.
@@ -115,13 +122,6 @@ pub fn select(plan: &Plan, which: &str) -> Result<usize> {
 /// Slurm's default `MaxArraySize` (slurm.conf(5)): array indices must stay below it.
 pub const SLURM_DEFAULT_MAX_ARRAY_SIZE: usize = 1001;
 
-/// The indices of the points a task can run ([`refusal`] gives none), in plan order.
-pub fn runnable(plan: &Plan) -> Vec<usize> {
-    (0..plan.points.len())
-        .filter(|&k| refusal(&plan.points[k]).is_none())
-        .collect()
-}
-
 /// `0-3,6,8-9`: the indices (ascending) as Slurm's `--array` ranges.
 pub fn array_ranges(indices: &[usize]) -> String {
     let mut parts: Vec<String> = Vec::new();
@@ -143,32 +143,35 @@ pub fn array_ranges(indices: &[usize]) -> String {
     parts.join(",")
 }
 
-/// One command per point a task can run, in plan order, each naming its point by id.
+/// One command per point, in plan order, each naming its point by id; with verbs points
+/// over more than one rank ([`step_ranks`]), each a job step of that many tasks, one per
+/// node (`srun --nodes=R --ntasks=R --ntasks-per-node=1 ...`).
 pub fn commands(plan: &Plan, inv: &Invocation) -> Vec<String> {
-    runnable(plan)
-        .into_iter()
-        .map(|k| inv.point_command(&plan.points[k].id))
+    let ranks = step_ranks(plan, inv);
+    let step = if ranks > 1 {
+        format!("srun --nodes={ranks} --ntasks={ranks} --ntasks-per-node=1 ")
+    } else {
+        String::new()
+    };
+    plan.points
+        .iter()
+        .map(|p| format!("{step}{}", inv.point_command(&p.id)))
         .collect()
 }
 
-/// The Slurm batch script of the sweep: a job array with one task per point a task can run
-/// (`#SBATCH --array=` their indices), each task running `--point $SLURM_ARRAY_TASK_ID`, its
-/// output in `OUT/slurm/JOB_TASK.out`. The comments list every point by index, say where
-/// the results land and how to collect them, and name the points left out and why.
+/// The Slurm batch script of the sweep: a job array with one task per point (`#SBATCH
+/// --array=0-N`), each task running `--point $SLURM_ARRAY_TASK_ID`, its output in
+/// `OUT/slurm/JOB_TASK.out`. With verbs points over R > 1 ranks ([`step_ranks`]) each task
+/// holds R nodes (`--nodes=R --ntasks-per-node=1`) and runs the point as a job step of R
+/// processes (`srun`), the receiver's rank writing it. The comments list every point by index
+/// and say where the results land and how to collect them.
 ///
 /// # Errors
-/// No point a task can run, or a sweep directory with whitespace (which `#SBATCH` lines
+/// A sweep without points, or a sweep directory with whitespace (which `#SBATCH` lines
 /// cannot quote).
 pub fn slurm_script(plan: &Plan, inv: &Invocation) -> Result<String> {
-    let ok = runnable(plan);
-    if ok.is_empty() {
-        bail!(
-            "no point of this sweep can run as a job task: {}",
-            plan.points
-                .first()
-                .and_then(refusal)
-                .unwrap_or_else(|| "the sweep has no point".into())
-        );
+    if plan.points.is_empty() {
+        bail!("the sweep has no point");
     }
     if inv.out.chars().any(char::is_whitespace) {
         bail!(
@@ -178,6 +181,8 @@ pub fn slurm_script(plan: &Plan, inv: &Invocation) -> Result<String> {
         );
     }
     let n = plan.points.len();
+    let all: Vec<usize> = (0..n).collect();
+    let ranks = step_ranks(plan, inv);
     let mut o = String::new();
     let _ = writeln!(o, "#!/bin/bash");
     let _ = writeln!(
@@ -203,61 +208,41 @@ pub fn slurm_script(plan: &Plan, inv: &Invocation) -> Result<String> {
     let _ = writeln!(o, "# Array index -> point:");
     let width = n.saturating_sub(1).to_string().len();
     for (k, p) in plan.points.iter().enumerate() {
-        let note = if ok.contains(&k) {
-            ""
-        } else {
-            "  (not in the array, see below)"
-        };
-        let _ = writeln!(o, "#   {k:>width$}  {}  ({}){note}", p.id, p.backend.name());
+        let _ = writeln!(o, "#   {k:>width$}  {}  ({})", p.id, p.backend.name());
     }
-    let verbs: Vec<usize> = ok
+    let verbs: Vec<usize> = all
         .iter()
         .copied()
         .filter(|&k| plan.points[k].backend == PointBackend::Verbs)
         .collect();
-    if !verbs.is_empty() {
+    if !verbs.is_empty() && ranks > 1 {
+        let _ = writeln!(o, "#");
+        let _ = writeln!(
+            o,
+            "# Verbs points ({}) run as {ranks} ranks, one process per node on its RDMA device \
+             (XRDMA_VERBS_DEVICE\n# picks it): srun starts them, SLURM_PROCID says which rank \
+             each is, they meet at the\n# first node of the task, and the receiver's rank \
+             writes the point. Simulator points run on\n# rank 0 alone; the other ranks exit.",
+            array_ranges(&verbs)
+        );
+    } else if !verbs.is_empty() {
         let _ = writeln!(o, "#");
         let _ = writeln!(
             o,
             "# Verbs points ({}) run every host of their scenario in one process on the \
              node's RDMA\n# device (XRDMA_VERBS_DEVICE picks it) and measure wall-clock \
-             time: submit with\n# `sbatch --exclusive` so no other task shares the node.",
+             time: submit with\n# `sbatch --exclusive` so no other task shares the node \
+             (`--ranks N` spreads them over N nodes).",
             array_ranges(&verbs)
         );
     }
-    let left_out: Vec<&Point> = (0..n)
-        .filter(|k| !ok.contains(k))
-        .map(|k| &plan.points[k])
-        .collect();
-    if !left_out.is_empty() {
-        let ranks = left_out[0]
-            .scenario
-            .verbs
-            .as_ref()
-            .map_or(0, |v| v.ranks.len());
-        let _ = writeln!(o, "#");
-        let _ = writeln!(
-            o,
-            "# Not in the array: verbs points of a scenario with {ranks} ranks (verbs.ranks). \
-             Each needs its\n# ranks as {ranks} processes on the hosts their addresses name \
-             (one job step per point,\n# e.g. `srun --ntasks={ranks} --ntasks-per-node=1 \
-             xrdma run --backend verbs FILE --rank $SLURM_PROCID`);\n# a sweep task runs one \
-             process, so `--point` refuses them:"
-        );
-        for p in &left_out {
-            let _ = writeln!(o, "#   {}", p.id);
-        }
-    }
-    if ok
-        .last()
-        .is_some_and(|&k| k >= SLURM_DEFAULT_MAX_ARRAY_SIZE)
-    {
+    if n > SLURM_DEFAULT_MAX_ARRAY_SIZE {
         let _ = writeln!(
             o,
             "#\n# Array indices reach {}: above Slurm's default MaxArraySize \
              ({SLURM_DEFAULT_MAX_ARRAY_SIZE}, indices\n# 0..{}); ask the site for a larger one \
              or split the sweep.",
-            ok.last().copied().unwrap_or(0),
+            n - 1,
             SLURM_DEFAULT_MAX_ARRAY_SIZE - 1
         );
     }
@@ -266,11 +251,21 @@ pub fn slurm_script(plan: &Plan, inv: &Invocation) -> Result<String> {
         "#SBATCH --job-name=xrdma-sweep-{}",
         super::sanitize(&plan.base.name)
     );
-    let _ = writeln!(o, "#SBATCH --array={}", array_ranges(&ok));
-    let _ = writeln!(o, "#SBATCH --ntasks=1");
+    let _ = writeln!(o, "#SBATCH --array={}", array_ranges(&all));
+    if ranks > 1 {
+        let _ = writeln!(o, "#SBATCH --nodes={ranks}");
+        let _ = writeln!(o, "#SBATCH --ntasks-per-node=1");
+    } else {
+        let _ = writeln!(o, "#SBATCH --ntasks=1");
+    }
     let _ = writeln!(o, "#SBATCH --output={}/slurm/%A_%a.out", inv.out);
     let _ = writeln!(o, "set -euo pipefail");
-    let _ = writeln!(o, "exec {}", inv.point_command("\"$SLURM_ARRAY_TASK_ID\""));
+    let step = if ranks > 1 { "srun " } else { "" };
+    let _ = writeln!(
+        o,
+        "exec {step}{}",
+        inv.point_command("\"$SLURM_ARRAY_TASK_ID\"")
+    );
     Ok(o)
 }
 
@@ -278,8 +273,7 @@ pub fn slurm_script(plan: &Plan, inv: &Invocation) -> Result<String> {
 /// into its usual directory (atomically, skipped when finished with the same hash).
 ///
 /// # Errors
-/// `k` out of range, a point a task cannot run ([`refusal`]), or the points directory
-/// cannot be created. A point that fails is an outcome, not an error.
+/// `k` out of range, or the points directory cannot be created. A point that fails is an outcome, not an error.
 pub fn run_task<R>(plan: &Plan, out: &Path, k: usize, runner: &R) -> Result<PointOutcome>
 where
     R: Fn(PointBackend, &Scenario) -> Result<RunResult> + Sync,
@@ -287,9 +281,6 @@ where
     let Some(point) = plan.points.get(k) else {
         bail!("the sweep has no point {k}");
     };
-    if let Some(why) = refusal(point) {
-        bail!("{why}");
-    }
     let points = out.join("points");
     std::fs::create_dir_all(&points)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", points.display()))?;
