@@ -39,6 +39,9 @@ pub(crate) enum Event {
         /// QP index on that host.
         qp: u32,
     },
+    /// Host `0` may need its driver: a CQE became visible or its busy CPU became free (the
+    /// host model; at most one counts per host, see `host_model::clock`).
+    HostReady(u32),
 }
 
 impl Event {
@@ -53,6 +56,7 @@ impl Event {
             Event::Wake(host) => (6, host as u64),
             Event::NicWake(h) => (10, h as u64),
             Event::RetransmitTimer { host, qp } => (11, (host as u64) << 32 | qp as u64),
+            Event::HostReady(h) => (12, h as u64),
         }
     }
 }

@@ -16,8 +16,8 @@
 //! The state is in [`Simulation`] (the queue, the clock, the packet pool, the fabric and one
 //! NIC per host); each concept's module extends it with the handlers of its events, and its
 //! module doc lists the state it owns. [`Simulation::advance`] pops the events; a lazy timer
-//! that is not due (a stale `Wake`, `NicWake` or `RetransmitTimer`) is dropped there without
-//! moving the clock.
+//! that is not due (a stale `Wake`, `NicWake`, `RetransmitTimer` or `HostReady`) is dropped
+//! there without moving the clock.
 //!
 //! | Event | Module | Handler |
 //! |---|---|---|
@@ -29,6 +29,7 @@
 //! | `RnrTimer`: an RNR wait ends | `nic::requester` | `on_rnr_timer` |
 //! | `RetransmitTimer`: local ACK timeout | `nic::requester::retransmit` | `on_retransmit_timer` |
 //! | `Wake`: a driver's wake-up time | this crate root | `mark_ready` |
+//! | `HostReady`: a CQE became visible or a busy CPU became free (host model) | `host_model::clock` | `on_host_ready` |
 //!
 //! A packet that reaches a host (`DownArrive` on a host's port) goes to `nic::nic_receive`,
 //! which hands it on by kind:
@@ -47,6 +48,15 @@
 //! end of its wire: `uplink_fault`, `port_link_fault`), `memory` (`copy_bytes`, the DMA at
 //! delivery), `timeseries` (sampling before each event, delivered bytes); the verbs calls are
 //! in `transport` ([`HostTransport`]: posting a WR schedules its QP at the egress).
+//!
+//! ## The host model
+//! [`SimConfig::host`] ([`HostModel`], profiles in [`profiles`]) gives the hosts costs: a CPU
+//! clock per host that the verbs calls of a driver turn advance, the NIC's WQE fetch and
+//! payload read before a WR's first packet, a transmit-engine time per packet, and the DMA
+//! writes before a completion is visible to `poll_cq`. Its module doc has the timeline and
+//! what it leaves out; `host_model::clock` holds its state and the `HostReady` event. The
+//! default, the ideal host, costs nothing and schedules nothing: the events are those of a
+//! simulation without the model.
 //!
 //! ## Driving a simulation
 //! ```
@@ -89,6 +99,7 @@ mod config;
 mod dcqcn;
 mod engine;
 mod faults;
+mod host_model;
 mod memory;
 mod nic;
 mod packet;
@@ -105,6 +116,7 @@ pub use config::{
 };
 pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFERENCE_RATE_BPS};
 pub use faults::{FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector};
+pub use host_model::{profiles, HostModel, HostModelError, MAX_COST};
 pub use stats::SimStats;
 pub use switch::{PortStats, SwitchStats};
 pub use timeseries::{
@@ -143,6 +155,9 @@ pub struct Simulation {
     timeseries: Option<Box<timeseries::Recorder>>,
     /// Injected link faults; `None` when the config has none (no check on the packet path).
     faults: Option<Box<faults::Faults>>,
+    /// The host model costs something ([`SimConfig::host`] is not ideal): CPU clocks, CQE
+    /// visibility and NIC latencies are in force. False: none of it runs.
+    host_on: bool,
 }
 
 impl Simulation {
@@ -179,6 +194,7 @@ impl Simulation {
             dcqcn,
             timeseries: None,
             faults,
+            host_on: !cfg.host.is_ideal(),
             cfg,
         })
     }
@@ -234,6 +250,7 @@ impl Simulation {
                 Event::Wake(host) => self.wake_due(host, t),
                 Event::NicWake(h) => self.hosts[h as usize].egress.pace_wake == t,
                 Event::RetransmitTimer { host, qp } => self.retransmit_due(host, qp, t),
+                Event::HostReady(h) => self.host_ready_due(h, t),
                 _ => true,
             };
             if !due {
@@ -253,7 +270,8 @@ impl Simulation {
     }
 
     /// Ask to be woken for `host` at `at` (replaces an earlier request; [`Time::MAX`] cancels).
-    /// A time in the past wakes at `now()`. Unknown hosts are ignored.
+    /// A time in the past wakes at `now()`, a time before the host's CPU is free (the host
+    /// model, [`SimConfig::host`]) when it is. Unknown hosts are ignored.
     ///
     /// At most one wake event per host counts at a time. A later request than the queued one
     /// pushes nothing: when the queued event fires early it re-arms itself for the request, so
@@ -263,7 +281,11 @@ impl Simulation {
         let Some(h) = self.hosts.get_mut(host as usize) else {
             return;
         };
-        let at = if at == Time::MAX { at } else { at.max(now) };
+        let at = if at == Time::MAX {
+            at
+        } else {
+            at.max(now).max(h.clock.cpu)
+        };
         h.wake_at = at;
         if at < h.wake_queued {
             h.wake_queued = at;
@@ -339,6 +361,7 @@ impl Simulation {
             Event::Wake(host) => self.mark_ready(host),
             Event::NicWake(h) => self.on_nic_wake(h),
             Event::RetransmitTimer { host, qp } => self.on_retransmit_timer(host, qp),
+            Event::HostReady(h) => self.on_host_ready(h),
         }
     }
 
@@ -350,10 +373,16 @@ impl Simulation {
         }
     }
 
+    /// Host `host` needs its driver: listed for the caller of [`Simulation::advance`], or,
+    /// while its CPU is busy (the host model), given the turn when it is free.
     #[inline]
     fn mark_ready(&mut self, host: HostId) {
         let h = &mut self.hosts[host as usize];
         if !h.ready {
+            if h.clock.cpu > self.now {
+                self.defer_ready(host);
+                return;
+            }
             h.ready = true;
             self.ready_list.push(host);
         }
