@@ -26,7 +26,8 @@ pub(crate) enum Event {
         qp: u32,
     },
     /// A wake-up requested for host `0`; it counts only if it is the host's queued wake and
-    /// the host still wants to be woken at this time (see `Simulation::set_wake`).
+    /// the host still wants to be woken at this time (see `Simulation::set_wake`), or if it is
+    /// the host model's one wake (a CQE visible, the CPU free; see `host_model::clock`).
     Wake(u32),
     /// Host `0`'s NIC may send again: the earliest time a rate-limited QP becomes eligible
     /// (at most one pending per NIC that matters; stale ones are ignored).
@@ -39,9 +40,6 @@ pub(crate) enum Event {
         /// QP index on that host.
         qp: u32,
     },
-    /// Host `0` may need its driver: a CQE became visible or its busy CPU became free (the
-    /// host model; at most one counts per host, see `host_model::clock`).
-    HostReady(u32),
 }
 
 impl Event {
@@ -56,7 +54,6 @@ impl Event {
             Event::Wake(host) => (6, host as u64),
             Event::NicWake(h) => (10, h as u64),
             Event::RetransmitTimer { host, qp } => (11, (host as u64) << 32 | qp as u64),
-            Event::HostReady(h) => (12, h as u64),
         }
     }
 }

@@ -16,8 +16,8 @@
 //! The state is in [`Simulation`] (the queue, the clock, the packet pool, the fabric and one
 //! NIC per host); each concept's module extends it with the handlers of its events, and its
 //! module doc lists the state it owns. [`Simulation::advance`] pops the events; a lazy timer
-//! that is not due (a stale `Wake`, `NicWake`, `RetransmitTimer` or `HostReady`) is dropped
-//! there without moving the clock.
+//! that is not due (a stale `Wake`, `NicWake` or `RetransmitTimer`) is dropped there without
+//! moving the clock.
 //!
 //! | Event | Module | Handler |
 //! |---|---|---|
@@ -29,7 +29,7 @@
 //! | `RnrTimer`: an RNR wait ends | `nic::requester` | `on_rnr_timer` |
 //! | `RetransmitTimer`: local ACK timeout | `nic::requester::retransmit` | `on_retransmit_timer` |
 //! | `Wake`: a driver's wake-up time | this crate root | `mark_ready` |
-//! | `HostReady`: a CQE became visible or a busy CPU became free (host model) | `host_model::clock` | `on_host_ready` |
+//! | `Wake`: a CQE became visible or a busy CPU became free (host model) | `host_model::clock` | `on_host_ready` |
 //!
 //! A packet that reaches a host (`DownArrive` on a host's port) goes to `nic::nic_receive`,
 //! which hands it on by kind:
@@ -54,7 +54,7 @@
 //! clock per host that the verbs calls of a driver turn advance, the NIC's WQE fetch and
 //! payload read before a WR's first packet, a transmit-engine time per packet, and the DMA
 //! writes before a completion is visible to `poll_cq`. Its module doc has the timeline and
-//! what it leaves out; `host_model::clock` holds its state and the `HostReady` event. The
+//! what it leaves out; `host_model::clock` holds its state and its use of the `Wake` event. The
 //! default, the ideal host, costs nothing and schedules nothing: the events are those of a
 //! simulation without the model.
 //!
@@ -250,7 +250,6 @@ impl Simulation {
                 Event::Wake(host) => self.wake_due(host, t),
                 Event::NicWake(h) => self.hosts[h as usize].egress.pace_wake == t,
                 Event::RetransmitTimer { host, qp } => self.retransmit_due(host, qp, t),
-                Event::HostReady(h) => self.host_ready_due(h, t),
                 _ => true,
             };
             if !due {
@@ -294,11 +293,12 @@ impl Simulation {
     }
 
     /// A wake event for `host` fired at `t`: whether the host is due now. An event that is not
-    /// the queued one is stale; the queued one re-arms for a later request.
+    /// the queued one is stale, unless it is the host model's (`host_model::clock`); the queued
+    /// one re-arms for a later request.
     fn wake_due(&mut self, host: HostId, t: Time) -> bool {
         let h = &mut self.hosts[host as usize];
         if h.wake_queued != t {
-            return false;
+            return self.host_ready_due(host, t);
         }
         h.wake_queued = Time::MAX;
         if h.wake_at == t {
@@ -358,10 +358,9 @@ impl Simulation {
             Event::SwitchTxDone(p) => self.on_switch_tx_done(p),
             Event::DownArrive(p) => self.on_down_arrive(p),
             Event::RnrTimer { host, qp } => self.on_rnr_timer(host, qp),
-            Event::Wake(host) => self.mark_ready(host),
+            Event::Wake(host) => self.on_wake(host),
             Event::NicWake(h) => self.on_nic_wake(h),
             Event::RetransmitTimer { host, qp } => self.on_retransmit_timer(host, qp),
-            Event::HostReady(h) => self.on_host_ready(h),
         }
     }
 
@@ -370,6 +369,16 @@ impl Simulation {
         match self.ser.get(wire as usize) {
             Some(&t) => t,
             None => Time::serialization(wire as u64, self.cfg.link_rate_bps),
+        }
+    }
+
+    /// `Wake` for `host`, due: the driver's wake request, or the host model's.
+    #[inline]
+    fn on_wake(&mut self, host: HostId) {
+        if self.hosts[host as usize].clock.ready_fired {
+            self.on_host_ready(host);
+        } else {
+            self.mark_ready(host);
         }
     }
 

@@ -59,6 +59,13 @@ impl<'a> HostTransport<'a> {
         }
     }
 
+    /// Whether the simulation's host model costs anything ([`crate::HostModel::is_ideal`] is
+    /// false): then [`HostTransport::begin_turn`], [`HostTransport::app_messages`] and the
+    /// calls charge time; otherwise all of them are free and schedule nothing.
+    pub fn charges(&self) -> bool {
+        self.sim.host_on
+    }
+
     /// A driver turn of this host starts now: with the host model, the CPU is charged the
     /// turn's fixed cost and, until [`HostTransport::end_turn`], every call's cost (calls
     /// outside a turn, such as connection setup, cost no CPU time). Nothing with the ideal
@@ -98,6 +105,7 @@ impl<'a> HostTransport<'a> {
     /// The host model's doorbell for the last `posted` WRs queued on QP `qi` of host `h`: the
     /// CPU pays `posted × post-send-wr + doorbell`; the NIC has the WQEs and their payloads
     /// `wqe-fetch + payload-read` after the doorbell is written.
+    #[inline(never)]
     fn doorbell(&mut self, h: usize, qi: usize, posted: usize) {
         let m = &self.sim.cfg.host;
         let (cost, fetch) = (

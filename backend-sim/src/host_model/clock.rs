@@ -1,6 +1,11 @@
-//! The host model at run time: each host's CPU clock, the visibility of its CQEs, and the
-//! `HostReady` event that gives a host its turn when a CQE becomes visible or its CPU becomes
-//! free. Nothing here runs with the ideal model (`Simulation::host_on` is false).
+//! The host model at run time: each host's CPU clock, the visibility of its CQEs, and the wake
+//! that gives a host its turn when a CQE becomes visible or its CPU becomes free. Nothing here
+//! runs with the ideal model (`Simulation::host_on` is false).
+//!
+//! The model's wake is a `Wake` event that is not the driver's: `Simulation::wake_due` asks
+//! [`Simulation::host_ready_due`] about a `Wake` that is not the host's queued driver wake, so
+//! the event loop has no kind of event of its own for the model and costs nothing more
+//! without it.
 //!
 //! # State
 //! [`HostClock`] (`Host::clock`):
@@ -9,12 +14,13 @@
 //! - `cq_visible`: the time each CQE of the host's CQ becomes visible, in CQ order (so
 //!   non-decreasing); `cq_last` the last one pushed.
 //! - `deferred`: the host needs a turn but its CPU is busy: it gets it at `cpu`.
-//! - `ready_event`: the time of the one `HostReady` event that counts ([`Time::MAX`]: none);
-//!   one at another time is stale and dropped without moving the clock.
+//! - `ready_event`: the time of the model's one wake that counts ([`Time::MAX`]: none); one
+//!   at another time is stale and dropped without moving the clock. `ready_fired`: it is
+//!   being handled (set when found due, cleared by its handler).
 //!
 //! # Events
-//! - `HostReady` ([`Simulation::on_host_ready`]): a deferred turn whose CPU is now free, or a
-//!   CQE now visible, marks the host ready; what is still to come re-arms the event.
+//! - The model's `Wake` ([`Simulation::on_host_ready`]): a deferred turn whose CPU is now
+//!   free, or a CQE now visible, marks the host ready; what is still to come re-arms it.
 
 use crate::engine::Event;
 use crate::{HostId, Simulation};
@@ -30,6 +36,7 @@ pub(crate) struct HostClock {
     pub cq_last: Time,
     pub deferred: bool,
     pub ready_event: Time,
+    pub ready_fired: bool,
 }
 
 impl HostClock {
@@ -41,6 +48,7 @@ impl HostClock {
             cq_last: Time::ZERO,
             deferred: false,
             ready_event: Time::MAX,
+            ready_fired: false,
         }
     }
 }
@@ -79,6 +87,8 @@ impl Simulation {
     /// A CQE was just pushed on host `h`'s CQ, generated at `at` (the NIC's decision, plus the
     /// data's DMA write for a receive): it is visible `cqe-write` later, and never before the
     /// CQE ahead of it.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn cqe_generated(&mut self, h: HostId, at: Time) {
         let at = at + self.cfg.host.cqe_write;
         let c = &mut self.hosts[h as usize].clock;
@@ -95,6 +105,7 @@ impl Simulation {
     /// `poll_cq` on host `h` under the host model: the CQEs visible when the call starts, at
     /// most `max`, in order; the call costs `poll-call + n × poll-cqe`. When a CQE is left that
     /// is not visible yet, the host is woken when it is.
+    #[inline(never)]
     pub(crate) fn poll_cq_timed(
         &mut self,
         h: HostId,
@@ -122,6 +133,8 @@ impl Simulation {
     }
 
     /// Host `h` needs a turn now but its CPU is busy: give it the turn when the CPU is free.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn defer_ready(&mut self, h: HostId) {
         let c = &mut self.hosts[h as usize].clock;
         c.deferred = true;
@@ -129,26 +142,34 @@ impl Simulation {
         self.arm_host_ready(h, at);
     }
 
-    /// Make sure a `HostReady` event for host `h` fires at or before `at`.
+    /// Make sure the model's wake for host `h` fires at or before `at`.
     fn arm_host_ready(&mut self, h: HostId, at: Time) {
         let c = &mut self.hosts[h as usize].clock;
         if at < c.ready_event {
             c.ready_event = at;
-            self.queue.push(at, Event::HostReady(h));
+            self.queue.push(at, Event::Wake(h));
         }
     }
 
-    /// Whether a `HostReady` event for host `h` at `t` is the one that counts.
-    pub(crate) fn host_ready_due(&self, h: HostId, t: Time) -> bool {
-        self.hosts[h as usize].clock.ready_event == t
+    /// A `Wake` for host `h` at `t` that is not the driver's: whether it is the model's wake
+    /// that counts (then it is handled by [`Simulation::on_host_ready`]).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn host_ready_due(&mut self, h: HostId, t: Time) -> bool {
+        let c = &mut self.hosts[h as usize].clock;
+        c.ready_fired = c.ready_event == t;
+        c.ready_fired
     }
 
-    /// `HostReady` for host `h`: a deferred turn whose CPU is free, or a visible CQE, marks
+    /// The model's wake for host `h`: a deferred turn whose CPU is free, or a visible CQE, marks
     /// the host ready (a busy CPU defers it again); a CQE still to become visible re-arms.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn on_host_ready(&mut self, h: HostId) {
         let now = self.now;
         let c = &mut self.hosts[h as usize].clock;
         c.ready_event = Time::MAX;
+        c.ready_fired = false;
         let head = c.cq_visible.front().copied();
         let deferred = std::mem::take(&mut c.deferred);
         match head {

@@ -172,16 +172,23 @@ impl Simulation {
                 None => return,
             }
         };
-        let p = self.pool.get(id);
-        let mut busy = self.ser(p.wire);
+        let mut busy = self.ser(self.pool.get(id).wire);
         if self.host_on {
-            busy += self.cfg.host.tx_engine(p.payload);
+            busy += self.tx_engine_time(id);
         }
         let host = &mut self.hosts[h as usize];
         host.egress.tx_busy = true;
         host.egress.tx_pkt = id;
         let done = self.now + busy;
         self.queue.push(done, Event::HostTxDone(h));
+    }
+
+    /// The host model's transmit-engine time for packet `id` (kept out of line: the ideal
+    /// model never calls it).
+    #[cold]
+    #[inline(never)]
+    fn tx_engine_time(&self, id: u32) -> Time {
+        self.cfg.host.tx_engine(self.pool.get(id).payload)
     }
 
     /// Round-robin over QPs with data: one packet from the first sendable QP whose rate

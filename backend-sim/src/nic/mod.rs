@@ -152,6 +152,8 @@ impl Qp {
 impl Qp {
     /// When the NIC has the WQE of the QP's next request packet (the host model's
     /// [`Wqe::ready_at`]); zero when a READ response goes first or nothing is left to send.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn wqe_ready_at(&self) -> Time {
         if !self.responder.read_jobs.is_empty() {
             return Time::ZERO;
