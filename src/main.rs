@@ -139,6 +139,8 @@ enum Command {
         /// Be the client of a two-process ping: connect to the server at `IP:port`.
         #[arg(long)]
         connect: Option<std::net::SocketAddr>,
+        #[command(flatten)]
+        host: tools::HostProfileArg,
     },
     /// One-way streaming throughput through xrdma, like `ib_write_bw` (MB/sec = MiB/s).
     Bw {
@@ -165,6 +167,8 @@ enum Command {
         /// Be the streaming client of a two-process run: connect to the server at `IP:port`.
         #[arg(long)]
         connect: Option<std::net::SocketAddr>,
+        #[command(flatten)]
+        host: tools::HostProfileArg,
     },
     /// CPU use of an idle, connected worker pair under hybrid polling (RDMA device only).
     Idle {
@@ -362,7 +366,8 @@ fn real_main() -> Result<ExitCode> {
                 check::check_xrdma(&sc)?;
                 if sc.sim.is_some() {
                     eprintln!(
-                        "note: the verbs backend ignores the `sim:` block (but for its seed)"
+                        "note: the verbs backend ignores the `sim:` block (but for its seed), \
+                         its `host` model too: a device's host is real"
                     );
                 }
             }
@@ -475,8 +480,10 @@ fn real_main() -> Result<ExitCode> {
             server,
             bind,
             connect,
+            host,
         } => {
             backend.require()?;
+            host.require_sim(backend == Backend::Sim)?;
             ensure_fits(size)?;
             let opts = tools::ping::PingOptions {
                 size,
@@ -492,7 +499,7 @@ fn real_main() -> Result<ExitCode> {
                 return two_process(TwoProcess::Ping(&opts), server.then_some(bind), connect);
             }
             let r = match backend {
-                Backend::Sim => tools::ping::run(&mut tools::sim_fabric()?, &opts)?,
+                Backend::Sim => tools::ping::run(&mut host.fabric()?, &opts)?,
                 #[cfg(feature = "verbs")]
                 Backend::Verbs => tools::ping::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
                 #[cfg(not(feature = "verbs"))]
@@ -500,7 +507,7 @@ fn real_main() -> Result<ExitCode> {
             };
             outln!(
                 "xrdma ping ({}): half round trip (RTT/2), one xrdma connection",
-                backend.name()
+                host.label(backend.name())
             );
             outln!("{}", tools::stats::LatencyStats::header());
             outln!("{}", r.stats.row());
@@ -518,8 +525,10 @@ fn real_main() -> Result<ExitCode> {
             server,
             bind,
             connect,
+            host,
         } => {
             backend.require()?;
+            host.require_sim(backend == Backend::Sim)?;
             ensure_fits(size)?;
             let opts = tools::bw::BwOptions {
                 size,
@@ -533,7 +542,7 @@ fn real_main() -> Result<ExitCode> {
                 return two_process(TwoProcess::Bw(&opts), server.then_some(bind), connect);
             }
             let r = match backend {
-                Backend::Sim => tools::bw::run(&mut tools::sim_fabric()?, &opts)?,
+                Backend::Sim => tools::bw::run(&mut host.fabric()?, &opts)?,
                 #[cfg(feature = "verbs")]
                 Backend::Verbs => tools::bw::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
                 #[cfg(not(feature = "verbs"))]
@@ -542,7 +551,7 @@ fn real_main() -> Result<ExitCode> {
             let w = tools::bw::config(window);
             outln!(
                 "xrdma bw ({}): one-way stream, {} messages outstanding, window {} B{}",
-                backend.name(),
+                host.label(backend.name()),
                 tools::bw::TX_DEPTH,
                 w.initial_window,
                 if w.adaptive_window {

@@ -21,6 +21,7 @@ pub mod bootstrap;
 pub mod check;
 pub mod drive;
 pub mod fabric;
+pub mod host_cpu;
 pub mod host_faults;
 pub mod rank;
 pub mod role;

@@ -33,6 +33,7 @@ mod dcqcn_section;
 mod echo;
 mod error;
 mod faults_section;
+mod host_section;
 mod open_loop;
 mod rc_section;
 mod sim_section;

@@ -3,6 +3,7 @@
 use crate::check::{deserialize_checked, field_error, FieldError};
 use crate::dcqcn_section::DcqcnSection;
 use crate::faults_section::FaultsSection;
+use crate::host_section::GivenHost;
 use crate::topology_section::TopologySection;
 use crate::units::{Rate, Size, Span};
 use serde::de::IgnoredAny;
@@ -45,6 +46,9 @@ pub struct SimSection {
     pub sample_interval: Option<Time>,
     /// Injected faults (`faults:`, see [`FaultsSection`]); default none.
     pub faults: FaultsSection,
+    /// The host model (`host:`, a profile name or `{ profile, <cost>: <time> }`, see
+    /// [`xrdma_sim::HostModel`]); default the simulator's, the ideal host that costs nothing.
+    pub host: xrdma_sim::HostModel,
 }
 
 /// Default `sim.sample-interval`: 10 µs, a 100 Gb/s link carries 125 000 bytes (about 113
@@ -70,6 +74,7 @@ impl Default for SimSection {
             topology: TopologySection::Star,
             sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
             faults: FaultsSection::default(),
+            host: d.host,
         }
     }
 }
@@ -138,6 +143,7 @@ struct RawSim {
     topology: Option<TopologySection>,
     sample_interval: Option<SampleInterval>,
     faults: Option<FaultsSection>,
+    host: Option<GivenHost>,
 }
 
 /// The shortest `sample-interval` accepted: 1 µs, about ten 1 KiB packets at 100 Gb/s, so a bin
@@ -290,6 +296,7 @@ fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         topology: raw.topology.unwrap_or_default(),
         sample_interval: raw.sample_interval.map_or(d.sample_interval, |s| s.0),
         faults: raw.faults.unwrap_or_default(),
+        host: raw.host.map_or(d.host, |h| h.0),
     })
 }
 

@@ -383,6 +383,33 @@ mod tests {
     }
 
     #[test]
+    fn a_host_whose_transmit_engine_is_slower_than_the_link_sets_the_pace() {
+        let host = crate::tools::HostProfileArg {
+            host_profile: Some("rxe-guest".into()),
+        };
+        let m = host.model().unwrap();
+        let r = run(
+            &mut host.fabric().unwrap(),
+            &BwOptions {
+                size: 64 << 10,
+                iters: 40,
+                window: None,
+            },
+        )
+        .unwrap();
+        // rxe's sender spends nic-tx-packet + 1024 × nic-tx-byte on every 1 KiB data packet
+        // before its serialization (82 + 1024 B at 100 Gb/s); the RTS share, the transport
+        // ACKs it sends back and the xrdma round trips take a few per cent more.
+        let per_packet = m.tx_engine(1024) + Time::serialization(1106, 100_000_000_000);
+        let cap = 1024.0 / (per_packet.as_ps() as f64 * 1e-12);
+        let b = r.bytes_per_second;
+        assert!(
+            b <= cap && b >= 0.95 * cap,
+            "{b} B/s against a cap of {cap}"
+        );
+    }
+
+    #[test]
     fn a_window_below_the_bandwidth_delay_product_caps_throughput() {
         // With the window pinned at 16 KiB, 64 KiB messages go out as 16 KiB fragments (a
         // fragment is never larger than the window) and at most 16 KiB of payload is in

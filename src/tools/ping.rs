@@ -326,6 +326,51 @@ mod tests {
     }
 
     #[test]
+    fn a_host_profile_adds_each_hops_host_costs_to_the_half_round_trip() {
+        let opts = PingOptions {
+            size: 64,
+            iters: 50,
+            warmup: 5,
+        };
+        let ser = |b: u64| Time::serialization(b, SimConfig::default().link_rate_bps);
+        for name in ["connectx6", "rxe-guest"] {
+            let host = crate::tools::HostProfileArg {
+                host_profile: Some(name.into()),
+            };
+            let m = host.model().unwrap();
+            let r = run(&mut host.fabric().unwrap(), &opts).unwrap();
+            // Each hop: the SEND of 16 + 64 B, its receive completion after the data's and
+            // the CQE's DMA writes; the receiver's turn: its fixed cost, a poll returning the
+            // CQE and the empty poll that ends the loop, the echo's work (one message in, one
+            // out), one receive WR reposted, one SEND posted with its doorbell; then the
+            // NIC's WQE fetch, payload read and transmit engine. The ACK the receiving NIC
+            // sends at the message's arrival is gone before the reply is fetched, so the
+            // ideal run's wait for its serialization is not there.
+            let hop = [
+                m.rx_dma_write,
+                m.cqe_write,
+                m.turn,
+                m.poll_cost(1),
+                m.poll_cost(0),
+                m.app_cost(1, 1),
+                m.post_recv_wr,
+                m.post_send_cost(1),
+                m.wqe_fetch,
+                m.payload_read,
+                m.tx_engine(80),
+            ]
+            .iter()
+            .fold(Time::ZERO, |a, &b| a + b);
+            let want = Time(one_way_ps(&[166])) - ser(86) + hop;
+            assert!(
+                r.half_rtt_ps.iter().all(|&h| h == want.as_ps()),
+                "{name}: {:?} != {want}",
+                &r.half_rtt_ps[..5]
+            );
+        }
+    }
+
+    #[test]
     fn larger_messages_take_their_serialization_time() {
         // 4096 B (the eager limit) + the 16-byte header = 4112 B in one SEND with immediate:
         // 5 packets at a 1 KiB MTU, four of 82 + 1024 = 1106 B and a last of 82 + 16 + 4
