@@ -241,7 +241,7 @@ pub fn run_case(case: &str) -> Result<BenchFigures> {
                 case: case.into(),
                 events: sim.events,
                 wall_seconds: r.wall_clock.wall_seconds,
-                last_completion: Time(last),
+                last_completion: Time::from_ps(last),
                 peak_rss_bytes: peak_rss(),
                 drops: r.network.drops.context("the simulator counts drops")?,
                 pfc_xoff: r

@@ -110,25 +110,59 @@ pub fn check_same_workload(runs: &[CompareRun]) -> Result<()> {
     Ok(())
 }
 
-/// A figure of the comparison table: its name and how to read it from a run.
-type Metric = (&'static str, fn(&RunResult, &Headline) -> Option<f64>);
+/// A figure of the comparison table: its name, whether it is a counter a backend may not
+/// observe, and how to read it from a run.
+type Metric = (&'static str, bool, fn(&RunResult, &Headline) -> Option<f64>);
 
 const METRICS: [Metric; 12] = [
-    ("p50 µs", |_, h| h.p50_ps.map(|v| v as f64)),
-    ("p99 µs", |_, h| h.p99_ps.map(|v| v as f64)),
-    ("p99.9 µs", |_, h| h.p999_ps.map(|v| v as f64)),
-    ("max µs", |_, h| h.max_ps.map(|v| v as f64)),
-    ("T* µs", |_, h| h.t_star_ps.map(|v| v as f64)),
-    ("span/T*", |_, h| h.max_over_t_star),
-    ("goodput Gb/s", |_, h| h.goodput_bps),
-    ("ECN marks", |r, _| r.network.ecn_marks.map(|v| v as f64)),
-    ("CNPs", |r, _| r.network.cnps.map(|v| v as f64)),
-    ("PFC XOFF", |r, _| r.network.pfc_xoff.map(|v| v as f64)),
-    ("drops", |r, _| r.network.drops.map(|v| v as f64)),
-    ("retransmitted", |r, _| {
+    ("p50 µs", false, |_, h| h.p50_ps.map(|v| v as f64)),
+    ("p99 µs", false, |_, h| h.p99_ps.map(|v| v as f64)),
+    ("p99.9 µs", false, |_, h| h.p999_ps.map(|v| v as f64)),
+    ("max µs", false, |_, h| h.max_ps.map(|v| v as f64)),
+    ("T* µs", false, |_, h| h.t_star_ps.map(|v| v as f64)),
+    ("span/T*", false, |_, h| h.max_over_t_star),
+    ("goodput Gb/s", false, |_, h| h.goodput_bps),
+    ("ECN marks", true, |r, _| {
+        r.network.ecn_marks.map(|v| v as f64)
+    }),
+    ("CNPs", true, |r, _| r.network.cnps.map(|v| v as f64)),
+    ("PFC XOFF", true, |r, _| {
+        r.network.pfc_xoff.map(|v| v as f64)
+    }),
+    ("drops", true, |r, _| r.network.drops.map(|v| v as f64)),
+    ("retransmitted", true, |r, _| {
         r.network.retransmitted_packets.map(|v| v as f64)
     }),
 ];
+
+/// The cell of a counter run `r` does not observe: `n/a (not observed by BACKEND)`.
+fn not_observed(r: &RunResult) -> String {
+    format!("n/a (not observed by {})", r.scenario.backend)
+}
+
+/// Where run `r` happened, short: `sim, xrdma-sim 0.1.0`, or `verbs, DEVICE (fw V) on HOST`;
+/// `not recorded` for a result written before results named it.
+pub fn environment_cell(r: &RunResult) -> String {
+    let Some(e) = &r.environment else {
+        return "not recorded".into();
+    };
+    let mut o = e.backend.to_string();
+    if let Some(v) = &e.simulator_version {
+        let _ = write!(o, ", xrdma-sim {v}");
+    }
+    if let Some(d) = &e.device {
+        let _ = write!(
+            o,
+            ", {} (fw {})",
+            d.name.as_deref().unwrap_or("?"),
+            d.fw_ver.as_deref().unwrap_or("?")
+        );
+    }
+    if e.backend != xrdma_reports::Backend::Sim {
+        let _ = write!(o, " on {}", e.host_name.as_deref().unwrap_or("?"));
+    }
+    o
+}
 
 fn fmt_metric(name: &str, v: f64) -> String {
     if name.ends_with("µs") {
@@ -142,10 +176,13 @@ fn fmt_metric(name: &str, v: f64) -> String {
     }
 }
 
-/// The comparison table: one row per figure (p50/p99/p99.9/max completion in µs, T*, span/T*
-/// (last completion − first intended, over T*), goodput in Gb/s, ECN marks, CNPs, PFC XOFF, drops, retransmitted packets), one column per
-/// run; every run after the first shows `value (×ratio)` with ratio = value / first run's
-/// value (`-` when either is missing or the first is 0). Columns are padded to line up; the
+/// The comparison table: one column per run; rows for the messages completed, where each
+/// run happened ([`environment_cell`]), and each figure (p50/p99/p99.9/max completion in µs,
+/// T*, span/T* (last completion − first intended, over T*), goodput in Gb/s, ECN marks,
+/// CNPs, PFC XOFF, drops, retransmitted packets). Every run after the first shows
+/// `value (×ratio)` with ratio = value / first run's value (`-` when either is missing or
+/// the first is 0); a counter a run's backend does not observe is
+/// `n/a (not observed by BACKEND)`, never a 0 or a ratio. Columns are padded to line up; the
 /// text ends with a newline.
 pub fn compare_table(runs: &[CompareRun]) -> String {
     let heads: Vec<Headline> = runs.iter().map(|r| Headline::of(&r.result)).collect();
@@ -172,12 +209,17 @@ pub fn compare_table(runs: &[CompareRun]) -> String {
         format!("{done} of {}", r.result.messages.len())
     }));
     cells.push(completed);
-    for (name, get) in METRICS {
+    let mut environment = vec![String::from("environment")];
+    environment.extend(runs.iter().map(|r| environment_cell(&r.result)));
+    cells.push(environment);
+    for (name, counter, get) in METRICS {
         let base = get(&runs[0].result, &heads[0]);
         let mut row = vec![name.to_string()];
         for (i, (r, h)) in runs.iter().zip(&heads).enumerate() {
             let v = get(&r.result, h);
             let text = match v {
+                // A counter the backend cannot see is not a measured 0 and has no ratio.
+                None if counter => not_observed(&r.result),
                 None => "-".to_string(),
                 Some(v) if i == 0 => fmt_metric(name, v),
                 Some(v) => {

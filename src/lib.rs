@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod compare;
 pub mod conformance;
+pub mod launch_cli;
 pub mod output;
 pub mod sweep_cli;
 pub mod tools;

@@ -28,6 +28,14 @@ enum Command {
     /// `result.json` plus everything `xrdma report` writes (summary.txt, the plots as SVG and
     /// PNG, report.html) into the output directory. Exits 2 if any message was not delivered
     /// intact.
+    ///
+    /// With `--backend verbs` under `srun` or `mpirun` (SLURM_PROCID, OMPI_COMM_WORLD_RANK or
+    /// PMI_RANK set), or with --rank or --hostfile, the process runs as one rank of a
+    /// multi-process run: the ranks meet at rank 0 (--coordinator, XRDMA_COORDINATOR, Slurm's
+    /// first node or the hostfile's first host; TCP port 18515), the receiver runs on rank 0
+    /// and the senders in blocks on the others (or as a `verbs.ranks` block says), and the
+    /// receiver's rank writes the report. E.g. `srun -N 9 --ntasks-per-node=1 xrdma run
+    /// --backend verbs scenarios/incast-8.yaml`.
     Run {
         /// The scenario file (YAML).
         scenario: PathBuf,
@@ -43,10 +51,8 @@ enum Command {
         /// Where to run it.
         #[arg(long, value_enum, default_value_t = Backend::Sim)]
         backend: Backend,
-        /// Run only this rank of the scenario's `verbs.ranks` (with `--backend verbs`): the
-        /// receiver's rank writes the report, the others hand their records to it.
-        #[arg(long)]
-        rank: Option<u32>,
+        #[command(flatten)]
+        launch: xrdma_testbed::launch_cli::LaunchOptions,
     },
     /// Redraw every table and plot (summary.txt, latency.svg, the SVG and PNG plots,
     /// report.html) from a saved result, without rerunning.
@@ -62,22 +68,10 @@ enum Command {
     },
     /// Run a scenario over axes of settings (their cartesian product), the points in parallel;
     /// writes one run directory per point, index.json/index.csv, fan-in plots and sweep.html.
-    /// A rerun skips points already finished. Exits 2 if a point failed.
-    Sweep {
-        /// The base scenario file (YAML).
-        scenario: PathBuf,
-        /// An axis to vary, NAME=V1,V2,...; repeat for more axes. Names: fan-in, size (every
-        /// message of the list gets this size), beta, initial-window, dcqcn (on/off), pfc
-        /// (on/off), backend (sim/verbs), seed.
-        #[arg(long = "axis", required = true)]
-        axes: Vec<String>,
-        /// Output directory [default: results/<scenario name>-sweep].
-        #[arg(short, long)]
-        out: Option<PathBuf>,
-        /// Points run at once [default: the cores available].
-        #[arg(short, long)]
-        jobs: Option<usize>,
-    },
+    /// A rerun skips points already finished. Exits 2 if a point failed. With --emit, hands
+    /// the points to a cluster (a Slurm job array, or one command per point); --point runs
+    /// one of them and --collect gathers the finished ones.
+    Sweep(xrdma_testbed::sweep_cli::SweepArgs),
     /// Put two or more runs side by side: headline figures with ratios to the first run, and
     /// their completion-time CDFs overlaid (compare.txt, compare-cdf.svg/.png).
     Compare {
@@ -211,7 +205,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
 
 /// Wall-clock limit of one tool run on an RDMA device.
 #[cfg(feature = "verbs")]
-const TOOL_TIMEOUT: xrdma::Time = xrdma::Time::from_ms(300_000);
+const TOOL_TIMEOUT: xrdma::Span = xrdma::Span::from_ms(300_000);
 
 #[cfg(not(feature = "verbs"))]
 fn no_verbs<T>() -> Result<T> {
@@ -280,37 +274,6 @@ fn run_scenario(
     }
 }
 
-/// Run rank `rank` of `sc`: the receiver's rank returns the merged result; another rank
-/// prints one line and returns `None`.
-#[cfg(feature = "verbs")]
-fn run_rank(sc: &xrdma_scenario::Scenario, rank: u32) -> Result<Option<xrdma_reports::RunResult>> {
-    use xrdma_runner::rank::{run_rank, RankOutcome};
-    match run_rank(sc, rank)? {
-        RankOutcome::Report(r) => Ok(Some(*r)),
-        RankOutcome::Sent {
-            rank,
-            to_rank,
-            senders,
-            acked,
-            messages,
-        } => {
-            outln!(
-                "rank {rank}: {senders} sender(s), {acked}/{messages} messages ACKed; records \
-                 handed to rank {to_rank}, which writes the report"
-            );
-            Ok(None)
-        }
-    }
-}
-
-#[cfg(not(feature = "verbs"))]
-fn run_rank(
-    _sc: &xrdma_scenario::Scenario,
-    _rank: u32,
-) -> Result<Option<xrdma_reports::RunResult>> {
-    no_verbs()
-}
-
 /// Set for the child processes of `xrdma bench`, which print their row without the header.
 const BENCH_CHILD: &str = "XRDMA_BENCH_CHILD";
 
@@ -345,11 +308,11 @@ fn real_main() -> Result<ExitCode> {
             seed,
             csv,
             backend,
-            rank,
+            launch,
         } => {
             backend.require()?;
-            if rank.is_some() && backend != Backend::Verbs {
-                bail!("--rank runs one process of a multi-process run: it needs --backend verbs");
+            if let Some(flag) = launch.given().filter(|_| backend != Backend::Verbs) {
+                bail!("{flag} runs one process of a multi-process run: it needs --backend verbs");
             }
             let mut sc = xrdma_scenario::load(&scenario)?;
             if let Some(seed) = seed {
@@ -371,26 +334,44 @@ fn real_main() -> Result<ExitCode> {
                     );
                 }
             }
+            let launched = match backend {
+                Backend::Verbs => launch.resolve(&sc)?,
+                Backend::Sim => None,
+            };
+            if let Some(note) = xrdma_testbed::launch_cli::simulator_note() {
+                if backend == Backend::Sim {
+                    eprintln!("{note}");
+                }
+            }
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-            prepare_out_dir(&out)?;
+            // Only the rank that writes the report touches the output directory.
+            if launched
+                .as_ref()
+                .is_none_or(|l| xrdma_testbed::launch_cli::writes_report(&sc, l))
+            {
+                prepare_out_dir(&out)?;
+            }
             let on = if backend == Backend::Sim {
                 "the simulator"
             } else {
                 "the RDMA device"
             };
             eprintln!("running {} on {on} ...", scenario.display());
+            if let Some(l) = &launched {
+                eprintln!("{}", l.summary());
+            }
             // The scenario's text goes into the result as it was when the run started.
             let yaml = std::fs::read_to_string(&scenario).ok();
-            let mut result = match rank {
+            let mut result = match &launched {
                 None => run_scenario(backend, &sc)?,
-                Some(r) => match run_rank(&sc, r)? {
+                Some(l) => match xrdma_testbed::launch_cli::run(&sc, l)? {
                     Some(result) => result,
                     None => return Ok(ExitCode::SUCCESS),
                 },
             };
             result.scenario_yaml = yaml;
             if let Some(sim) = &result.sim {
-                for w in check::unreached_faults(&sc, xrdma::Time(sim.simulated_ps)) {
+                for w in check::unreached_faults(&sc, xrdma::Time::from_ps(sim.simulated_ps)) {
                     eprintln!("warning: {w}");
                 }
             }
@@ -636,12 +617,7 @@ fn real_main() -> Result<ExitCode> {
             outln!("{}", r.row());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sweep {
-            scenario,
-            axes,
-            out,
-            jobs,
-        } => xrdma_testbed::sweep_cli::run(&scenario, &axes, out, jobs),
+        Command::Sweep(args) => xrdma_testbed::sweep_cli::run(args),
         Command::Compare {
             runs,
             out,

@@ -1,33 +1,89 @@
-//! `xrdma sweep` as the command line runs it: check every point, run them, write the index,
-//! plots and page, and judge the sweep.
+//! `xrdma sweep` as the command line runs it: check every point, then run them all (writing
+//! the index, plots and page, and judging the sweep), or hand them to a cluster's scheduler
+//! (`--emit`), run one of them (`--point`), or gather the finished ones (`--collect`).
 
 use crate::outln;
 use crate::output::{prepare_out_dir, EXIT_RESULT_FAILED};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use xrdma_runner::sweep::{self, jobs, Plan, PointOutcome, PointStatus};
 
-/// `xrdma sweep SCENARIO --axis ... [--out DIR] [--jobs N]`: exit 0 when every point ran and
-/// passed, 2 when one did not (its id is printed).
+/// The arguments of `xrdma sweep`.
+#[derive(clap::Args, Debug)]
+pub struct SweepArgs {
+    /// The base scenario file (YAML).
+    pub scenario: PathBuf,
+    /// An axis to vary, NAME=V1,V2,...; repeat for more axes. Names: fan-in, size (every
+    /// message of the list gets this size), beta, initial-window, dcqcn (on/off), pfc
+    /// (on/off), backend (sim/verbs), seed.
+    #[arg(long = "axis", required = true)]
+    pub axes: Vec<String>,
+    /// Output directory [default: results/<scenario name>-sweep].
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// Points run at once [default: the cores available].
+    #[arg(short, long, conflicts_with_all = ["emit", "point", "collect"])]
+    pub jobs: Option<usize>,
+    /// Hand the points to a cluster instead of running them: `slurm` writes OUT/sweep.sbatch,
+    /// a job array of one task per point (`--point $SLURM_ARRAY_TASK_ID`); `commands` prints
+    /// one `--point ID` command per point (for GNU parallel or xargs). Both repeat this
+    /// command's scenario, axes and output directory, so every task plans the same points
+    /// with the same hashes; collect the results with `--collect`.
+    #[arg(long, value_enum, conflicts_with_all = ["point", "collect"])]
+    pub emit: Option<Emit>,
+    /// Run only this point (its index from 0 in plan order, or its id) into
+    /// OUT/points/<id>/, as one task of a job; a finished point is not run again. Writes no
+    /// index.
+    #[arg(long, value_name = "K|ID", conflicts_with = "collect")]
+    pub point: Option<String>,
+    /// Run nothing: build index.json, index.csv, the plots and sweep.html from the points
+    /// finished so far, listing the missing ones; exits 2 when a point is missing (unless
+    /// --allow-missing) or failed.
+    #[arg(long)]
+    pub collect: bool,
+    /// With --collect: missing points are listed, but do not fail the collection.
+    #[arg(long, requires = "collect")]
+    pub allow_missing: bool,
+}
+
+/// What `--emit` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Emit {
+    /// A Slurm job-array script, OUT/sweep.sbatch.
+    Slurm,
+    /// One command per point on standard output.
+    Commands,
+}
+
+/// `xrdma sweep`: see [`SweepArgs`]. Exit 0 when every point (run, or collected) passed, 2
+/// when one did not (its id is printed) or, for `--collect`, is missing.
 ///
 /// # Errors
-/// A bad axis or scenario, an unwritable output directory, or a failure writing the index.
-pub fn run(
-    scenario: &Path,
-    axes: &[String],
-    out: Option<PathBuf>,
-    jobs: Option<usize>,
-) -> Result<ExitCode> {
-    use xrdma_runner::sweep;
-    let axes = sweep::parse_axes(axes)?;
-    let base = xrdma_scenario::load(scenario)?;
-    let yaml = std::fs::read_to_string(scenario)
-        .with_context(|| format!("reading {}", scenario.display()))?;
+/// A bad axis or scenario, an unwritable output directory, a `--point` that names no point
+/// or one a task cannot run, a missing sweep directory to collect, or a failure writing the
+/// index.
+pub fn run(args: SweepArgs) -> Result<ExitCode> {
+    let axes = sweep::parse_axes(&args.axes)?;
+    let base = xrdma_scenario::load(&args.scenario)?;
+    let yaml = std::fs::read_to_string(&args.scenario)
+        .with_context(|| format!("reading {}", args.scenario.display()))?;
     let plan = sweep::plan(base, yaml, axes)?;
-    let out =
-        out.unwrap_or_else(|| PathBuf::from("results").join(format!("{}-sweep", plan.base.name)));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("{}-sweep", plan.base.name)));
+    if let Some(emit) = args.emit {
+        return emit_jobs(&plan, &args, &out, emit);
+    }
+    if let Some(which) = &args.point {
+        return run_one(&plan, &out, which);
+    }
+    if args.collect {
+        return collect(&plan, &out, args.allow_missing);
+    }
     prepare_out_dir(&out)?;
-    let jobs = jobs.unwrap_or_else(sweep::default_jobs);
+    let jobs = args.jobs.unwrap_or_else(sweep::default_jobs);
     if jobs == 0 {
         bail!("--jobs must be at least 1");
     }
@@ -35,29 +91,29 @@ pub fn run(
     let jobs = jobs.min(plan.points.len().max(1));
     eprintln!(
         "sweeping {} over {} point(s) with {jobs} worker(s) into {} ...",
-        scenario.display(),
+        args.scenario.display(),
         plan.points.len(),
         out.display()
     );
     let progress = sweep::Progress::new(plan.points.len(), false);
     let outcomes = sweep::execute(&plan, &out, jobs, &sweep::default_runner, &progress)?;
-    let index = sweep::report::index(&plan, &outcomes);
-    let command: Vec<String> = std::env::args().collect();
-    let files = sweep::report::write_reports(&out, &plan, &index, &command.join(" "))?;
     let resumed = outcomes.iter().filter(|o| o.resumed).count();
-    let bad: Vec<&str> = plan
-        .points
-        .iter()
-        .zip(&outcomes)
-        .filter(|(_, o)| o.status != sweep::PointStatus::Ok)
-        .map(|(p, _)| p.id.as_str())
-        .collect();
+    let bad = write_index(&plan, &out, &outcomes)?;
     outln!(
         "{} point(s): {} run, {resumed} resumed, {} not ok",
         outcomes.len(),
         outcomes.len() - resumed,
         bad.len()
     );
+    Ok(judge(&bad))
+}
+
+/// Writes the index, table, plots and page of `outcomes`, prints the files, and returns the
+/// ids of the points that are not ok.
+fn write_index(plan: &Plan, out: &Path, outcomes: &[PointOutcome]) -> Result<Vec<String>> {
+    let index = sweep::report::index(plan, outcomes);
+    let command: Vec<String> = std::env::args().collect();
+    let files = sweep::report::write_reports(out, plan, &index, &command.join(" "))?;
     for f in [&files.index_json, &files.index_csv]
         .into_iter()
         .chain(&files.plots)
@@ -65,10 +121,137 @@ pub fn run(
     {
         outln!("wrote {}", f.display());
     }
+    Ok(plan
+        .points
+        .iter()
+        .zip(outcomes)
+        .filter(|(_, o)| !matches!(o.status, PointStatus::Ok | PointStatus::Missing))
+        .map(|(p, _)| p.id.clone())
+        .collect())
+}
+
+/// Exit 0 when `bad` is empty, else 2 with the failed points named.
+fn judge(bad: &[String]) -> ExitCode {
     if bad.is_empty() {
-        Ok(ExitCode::SUCCESS)
+        ExitCode::SUCCESS
     } else {
         eprintln!("FAILED points: {}", bad.join(", "));
-        Ok(ExitCode::from(EXIT_RESULT_FAILED))
+        ExitCode::from(EXIT_RESULT_FAILED)
     }
+}
+
+/// `path` made absolute against the working directory (a job task may start elsewhere).
+fn absolute(path: &Path) -> Result<String> {
+    let p =
+        std::path::absolute(path).with_context(|| format!("making {} absolute", path.display()))?;
+    Ok(p.display().to_string())
+}
+
+/// `--emit`: the job-array script or the commands, where the results land and how to
+/// collect them.
+fn emit_jobs(plan: &Plan, args: &SweepArgs, out: &Path, emit: Emit) -> Result<ExitCode> {
+    let exe = std::env::current_exe().context("locating this executable")?;
+    let inv = jobs::Invocation {
+        exe: exe.display().to_string(),
+        scenario: absolute(&args.scenario)?,
+        axes: args.axes.clone(),
+        out: absolute(out)?,
+    };
+    let left_out: Vec<String> = plan.points.iter().filter_map(jobs::refusal).collect();
+    match emit {
+        Emit::Slurm => {
+            let script = jobs::slurm_script(plan, &inv)?;
+            // Slurm opens each task's output file in OUT/slurm/ but does not create it.
+            let logs = out.join("slurm");
+            std::fs::create_dir_all(&logs)
+                .with_context(|| format!("cannot create {}", logs.display()))?;
+            let path = out.join("sweep.sbatch");
+            sweep::write_atomic(&path, script.as_bytes())?;
+            outln!(
+                "wrote {} ({} of {} point(s) as a job array)",
+                path.display(),
+                jobs::runnable(plan).len(),
+                plan.points.len()
+            );
+            outln!("submit:  sbatch {}", path.display());
+            outln!("results: {}/points/<id>/", inv.out);
+            outln!("collect: {}", inv.collect_command());
+        }
+        Emit::Commands => {
+            // Standard output holds the commands only, so it pipes into parallel or xargs.
+            for c in jobs::commands(plan, &inv) {
+                outln!("{c}");
+            }
+            eprintln!("results: {}/points/<id>/", inv.out);
+            eprintln!("collect: {}", inv.collect_command());
+        }
+    }
+    for why in &left_out {
+        eprintln!("left out: {why}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--point`: run one point into its directory.
+fn run_one(plan: &Plan, out: &Path, which: &str) -> Result<ExitCode> {
+    let k = jobs::select(plan, which)?;
+    prepare_out_dir(out)?;
+    let p = &plan.points[k];
+    eprintln!("sweep point {k} of {}: {} ...", plan.points.len(), p.id);
+    let o = jobs::run_task(plan, out, k, &sweep::default_runner)?;
+    let dir = sweep::point_dir(out, &p.id);
+    let how = if o.resumed { "finished earlier" } else { "ran" };
+    match (o.status, &o.error) {
+        (_, Some(e)) => {
+            eprintln!("FAILED point {}: {e}", p.id);
+            Ok(ExitCode::from(EXIT_RESULT_FAILED))
+        }
+        (PointStatus::Ok, None) => {
+            outln!("point {} {how}: ok, in {}", p.id, dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        (_, None) => {
+            outln!("point {} {how}: in {}", p.id, dir.display());
+            eprintln!("FAILED point {}: its delivery check failed", p.id);
+            Ok(ExitCode::from(EXIT_RESULT_FAILED))
+        }
+    }
+}
+
+/// `--collect`: the index, table, plots and page of the finished points; the missing ones
+/// listed.
+fn collect(plan: &Plan, out: &Path, allow_missing: bool) -> Result<ExitCode> {
+    if !out.is_dir() {
+        bail!(
+            "no sweep directory {}: nothing to collect (run the points first)",
+            out.display()
+        );
+    }
+    let c = jobs::collect(plan, out);
+    let bad = write_index(plan, out, &c.outcomes)?;
+    outln!(
+        "{} point(s): {} finished, {} missing, {} not ok",
+        plan.points.len(),
+        plan.points.len() - c.missing.len(),
+        c.missing.len(),
+        bad.len()
+    );
+    if !c.missing.is_empty() {
+        eprintln!(
+            "MISSING {} of {} point(s):",
+            c.missing.len(),
+            plan.points.len()
+        );
+        for (k, why) in &c.missing {
+            eprintln!("  [{k}] {}: {why}", plan.points[*k].id);
+        }
+        if !allow_missing {
+            eprintln!(
+                "the collection is incomplete: run the missing points (--point K), or pass \
+                 --allow-missing"
+            );
+            return Ok(ExitCode::from(EXIT_RESULT_FAILED));
+        }
+    }
+    Ok(judge(&bad))
 }

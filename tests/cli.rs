@@ -269,3 +269,53 @@ fn a_fault_the_run_never_reached_is_warned_about() {
         "{err}"
     );
 }
+
+#[test]
+fn launch_options_need_the_verbs_backend_and_a_launcher_on_the_simulator_is_noted() {
+    let dir = scratch("launch");
+    let file = dir.join("s.yaml");
+    std::fs::write(&file, GOOD).unwrap();
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "node01\nnode02 slots=2\n").unwrap();
+    let out = dir.join("out");
+    let flags: [&[&str]; 3] = [
+        &["--rank", "1"],
+        &["--hostfile", hosts.to_str().unwrap()],
+        &["--coordinator", "node01:19000"],
+    ];
+    for args in flags {
+        let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+            .arg("run")
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        let want = format!(
+            "{} runs one process of a multi-process run: it needs --backend verbs",
+            args[0]
+        );
+        assert!(err.contains(&want), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?}: nothing runs, nothing is written");
+    }
+    // Started by srun, a simulator run still runs the whole scenario, and says so.
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .env("SLURM_PROCID", "1")
+        .env("SLURM_NTASKS", "3")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("note: SLURM_PROCID=1 is set, but the simulator runs the whole scenario"),
+        "{err}"
+    );
+    assert!(out.join("result.json").exists());
+}

@@ -53,7 +53,7 @@ fn a_host_profile_slows_every_message_and_is_recorded_with_its_costs() {
     assert_eq!(info.profile, "connectx6");
     assert_eq!(info.overridden, vec!["doorbell".to_string()]);
     let mut want = HostModel::from_profile("connectx6").unwrap();
-    want.set_cost("doorbell", xrdma::Time::from_ns(150))
+    want.set_cost("doorbell", xrdma::Span::from_ns(150))
         .unwrap();
     assert_eq!(info.costs_ps.len(), HostModel::COST_KEYS.len());
     for (key, cost) in want.costs() {

@@ -299,3 +299,69 @@ fn compare_shows_ratios_to_the_first_run_and_refuses_other_workloads() {
     assert!(e.contains("incast 4:1") && e.contains("incast 2:1"), "{e}");
     assert!(compare::load_runs(&[dir.join("slow.json")]).is_err());
 }
+
+#[test]
+fn compare_prints_a_counter_the_backend_does_not_observe_as_not_observed() {
+    let dir = scratch("compare-na");
+    let out = dir.join("out");
+    let p = plan(&dir, &["fan-in=2", "size=4KiB"]).unwrap();
+    run(&p, &out, 1);
+    let a = sweep::point_dir(&out, &p.points[0].id).join("result.json");
+    let mut sim: RunResult = xrdma_reports::read_json(&a).unwrap();
+    sim.network.ecn_marks = Some(24);
+    sim.network.cnps = Some(0);
+    sim.network.pfc_xoff = Some(0);
+    // The same workload on rxe: no switch counters, the device's environment.
+    let mut rxe = sim.clone();
+    rxe.scenario.backend = xrdma_reports::Backend::Verbs;
+    rxe.sim = None;
+    rxe.network = xrdma_reports::NetworkCounters {
+        data_packets: Some(120),
+        seq_naks: Some(0),
+        rnr_naks: Some(0),
+        ..xrdma_reports::NetworkCounters::default()
+    };
+    rxe.environment = Some(xrdma_reports::Environment {
+        backend: xrdma_reports::Backend::Verbs,
+        simulator_version: None,
+        host_name: Some("node7".into()),
+        kernel: Some("6.1.0".into()),
+        device: Some(xrdma_reports::DeviceInfo {
+            name: Some("rxe0".into()),
+            fw_ver: Some("0.0.0".into()),
+            ..xrdma_reports::DeviceInfo::default()
+        }),
+        device_counters: None,
+        ranks: None,
+    });
+    let (sim_path, rxe_path) = (dir.join("sim.json"), dir.join("rxe.json"));
+    xrdma_reports::write_json(&sim_path, &sim).unwrap();
+    xrdma_reports::write_json(&rxe_path, &rxe).unwrap();
+    let runs = compare::load_runs(&[sim_path, rxe_path]).unwrap();
+    let table = compare::compare_table(&runs);
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row in\n{table}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // 24 on the simulator, not observed on verbs: neither a 0 nor a ratio.
+    assert_eq!(row("ECN marks"), "ECN marks 24 n/a (not observed by verbs)");
+    assert_eq!(row("PFC XOFF"), "PFC XOFF 0 n/a (not observed by verbs)");
+    assert_eq!(row("CNPs"), "CNPs 0 n/a (not observed by verbs)");
+    assert!(!table.contains("×0.000"), "{table}");
+    assert_eq!(
+        row("environment"),
+        format!(
+            "environment sim, xrdma-sim {} verbs, rxe0 (fw 0.0.0) on node7",
+            xrdma_sim::VERSION
+        )
+    );
+    // A result from before results named their environment.
+    let mut old = runs.clone();
+    old[1].result.environment = None;
+    assert!(compare::compare_table(&old).contains("not recorded"));
+}

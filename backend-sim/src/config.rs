@@ -6,7 +6,7 @@ use crate::host_model::HostModel;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use xrdma::{RcParams, Time};
+use xrdma::{RcParams, Span};
 
 /// Extra bytes of the RDMA Extended Transport Header (RETH: VA 8 + R_Key 4 + DMA length 4),
 /// carried by the first packet of an RDMA WRITE and by an RDMA READ request (IB Spec 9.3.3.3).
@@ -88,7 +88,7 @@ pub struct SimConfig {
     /// Rate of every link direction, bits per second. Default 100 Gb/s.
     pub link_rate_bps: u64,
     /// One-way propagation delay of every link. Default 1 µs.
-    pub link_delay: Time,
+    pub link_delay: Span,
     /// RoCE payload bytes a port carries per packet (what a device reports as its active
     /// MTU); packets carry [`SimConfig::path_mtu`]. Default 1024.
     pub mtu: u32,
@@ -105,7 +105,7 @@ pub struct SimConfig {
     pub seed: u64,
     /// Minimum time between two CNPs for one QP (DCQCN notification point). Default 50 µs
     /// (Zhu et al., SIGCOMM 2015, §3.2).
-    pub cnp_interval: Time,
+    pub cnp_interval: Span,
     /// The responder ACKs every `ack_every` packets (and always a message's last packet).
     /// Default 1.
     pub ack_every: u32,
@@ -143,14 +143,14 @@ impl Default for SimConfig {
         SimConfig {
             hosts: 2,
             link_rate_bps: 100_000_000_000,
-            link_delay: Time::from_us(1),
+            link_delay: Span::from_us(1),
             mtu: 1024,
             header_bytes: 82,
             switch_buffer_bytes: 32 << 20,
             ecn: None,
             pfc: None,
             seed: 1,
-            cnp_interval: Time::from_us(50),
+            cnp_interval: Span::from_us(50),
             ack_every: 1,
             dcqcn: None,
             rc: RcParams::default(),
@@ -218,10 +218,10 @@ impl SimConfig {
     /// `4·link_delay + 2·ser(mtu + header_bytes) + 2·ser(header_bytes + 4)`, where `ser(b)` is
     /// `b·8/link_rate_bps` (the data packet crosses two links, its ACK (with a 4-byte AETH) two
     /// links back). This is the base RTT of the incast bound T*.
-    pub fn base_rtt(&self) -> Time {
-        let data = Time::serialization((self.mtu + self.header_bytes) as u64, self.link_rate_bps);
-        let ack = Time::serialization((self.header_bytes + AETH_BYTES) as u64, self.link_rate_bps);
-        Time(self.link_delay.as_ps().saturating_mul(4)) + data + data + ack + ack
+    pub fn base_rtt(&self) -> Span {
+        let data = Span::serialization((self.mtu + self.header_bytes) as u64, self.link_rate_bps);
+        let ack = Span::serialization((self.header_bytes + AETH_BYTES) as u64, self.link_rate_bps);
+        self.link_delay * 4 + data + data + ack + ack
     }
 
     /// The PFC headroom a port whose fastest link runs at `link_rate_bps` needs, bytes:
@@ -444,7 +444,7 @@ mod tests {
         let c = SimConfig::default();
         c.validate().unwrap();
         // 4·1 µs + 2·(1106 B · 80 ps/B) + 2·(86 B · 80 ps/B) = 4_000_000 + 176_960 + 13_760.
-        assert_eq!(c.base_rtt(), Time(4_190_720));
+        assert_eq!(c.base_rtt(), Span::from_ps(4_190_720));
         // 1 µs at 100 Gb/s = 1e-6 · 1e11 / 8 = 12_500 B.
         assert_eq!(c.link_bdp_bytes(), 12_500);
     }

@@ -17,7 +17,7 @@
 
 use crate::config::SimConfigError;
 use serde::{Deserialize, Serialize};
-use xrdma::Time;
+use xrdma::{Span, Time};
 
 /// Link rate the DCQCN additive/hyper increase steps are specified at (25 Gb/s, HPCC ns-3
 /// artifact); they scale by `link_rate_bps / 25 Gb/s`.
@@ -31,9 +31,9 @@ pub struct DcqcnConfig {
     pub g: f64,
     /// α decay period K: α ← (1 − g)·α for every `alpha_update` without a CNP. Default 55 µs
     /// (Zhu et al. 2015; HPCC artifact `ALPHA_RESUME_INTERVAL 55`).
-    pub alpha_update: Time,
+    pub alpha_update: Span,
     /// Rate-increase timer period T. Default 300 µs (the HPCC ns-3 artifact's DCQCN setting).
-    pub rate_increase_timer: Time,
+    pub rate_increase_timer: Span,
     /// Byte counter B: one rate-increase event per `byte_counter_bytes` wire bytes sent.
     /// Default 10 MB = 10^7 bytes (Zhu et al. 2015, B = 10 MB).
     pub byte_counter_bytes: u64,
@@ -54,8 +54,8 @@ impl Default for DcqcnConfig {
     fn default() -> Self {
         DcqcnConfig {
             g: 1.0 / 256.0,
-            alpha_update: Time::from_us(55),
-            rate_increase_timer: Time::from_us(300),
+            alpha_update: Span::from_us(55),
+            rate_increase_timer: Span::from_us(300),
             byte_counter_bytes: 10_000_000,
             fast_recovery_steps: 5,
             rate_ai_bps: None,
@@ -80,10 +80,10 @@ impl DcqcnConfig {
         if !(self.g > 0.0 && self.g <= 1.0) {
             return Err(invalid("dcqcn.g", format!("{} is not in (0, 1]", self.g)));
         }
-        if self.alpha_update == Time::ZERO {
+        if self.alpha_update == Span::ZERO {
             return Err(invalid("dcqcn.alpha_update", "must be positive".into()));
         }
-        if self.rate_increase_timer == Time::ZERO {
+        if self.rate_increase_timer == Span::ZERO {
             return Err(invalid(
                 "dcqcn.rate_increase_timer",
                 "must be positive".into(),
@@ -147,9 +147,9 @@ pub struct DcqcnParams {
     /// Fast-recovery stage count F.
     pub f: u32,
     /// α decay period.
-    pub alpha_period: Time,
+    pub alpha_period: Span,
     /// Rate-increase timer period.
-    pub timer_period: Time,
+    pub timer_period: Span,
     /// Byte counter, bytes.
     pub byte_counter: u64,
 }
@@ -220,12 +220,12 @@ impl DcqcnState {
         if k > 0 {
             // (1 − g)^k; k beyond i32 leaves α at 0 to f64 precision anyway.
             self.alpha *= (1.0 - p.g).powi(k.min(i32::MAX as u64) as i32);
-            self.alpha_at = Time(self.alpha_at.as_ps() + k * ap);
+            self.alpha_at += p.alpha_period * k;
         }
         let tp = p.timer_period.as_ps();
         let k = (now - self.timer_at).as_ps() / tp;
         if k > 0 {
-            self.timer_at = Time(self.timer_at.as_ps() + k * tp);
+            self.timer_at += p.timer_period * k;
             for step in 0..k {
                 if step >= MAX_STEPS || (self.rc_bps >= p.line_bps && self.rt_bps >= p.line_bps) {
                     // Further events only count stages: the rates are at the ceiling.
@@ -304,7 +304,7 @@ impl DcqcnState {
     /// Earliest start of the packet after one of `wire_bytes` started at `start`:
     /// `start + wire_bytes·8 / R_C` (rounded up to whole picoseconds).
     pub fn next_start(&self, start: Time, wire_bytes: u32) -> Time {
-        start + Time::serialization(wire_bytes as u64, (self.rc_bps as u64).max(1))
+        start + Span::serialization(wire_bytes as u64, (self.rc_bps as u64).max(1))
     }
 }
 
@@ -316,7 +316,7 @@ mod tests {
     fn first_cnp_halves_the_rate() {
         let p = DcqcnConfig::default().resolve(100_000_000_000);
         let mut s = DcqcnState::new(&p);
-        s.on_cnp(&p, Time::from_us(3));
+        s.on_cnp(&p, Time::ZERO + Span::from_us(3));
         // From line rate with α = 1: R_T = 100 G, R_C = 100 G·(1 − 1/2) = 50 G,
         // α = (1 − g)·1 + g = 1.
         assert_eq!(s.rt_bps, 100e9);

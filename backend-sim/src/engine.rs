@@ -123,7 +123,7 @@ impl EventQueue {
     /// Time of the earliest pending event.
     #[inline]
     pub(crate) fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| Time(e.time))
+        self.heap.peek().map(|e| Time::from_ps(e.time))
     }
 
     /// Remove the earliest event, folding it into the trace hash.
@@ -138,7 +138,7 @@ impl EventQueue {
             h = (h ^ w).wrapping_mul(FNV_PRIME);
         }
         self.hash = h;
-        Some((Time(e.time), e.ev))
+        Some((Time::from_ps(e.time), e.ev))
     }
 
     pub(crate) fn hash(&self) -> u64 {
@@ -157,18 +157,18 @@ mod tests {
     #[test]
     fn pops_in_time_then_insertion_order() {
         let mut q = EventQueue::new();
-        q.push(Time(5), Event::HostTxDone(1));
-        q.push(Time(3), Event::HostTxDone(2));
-        q.push(Time(5), Event::HostTxDone(3));
-        q.push(Time(3), Event::HostTxDone(4));
+        q.push(Time::from_ps(5), Event::HostTxDone(1));
+        q.push(Time::from_ps(3), Event::HostTxDone(2));
+        q.push(Time::from_ps(5), Event::HostTxDone(3));
+        q.push(Time::from_ps(3), Event::HostTxDone(4));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
             vec![
-                (Time(3), Event::HostTxDone(2)),
-                (Time(3), Event::HostTxDone(4)),
-                (Time(5), Event::HostTxDone(1)),
-                (Time(5), Event::HostTxDone(3)),
+                (Time::from_ps(3), Event::HostTxDone(2)),
+                (Time::from_ps(3), Event::HostTxDone(4)),
+                (Time::from_ps(5), Event::HostTxDone(1)),
+                (Time::from_ps(5), Event::HostTxDone(3)),
             ]
         );
         assert_eq!(q.processed(), 4);
@@ -180,7 +180,7 @@ mod tests {
         let run = |evs: &[(u64, Event)]| {
             let mut q = EventQueue::new();
             for &(t, e) in evs {
-                q.push(Time(t), e);
+                q.push(Time::from_ps(t), e);
             }
             while q.pop().is_some() {}
             q.hash()

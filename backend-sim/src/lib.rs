@@ -7,10 +7,11 @@
 //! cumulative ACKs, RNR NAKs, CNPs, real bytes copied from the sender's memory into the
 //! receiver's at delivery.
 //!
-//! Time is integer picoseconds ([`xrdma::Time`]). Events sit in a binary heap keyed by
-//! `(time, insertion sequence)`, so equal-time events run in scheduling order and the same
-//! [`SimConfig`] (including its seed) and the same calls give bit-identical results; see
-//! [`Simulation::trace_hash`].
+//! Time is integer picoseconds: instants are [`xrdma::Time`] (simulated time from 0),
+//! durations (link delays, serialization, timers' periods) [`xrdma::Span`]. Events sit in a
+//! binary heap keyed by `(time, insertion sequence)`, so equal-time events run in scheduling
+//! order and the same [`SimConfig`] (including its seed) and the same calls give bit-identical
+//! results; see [`Simulation::trace_hash`].
 //!
 //! ## Where each event is handled
 //! The state is in [`Simulation`] (the queue, the clock, the packet pool, the fabric and one
@@ -110,6 +111,10 @@ mod timeseries;
 mod topology;
 mod transport;
 
+/// This simulator's crate version (`CARGO_PKG_VERSION`), as results name the build that
+/// simulated them.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub use config::{
     EcnConfig, PfcConfig, PfcThresholds, SimConfig, SimConfigError, AETH_BYTES, CNP_EXTRA_BYTES,
     IMMDT_BYTES, PFC_FRAME_BYTES, RETH_BYTES,
@@ -130,7 +135,7 @@ use engine::{Event, EventQueue};
 use nic::Host;
 use packet::PacketPool;
 use switch::Fabric;
-use xrdma::Time;
+use xrdma::{Span, Time};
 
 /// A host index; in a star, host `i` is on switch port `i` (see [`Topology`] for the others).
 pub type HostId = u32;
@@ -145,7 +150,7 @@ pub struct Simulation {
     hosts: Vec<Host>,
     fabric: Fabric,
     /// Serialization time of a `b`-byte packet at the link rate, indexed by `b`.
-    ser: Vec<Time>,
+    ser: Vec<Span>,
     stats: SimStats,
     ready_list: Vec<HostId>,
     scratch: Vec<u8>,
@@ -171,7 +176,7 @@ impl Simulation {
             .max(cfg.header_bytes + CNP_EXTRA_BYTES)
             .max(PFC_FRAME_BYTES);
         let ser = (0..=max_wire as u64)
-            .map(|b| Time::serialization(b, cfg.link_rate_bps))
+            .map(|b| Span::serialization(b, cfg.link_rate_bps))
             .collect();
         let hosts = (0..cfg.hosts).map(Host::new).collect();
         let fabric = Fabric::new(&cfg, max_wire)?;
@@ -319,16 +324,16 @@ impl Simulation {
         s.paused_time = self
             .hosts
             .iter()
-            .fold(Time::ZERO, |acc, h| acc + h.egress.paused_time(self.now));
+            .fold(Span::ZERO, |acc, h| acc + h.egress.paused_time(self.now));
         s.packets_in_flight = self.pool.live() as u64;
         s
     }
 
     /// Total time `host`'s NIC spent paused by PFC so far (zero for unknown hosts).
-    pub fn paused_time(&self, host: HostId) -> Time {
+    pub fn paused_time(&self, host: HostId) -> Span {
         self.hosts
             .get(host as usize)
-            .map_or(Time::ZERO, |h| h.egress.paused_time(self.now))
+            .map_or(Span::ZERO, |h| h.egress.paused_time(self.now))
     }
 
     /// The DCQCN reaction-point state of QP `qpn` on `host`, brought up to `now()` (elapsed
@@ -365,10 +370,10 @@ impl Simulation {
     }
 
     #[inline]
-    fn ser(&self, wire: u32) -> Time {
+    fn ser(&self, wire: u32) -> Span {
         match self.ser.get(wire as usize) {
             Some(&t) => t,
-            None => Time::serialization(wire as u64, self.cfg.link_rate_bps),
+            None => Span::serialization(wire as u64, self.cfg.link_rate_bps),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Simulation counters.
 
 use serde::{Deserialize, Serialize};
-use xrdma::Time;
+use xrdma::Span;
 
 /// Counters of a simulation run. Packet counts are packets put on a wire unless noted.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ pub struct SimStats {
     /// Work completions pushed into CQs (all hosts, all statuses).
     pub completions: u64,
     /// Total time host NICs spent paused by PFC, summed over hosts.
-    pub paused_time: Time,
+    pub paused_time: Span,
     /// Packets allocated and not yet delivered or dropped (on wires, in queues, in NICs).
     pub packets_in_flight: u64,
     /// Request packets (SEND/WRITE packets, READ requests) sent again after a go-back-N

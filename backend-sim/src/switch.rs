@@ -25,7 +25,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use xrdma::Time;
+use xrdma::{Span, Time};
 
 /// ChaCha stream number of the switches' random stream (ECN decisions).
 const SWITCH_STREAM: u64 = 1;
@@ -51,12 +51,12 @@ pub struct PortStats {
     pub last_xon: Option<Time>,
     /// Total time this port held its peer in XOFF (from each XOFF decision to the matching
     /// XON decision; a pause still in force counts up to the query time).
-    pub xoff_time: Time,
+    pub xoff_time: Span,
     /// XOFF frames this port received from a peer switch.
     pub pauses_received: u64,
     /// Total time this port's data transmission was paused by its peer (until the query
     /// time for a pause in force).
-    pub paused_time: Time,
+    pub paused_time: Span,
 }
 
 /// Counters of one switch.
@@ -119,7 +119,7 @@ pub(crate) struct Fabric {
     host_port: Vec<u32>,
     routes: Routes,
     /// Serialization time by wire size, one table per distinct port link rate.
-    ser: Vec<Vec<Time>>,
+    ser: Vec<Vec<Span>>,
     rates: Vec<u64>,
     ecn: Option<EcnConfig>,
     rng: ChaCha8Rng,
@@ -164,7 +164,7 @@ impl Fabric {
             .iter()
             .map(|&r| {
                 (0..=max_wire as u64)
-                    .map(|b| Time::serialization(b, r))
+                    .map(|b| Span::serialization(b, r))
                     .collect()
             })
             .collect();
@@ -218,10 +218,10 @@ impl Fabric {
     }
 
     #[inline]
-    fn ser(&self, rate: u32, wire: u32) -> Time {
+    fn ser(&self, rate: u32, wire: u32) -> Span {
         match self.ser[rate as usize].get(wire as usize) {
             Some(&t) => t,
-            None => Time::serialization(wire as u64, self.rates[rate as usize]),
+            None => Span::serialization(wire as u64, self.rates[rate as usize]),
         }
     }
 

@@ -19,11 +19,11 @@
 
 use crate::{HostId, Simulation};
 use serde::{Deserialize, Serialize};
-use xrdma::Time;
+use xrdma::{Span, Time};
 
 /// Default sampling interval: 10 µs (a 100 Gb/s link carries 125 000 bytes in it, about 113
 /// 1 KiB-MTU packets, so a per-interval throughput has a resolution better than 1 %).
-pub const DEFAULT_SAMPLE_INTERVAL: Time = Time(10_000_000);
+pub const DEFAULT_SAMPLE_INTERVAL: Span = Span::from_us(10);
 
 /// Default cap on the samples of a series (see the module docs for the coarsening).
 pub const DEFAULT_MAX_POINTS: usize = 1024;
@@ -32,7 +32,7 @@ pub const DEFAULT_MAX_POINTS: usize = 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimeSeriesConfig {
     /// Interval between two samples at the start of the run; > 0.
-    pub interval: Time,
+    pub interval: Span,
     /// Samples per series before the interval is doubled; rounded up to an even number ≥ 2.
     pub max_points: usize,
     /// The host whose switch port's egress queue is the "bottleneck" series (the port toward
@@ -65,9 +65,9 @@ pub struct SourceSeries {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimTimeSeries {
     /// The interval asked for.
-    pub requested_interval: Time,
+    pub requested_interval: Span,
     /// The interval between the samples held now: `requested_interval · 2^coarsened`.
-    pub interval: Time,
+    pub interval: Span,
     /// How many times the samples were thinned and the interval doubled to stay within
     /// `max_points`.
     pub coarsened: u32,
@@ -119,7 +119,7 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     pub(crate) fn new(cfg: TimeSeriesConfig, hosts: u32) -> Self {
-        let interval = Time(cfg.interval.as_ps().max(1));
+        let interval = cfg.interval.max(Span::from_ps(1));
         let max_points = cfg.max_points.max(2).next_multiple_of(2);
         Recorder {
             series: SimTimeSeries {
@@ -137,7 +137,7 @@ impl Recorder {
                 paused_ports: Vec::new(),
                 sources: Vec::new(),
             },
-            next: interval,
+            next: Time::ZERO + interval,
             delivered: vec![0; hosts as usize],
             source_slot: vec![None; hosts as usize],
         }
@@ -212,13 +212,13 @@ impl Recorder {
         for src in &mut s.sources {
             keep_odd(&mut src.delivered_bytes);
         }
-        s.interval = Time(s.interval.as_ps().saturating_mul(2));
+        s.interval = s.interval * 2;
         s.coarsened += 1;
         // `time.len()` was even (max_points is even), so the next boundary, one old interval
         // after the last kept sample, is an odd multiple: move to the next even one.
         self.next = match s.time.last() {
             Some(&t) => t + s.interval,
-            None => s.interval,
+            None => Time::ZERO + s.interval,
         };
     }
 }
@@ -317,7 +317,7 @@ mod tests {
     #[test]
     fn coarsening_keeps_even_multiples_and_doubles_the_interval() {
         let cfg = TimeSeriesConfig {
-            interval: Time(10),
+            interval: Span::from_ps(10),
             max_points: 4,
             watch_host: None,
         };
@@ -326,12 +326,12 @@ mod tests {
         for k in 1..=4 {
             r.push(&snap(10 * k));
         }
-        assert_eq!(r.series.time, vec![Time(20), Time(40)]);
+        assert_eq!(r.series.time, vec![Time::from_ps(20), Time::from_ps(40)]);
         assert_eq!(r.series.ecn_marks, vec![20, 40]);
-        assert_eq!(r.series.interval, Time(20));
+        assert_eq!(r.series.interval, Span::from_ps(20));
         assert_eq!(r.series.coarsened, 1);
         // The next boundary is 40 + 20 = 60, a multiple of the new interval.
-        assert_eq!(r.next(), Time(60));
+        assert_eq!(r.next(), Time::from_ps(60));
     }
 
     #[test]

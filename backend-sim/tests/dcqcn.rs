@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use xrdma::{QpCaps, SendOpcode, Time, Transport, WcStatus};
+use xrdma::{QpCaps, SendOpcode, Span, Time, Transport, WcStatus};
 use xrdma_sim::{
     DcqcnConfig, DcqcnState, EcnConfig, IncreasePhase, PfcConfig, SimConfig, Simulation,
 };
@@ -32,7 +32,7 @@ fn cnp_after_alpha_decay_moves_rc_rt_alpha_per_the_formula() {
     // 175 µs later: ⌊175/55⌋ = 3 α decays (no rate increase: the timer period is 300 µs),
     // α = (255/256)^3 = 0.988326...
     let a3 = (1.0 - G) * (1.0 - G) * (1.0 - G);
-    let t1 = Time::from_us(175);
+    let t1 = at_us(175);
     let before = {
         let mut c = s;
         c.advance(&p, t1);
@@ -56,18 +56,18 @@ fn cnp_after_alpha_decay_moves_rc_rt_alpha_per_the_formula() {
 fn alpha_decays_once_per_whole_period() {
     let p = DcqcnConfig::default().resolve(25_000_000_000);
     let mut s = DcqcnState::new(&p);
-    s.on_cnp(&p, Time::from_us(7));
+    s.on_cnp(&p, at_us(7));
     // 7 + 10·55 = 557 µs: ten whole periods at 556.999 µs is still nine.
     s.advance(&p, Time::from_ps(556_999_999));
     assert_close!(s.alpha, (1.0 - G).powi(9));
-    s.advance(&p, Time::from_us(557));
+    s.advance(&p, at_us(557));
     assert_close!(s.alpha, (1.0 - G).powi(10));
     // Applying the periods lazily in one step gives the same α as in several steps.
     let mut t = DcqcnState::new(&p);
-    t.on_cnp(&p, Time::from_us(7));
-    t.advance(&p, Time::from_us(557));
+    t.on_cnp(&p, at_us(7));
+    t.advance(&p, at_us(557));
     assert_close!(t.alpha, s.alpha);
-    assert_eq!(t.alpha_at, Time::from_us(557));
+    assert_eq!(t.alpha_at, at_us(557));
 }
 
 #[test]
@@ -77,17 +77,17 @@ fn fast_recovery_then_additive_then_hyper_increase() {
     assert_eq!((p.ai_bps, p.hai_bps, p.f), (5e6, 50e6, 5));
     let mut s = DcqcnState::new(&p);
     s.on_cnp(&p, Time::ZERO); // R_T = 25 G, R_C = 12.5 G, α = 1
-    s.on_cnp(&p, Time::from_us(10)); // R_T = 12.5 G, R_C = 6.25 G, α = 1 (no decay in 10 µs)
+    s.on_cnp(&p, at_us(10)); // R_T = 12.5 G, R_C = 6.25 G, α = 1 (no decay in 10 µs)
     assert_eq!((s.rt_bps, s.rc_bps, s.alpha), (12.5e9, 6.25e9, 1.0));
     // Five timer expiries (10 + 5·300 µs) are fast recovery, R_C ← (R_T + R_C)/2 each:
     // R_C = R_T − (R_T − 6.25 G)/2^5 = 12.5 G − 6.25 G/32 = 12.3046875 G; R_T unchanged.
-    s.advance(&p, Time::from_us(1510));
+    s.advance(&p, at_us(1510));
     assert_eq!(s.timer_stage, 5);
     assert_close!(s.rc_bps, 12.304_687_5e9);
     assert_close!(s.rt_bps, 12.5e9);
     // The sixth expiry (T = 6 > F, BC = 0) is a hyper increase with i = T − F = 1:
     // R_T = 12.5 G + 50 Mb/s = 12.55 G, R_C = (12.55 + 12.3046875)/2 G = 12.42734375 G.
-    s.advance(&p, Time::from_us(1810));
+    s.advance(&p, at_us(1810));
     assert_eq!(s.timer_stage, 6);
     assert_close!(s.rt_bps, 12.55e9);
     assert_close!(s.rc_bps, 12.427_343_75e9);
@@ -130,25 +130,25 @@ fn rate_is_floored_at_min_rate_and_idle_time_restores_line_rate() {
     let mut s = DcqcnState::new(&p);
     // α stays 1 across CNPs 1 µs apart: R_C = 100 G / 2^k, floored at 1 G from k = 7.
     for k in 0..10 {
-        s.on_cnp(&p, Time::from_us(k));
+        s.on_cnp(&p, at_us(k));
     }
     assert_eq!(s.rc_bps, 1e9);
     assert_eq!(s.rt_bps, 1e9);
     // Without sending, only the timer counts stages (BC = 0). The first five expiries are
     // fast recovery (R_C stays 1 G = R_T). The sixth, at 9 + 6·300 = 1809 µs, is hyper with
     // i = 1 and R_HAI = 50 Mb/s × 100/25 = 200 Mb/s: R_T = 1.2 G, R_C = (1.2 + 1)/2 = 1.1 G.
-    s.advance(&p, Time::from_us(1809));
+    s.advance(&p, at_us(1809));
     assert_eq!(s.timer_stage, 6);
     assert_close!(s.rt_bps, 1.2e9);
     assert_close!(s.rc_bps, 1.1e9);
     // The seventh: i = 2, R_T = 1.2 G + 400 Mb/s = 1.6 G, R_C = (1.6 + 1.1)/2 = 1.35 G.
-    s.advance(&p, Time::from_us(2109));
+    s.advance(&p, at_us(2109));
     assert_close!(s.rt_bps, 1.6e9);
     assert_close!(s.rc_bps, 1.35e9);
     // R_T gains 200 Mb/s · i at the i-th hyper step, so it passes 100 G once
     // 1 G + 200 Mb/s · n(n+1)/2 ≥ 100 G, i.e. n = 32 (T = 37, at 11.109 ms); long before 500 ms
     // R_C has closed the gap and both sit at the line rate.
-    s.advance(&p, Time::from_ms(500));
+    s.advance(&p, at_us(500_000));
     assert_eq!(s.timer_stage, 1666);
     assert_eq!((s.rc_bps, s.rt_bps), (100e9, 100e9));
 }
@@ -173,7 +173,7 @@ fn config_is_validated() {
         ..Default::default()
     }));
     assert!(bad(DcqcnConfig {
-        rate_increase_timer: Time::ZERO,
+        rate_increase_timer: Span::ZERO,
         ..Default::default()
     }));
     assert!(bad(DcqcnConfig {
@@ -272,7 +272,7 @@ fn paced_sender_spaces_packets_by_its_rate() {
     // Two senders share the 100 G downlink, so without DCQCN the last completion is about
     // 2·2048·1106·80 ps ≈ 362 µs; with DCQCN both are cut to ≤ 50 G and recover only slowly,
     // so they finish later.
-    assert!(free < Time::from_us(380), "{free}");
+    assert!(free < at_us(380), "{free}");
     assert!(paced > free, "{paced} vs {free}");
 }
 
@@ -337,7 +337,7 @@ fn two_flows_share_a_25g_link_fairly() {
     let seen = run(&mut sim);
     assert_eq!(seen.len() as u64, 2 * N);
     assert!(seen.iter().all(|s| s.wc.status == WcStatus::Success));
-    let (t0, t1) = (Time::from_ms(10), Time::from_ms(60));
+    let (t0, t1) = (at_us(10_000), at_us(60_000));
     let mut got = [0f64; 2];
     for s in &seen {
         if s.at > t0 && s.at <= t1 {

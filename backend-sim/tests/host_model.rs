@@ -5,12 +5,12 @@ mod common;
 
 use common::*;
 use std::borrow::Cow;
-use xrdma::{MemoryRegion, QpNum, SendOpcode, Time, Transport, WcOpcode};
+use xrdma::{MemoryRegion, QpNum, SendOpcode, Span, Time, Transport, WcOpcode};
 use xrdma_sim::{HostId, HostModel, HostTransport, SimConfig, Simulation};
 
 /// Costs that are all different, so a wrong term in a sum shows.
 fn test_costs() -> HostModel {
-    let ns = Time::from_ns;
+    let ns = Span::from_ns;
     HostModel {
         profile: Cow::Borrowed("test"),
         turn: ns(11),
@@ -24,7 +24,7 @@ fn test_costs() -> HostModel {
         wqe_fetch: ns(41),
         payload_read: ns(43),
         nic_tx_packet: ns(47),
-        nic_tx_byte: Time::from_ps(53),
+        nic_tx_byte: Span::from_ps(53),
         rx_dma_write: ns(59),
         cqe_write: ns(61),
     }
@@ -47,14 +47,19 @@ fn turn<R>(sim: &mut Simulation, h: HostId, f: impl FnOnce(&mut HostTransport<'_
     r
 }
 
-fn sum(ts: &[Time]) -> Time {
-    ts.iter().fold(Time::ZERO, |a, &b| a + b)
+fn sum(ts: &[Span]) -> Span {
+    ts.iter().fold(Span::ZERO, |a, &b| a + b)
 }
 
 /// Wire time of one single-packet SEND of `payload` bytes on the default star: two links and
 /// a store-and-forward switch, `2·D + 2·ser(82 + payload)`.
-fn one_packet_wire(payload: u64) -> Time {
-    Time(2 * D + 2 * (82 + payload) * PS_PER_BYTE_100G)
+fn one_packet_wire(payload: u64) -> Span {
+    Span::from_ps(2 * D + 2 * (82 + payload) * PS_PER_BYTE_100G)
+}
+
+/// The instant `span` after time zero.
+fn at(span: Span) -> Time {
+    Time::ZERO + span
 }
 
 struct Pair {
@@ -113,7 +118,7 @@ fn single_send(host: HostModel) -> Time {
 fn a_sends_one_way_time_rises_by_exactly_the_costs_on_its_path() {
     let ideal = single_send(HostModel::IDEAL);
     // No cost: host 1 sees the message when its last bit is in.
-    assert_eq!(ideal, one_packet_wire(64));
+    assert_eq!(ideal, at(one_packet_wire(64)));
     let m = test_costs();
     let path = sum(&[
         m.turn,
@@ -121,7 +126,7 @@ fn a_sends_one_way_time_rises_by_exactly_the_costs_on_its_path() {
         m.doorbell,
         m.wqe_fetch,
         m.payload_read,
-        m.nic_tx_packet + Time(64 * m.nic_tx_byte.as_ps()),
+        m.nic_tx_packet + m.nic_tx_byte * 64,
         m.rx_dma_write,
         m.cqe_write,
         m.turn,
@@ -220,19 +225,16 @@ fn a_chain_of_k_wrs_rings_one_doorbell() {
     };
     let (cpu, first, n) = run(true);
     assert_eq!(n, K as usize);
-    assert_eq!(cpu, m.turn + Time(K * m.post_send_wr.as_ps()) + m.doorbell);
-    assert_eq!(cpu, m.turn + m.post_send_cost(K));
+    assert_eq!(cpu, at(m.turn + m.post_send_wr * K + m.doorbell));
+    assert_eq!(cpu, at(m.turn + m.post_send_cost(K)));
     // The NIC fetches the whole chain once the doorbell is written.
     let fetched = cpu + m.wqe_fetch + m.payload_read;
     let visible = fetched + m.tx_engine(64) + one_packet_wire(64) + m.rx_dma_write + m.cqe_write;
     assert_eq!(first, visible);
     // One by one: a doorbell per WR, and the first WR's NIC work starts after its own.
     let (cpu_each, first_each, _) = run(false);
-    assert_eq!(
-        cpu_each,
-        m.turn + Time(K * (m.post_send_wr + m.doorbell).as_ps())
-    );
-    let first_rung = m.turn + m.post_send_cost(1);
+    assert_eq!(cpu_each, at(m.turn + (m.post_send_wr + m.doorbell) * K));
+    let first_rung = at(m.turn + m.post_send_cost(1));
     assert_eq!(
         first_each,
         first_rung + m.wqe_fetch + m.payload_read + (visible - fetched)
@@ -258,11 +260,11 @@ fn the_cpu_clock_serialises_a_turns_calls_and_holds_the_next_turn() {
         times
     });
     let expect = [
-        m.turn,
-        m.turn + m.post_recv_wr,
-        m.turn + m.post_recv_wr + m.post_recv_wr,
-        m.turn + m.post_recv_wr + m.post_recv_wr + m.poll_call,
-        m.turn + m.post_recv_wr + m.post_recv_wr + m.poll_call + m.app_cost(2, 3),
+        at(m.turn),
+        at(m.turn + m.post_recv_wr),
+        at(m.turn + m.post_recv_wr + m.post_recv_wr),
+        at(m.turn + m.post_recv_wr + m.post_recv_wr + m.poll_call),
+        at(m.turn + m.post_recv_wr + m.post_recv_wr + m.poll_call + m.app_cost(2, 3)),
     ];
     assert_eq!(times, expect);
     assert_eq!(p.sim.now(), Time::ZERO, "the CPU clock does not move time");
@@ -282,7 +284,7 @@ fn the_cpu_clock_serialises_a_turns_calls_and_holds_the_next_turn() {
 #[test]
 fn a_completion_arriving_while_the_cpu_is_busy_waits_for_it() {
     let m = HostModel {
-        turn: Time::from_us(20),
+        turn: Span::from_us(20),
         ..test_costs()
     };
     let mut p = pair(m.clone(), 1);
@@ -300,7 +302,7 @@ fn a_completion_arriving_while_the_cpu_is_busy_waits_for_it() {
     assert!(visible < m.turn);
     let mut ready = Vec::new();
     assert!(p.sim.advance(&mut ready));
-    assert_eq!((ready.as_slice(), p.sim.now()), (&[1][..], m.turn));
+    assert_eq!((ready.as_slice(), p.sim.now()), (&[1][..], at(m.turn)));
     let mut wcs = Vec::new();
     assert_eq!(p.sim.transport(1).poll_cq(&mut wcs, 16), 1);
 }
@@ -313,14 +315,14 @@ fn a_completion_is_polled_only_once_its_cqe_is_written() {
     turn(&mut p.sim, 0, |t| t.post_send(p.qps[0], &w).unwrap());
     let mut ready = Vec::new();
     assert!(p.sim.advance(&mut ready));
-    let visible = m.turn
+    let visible = at(m.turn
         + m.post_send_cost(1)
         + m.wqe_fetch
         + m.payload_read
         + m.tx_engine(64)
         + one_packet_wire(64)
         + m.rx_dma_write
-        + m.cqe_write;
+        + m.cqe_write);
     assert_eq!((ready.as_slice(), p.sim.now()), (&[1][..], visible));
     // The packet arrived rx-dma-write + cqe-write earlier: a poll then would have found
     // nothing (checked on a copy of the run that stops there).
@@ -328,7 +330,9 @@ fn a_completion_is_polled_only_once_its_cqe_is_written() {
     turn(&mut early.sim, 0, |t| {
         t.post_send(early.qps[0], &w).unwrap()
     });
-    early.sim.set_wake(1, visible - m.cqe_write - Time(1));
+    early
+        .sim
+        .set_wake(1, visible - m.cqe_write - Span::from_ps(1));
     assert!(early.sim.advance(&mut ready));
     assert_eq!(ready, vec![1]);
     let mut wcs = Vec::new();
@@ -342,8 +346,8 @@ fn a_completion_is_polled_only_once_its_cqe_is_written() {
 fn packets_hold_the_transmit_engine_before_their_serialization() {
     let m = HostModel {
         profile: Cow::Borrowed("engine"),
-        nic_tx_packet: Time::from_ns(100),
-        nic_tx_byte: Time::from_ps(10),
+        nic_tx_packet: Span::from_ns(100),
+        nic_tx_byte: Span::from_ps(10),
         ..HostModel::IDEAL
     };
     // One 4096-byte SEND: 4 packets of 82 + 1024 B, which the switch forwards as they arrive.
@@ -356,7 +360,7 @@ fn packets_hold_the_transmit_engine_before_their_serialization() {
     };
     let ideal = run(HostModel::IDEAL);
     // The last packet leaves after four engine times more; the switch's hop is unchanged.
-    assert_eq!(run(m.clone()) - ideal, Time(4 * m.tx_engine(1024).as_ps()));
+    assert_eq!(run(m.clone()) - ideal, m.tx_engine(1024) * 4);
 }
 
 #[test]

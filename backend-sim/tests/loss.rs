@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use xrdma::{LocalMemory, QpCaps, RcParams, SendOpcode, Time, Transport, WcOpcode, WcStatus};
+use xrdma::{LocalMemory, QpCaps, RcParams, SendOpcode, Span, Time, Transport, WcOpcode, WcStatus};
 use xrdma_sim::{local_ack_timeout, rnr_timer, SimConfig, Simulation};
 
 /// 17 hosts, PFC off, a 17 × 16 KiB = 278_528 B shared buffer: a 16:1 burst overflows it.
@@ -161,7 +161,7 @@ fn retry_exhausted_after_retry_cnt_timeouts() {
     assert_eq!(seen.len(), 2);
     assert_eq!(
         (seen[0].wc.wr_id, seen[0].wc.status, seen[0].at),
-        (1, WcStatus::RetryExcErr, Time::from_ns(32_768))
+        (1, WcStatus::RetryExcErr, Time::ZERO + Span::from_ns(32_768))
     );
     assert_eq!(
         (seen[1].wc.wr_id, seen[1].wc.status),
@@ -193,10 +193,10 @@ fn rnr_timer_decodes_ib_table_45() {
         (31, 491_520),
     ];
     for (code, us) in table {
-        assert_eq!(rnr_timer(code), Time::from_us(us), "code {code}");
+        assert_eq!(rnr_timer(code), Span::from_us(us), "code {code}");
     }
     // 4.096 µs · 2^14 = 67.108864 ms.
-    assert_eq!(local_ack_timeout(14), Time::from_ns(67_108_864));
+    assert_eq!(local_ack_timeout(14), Span::from_ns(67_108_864));
     let bad = SimConfig {
         rc: RcParams {
             min_rnr_timer: 32,
@@ -223,16 +223,19 @@ fn rnr_retry_waits_the_encoded_timer() {
     sim.transport(0)
         .post_send(qa, &wr(1, SendOpcode::Send, &src, 100))
         .unwrap();
-    sim.set_wake(1, Time::from_us(5));
+    sim.set_wake(1, at_us(5));
     let seen = run_with(&mut sim, |sim, h| {
-        if h == 1 && sim.now() == Time::from_us(5) {
+        if h == 1 && sim.now() == at_us(5) {
             sim.transport(1).post_recv(qb, &recv(2, &dst, 100)).unwrap();
         }
     });
     // As in the verbs RNR test, the RNR NAK reaches host 0 at 4_042_880 ps; the retry starts
     // 640 µs later (644_042_880) and reaches host 1 after 2_029_120 ps: 646_072_000.
     let r = seen.iter().find(|s| s.host == 1).unwrap();
-    assert_eq!((r.at, r.wc.status), (Time(646_072_000), WcStatus::Success));
+    assert_eq!(
+        (r.at, r.wc.status),
+        (Time::from_ps(646_072_000), WcStatus::Success)
+    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use xrdma::{LocalMemory, MemoryRegion, QpNum, SendOpcode, Time, Transport, WcStatus};
+use xrdma::{LocalMemory, MemoryRegion, QpNum, SendOpcode, Span, Transport, WcStatus};
 use xrdma_sim::{EcnConfig, PfcConfig, SimConfig, SimStats, Simulation};
 
 struct Incast {
@@ -54,7 +54,7 @@ fn pfc_makes_an_8_to_1_incast_lossless() {
     assert_eq!(st.drops, 0);
     assert!(st.pfc_xoff_sent > 0 && st.pfc_xon_sent > 0, "{st:?}");
     assert!(st.max_buffer_bytes <= 9 * 47_336);
-    assert!(inc.sim.paused_time(0) > Time::ZERO);
+    assert!(inc.sim.paused_time(0) > Span::ZERO);
     assert_eq!(seen.len(), 8);
     assert!(seen.iter().all(|s| s.wc.status == WcStatus::Success));
     for (h, (_, src)) in inc.senders.iter().enumerate() {

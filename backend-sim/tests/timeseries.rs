@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use xrdma::{SendOpcode, Time, Transport};
+use xrdma::{SendOpcode, Span, Transport};
 use xrdma_sim::{PfcConfig, SimConfig, SimTimeSeries, Simulation, TimeSeriesConfig};
 
 /// `n` senders (hosts 0..n) each RDMA WRITE `bytes` to host `n`; sampling as `ts` (if any).
@@ -33,7 +33,7 @@ fn incast(cfg: SimConfig, n: u32, bytes: u32, ts: Option<TimeSeriesConfig>) -> S
 
 fn watch(host: u32, interval_us: u64, max_points: usize) -> TimeSeriesConfig {
     TimeSeriesConfig {
-        interval: Time::from_us(interval_us),
+        interval: Span::from_us(interval_us),
         max_points,
         watch_host: Some(host),
     }
@@ -61,7 +61,7 @@ fn a_single_flow_delivers_the_payload_line_rate_with_an_empty_queue() {
     run(&mut sim);
     let ts = sim.timeseries().unwrap();
     assert_eq!(ts.coarsened, 0);
-    assert_eq!(ts.interval, Time::from_us(10));
+    assert_eq!(ts.interval, Span::from_us(10));
     assert_eq!(ts.sources.len(), 1);
     assert_eq!(ts.sources[0].host, 0);
     let d = per_interval(&ts.sources[0].delivered_bytes);
@@ -110,7 +110,7 @@ fn per_interval_bytes_sum_to_the_bytes_delivered() {
     assert_eq!(total, sim.stats().delivered_payload_bytes);
     // The last sample is the first boundary at or after the end of the run.
     let last = *ts.time.last().unwrap();
-    assert!(last >= sim.now() && last.as_ps() - sim.now().as_ps() < ts.interval.as_ps());
+    assert!(last >= sim.now() && last - sim.now() < ts.interval);
     // Four senders into one port: the receiver's port queues; its samples never exceed the
     // run's peak, and the fabric's largest queue is at least the watched one.
     assert!(ts.watched_queue_bytes.iter().any(|&q| q > 0));
@@ -166,7 +166,7 @@ fn coarsening_bounds_the_points_and_keeps_every_byte() {
         ts.time.len()
     );
     assert_eq!(ts.coarsened, 2);
-    assert_eq!(ts.interval, Time::from_us(4));
+    assert_eq!(ts.interval, Span::from_us(4));
     for (i, t) in ts.time.iter().enumerate() {
         assert_eq!(t.as_ps(), (i as u64 + 1) * ts.interval.as_ps());
     }

@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use xrdma::{LocalMemory, SendOpcode, Time, Transport, WcStatus};
+use xrdma::{LocalMemory, SendOpcode, Span, Transport, WcStatus};
 use xrdma_sim::{PfcConfig, PortPeer, SimConfig, SimConfigError, Simulation, Topology};
 
 const SER_ACK: u64 = 86 * PS_PER_BYTE_100G;
@@ -131,7 +131,7 @@ fn cross_pod_incast_pauses_switch_to_switch_and_stays_lossless() {
     assert!(paused_switch_ports > 0);
     for p in 2..4 {
         let ps = sim.port_stats(0, p).unwrap();
-        assert!(ps.xoff_sent > 0 && ps.xoff_time > Time::ZERO, "{ps:?}");
+        assert!(ps.xoff_sent > 0 && ps.xoff_time > Span::ZERO, "{ps:?}");
     }
     for s in 0..20 {
         assert!(sim.switch_stats(s).unwrap().max_buffer_bytes <= 4 * 45_000);

@@ -9,7 +9,7 @@
 
 mod common;
 use common::*;
-use xrdma::{MemoryRegion, QpNum, SendOpcode, Time, Transport, WcOpcode, WcStatus};
+use xrdma::{MemoryRegion, QpNum, SendOpcode, Span, Time, Transport, WcOpcode, WcStatus};
 use xrdma_sim::{EcnConfig, PfcConfig, SimConfig, SimStats, Simulation, Topology};
 
 const SER_ACK: u64 = 86 * PS_PER_BYTE_100G;
@@ -238,9 +238,9 @@ fn star_incast_at_scale(n: u32) {
             assert!(first <= last && last <= p.last_xon.unwrap());
             // Paused time as the switch counts it (XOFF decided → XON decided) is positive
             // and no longer than the span of the pauses.
-            assert!(p.xoff_time > Time::ZERO);
+            assert!(p.xoff_time > Span::ZERO);
             assert!(p.xoff_time <= p.last_xon.unwrap() - first);
-            assert!(sim.paused_time(h) > Time::ZERO);
+            assert!(sim.paused_time(h) > Span::ZERO);
         }
     }
     assert_eq!((xoff, xon), (st.pfc_xoff_sent, st.pfc_xon_sent));

@@ -54,11 +54,11 @@ fn one_packet_write_with_imm_timing_and_bytes() {
     let (s, r) = one_each(&obs);
     // Data wire = 82 + 512 + 16 (RETH) + 4 (ImmDt) = 614 B → 614·80 = 49_120 ps per hop.
     // Receive completion: 2 serializations + 2 link delays = 98_240 + 2_000_000.
-    assert_eq!(r.at, Time(2_098_240));
+    assert_eq!(r.at, Time::from_ps(2_098_240));
     assert_eq!(r.wc.opcode, WcOpcode::RecvRdmaWithImm);
     // ACK = 82 + 4 (AETH) = 86 B → 6_880 ps per hop; send completion one ACK trip later:
     // 2_098_240 + 2·6_880 + 2·1_000_000 = 4_112_000.
-    assert_eq!(s.at, Time(4_112_000));
+    assert_eq!(s.at, Time::from_ps(4_112_000));
     assert_eq!(
         (s.wc.opcode, s.wc.status, s.wc.wr_id),
         (WcOpcode::RdmaWrite, WcStatus::Success, 1)
@@ -89,10 +89,10 @@ fn four_packet_write_with_imm_is_pipelined_store_and_forward() {
     // switch port stays busy from the first packet on, so the last bit leaves the switch at
     // D + 89_760 (first packet at the host) + 355_520 (all four at the switch) and reaches
     // host 1 one D later: 89_760 + 355_520 + 2_000_000 = 2_445_280.
-    assert_eq!(r.at, Time(2_445_280));
+    assert_eq!(r.at, Time::from_ps(2_445_280));
     assert_eq!((r.wc.byte_len, r.wc.imm), (4096, Some(42)));
     // The ACK of the last packet: + 2·6_880 + 2·D = 4_459_040.
-    assert_eq!(s.at, Time(4_459_040));
+    assert_eq!(s.at, Time::from_ps(4_459_040));
     // ack_every = 1: one ACK per data packet.
     assert_eq!(
         (h.sim.stats().data_packets, h.sim.stats().ack_packets),
@@ -140,9 +140,9 @@ fn send_without_receive_gets_rnr_then_succeeds() {
         .post_send(qa, &wr(1, SendOpcode::Send, &src, 100))
         .unwrap();
     // Post the receive at 5 µs: after the RNR NAK left host 1 (2.03 µs), before the retry.
-    sim.set_wake(1, Time::from_us(5));
+    sim.set_wake(1, at_us(5));
     let seen = run_with(&mut sim, |sim, h| {
-        if h == 1 && sim.now() == Time::from_us(5) {
+        if h == 1 && sim.now() == at_us(5) {
             sim.transport(1).post_recv(qb, &recv(2, &dst, 100)).unwrap();
         }
     });
@@ -154,10 +154,13 @@ fn send_without_receive_gets_rnr_then_succeeds() {
     let r = seen.iter().find(|s| s.host == 1).unwrap();
     assert_eq!(
         (r.at, r.wc.status, r.wc.byte_len),
-        (Time(16_072_000), WcStatus::Success, 100)
+        (Time::from_ps(16_072_000), WcStatus::Success, 100)
     );
     let s = seen.iter().find(|s| s.host == 0).unwrap();
-    assert_eq!((s.at, s.wc.status), (Time(18_085_760), WcStatus::Success));
+    assert_eq!(
+        (s.at, s.wc.status),
+        (Time::from_ps(18_085_760), WcStatus::Success)
+    );
     assert_eq!(sim.stats().rnr_naks, 1);
     let sent = sim.transport(0).read_bytes(src.addr, 100).unwrap().to_vec();
     assert_eq!(
@@ -179,7 +182,7 @@ fn rnr_retry_exhausted_errors_and_flushes() {
     assert_eq!(obs.a.len(), 3);
     assert!(obs.b.is_empty());
     assert!(
-        obs.a[..2].iter().all(|s| s.at == Time(32_128_640)),
+        obs.a[..2].iter().all(|s| s.at == Time::from_ps(32_128_640)),
         "{obs:?}"
     );
     assert_eq!(h.sim.stats().rnr_naks, 3);
@@ -219,7 +222,7 @@ fn rdma_read_timing_and_bytes() {
     // Responses: 1024 + 1024 + 952 B payload, wires 1110 (+AETH), 1106, 1038 (+AETH) →
     // 88_800, 88_480, 83_040 ps; pipelined as in the WRITE test, the last arrives
     // 88_800 + 260_320 + 2·D after the request: 2_015_680 + 2_349_120 = 4_364_800.
-    assert_eq!(obs.a[0].at, Time(4_364_800));
+    assert_eq!(obs.a[0].at, Time::from_ps(4_364_800));
     assert_eq!(
         (obs.a[0].wc.opcode, obs.a[0].wc.status, obs.a[0].wc.byte_len),
         (WcOpcode::RdmaRead, WcStatus::Success, 3000)
@@ -266,7 +269,7 @@ fn zero_length_write_with_imm_timing() {
     let obs = cases::a_zero_length_write_with_imm_needs_no_rkey(&mut h);
     let (s, r) = one_each(&obs);
     // Wire 82 + 16 (RETH) + 4 (ImmDt) = 102 B → 8_160 ps per hop: 16_320 + 2·D.
-    assert_eq!(r.at, Time(2_016_320));
+    assert_eq!(r.at, Time::from_ps(2_016_320));
     assert_eq!(
         (r.wc.opcode, r.wc.byte_len, r.wc.imm),
         (WcOpcode::RecvRdmaWithImm, 0, Some(0x0102_0304))
@@ -303,7 +306,10 @@ fn nic_round_robins_packets_between_qps() {
     // transmission ends exactly then, so host 2 has it at + D + 88_480 + D = 3_860_640 and
     // the ACK is back at 5_874_400.
     let t: Vec<_> = seen.iter().map(|s| (s.wc.wr_id, s.at)).collect();
-    assert_eq!(t, vec![(1, Time(5_697_440)), (2, Time(5_874_400))]);
+    assert_eq!(
+        t,
+        vec![(1, Time::from_ps(5_697_440)), (2, Time::from_ps(5_874_400))]
+    );
 }
 
 #[test]
@@ -311,19 +317,19 @@ fn wakes_fire_at_their_time_and_can_be_replaced_or_cancelled() {
     let mut sim = sim2();
     let mut ready = Vec::new();
     assert!(!sim.advance(&mut ready));
-    sim.set_wake(1, Time::from_us(3));
-    sim.set_wake(0, Time::from_us(9));
-    sim.set_wake(0, Time::from_us(2)); // replaces 9 µs
+    sim.set_wake(1, at_us(3));
+    sim.set_wake(0, at_us(9));
+    sim.set_wake(0, at_us(2)); // replaces 9 µs
     sim.set_wake(1, Time::MAX); // cancels
     assert!(sim.advance(&mut ready));
-    assert_eq!((sim.now(), ready.clone()), (Time::from_us(2), vec![0]));
-    sim.set_wake(1, Time::from_us(4));
-    sim.set_wake(0, Time::from_us(4));
+    assert_eq!((sim.now(), ready.clone()), (at_us(2), vec![0]));
+    sim.set_wake(1, at_us(4));
+    sim.set_wake(0, at_us(4));
     assert!(sim.advance(&mut ready));
-    assert_eq!((sim.now(), ready.clone()), (Time::from_us(4), vec![0, 1]));
+    assert_eq!((sim.now(), ready.clone()), (at_us(4), vec![0, 1]));
     // Stale (replaced/cancelled) wakes are consumed without making anyone ready, and without
     // moving the clock to their time (the replaced 9 µs wake of host 0).
     assert!(!sim.advance(&mut ready));
     assert!(ready.is_empty());
-    assert_eq!(sim.now(), Time::from_us(4));
+    assert_eq!(sim.now(), at_us(4));
 }

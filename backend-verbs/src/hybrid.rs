@@ -107,7 +107,8 @@ impl HybridDriver {
         }
         let wait = match next {
             Some(at) => {
-                let ps = at.as_ps().saturating_sub(t.now().as_ps());
+                // The next deadline may already have passed (the turn ran past it): no wait.
+                let ps = at.saturating_since(t.now()).as_ps();
                 Duration::from_nanos(ps / 1000).min(self.policy.max_block)
             }
             None => self.policy.max_block,

@@ -5,18 +5,23 @@
 # modules that prepare.sh put into /lib/modules (load order in /lib/modules/order).
 #
 # What it does, in order:
-#   1. loads the modules (virtio + 9p, veth, crc32_generic, the RDMA core, rdma_rxe, rdma_ucm);
+#   1. loads the modules (virtio + 9p, virtio_net, veth, sch_netem, crc32_generic, the RDMA
+#      core, rdma_rxe, rdma_ucm);
 #   2. mounts the host's / read-only over 9p (tag "hostroot") at /host, with fresh proc, sys,
 #      dev, a tmpfs /tmp and /run, and the writable 9p share "results" at the host path given by
 #      softroce_results=, so a path is the same on both sides;
-#   3. inside that root: a veth pair, veth0 addressed softroce_ip= (default 10.99.0.1/24; the
-#      guest has no NIC, so this address exists only inside the guest), and ONE Soft-RoCE device
-#      rxe0 on veth0. Both ends of every test use rxe0 with the same GID: two rxe devices in one
-#      network namespace cannot talk (local traffic goes through lo, which has no rxe);
+#   3. inside that root, ONE Soft-RoCE device rxe0 on a netdev addressed softroce_ip= (default
+#      10.99.0.1/24):
+#        - by default a veth pair, rxe0 on veth0: the guest has no NIC, so the address exists
+#          only inside the guest, and both ends of every test use rxe0 with the same GID (two
+#          rxe devices in one network namespace cannot talk: local traffic goes through lo,
+#          which has no rxe);
+#        - with softroce_netdev=eth0, the guest's virtio NIC eth0 (two-host.sh: a wire to
+#          another guest);
 #   4. waits for port 1 to be ACTIVE and the IPv4-mapped RoCE v2 GID to appear;
 #   5. runs softroce_cmd= (an executable file, usually run.sh's generated script) chrooted into
 #      the host root, with SOFTROCE_DEV, SOFTROCE_IP, SOFTROCE_GID_INDEX, SOFTROCE_RESULTS set;
-#   6. prints (and writes to RESULTS/.softroce-status) the status line
+#   6. prints (and writes to softroce_status=, default RESULTS/.softroce-status) the status line
 #         SOFTROCE-STATUS token=<softroce_token> stage=<setup|command> rc=<n>
 #      then powers off. The guest's exit status does not reach qemu; run.sh parses this line.
 #
@@ -35,7 +40,8 @@ WORKDIR=
 CMD=
 IP_CIDR=10.99.0.1/24
 DEV=rxe0
-NETDEV=veth0
+NETDEV=
+STATUS_FILE=
 # shellcheck disable=SC2013 # the command line is one line of space-separated words
 for word in $(cat /proc/cmdline); do
   case "$word" in
@@ -44,13 +50,17 @@ for word in $(cat /proc/cmdline); do
     softroce_workdir=*) WORKDIR=${word#*=} ;;
     softroce_cmd=*) CMD=${word#*=} ;;
     softroce_ip=*) IP_CIDR=${word#*=} ;;
+    softroce_netdev=*) NETDEV=${word#*=} ;;
+    softroce_status=*) STATUS_FILE=${word#*=} ;;
   esac
 done
+
+[ -n "$STATUS_FILE" ] || STATUS_FILE=$RESULTS/.softroce-status
 
 status() { # stage rc
   line="SOFTROCE-STATUS token=$TOKEN stage=$1 rc=$2"
   if [ -n "$RESULTS" ] && [ -d "/host$RESULTS" ]; then
-    echo "$line" > "/host$RESULTS/.softroce-status" 2>/dev/null
+    echo "$line" > "/host$STATUS_FILE" 2>/dev/null
   fi
   sync
   echo "$line"
@@ -110,10 +120,15 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results "/host$RESULTS
 
 # 3. Network and the rxe device, with the host's own ip and rdma tools.
 in_root ip link set lo up || setup_failed "lo up"
-in_root ip link add veth0 type veth peer name veth1 || setup_failed "veth pair"
-in_root ip addr add "$IP_CIDR" dev veth0 || setup_failed "address $IP_CIDR on veth0"
-in_root ip link set veth1 up || setup_failed "veth1 up"
-in_root ip link set veth0 up || setup_failed "veth0 up"
+if [ -z "$NETDEV" ]; then
+  NETDEV=veth0
+  in_root ip link add veth0 type veth peer name veth1 || setup_failed "veth pair"
+  in_root ip link set veth1 up || setup_failed "veth1 up"
+else
+  [ -d "/sys/class/net/$NETDEV" ] || setup_failed "no netdev $NETDEV (is the NIC there?)"
+fi
+in_root ip addr add "$IP_CIDR" dev "$NETDEV" || setup_failed "address $IP_CIDR on $NETDEV"
+in_root ip link set "$NETDEV" up || setup_failed "$NETDEV up"
 in_root rdma link add "$DEV" type rxe netdev "$NETDEV" || setup_failed "rdma link add $DEV"
 
 # 4. Port ACTIVE and the IPv4-mapped RoCE v2 GID (::ffff:a.b.c.d) in the GID table.

@@ -87,3 +87,54 @@ softroce_run_pair() { # NAME OUTDIR PORT ADDRESS SECONDS -- COMMAND ARGS...
   fi
   return 0
 }
+
+# perftest 4.5's latency table, one line per size:
+#   #bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec] t_stdev[usec]
+#   99% percentile[usec] 99.9% percentile[usec]
+# Prints the column under HEADER_WORD (t_typical[usec], t_avg[usec], 99%...) on the line of
+# SIZE bytes (header words and data columns agree up to "99%", the header splits
+# "99% percentile").
+softroce_perftest_lat() { # FILE HEADER_WORD SIZE
+  awk -v want="$2" -v size="$3" '
+    !col { for (i = 1; i <= NF; i++) if ($i == want) col = i; next }
+    col && $1 == size && NF >= col { print $col; exit }' "$1" 2> /dev/null
+}
+
+# perftest's bandwidth table: #bytes #iterations BW peak[MB/sec] BW average[MB/sec]
+# MsgRate[Mpps]. Prints BW average (perftest's MB is 2^20 bytes) on the line of SIZE bytes.
+softroce_perftest_bw() { # FILE SIZE
+  awk -v size="$2" '/BW average\[MB\/sec\]/ { h = 1; next } h && $1 == size && NF >= 5 { print $4; exit }' \
+    "$1" 2> /dev/null
+}
+
+# Whether VALUE is a plain non-negative decimal number.
+softroce_num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+
+# Writes OUT: the scenario file SRC unchanged, then a `verbs.ranks` block of two processes,
+# rank 0 listening on ADDRESS0 and running the hosts in HOSTS0 (a YAML list such as "[0]"),
+# rank 1 on ADDRESS1 with HOSTS1. Returns 1 when SRC has a `verbs:` block of its own.
+softroce_ranks_variant() { # SRC OUT ADDRESS0 HOSTS0 ADDRESS1 HOSTS1
+  if grep -q '^verbs:' "$1"; then
+    echo "$1 has a verbs: block; the ranks variant appends its own" >&2
+    return 1
+  fi
+  {
+    cat "$1"
+    printf '\n# Two processes (ranks), each listening on its own address.\n'
+    printf 'verbs:\n  ranks:\n'
+    printf '    - { address: "%s", hosts: %s }\n' "$3" "$4" "$5" "$6"
+  } > "$2"
+}
+
+# Whether the result.json at FILE reports WANT messages delivered intact: WANT delivered,
+# no digest mismatch, no duplicate, none missing. Says which when not.
+softroce_all_delivered() { # FILE WANT
+  if ! grep -q "\"delivered\": $2," "$1" ||
+    ! grep -q '"digest-mismatches": 0,' "$1" ||
+    ! grep -q '"duplicates": 0,' "$1" ||
+    ! grep -Eq '"missing": 0$' "$1"; then
+    echo "$1 does not report all $2 messages delivered intact:" >&2
+    grep -E '"(delivered|digest-mismatches|duplicates|missing)":' "$1" >&2 || true
+    return 1
+  fi
+}

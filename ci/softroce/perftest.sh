@@ -42,20 +42,9 @@ echo "perftest: $dev port $port, GID index $idx (::ffff:$addr)"
 common=(-d "$dev" -i "$port" -x "$idx" -F)
 
 failed=0
-# Latency table (perftest 4.5):
-#   #bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec] t_stdev[usec]
-#   99% percentile[usec] 99.9% percentile[usec]
-# Header words and data columns agree up to "99%" (the header splits "99% percentile").
-lat_field() { # FILE HEADER_WORD
-  awk -v want="$2" '
-    !col { for (i = 1; i <= NF; i++) if ($i == want) col = i; next }
-    col && $1 == 64 && NF >= col { print $col; exit }' "$1" 2>/dev/null
-}
-# Bandwidth table: #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]
-bw_average() { # FILE
-  awk '/BW average\[MB\/sec\]/ { h = 1; next } h && $1 == 65536 && NF >= 5 { print $4; exit }' \
-    "$1" 2>/dev/null
-}
+# The figures of the 64 B latency and the 64 KiB bandwidth tables (lib.sh).
+lat_field() { softroce_perftest_lat "$1" "$2" 64; } # FILE HEADER_WORD
+bw_average() { softroce_perftest_bw "$1" 65536; }   # FILE
 
 num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
 # Whether NAME's client output holds the figure this script reads.

@@ -6,8 +6,11 @@
 #
 # Steps, each skipped when its result is already in WORKDIR:
 #   1. host packages: qemu-system-x86 busybox-static kmod cpio rdma-core ibverbs-utils perftest
-#      iproute2 (to boot and test) and libibverbs-dev librdmacm-dev libclang-dev (to build
-#      rdma-sys); when one is missing and we are root: apt-get update + apt-get install.
+#      iproute2 (ip, tc; to boot and test) and libibverbs-dev librdmacm-dev libclang-dev (to
+#      build rdma-sys); when one is missing and we are root: apt-get update + apt-get install.
+#      Wanted, not needed (installed as root, else a note): tcpdump, and with SOFTROCE_TSHARK=1
+#      tshark (about 22 MB to download, 125 MB installed), which two-host-suite.sh uses to
+#      decode its capture a second way.
 #   2. the kernel: `apt-get download` of the linux-image-<version> that linux-image-amd64
 #      depends on, into WORKDIR/dl (kept: a second run downloads nothing), `dpkg -x`,
 #      `depmod -b`, then `modprobe --show-depends` gives the load order of the modules the
@@ -28,9 +31,15 @@ workdir=${1:-$repo/target/softroce}
 # Modules the guest loads explicitly; their dependencies come from modules.dep. crc32_generic
 # is only requested at run time (crypto_alloc_shash("crc32")), so no dependency names it, and
 # without it `rdma link add` fails with "failed to add". rdma_ucm makes rdma_cm usable.
-readonly MODULE_TARGETS=(virtio_pci 9pnet_virtio 9p veth crc32_generic ib_uverbs rdma_rxe rdma_ucm)
+# virtio_net is the NIC of two-host.sh's guests, sch_netem gives `tc qdisc ... netem`.
+readonly MODULE_TARGETS=(virtio_pci 9pnet_virtio 9p virtio_net veth sch_netem crc32_generic
+  ib_uverbs rdma_rxe rdma_ucm)
 readonly PACKAGES=(qemu-system-x86 busybox-static kmod cpio rdma-core ibverbs-utils perftest
   iproute2 libibverbs-dev librdmacm-dev libclang-dev)
+# Wanted, not needed: without them the two-host suite prints SKIP for its capture checks.
+optional=(tcpdump)
+[[ ${SOFTROCE_TSHARK:-0} == 1 ]] && optional+=(tshark)
+readonly OPTIONAL=("${optional[@]}")
 
 say() { printf 'prepare: %s\n' "$*"; }
 unavailable() { printf 'prepare: unavailable: %s\n' "$*"; exit 3; }
@@ -56,10 +65,17 @@ apt_update() {
 }
 
 # --- 1. host packages -----------------------------------------------------------------------
+installed() { [[ $(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true) == installed ]]; }
 missing=()
 for p in "${PACKAGES[@]}"; do
-  if [[ $(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true) != installed ]]; then
+  installed "$p" || missing+=("$p")
+done
+for p in "${OPTIONAL[@]}"; do
+  installed "$p" && continue
+  if is_root; then
     missing+=("$p")
+  else
+    say "not installing $p (not root): the two-host suite will SKIP what needs it"
   fi
 done
 if ((${#missing[@]})); then

@@ -24,6 +24,10 @@
 #                   result.json reports every message delivered intact
 #   echo ranks      an echo run (2 clients x 100 requests) as two processes, the same way:
 #                   every workload runs across ranks
+#   slurm launch    ci/softroce/launch.sh: incast-8.yaml unedited as two ranks started the way
+#                   srun starts them (SLURM_PROCID/SLURM_LOCALID 0 and 1, SLURM_NTASKS=2,
+#                   SLURM_JOB_NODELIST=localhost set by hand; no --rank, no `verbs.ranks`):
+#                   passes when both exit 0 and rank 0's report has every message intact
 #   rnr-stall       scenarios/rnr-stall.yaml on rxe0: RNR NAKs counted, every message intact
 #   rc attributes   scenarios/rc-attributes.yaml (an `rc:` block with perftest's values) on
 #                   rxe0 and on the simulator: both result.json files record the same RC QP
@@ -41,6 +45,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=ci/softroce/lib.sh
+source "$here/lib.sh"
 
 (($# >= 2)) || { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 results=$1
@@ -90,30 +96,15 @@ two_ranks() { # DIR SCENARIO WANT
   wait "$sender" || { echo "rank 1 failed: $(tail -n 5 "$dir/rank1.log")" >&2; rc=1; }
   cat "$dir/rank1.log"
   ((rc == 0)) || return 1
-  if ! grep -q "\"delivered\": $want," "$dir/result.json" ||
-    ! grep -q '"digest-mismatches": 0,' "$dir/result.json" ||
-    ! grep -q '"duplicates": 0,' "$dir/result.json" ||
-    ! grep -Eq '"missing": 0$' "$dir/result.json"; then
-    echo "result.json does not report all $want messages delivered intact" >&2
-    return 1
-  fi
+  softroce_all_delivered "$dir/result.json" "$want" || return 1
   echo "two ranks: all $want messages delivered intact (merged by rank 0)"
 }
 # incast-8.yaml as two processes: the shipped file with a `verbs.ranks` block appended.
 incast_ranks() { # DIR
   local dir=$1 scenario=$1/incast-8-ranks.yaml
   mkdir -p "$dir"
-  if grep -q '^verbs:' "$repo/scenarios/incast-8.yaml"; then
-    echo "scenarios/incast-8.yaml has a verbs: block; this check appends its own" >&2
-    return 1
-  fi
-  {
-    cat "$repo/scenarios/incast-8.yaml"
-    printf '\n# Two processes: the receiver, and the eight senders.\n'
-    printf 'verbs:\n  ranks:\n'
-    printf '    - { address: "127.0.0.1:18530", hosts: [0] }\n'
-    printf '    - { address: "127.0.0.1:18531", hosts: [1, 2, 3, 4, 5, 6, 7, 8] }\n'
-  } > "$scenario"
+  softroce_ranks_variant "$repo/scenarios/incast-8.yaml" "$scenario" \
+    127.0.0.1:18530 '[0]' 127.0.0.1:18531 '[1, 2, 3, 4, 5, 6, 7, 8]' || return 1
   # 8 senders x 5 messages.
   two_ranks "$dir" "$scenario" 40
 }
@@ -144,6 +135,8 @@ YAML
 }
 check "incast-8 ranks" "$results/incast-8-ranks.log" incast_ranks "$results/incast-8-ranks"
 check "echo ranks" "$results/echo-ranks.log" echo_ranks "$results/echo-ranks"
+check "slurm launch" "$results/slurm-launch.log" \
+  "$here/launch.sh" "$results/slurm-launch" "$xrdma"
 
 # RNR end to end on rxe: scenarios/rnr-stall.yaml unedited (no receive credits, 16 receives,
 # a 10 ms receiver stall): the stalled host's NIC answers RNR NAKs, and every message still

@@ -3,7 +3,7 @@
 use crate::harness::{Harness, Pair, PairSpec, Seen, Side};
 use crate::mem::MemPair;
 use std::time::Duration;
-use xrdma::{QpCaps, Time, Transport};
+use xrdma::{QpCaps, Span, Transport};
 
 /// The in-memory transport as a conformance backend: side A is host 0, side B host 1.
 ///
@@ -57,7 +57,7 @@ impl Harness for MemHarness {
         let at = t.now();
         if wcs.len() < n {
             let ps = u64::try_from(limit.as_nanos().saturating_mul(1000)).unwrap_or(u64::MAX);
-            self.pair.now += Time::from_ps(ps);
+            self.pair.now += Span::from_ps(ps);
         }
         wcs.into_iter().map(|wc| Seen { at, wc }).collect()
     }

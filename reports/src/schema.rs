@@ -21,7 +21,10 @@ use crate::series::TimeSeries;
 /// History: 1 = the first schema; 2 adds the optional `scenario-yaml` and `timeseries` keys
 /// (a version-1 file reads with both absent); 3 adds `path` (the path model), states `ideal`
 /// for incasts only, and writes a network counter the backend cannot observe as `null`
-/// rather than 0 (an older file reads with `path` taken from its `ideal`).
+/// rather than 0 (an older file reads with `path` taken from its `ideal`). Within version 3
+/// the optional `environment` key was added ([`crate::Environment`]): an older reader ignores
+/// it and a file without it (of any version) reads with it absent, so it needs no new
+/// version.
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// One complete run: what was run, what happened to every message, network counters, the
@@ -73,6 +76,11 @@ pub struct RunResult {
     /// in results written before the runner reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<crate::transport_info::TransportInfo>,
+    /// Where the run happened: the simulator's build, or the machine, kernel and RDMA
+    /// device with the device's counters (see [`crate::Environment`]); absent in results
+    /// written before the runner recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<crate::environment::Environment>,
 }
 
 /// Identification of the scenario run.

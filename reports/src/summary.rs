@@ -127,9 +127,11 @@ fn opt_us(ps: Option<u64>) -> String {
 /// Shows messages sent/delivered (with a prominent warning line when any message is
 /// undelivered), delivery-check failures, p50/p90/p99/p99.9/max message completion time in µs,
 /// payload goodput in Gbps, T* and (last completion − first intended) / T*, the RC QP
-/// attributes and capabilities of the transport (when known), ECN marks, CNPs, PFC XOFF/XON,
+/// attributes and capabilities of the transport (when known), where the run happened (when
+/// recorded: [`crate::Environment::summary_lines`]), ECN marks, CNPs, PFC XOFF/XON,
 /// drops, peak buffer and queue, simulated events and time, wall time and events per
-/// second. Statistics with no data are shown as `-`, never as 0.
+/// second. Statistics with no data are shown as `-`, and a counter the backend does not
+/// observe as `n/a`, never as 0.
 pub fn summary_table(r: &RunResult) -> String {
     let s = LatencySummary::from_records(&r.messages);
     let mut o = String::new();
@@ -140,6 +142,9 @@ pub fn summary_table(r: &RunResult) -> String {
         "run        {} ({}) backend={} seed={}",
         r.scenario.name, r.scenario.path, r.scenario.backend, r.scenario.seed
     );
+    if let Some(env) = &r.environment {
+        w.push_str(&env.summary_lines());
+    }
     // Open-loop and echo senders send different amounts: their per-sender figures are means.
     let (who, per, mean) = match r.workload.kind {
         WorkloadKind::Echo => ("client(s)", "per client", " (mean)"),
@@ -320,18 +325,28 @@ pub fn summary_table(r: &RunResult) -> String {
     }
     let n = &r.network;
     let c = |x: Option<u64>| x.map_or_else(|| "n/a".to_string(), |v| v.to_string());
-    if n.ecn_marks.is_none() && n.pfc_xoff.is_none() && n.max_buffer_bytes.is_none() {
-        // A real device: only what its port counters expose; the fabric is not observable.
+    let on_device = r.scenario.backend == crate::kinds::Backend::Verbs
+        || (n.ecn_marks.is_none() && n.pfc_xoff.is_none() && n.max_buffer_bytes.is_none());
+    if on_device {
+        // A real device: only what its own counters expose; the switches are not observable.
         let _ = writeln!(
             w,
-            "device     packets sent {}   sequence errors {}   RNR NAKs sent {}",
+            "device     packets sent {}   sequence NAKs {}   RNR NAKs {}",
             c(n.data_packets),
             c(n.seq_naks),
             c(n.rnr_naks)
         );
         let _ = writeln!(
             w,
-            "           (ECN marks, PFC pauses, drops and switch buffers are not observable here)"
+            "           ECN marks {}   CNPs {}   retransmit timeouts {}",
+            c(n.ecn_marks),
+            c(n.cnps),
+            c(n.retransmit_timeouts)
+        );
+        let _ = writeln!(
+            w,
+            "           (n/a: not observed by this device; PFC pauses, drops and switch buffers \
+             are not observable from a host)"
         );
         if let Some(t) = n.ack_timeouts.filter(|&t| t > 0) {
             let _ = writeln!(w, "           ACK timeouts (connections failed) {t}");

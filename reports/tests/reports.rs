@@ -79,6 +79,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
         scenario_yaml: None,
         timeseries: None,
         transport: None,
+        environment: None,
         unfinished: Vec::new(),
         wall_clock: WallClock {
             wall_seconds: 0.25,
@@ -551,4 +552,122 @@ fn injected_faults_have_their_own_counters_and_summary_line() {
     let back: RunResult = serde_json::from_value(v).unwrap();
     assert_eq!(back.network.injected_losses, None);
     assert_eq!(back.network.ack_timeouts, None);
+}
+
+/// A verbs run's environment with every kind of field set.
+fn verbs_environment() -> Environment {
+    Environment {
+        backend: Backend::Verbs,
+        simulator_version: None,
+        host_name: Some("node7".into()),
+        kernel: Some("6.1.0-18-amd64".into()),
+        device: Some(DeviceInfo {
+            name: Some("mlx5_0".into()),
+            driver: Some("mlx5_core".into()),
+            fw_ver: Some("16.35.2000".into()),
+            node_guid: Some("0c42:a103:0065:8a2c".into()),
+            port: Some(1),
+            gid_index: Some(3),
+            gid: Some("::ffff:10.0.0.7".into()),
+            link_layer: Some("Ethernet".into()),
+            active_mtu: Some(4096),
+        }),
+        device_counters: Some(std::collections::BTreeMap::from([
+            ("np_cnp_sent".to_string(), 24),
+            ("port_xmit_packets".to_string(), 1000),
+        ])),
+        ranks: Some(vec![RankPlace {
+            rank: 0,
+            host_name: Some("node7".into()),
+            address: Some("10.0.0.7:18515".into()),
+            connected_from: None,
+            hosts: vec![0],
+        }]),
+    }
+}
+
+#[test]
+fn the_environment_round_trips_and_its_absence_reads_as_none() {
+    let d = tmp_dir("environment");
+    let p = d.join("r.json");
+    // Without the section: no key is written, and it reads back absent.
+    let mut r = result(with_undelivered(), None);
+    write_json(&p, &r).unwrap();
+    assert!(!std::fs::read_to_string(&p).unwrap().contains("environment"));
+    assert_eq!(read_json(&p).unwrap().environment, None);
+    // With it: every field comes back, unknown ones as null.
+    let mut env = verbs_environment();
+    env.device.as_mut().unwrap().fw_ver = None;
+    r.environment = Some(env);
+    write_json(&p, &r).unwrap();
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.contains("\"fw-ver\": null"), "{text}");
+    assert!(text.contains("\"np_cnp_sent\": 24"), "{text}");
+    assert_eq!(read_json(&p).unwrap(), r);
+    // The simulator's section: the backend and its version, nothing of the machine.
+    r.environment = Some(Environment::sim("0.1.0"));
+    write_json(&p, &r).unwrap();
+    assert_eq!(read_json(&p).unwrap(), r);
+}
+
+#[test]
+fn version_2_and_3_files_without_an_environment_still_read() {
+    let d = tmp_dir("environment-old");
+    let r = result(with_undelivered(), None);
+    for version in [2, 3] {
+        let mut v = serde_json::to_value(&r).unwrap();
+        let o = v.as_object_mut().unwrap();
+        assert!(o.get("environment").is_none());
+        o.insert("schema-version".into(), serde_json::json!(version));
+        if version == 2 {
+            // Version 2 had no `path`.
+            o.remove("path");
+        }
+        let p = d.join(format!("v{version}.json"));
+        std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let back = read_json(&p).unwrap();
+        assert_eq!(back.environment, None, "version {version}");
+        assert_eq!(back.messages, r.messages, "version {version}");
+    }
+}
+
+#[test]
+fn the_summary_names_the_environment_and_a_device_shows_unobserved_counters_as_na() {
+    let mut r = result(with_undelivered(), None);
+    r.environment = Some(Environment::sim("0.1.0"));
+    let t = summary_table(&r);
+    assert!(t.contains("\nplatform   sim, xrdma-sim 0.1.0\n"), "{t}");
+    // A verbs run on an mlx5 device: ECN marks and CNPs observed, switch counters not.
+    r.scenario.backend = Backend::Verbs;
+    r.sim = None;
+    r.environment = Some(verbs_environment());
+    r.network = NetworkCounters {
+        data_packets: Some(1000),
+        ecn_marks: Some(7),
+        cnps: Some(24),
+        seq_naks: Some(0),
+        rnr_naks: None,
+        ..NetworkCounters::default()
+    };
+    let t = summary_table(&r);
+    assert!(
+        t.contains(
+            "platform   verbs on host node7 (kernel 6.1.0-18-amd64), mlx5_0 port 1 (fw \
+             16.35.2000, GID 3 ::ffff:10.0.0.7, Ethernet, MTU 4096 B)\n"
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains("rank 0 on host node7 at 10.0.0.7:18515: scenario hosts 0"),
+        "{t}"
+    );
+    assert!(
+        t.contains("device     packets sent 1000   sequence NAKs 0   RNR NAKs n/a\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("           ECN marks 7   CNPs 24   retransmit timeouts n/a\n"),
+        "{t}"
+    );
+    assert!(!t.contains("PFC XOFF"), "{t}");
 }

@@ -2,7 +2,7 @@
 //! them before anything runs, and pointing every problem at the key that caused it.
 
 use anyhow::{bail, Result};
-use xrdma::{Config, RcParams, Time};
+use xrdma::{Config, RcParams, Span, Time};
 use xrdma_scenario::{
     FaultDirection, FaultLink, FaultsSection, Scenario, SimSection, TopologySection, Workload,
     XrdmaSection,
@@ -134,7 +134,7 @@ pub fn link_faults(f: &FaultsSection) -> FaultConfig {
                 link: link(o.link),
                 direction: dir(o.direction),
                 at: o.at,
-                until: Time::from_ps(o.at.as_ps().saturating_add(o.duration.as_ps())),
+                until: o.at + o.duration,
             })
             .collect(),
     }
@@ -355,7 +355,7 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
         let wire = bytes * u128::from(sim.mtu + sim.header_bytes) / u128::from(sim.mtu.max(1));
         let drain_ps = wire * 8 * 1_000_000_000_000 / u128::from(sim.link_rate_bps.max(1));
         if drain_ps > u128::from(cfg.ack_timeout.as_ps()) {
-            let drain = Time::from_ps(u64::try_from(drain_ps).unwrap_or(u64::MAX));
+            let drain = Span::from_ps(u64::try_from(drain_ps).unwrap_or(u64::MAX));
             warn(
                 &["xrdma", "ack-timeout"],
                 format!(
@@ -377,7 +377,7 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
         );
     } else if sim.pfc.is_none() || !sim.faults.is_empty() {
         let rto = sim.rc.ack_timeout();
-        let budget = Time(rto.as_ps().saturating_mul(u64::from(sim.rc.retry_cnt) + 1));
+        let budget = rto * (u64::from(sim.rc.retry_cnt) + 1);
         if cfg.ack_timeout < budget {
             warn(
                 &["xrdma", "ack-timeout"],

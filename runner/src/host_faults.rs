@@ -14,7 +14,7 @@
 use xrdma::driver::Application;
 use xrdma::{
     Capabilities, ChainError, Endpoint, Event, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum,
-    RcParams, RecvWr, SendWr, Time, Transport, TransportError, WorkCompletion, XrdmaError,
+    RcParams, RecvWr, SendWr, Span, Time, Transport, TransportError, WorkCompletion, XrdmaError,
 };
 use xrdma_scenario::{FaultsSection, SlowReceiver, Stall};
 
@@ -54,7 +54,7 @@ pub struct HostFaultState {
     /// Per host: busy processing delivered messages until then.
     busy_until: Vec<Time>,
     /// Per host: processing time per delivered message (0: not slow).
-    per_message: Vec<Time>,
+    per_message: Vec<Span>,
     /// What the faults did so far.
     pub counters: HostCounters,
 }
@@ -62,7 +62,7 @@ pub struct HostFaultState {
 impl HostFaultState {
     /// The state of `faults` over `hosts` hosts, before the run.
     pub fn new(faults: &HostFaults, hosts: u32) -> Self {
-        let mut per_message = vec![Time::ZERO; hosts as usize];
+        let mut per_message = vec![Span::ZERO; hosts as usize];
         for s in &faults.slow_receiver {
             if let Some(p) = per_message.get_mut(s.host as usize) {
                 *p = s.per_message;
@@ -113,13 +113,10 @@ impl HostFaultState {
     /// is free again (`None`: not a slow receiver, or nothing delivered).
     pub(crate) fn after_turn(&mut self, h: u32, now: Time, delivered: u64) -> Option<Time> {
         let per = *self.per_message.get(h as usize)?;
-        if per == Time::ZERO || delivered == 0 {
+        if per == Span::ZERO || delivered == 0 {
             return None;
         }
-        let busy = Time::from_ps(
-            now.as_ps()
-                .saturating_add(per.as_ps().saturating_mul(delivered)),
-        );
+        let busy = now + per * delivered;
         self.busy_until[h as usize] = busy;
         Some(busy)
     }

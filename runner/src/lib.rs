@@ -4,6 +4,8 @@
 //! | module | its one job |
 //! |---|---|
 //! | [`fabric`] | the [`fabric::Fabric`] trait (hosts with transports, and a clock that moves) and its adapters: the simulator (virtual time) and, with the `verbs` feature, an RDMA device (wall-clock time) |
+//! | [`device_counters`] | an RDMA device's own counters read by name from sysfs, and the table mapping them to the result's network counters per driver |
+//! | [`environment`] | where a run happens (host, kernel, device, simulator build, ranks), for the result's `environment` key |
 //! | [`check`] | a scenario's sections turned into checked backend and core configurations |
 //! | [`run`] | one run of a scenario on a fabric: build the hosts, drive them, collect the result |
 //! | [`drive`] | the one turn loop: moves the fabric's time and gives each host a driver turn |
@@ -11,6 +13,7 @@
 //! | [`host_faults`] | host faults the runner injects (receives held back, slow receivers) |
 //! | [`role`] | one host's part in a workload (sender, receiver, idle) |
 //! | [`rank`], [`bootstrap`] | one process (rank) of a multi-process run, and the TCP bootstrap between ranks |
+//! | [`launch`] | cluster launch: the rank, the rank count and rank 0 from Slurm, Open MPI, PMI or a hostfile, the rendezvous at rank 0, the hosts of each rank |
 //! | [`sweep`] | sweeps: one base scenario, axes to vary, points run in parallel |
 //! | [`transport_info`] | the transport's RC QP attributes and capabilities, as the result records them |
 
@@ -19,10 +22,13 @@
 
 pub mod bootstrap;
 pub mod check;
+pub mod device_counters;
 pub mod drive;
+pub mod environment;
 pub mod fabric;
 pub mod host_cpu;
 pub mod host_faults;
+pub mod launch;
 pub mod rank;
 pub mod role;
 pub mod run;

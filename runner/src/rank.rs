@@ -27,7 +27,7 @@ use xrdma_scenario::{Scenario, VerbsSection};
 #[cfg(feature = "verbs")]
 mod device;
 #[cfg(feature = "verbs")]
-pub use device::{run_rank, RankOutcome};
+pub use device::{run_rank, run_rank_bound, RankOutcome};
 
 /// What one rank of a scenario does.
 #[derive(Clone, Debug, PartialEq, Eq)]

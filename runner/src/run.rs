@@ -298,6 +298,7 @@ fn finish<F: Fabric>(
         scenario_yaml: None,
         timeseries: fabric.timeseries(),
         transport: fabric.transport_info(),
+        environment: fabric.environment(),
         wall_clock: rep::WallClock {
             wall_seconds,
             events_per_second: if wall_seconds > 0.0 {

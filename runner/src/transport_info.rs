@@ -5,7 +5,7 @@ use xrdma_reports as rep;
 
 /// `rc` (as applied) and `caps` as the result records them, with the codes decoded.
 pub fn report(rc: RcParams, caps: Capabilities) -> rep::TransportInfo {
-    let ns = |t: xrdma::Time| t.as_ps() / 1000;
+    let ns = |t: xrdma::Span| t.as_ps() / 1000;
     rep::TransportInfo {
         rc: rep::RcAttributes {
             local_ack_timeout: rc.local_ack_timeout,

@@ -1,90 +1,151 @@
-//! Validation inside deserialization, so a semantic error carries the YAML location.
+//! Semantic checks, run after deserialization on each section's raw form.
 //!
-//! serde_yaml_ng attaches the location and the field path of the mapping being read to any
-//! error raised while that mapping is open. A section type therefore reads its raw form (plain
-//! serde derive with defaults and `deny_unknown_fields`) from inside its own `visit_map` and
-//! checks it there. The check names the offending key with a [`FieldError`]; the error module
-//! then moves the reported line from the start of the mapping to that key's line.
+//! A section is read in two steps. Its raw form is plain serde (derive with defaults and
+//! `deny_unknown_fields`): types, units and key names, whose errors serde_yaml_ng locates
+//! itself. Once the whole file has been read, a check turns each raw form into the section's
+//! type, children first, and refuses what the types cannot say (ranges, orderings, keys that
+//! exclude each other) with a [`FieldError`]: the keys to blame and the message, as data. The
+//! parent check puts the child's key (or item index) in front of the error's path as the error
+//! comes out, so the error names the mapping it is about from the top of the document; the
+//! error module then finds the blamed key in the text ([`crate::span_index`]).
 
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use crate::field_path::{FieldPath, Segment};
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 use std::marker::PhantomData;
 
-/// A semantic error in one section, naming the keys involved.
+/// A semantic error in one mapping, naming the keys involved.
 ///
-/// `keys` lists the keys to blame in order of preference: the error is reported at the first of
-/// them that is written in the file (a key left at its default has no line). With no keys the
-/// error is reported at the mapping itself.
+/// `path` is the mapping's field path from the top of the document (each parent check puts
+/// its own step in front, [`FieldError::under`]). `keys` lists the keys to blame in order of
+/// preference: the error is reported at the first of them that is written in the file (a key
+/// left at its default has no line). With no keys, or none written, the error is reported at
+/// the mapping itself.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FieldError {
+    /// The mapping the check read.
+    pub path: FieldPath,
+    /// The keys to blame, most likely first.
     pub keys: Vec<&'static str>,
+    /// What is wrong and what was expected, reported as is.
     pub message: String,
 }
 
-/// The marker that starts a [`FieldError`]'s text; the error module parses it back.
-pub(crate) const KEYS_PREFIX: &str = "field ";
+impl FieldError {
+    /// An error blaming `keys` (the first one written) of the mapping being checked.
+    pub fn new(keys: Vec<&'static str>, message: impl Into<String>) -> FieldError {
+        FieldError {
+            path: FieldPath::default(),
+            keys,
+            message: message.into(),
+        }
+    }
 
-impl fmt::Display for FieldError {
-    /// `field `k1`|`k2`: message`; readable as is if it ever reaches a user unparsed.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.keys.is_empty() {
-            return f.write_str(&self.message);
-        }
-        f.write_str(KEYS_PREFIX)?;
-        for (i, key) in self.keys.iter().enumerate() {
-            if i > 0 {
-                f.write_str("|")?;
-            }
-            write!(f, "`{key}`")?;
-        }
-        write!(f, ": {}", self.message)
+    /// An error about the mapping being checked as a whole.
+    pub fn mapping(message: impl Into<String>) -> FieldError {
+        FieldError::new(Vec::new(), message)
+    }
+
+    /// The same error seen from the parent mapping, where the checked one is `key`'s value.
+    pub fn under(mut self, key: &str) -> FieldError {
+        self.path.0.insert(0, Segment::Key(key.to_string()));
+        self
+    }
+
+    /// The same error seen from the parent sequence, where the checked mapping is item `index`.
+    pub fn item(mut self, index: usize) -> FieldError {
+        self.path.0.insert(0, Segment::Index(index));
+        self
     }
 }
 
 /// Shorthand for a [`FieldError`] on one key.
 pub(crate) fn field_error(key: &'static str, message: impl Into<String>) -> FieldError {
-    FieldError {
-        keys: vec![key],
-        message: message.into(),
+    FieldError::new(vec![key], message)
+}
+
+/// For `map_err`: the child's error seen from the mapping where the child is `key`'s value.
+pub(crate) fn under(key: &'static str) -> impl Fn(FieldError) -> FieldError {
+    move |e| e.under(key)
+}
+
+/// Checks every item of a list, each error naming the item's index.
+pub(crate) fn check_items<R, T>(
+    items: Vec<R>,
+    check: impl Fn(R) -> Result<T, FieldError>,
+) -> Result<Vec<T>, FieldError> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| check(r).map_err(|e| e.item(i)))
+        .collect()
+}
+
+/// One mapping or a list of them, as written (the error paths differ: `stall` or `stall[1]`).
+#[derive(Debug, PartialEq)]
+pub(crate) struct OneOrMany<T> {
+    /// The mappings in the order written.
+    pub items: Vec<T>,
+    /// Whether they were written as a list.
+    pub listed: bool,
+}
+
+impl<T> Default for OneOrMany<T> {
+    fn default() -> Self {
+        OneOrMany {
+            items: Vec::new(),
+            listed: true,
+        }
     }
 }
 
-/// Reads a mapping as `R`, then turns it into `T` with `check`, inside the mapping so the error
-/// gets the mapping's location and path.
-pub(crate) fn deserialize_checked<'de, D, R, T>(
-    deserializer: D,
-    what: &'static str,
-    check: fn(R) -> Result<T, FieldError>,
-) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    R: Deserialize<'de>,
-{
-    struct CheckedVisitor<R, T> {
-        what: &'static str,
-        check: fn(R) -> Result<T, FieldError>,
-        _raw: PhantomData<fn() -> R>,
-    }
-
-    impl<'de, R: Deserialize<'de>, T> Visitor<'de> for CheckedVisitor<R, T> {
-        type Value = T;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write!(f, "a mapping ({})", self.what)
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-            let raw = R::deserialize(MapAccessDeserializer::new(map))?;
-            (self.check)(raw).map_err(de::Error::custom)
+impl<R> OneOrMany<R> {
+    /// Checks every mapping; an error names the item's index when they were listed.
+    pub fn check<T>(
+        self,
+        check: impl Fn(R) -> Result<T, FieldError>,
+    ) -> Result<Vec<T>, FieldError> {
+        if self.listed {
+            check_items(self.items, check)
+        } else {
+            self.items.into_iter().map(check).collect()
         }
     }
 
-    deserializer.deserialize_map(CheckedVisitor {
-        what,
-        check,
-        _raw: PhantomData,
-    })
+    /// Reads one mapping or a list of them; `what` names them in a type error.
+    pub fn deserialize_as<'de, D>(d: D, what: &'static str) -> Result<Self, D::Error>
+    where
+        D: Deserializer<'de>,
+        R: Deserialize<'de>,
+    {
+        struct V<R>(&'static str, PhantomData<fn() -> R>);
+        impl<'de, R: Deserialize<'de>> Visitor<'de> for V<R> {
+            type Value = OneOrMany<R>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.0)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                R::deserialize(MapAccessDeserializer::new(map)).map(|r| OneOrMany {
+                    items: vec![r],
+                    listed: false,
+                })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Vec::<R>::deserialize(SeqAccessDeserializer::new(seq)).map(|items| OneOrMany {
+                    items,
+                    listed: true,
+                })
+            }
+        }
+        d.deserialize_any(V(what, PhantomData))
+    }
+}
+
+impl<'de, R: Deserialize<'de>> Deserialize<'de> for OneOrMany<R> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        OneOrMany::deserialize_as(d, "a mapping or a list of mappings")
+    }
 }
 
 #[cfg(test)]
@@ -92,20 +153,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn field_error_text_lists_keys() {
-        let e = FieldError {
-            keys: vec!["min-window", "initial-window"],
-            message: "too small".into(),
+    fn parents_put_their_step_in_front() {
+        let e = FieldError::new(vec!["size", "count"], "zero")
+            .item(1)
+            .under("messages")
+            .under("incast");
+        assert_eq!(e.path.to_string(), "incast.messages[1]");
+        assert_eq!(e.keys, vec!["size", "count"]);
+        assert_eq!(e.message, "zero");
+        let whole = FieldError::mapping("no kind").under("workload");
+        assert!(whole.keys.is_empty());
+        assert_eq!(whole.path.to_string(), "workload");
+    }
+
+    #[test]
+    fn one_mapping_is_not_an_item() {
+        let check = |v: u32| {
+            if v == 0 {
+                Err(field_error("for", "zero"))
+            } else {
+                Ok(v)
+            }
         };
-        assert_eq!(
-            e.to_string(),
-            "field `min-window`|`initial-window`: too small"
-        );
-        let whole_mapping = FieldError {
-            keys: vec![],
-            message: "no kind".into(),
+        let one = OneOrMany {
+            items: vec![0],
+            listed: false,
         };
-        assert_eq!(whole_mapping.to_string(), "no kind");
-        assert_eq!(field_error("beta", "x").to_string(), "field `beta`: x");
+        assert_eq!(one.check(check).unwrap_err().path, FieldPath::default());
+        let many = OneOrMany {
+            items: vec![1, 0],
+            listed: true,
+        };
+        assert_eq!(many.check(check).unwrap_err().path.to_string(), "[1]");
     }
 }

@@ -1,10 +1,9 @@
 //! The `sim.dcqcn:` block: DCQCN rate control at every NIC (the simulator validates the ranges
 //! against the link rate and reports them at this block's keys).
 
-use crate::check::{deserialize_checked, FieldError};
+use crate::check::FieldError;
 use crate::units::{Rate, Size, Span};
-use serde::{Deserialize, Deserializer};
-use xrdma::Time;
+use serde::Deserialize;
 
 /// DCQCN reaction-point parameters as written; `None` keys take the simulator's defaults
 /// (Zhu et al., SIGCOMM 2015, and the HPCC ns-3 artifact: g = 1/256, α update 55 µs, rate
@@ -15,9 +14,9 @@ pub struct DcqcnSection {
     /// EWMA gain g of α, in (0, 1].
     pub g: Option<f64>,
     /// α decay period K.
-    pub alpha_update: Option<Time>,
+    pub alpha_update: Option<xrdma::Span>,
     /// Rate-increase timer period T.
-    pub rate_increase_timer: Option<Time>,
+    pub rate_increase_timer: Option<xrdma::Span>,
     /// Byte counter B, bytes.
     pub byte_counter_bytes: Option<u64>,
     /// Fast-recovery stage count F.
@@ -30,9 +29,15 @@ pub struct DcqcnSection {
     pub min_rate_bps: Option<u64>,
 }
 
+/// The `dcqcn:` mapping as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawDcqcn {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (DCQCN parameters `{ g, alpha-update, rate-increase-timer, \
+                 byte-counter, fast-recovery-steps, rate-ai, rate-hai, min-rate }`)"
+)]
+pub(crate) struct RawDcqcn {
     g: Option<f64>,
     alpha_update: Option<Span>,
     rate_increase_timer: Option<Span>,
@@ -43,7 +48,8 @@ struct RawDcqcn {
     min_rate: Option<Rate>,
 }
 
-fn check_dcqcn(raw: RawDcqcn) -> Result<DcqcnSection, FieldError> {
+/// Reads the DCQCN parameters as given (the simulator checks their ranges).
+pub(crate) fn check_dcqcn(raw: RawDcqcn) -> Result<DcqcnSection, FieldError> {
     Ok(DcqcnSection {
         g: raw.g,
         alpha_update: raw.alpha_update.map(|t| t.0),
@@ -54,15 +60,4 @@ fn check_dcqcn(raw: RawDcqcn) -> Result<DcqcnSection, FieldError> {
         rate_hai_bps: raw.rate_hai.map(|r| r.0),
         min_rate_bps: raw.min_rate.map(|r| r.0),
     })
-}
-
-impl<'de> Deserialize<'de> for DcqcnSection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "DCQCN parameters `{ g, alpha-update, rate-increase-timer, byte-counter, \
-             fast-recovery-steps, rate-ai, rate-hai, min-rate }`",
-            check_dcqcn,
-        )
-    }
 }

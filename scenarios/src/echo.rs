@@ -1,8 +1,8 @@
 //! The `echo` workload: closed-loop request/response between clients and one server.
 
-use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::check::{field_error, under, FieldError};
 use crate::open_loop::check_fan_in;
-use crate::traffic::{check_stalls, SizeChoice, SizeDist, Stall, Stalls};
+use crate::traffic::{check_size_choices, check_stalls, RawSizeChoice, SizeDist, Stall, Stalls};
 use crate::units::{parse_size, Size, Span};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -10,7 +10,7 @@ use std::fmt;
 use xrdma::Time;
 
 /// Default limit on an echo run: 10 s of run time from the start.
-pub const DEFAULT_TIME_LIMIT: Time = Time(10_000_000_000_000);
+pub const DEFAULT_TIME_LIMIT: xrdma::Span = xrdma::Span::from_ms(10_000);
 
 /// The size of a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,13 +46,13 @@ pub struct Echo {
     pub request_sizes: SizeDist,
     /// Response sizes (`response-size:`, default `same`).
     pub response_size: ResponseSize,
-    /// When the clients issue their first requests; default 0.
+    /// When the clients issue their first requests, on the run's clock; default 0.
     pub start: Time,
     /// Hosts that stop running for a while (`stall:`).
     pub stalls: Vec<Stall>,
     /// Run time after `start` at which unfinished requests are given up (`time-limit:`,
     /// default [`DEFAULT_TIME_LIMIT`]).
-    pub time_limit: Time,
+    pub time_limit: xrdma::Span,
 }
 
 impl Echo {
@@ -109,16 +109,21 @@ impl<'de> Deserialize<'de> for ResponseSize {
     }
 }
 
+/// The `echo:` mapping as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawEcho {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (an echo workload)"
+)]
+pub(crate) struct RawEcho {
     clients: u32,
     server: u32,
     #[serde(default = "one")]
     concurrency: u32,
     requests: u32,
     request_size: Option<Size>,
-    request_sizes: Option<Vec<SizeChoice>>,
+    request_sizes: Option<Vec<RawSizeChoice>>,
     #[serde(default = "same")]
     response_size: ResponseSize,
     #[serde(default)]
@@ -136,7 +141,10 @@ fn same() -> ResponseSize {
     ResponseSize::Same
 }
 
-fn check_echo(raw: RawEcho) -> Result<Echo, FieldError> {
+/// Checks an echo workload: its hosts, counts, sizes, stalls and time limit.
+pub(crate) fn check_echo(raw: RawEcho) -> Result<Echo, FieldError> {
+    let choices = check_size_choices(raw.request_sizes).map_err(under("request-sizes"))?;
+    let stalls = raw.stall.check().map_err(under("stall"))?;
     check_fan_in(raw.clients, "clients", raw.server, "server")?;
     if raw.concurrency == 0 {
         return Err(field_error("concurrency", "must be at least 1"));
@@ -151,12 +159,8 @@ fn check_echo(raw: RawEcho) -> Result<Echo, FieldError> {
             format!("{total} requests in all; at most 20000000 are allowed"),
         ));
     }
-    let request_sizes = SizeDist::from_keys(
-        raw.request_size,
-        raw.request_sizes,
-        "request-size",
-        "request-sizes",
-    )?;
+    let request_sizes =
+        SizeDist::from_keys(raw.request_size, choices, "request-size", "request-sizes")?;
     if let Some(t) = raw.time_limit {
         if t.0.as_ps() == 0 {
             return Err(field_error("time-limit", "must be longer than 0"));
@@ -169,16 +173,10 @@ fn check_echo(raw: RawEcho) -> Result<Echo, FieldError> {
         requests: raw.requests,
         request_sizes,
         response_size: raw.response_size,
-        start: raw.start.0,
-        stalls: raw.stall.0,
+        start: Time::ZERO + raw.start.0,
+        stalls,
         time_limit: raw.time_limit.map_or(DEFAULT_TIME_LIMIT, |t| t.0),
     };
     check_stalls(&echo.stalls, echo.hosts())?;
     Ok(echo)
-}
-
-impl<'de> Deserialize<'de> for Echo {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "an echo workload", check_echo)
-    }
 }

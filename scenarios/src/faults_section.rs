@@ -13,14 +13,12 @@
 //!     slow-receiver: { host: 0, per-message: 20us }
 //! ```
 
-use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::check::{field_error, under, FieldError, OneOrMany};
 use crate::traffic::{Stall, Stalls};
 use crate::units::Span;
-use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use std::fmt;
-use std::marker::PhantomData;
 use xrdma::Time;
 
 /// Which links a fault names (`link:`): `all` (the default) or `host N`, the cable between
@@ -66,10 +64,10 @@ pub struct LinkDownFault {
     pub link: FaultLink,
     /// Their direction; default both.
     pub direction: FaultDirection,
-    /// When the link goes down, on the run's clock.
+    /// When the link goes down, on the run's clock (the instant `at:` after time zero).
     pub at: Time,
     /// How long it stays down (`for:`), > 0.
-    pub duration: Time,
+    pub duration: xrdma::Span,
 }
 
 /// A receiving application that takes `per-message` for every message delivered to it: the
@@ -79,7 +77,7 @@ pub struct SlowReceiver {
     /// Host index.
     pub host: u32,
     /// Processing time per delivered message, > 0.
-    pub per_message: Time,
+    pub per_message: xrdma::Span,
 }
 
 /// The `faults:` block of `sim:`. Every list is empty by default (no fault). For `loss` and
@@ -153,43 +151,55 @@ impl FaultsSection {
     }
 }
 
+/// The `faults:` mapping as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawFaults {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (faults `{ loss, corrupt, link-down, stop-reposting, slow-receiver }`)"
+)]
+pub(crate) struct RawFaults {
     #[serde(default)]
-    loss: OneOrMany<LinkRateFault>,
+    loss: OneOrMany<RawLinkRate>,
     #[serde(default)]
-    corrupt: OneOrMany<LinkRateFault>,
+    corrupt: OneOrMany<RawLinkRate>,
     #[serde(default)]
-    link_down: OneOrMany<LinkDownFault>,
+    link_down: OneOrMany<RawLinkDown>,
     #[serde(default)]
     stop_reposting: Stalls,
     #[serde(default)]
-    slow_receiver: OneOrMany<SlowReceiver>,
+    slow_receiver: OneOrMany<RawSlow>,
 }
 
-fn check_faults(raw: RawFaults) -> Result<FaultsSection, FieldError> {
+/// Checks every fault of the block.
+pub(crate) fn check_faults(raw: RawFaults) -> Result<FaultsSection, FieldError> {
     Ok(FaultsSection {
-        loss: raw.loss.0,
-        corrupt: raw.corrupt.0,
-        link_down: raw.link_down.0,
-        stop_reposting: raw.stop_reposting.0,
-        slow_receiver: raw.slow_receiver.0,
+        loss: raw.loss.check(check_link_rate).map_err(under("loss"))?,
+        corrupt: raw
+            .corrupt
+            .check(check_link_rate)
+            .map_err(under("corrupt"))?,
+        link_down: raw
+            .link_down
+            .check(check_link_down)
+            .map_err(under("link-down"))?,
+        stop_reposting: raw
+            .stop_reposting
+            .check()
+            .map_err(under("stop-reposting"))?,
+        slow_receiver: raw
+            .slow_receiver
+            .check(check_slow)
+            .map_err(under("slow-receiver"))?,
     })
 }
 
-impl<'de> Deserialize<'de> for FaultsSection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "faults `{ loss, corrupt, link-down, stop-reposting, slow-receiver }`",
-            check_faults,
-        )
-    }
-}
-
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a link fault rate `{ link: host 3, direction: up, rate: 1% }`)"
+)]
 struct RawLinkRate {
     #[serde(default)]
     link: FaultLink,
@@ -206,18 +216,12 @@ fn check_link_rate(raw: RawLinkRate) -> Result<LinkRateFault, FieldError> {
     })
 }
 
-impl<'de> Deserialize<'de> for LinkRateFault {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "a link fault rate `{ link: host 3, direction: up, rate: 1% }`",
-            check_link_rate,
-        )
-    }
-}
-
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a link outage `{ link: host 2, at: 200us, for: 100us }`)"
+)]
 struct RawLinkDown {
     #[serde(default)]
     link: FaultLink,
@@ -235,23 +239,17 @@ fn check_link_down(raw: RawLinkDown) -> Result<LinkDownFault, FieldError> {
     Ok(LinkDownFault {
         link: raw.link,
         direction: raw.direction,
-        at: raw.at.0,
+        at: Time::ZERO + raw.at.0,
         duration: raw.duration.0,
     })
 }
 
-impl<'de> Deserialize<'de> for LinkDownFault {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "a link outage `{ link: host 2, at: 200us, for: 100us }`",
-            check_link_down,
-        )
-    }
-}
-
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a slow receiver `{ host: 0, per-message: 20us }`)"
+)]
 struct RawSlow {
     host: u32,
     per_message: Span,
@@ -265,16 +263,6 @@ fn check_slow(raw: RawSlow) -> Result<SlowReceiver, FieldError> {
         host: raw.host,
         per_message: raw.per_message.0,
     })
-}
-
-impl<'de> Deserialize<'de> for SlowReceiver {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "a slow receiver `{ host: 0, per-message: 20us }`",
-            check_slow,
-        )
-    }
 }
 
 /// A probability written `1%`, `0.5 %` or `0.01`, within [0, 1].
@@ -348,34 +336,6 @@ impl<'de> Deserialize<'de> for FaultLink {
             }
         }
         d.deserialize_str(V)
-    }
-}
-
-/// One mapping or a list of them.
-struct OneOrMany<T>(Vec<T>);
-
-impl<T> Default for OneOrMany<T> {
-    fn default() -> Self {
-        OneOrMany(Vec::new())
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<fn() -> T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = OneOrMany<T>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a mapping or a list of mappings")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(|t| OneOrMany(vec![t]))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                Vec::<T>::deserialize(SeqAccessDeserializer::new(seq)).map(OneOrMany)
-            }
-        }
-        d.deserialize_any(V(PhantomData))
     }
 }
 

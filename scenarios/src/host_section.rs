@@ -24,32 +24,39 @@ use std::collections::BTreeMap;
 use std::fmt;
 use xrdma_sim::{HostModel, HostModelError};
 
-/// A `sim.host` value, resolved to the costs it names.
-pub(crate) struct GivenHost(pub HostModel);
+/// `sim.host` as written: a profile name (checked as it is read), or a mapping.
+pub(crate) enum RawHost {
+    /// `host: NAME`, resolved.
+    Named(HostModel),
+    /// `host: { profile, <cost>: <time>, ... }`.
+    Mapping(RawHostMap),
+}
 
+/// The `host:` mapping as written.
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case")]
-struct RawHost {
+pub(crate) struct RawHostMap {
     profile: Option<String>,
     /// Every other key: a cost override.
     #[serde(flatten)]
     costs: BTreeMap<String, serde_yaml_ng::Value>,
 }
 
-/// The built-in profile `name`, or an error naming the ones there are.
-fn profile(name: &str) -> Result<HostModel, FieldError> {
-    HostModel::from_profile(name.trim()).map_err(|e| field_error("profile", e.to_string()))
-}
-
-fn check_host(raw: RawHost) -> Result<HostModel, FieldError> {
-    let mut model = profile(raw.profile.as_deref().unwrap_or("ideal"))?;
+/// Checks `sim.host`: the profile named, with each override applied.
+pub(crate) fn check_host(raw: RawHost) -> Result<HostModel, FieldError> {
+    let raw = match raw {
+        RawHost::Named(model) => return Ok(model),
+        RawHost::Mapping(m) => m,
+    };
+    let name = raw.profile.as_deref().unwrap_or("ideal").trim();
+    let mut model =
+        HostModel::from_profile(name).map_err(|e| field_error("profile", e.to_string()))?;
     for (key, value) in raw.costs {
         // The key as the simulator spells it, so an error can name it.
         let Some(&known) = HostModel::COST_KEYS.iter().find(|k| **k == key) else {
-            return Err(FieldError {
-                keys: vec![],
-                message: HostModelError::UnknownCost { key }.to_string() + " (or `profile`)",
-            });
+            return Err(FieldError::mapping(
+                HostModelError::UnknownCost { key }.to_string() + " (or `profile`)",
+            ));
         };
         let span = Span::deserialize(value).map_err(|e| field_error(known, e.to_string()))?;
         model
@@ -62,7 +69,7 @@ fn check_host(raw: RawHost) -> Result<HostModel, FieldError> {
 struct HostVisitor;
 
 impl<'de> Visitor<'de> for HostVisitor {
-    type Value = GivenHost;
+    type Value = RawHost;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
@@ -70,20 +77,18 @@ impl<'de> Visitor<'de> for HostVisitor {
         )
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<GivenHost, E> {
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<RawHost, E> {
         HostModel::from_profile(v.trim())
-            .map(GivenHost)
+            .map(RawHost::Named)
             .map_err(E::custom)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<GivenHost, A::Error> {
-        // As `check::deserialize_checked`: read the raw mapping, check it inside it.
-        let raw = RawHost::deserialize(MapAccessDeserializer::new(map))?;
-        check_host(raw).map(GivenHost).map_err(de::Error::custom)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawHost, A::Error> {
+        RawHostMap::deserialize(MapAccessDeserializer::new(map)).map(RawHost::Mapping)
     }
 }
 
-impl<'de> Deserialize<'de> for GivenHost {
+impl<'de> Deserialize<'de> for RawHost {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(HostVisitor)
     }
@@ -92,12 +97,11 @@ impl<'de> Deserialize<'de> for GivenHost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xrdma::Time;
+    use xrdma::Span as Dur;
 
     fn parse(yaml: &str) -> Result<HostModel, String> {
-        serde_yaml_ng::from_str::<GivenHost>(yaml)
-            .map(|g| g.0)
-            .map_err(|e| e.to_string())
+        let raw = serde_yaml_ng::from_str::<RawHost>(yaml).map_err(|e| e.to_string())?;
+        check_host(raw).map_err(|e| e.message)
     }
 
     #[test]
@@ -105,13 +109,13 @@ mod tests {
         let cx6 = HostModel::from_profile("connectx6").unwrap();
         assert_eq!(parse("connectx6").unwrap(), cx6);
         let m = parse("{ profile: connectx6, doorbell: 150ns, app-recv-message: 1us }").unwrap();
-        assert_eq!(m.doorbell, Time::from_ns(150));
-        assert_eq!(m.app_recv_message, Time::from_us(1));
+        assert_eq!(m.doorbell, Dur::from_ns(150));
+        assert_eq!(m.app_recv_message, Dur::from_us(1));
         assert_eq!(m.overridden(), vec!["doorbell", "app-recv-message"]);
         assert_eq!(m.post_send_wr, cx6.post_send_wr);
         // Without a profile: the ideal host with the costs given.
         let m = parse("{ turn: 2us }").unwrap();
-        assert_eq!((m.name(), m.turn), ("ideal", Time::from_us(2)));
+        assert_eq!((m.name(), m.turn), ("ideal", Dur::from_us(2)));
         assert_eq!(m.overridden(), vec!["turn"]);
     }
 
@@ -128,11 +132,8 @@ mod tests {
             "{e}"
         );
         let e = parse("{ doorbell: 150 }").unwrap_err();
-        assert!(e.starts_with("field `doorbell`:"), "{e}");
+        assert!(e.contains("`150` has no unit"), "{e}");
         let e = parse("{ doorbell: 2s }").unwrap_err();
-        assert!(
-            e.contains("above the 1000 ms") || e.contains("above the"),
-            "{e}"
-        );
+        assert!(e.contains("`doorbell` = 2.000 s is above the"), "{e}");
     }
 }

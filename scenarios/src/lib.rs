@@ -24,6 +24,23 @@
 //! [`ScenarioError`] naming the file, line, column and field, e.g.
 //! ``scenarios/x.yaml:5:5: workload.incast: unknown field `sendrs`, expected one of `senders`,
 //! `receiver`, `start`, `messages` ``. This crate only parses: nothing is started.
+//!
+//! ## How errors are located
+//!
+//! A file is read in two passes, and each error carries its place as data:
+//!
+//! 1. **Deserialization** (serde_yaml_ng, through serde_path_to_error) reads every section's
+//!    raw form: key names, types and units. Its errors keep serde_yaml_ng's own location (the
+//!    unknown key, the value that does not read, the mapping that misses a key) and the field
+//!    path serde_path_to_error records as segments.
+//! 2. **Checks** then turn the raw forms into the section types, children first, and refuse
+//!    what the types cannot say (β outside [0.5, 0.8], Kmin > Kmax, a receiver that is not a
+//!    host). A failed check returns the mapping's field path, the keys to blame and the
+//!    message; the file's span index, built from a YAML parser's events (saphyr-parser), gives
+//!    the line and column of the first blamed key written there, or of the mapping itself.
+//!
+//! [`locate_key`] looks up the same index for errors found after parsing (a backend refusing
+//! a value).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -33,10 +50,12 @@ mod dcqcn_section;
 mod echo;
 mod error;
 mod faults_section;
+mod field_path;
 mod host_section;
 mod open_loop;
 mod rc_section;
 mod sim_section;
+mod span_index;
 mod topology_section;
 mod traffic;
 pub mod units;
@@ -46,25 +65,27 @@ mod xrdma_section;
 
 pub use dcqcn_section::DcqcnSection;
 pub use echo::{Echo, ResponseSize, DEFAULT_TIME_LIMIT};
-pub use error::{locate_key, Diagnostic, ScenarioError};
+pub use error::{Diagnostic, ScenarioError};
 pub use faults_section::{
     FaultDirection, FaultLink, FaultsSection, LinkDownFault, LinkRateFault, SlowReceiver,
 };
 pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
 pub use rc_section::RcSection;
 pub use sim_section::{EcnSection, PfcSection, SimSection, DEFAULT_SAMPLE_INTERVAL};
+pub use span_index::locate_key;
 pub use topology_section::TopologySection;
 pub use traffic::{parse_message_rate, MessageRate, RateError, SizeChoice, SizeDist, Stall};
 pub use verbs_section::{RankSpec, VerbsSection};
 pub use workload::{Incast, MessageSpec, Workload};
 pub use xrdma_section::{XrdmaSection, MIN_FRAGMENT_SIZE};
 
-use check::{deserialize_checked, field_error, FieldError};
-use serde::{Deserialize, Deserializer};
+use check::{field_error, under, FieldError};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// A parsed and checked scenario. Plain typed values (bytes as `u64`, rates in bits per second,
-/// times as [`xrdma::Time`]) with defaults filled in.
+/// durations as [`xrdma::Span`], the `start:` and `at:` instants as [`xrdma::Time`] on the run's
+/// clock, which starts at [`xrdma::Time::ZERO`] on every fabric) with defaults filled in.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// Name of the scenario (`name:`), non-empty, without `/` or `\` (it names result
@@ -128,7 +149,7 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 
 /// The latest `start` a workload may have: one hour, far from the end of the simulator's
 /// u64-picosecond clock (about 213 days) so every deadline after it fits.
-pub const MAX_START: xrdma::Time = xrdma::Time::from_ms(3_600_000);
+pub const MAX_START: xrdma::Time = xrdma::Time::from_ps(xrdma::Span::from_ms(3_600_000).as_ps());
 
 /// The largest scenario file read, bytes: the shipped ones are a few KiB.
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
@@ -157,8 +178,11 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
                 .into(),
         })));
     }
-    let body: Body = serde_yaml_ng::from_str(text)
-        .map_err(|e| ScenarioError::from_yaml(&e, text, path_for_messages))?;
+    let raw: RawBody =
+        serde_path_to_error::deserialize(serde_yaml_ng::Deserializer::from_str(text))
+            .map_err(|e| ScenarioError::from_serde(e, path_for_messages))?;
+    let body =
+        check_body(raw).map_err(|e| ScenarioError::from_check(e, text, path_for_messages))?;
     Ok(Scenario {
         name: body.name,
         description: body.description,
@@ -183,65 +207,82 @@ struct Body {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a scenario)"
+)]
 struct RawBody {
     name: String,
     description: Option<String>,
-    workload: Workload,
+    workload: workload::RawWorkload,
     #[serde(default)]
-    xrdma: XrdmaSection,
+    xrdma: xrdma_section::RawXrdma,
     #[serde(default)]
-    rc: RcSection,
-    sim: Option<SimSection>,
-    verbs: Option<VerbsSection>,
+    rc: rc_section::RawRc,
+    sim: Option<sim_section::RawSim>,
+    verbs: Option<verbs_section::RawVerbs>,
 }
 
+/// Checks the sections, then what the top level says across them.
 fn check_body(raw: RawBody) -> Result<Body, FieldError> {
-    if raw.name.trim().is_empty() {
+    let workload = workload::check_workload(raw.workload).map_err(under("workload"))?;
+    let xrdma = xrdma_section::check_xrdma(raw.xrdma).map_err(under("xrdma"))?;
+    let rc = rc_section::check_rc(raw.rc).map_err(under("rc"))?;
+    let sim = raw
+        .sim
+        .map(|s| sim_section::check_sim(s).map_err(under("sim")))
+        .transpose()?;
+    let verbs = raw
+        .verbs
+        .map(|v| verbs_section::check_verbs(v).map_err(under("verbs")))
+        .transpose()?;
+    let body = Body {
+        name: raw.name,
+        description: raw.description,
+        workload,
+        xrdma,
+        rc,
+        sim,
+        verbs,
+    };
+    if body.name.trim().is_empty() {
         return Err(field_error("name", "must not be empty"));
     }
-    if matches!(raw.name.trim(), "." | "..") {
+    if matches!(body.name.trim(), "." | "..") {
         return Err(field_error(
             "name",
             format!(
                 "{:?} names a directory, not a run; it names result directories",
-                raw.name
+                body.name
             ),
         ));
     }
-    if raw.name.contains(['/', '\\']) || raw.name.chars().any(char::is_control) {
+    if body.name.contains(['/', '\\']) || body.name.chars().any(char::is_control) {
         return Err(field_error(
             "name",
             format!(
                 "{:?} contains `/`, `\\` or a control character; it names result directories",
-                raw.name
+                body.name
             ),
         ));
     }
-    if raw.workload.start() > MAX_START {
+    if body.workload.start() > MAX_START {
         return Err(field_error(
             "workload",
             format!(
                 "starts at {}, after {MAX_START}: the simulator's clock (u64 picoseconds) must \
                  hold the whole run after it",
-                raw.workload.start()
+                body.workload.start()
             ),
         ));
     }
-    if let Some(v) = &raw.verbs {
-        v.check_hosts(raw.workload.hosts())
+    if let Some(v) = &body.verbs {
+        v.check_hosts(body.workload.hosts())
             .map_err(|m| field_error("verbs", format!("ranks: {m}")))?;
     }
-    check_path_mtu(&raw.rc, raw.sim.as_ref())?;
-    Ok(Body {
-        name: raw.name,
-        description: raw.description,
-        workload: raw.workload,
-        xrdma: raw.xrdma,
-        rc: raw.rc,
-        sim: raw.sim,
-        verbs: raw.verbs,
-    })
+    check_path_mtu(&body.rc, body.sim.as_ref())?;
+    Ok(body)
 }
 
 /// Refuses an `rc.path-mtu` above the simulated ports' `sim.mtu`: the simulator would carry
@@ -269,10 +310,4 @@ fn check_path_mtu(rc: &RcSection, sim: Option<&SimSection>) -> Result<(), FieldE
         ));
     }
     Ok(())
-}
-
-impl<'de> Deserialize<'de> for Body {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "a scenario", check_body)
-    }
 }

@@ -1,10 +1,12 @@
 //! The `open-loop` workload: Poisson message arrivals at a given rate from every sender to one
 //! receiver.
 
-use crate::check::{deserialize_checked, field_error, FieldError};
-use crate::traffic::{check_stalls, MessageRate, SizeChoice, SizeDist, Stall, Stalls};
+use crate::check::{field_error, under, FieldError};
+use crate::traffic::{
+    check_size_choices, check_stalls, MessageRate, RawSizeChoice, SizeDist, Stall, Stalls,
+};
 use crate::units::{Size, Span};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use xrdma::Time;
 
 /// Largest number of messages an open-loop run may expect (rate × duration × senders, or
@@ -12,13 +14,13 @@ use xrdma::Time;
 pub const MAX_OPEN_LOOP_MESSAGES: f64 = 20_000_000.0;
 
 /// Default drain time after the last arrival: 1 s of run time.
-pub const DEFAULT_DRAIN: Time = Time(1_000_000_000_000);
+pub const DEFAULT_DRAIN: xrdma::Span = xrdma::Span::from_ms(1_000);
 
 /// How an open-loop sender's arrivals end.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum OpenLoopEnd {
     /// Arrivals in `[start, start + duration)` (`duration:`).
-    Duration(Time),
+    Duration(xrdma::Span),
     /// Exactly this many arrivals per sender (`count:`).
     Count(u32),
 }
@@ -47,13 +49,14 @@ pub struct OpenLoop {
     pub end: OpenLoopEnd,
     /// Message sizes.
     pub sizes: SizeDist,
-    /// Time of the process's origin: the first gap is drawn from here. Default 0.
+    /// Time of the process's origin, on the run's clock: the first gap is drawn from here.
+    /// Default 0.
     pub start: Time,
     /// Hosts that stop running for a while (`stall:`).
     pub stalls: Vec<Stall>,
     /// How long the run goes on after the arrivals end before unfinished messages are given
     /// up (`drain:`, default [`DEFAULT_DRAIN`]); for `count:` runs the end is the last arrival.
-    pub drain: Time,
+    pub drain: xrdma::Span,
 }
 
 impl OpenLoop {
@@ -76,16 +79,21 @@ impl OpenLoop {
     }
 }
 
+/// The `open-loop:` mapping as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawOpenLoop {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (an open-loop workload)"
+)]
+pub(crate) struct RawOpenLoop {
     senders: u32,
     receiver: u32,
     rate: MessageRate,
     duration: Option<Span>,
     count: Option<u32>,
     size: Option<Size>,
-    sizes: Option<Vec<SizeChoice>>,
+    sizes: Option<Vec<RawSizeChoice>>,
     #[serde(default)]
     start: Span,
     #[serde(default)]
@@ -120,7 +128,11 @@ pub(crate) fn check_fan_in(
     Ok(())
 }
 
-fn check_open_loop(raw: RawOpenLoop) -> Result<OpenLoop, FieldError> {
+/// Checks an open-loop workload: its hosts, its end, its sizes and stalls, and the number of
+/// messages it would send.
+pub(crate) fn check_open_loop(raw: RawOpenLoop) -> Result<OpenLoop, FieldError> {
+    let choices = check_size_choices(raw.sizes).map_err(under("sizes"))?;
+    let stalls = raw.stall.check().map_err(under("stall"))?;
     check_fan_in(raw.senders, "senders", raw.receiver, "receiver")?;
     let end = match (raw.duration, raw.count) {
         (Some(d), None) if d.0.as_ps() > 0 => OpenLoopEnd::Duration(d.0),
@@ -128,46 +140,39 @@ fn check_open_loop(raw: RawOpenLoop) -> Result<OpenLoop, FieldError> {
         (None, Some(0)) => return Err(field_error("count", "must be at least 1")),
         (None, Some(n)) => OpenLoopEnd::Count(n),
         (Some(_), Some(_)) => {
-            return Err(FieldError {
-                keys: vec!["duration", "count"],
-                message: "give either `duration` or `count`, not both".into(),
-            })
+            return Err(FieldError::new(
+                vec!["duration", "count"],
+                "give either `duration` or `count`, not both",
+            ))
         }
         (None, None) => {
-            return Err(FieldError {
-                keys: vec![],
-                message: "no end given: add `duration: 1s` or `count: 1000` (per sender)".into(),
-            })
+            return Err(FieldError::mapping(
+                "no end given: add `duration: 1s` or `count: 1000` (per sender)",
+            ))
         }
     };
-    let sizes = SizeDist::from_keys(raw.size, raw.sizes, "size", "sizes")?;
+    let sizes = SizeDist::from_keys(raw.size, choices, "size", "sizes")?;
     let ol = OpenLoop {
         senders: raw.senders,
         receiver: raw.receiver,
         rate_per_s: raw.rate.0,
         end,
         sizes,
-        start: raw.start.0,
-        stalls: raw.stall.0,
+        start: Time::ZERO + raw.start.0,
+        stalls,
         drain: raw.drain.map_or(DEFAULT_DRAIN, |d| d.0),
     };
     check_stalls(&ol.stalls, ol.hosts())?;
     let total = ol.expected_per_sender() * f64::from(ol.senders);
     if total > MAX_OPEN_LOOP_MESSAGES {
-        return Err(FieldError {
-            keys: vec!["rate", "duration", "count"],
-            message: format!(
+        return Err(FieldError::new(
+            vec!["rate", "duration", "count"],
+            format!(
                 "about {total:.0} messages in all ({} senders); at most {MAX_OPEN_LOOP_MESSAGES:.0} \
                  are allowed",
                 ol.senders
             ),
-        });
+        ));
     }
     Ok(ol)
-}
-
-impl<'de> Deserialize<'de> for OpenLoop {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "an open-loop workload", check_open_loop)
-    }
 }

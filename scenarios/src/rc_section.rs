@@ -15,9 +15,9 @@
 //! So that a file means the same on both, a `path-mtu` above `sim.mtu` (written or its
 //! default) is refused: the simulated path could not carry it while a device might.
 
-use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::check::{field_error, FieldError};
 use crate::units::Size;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use xrdma::RcParams;
 
 /// The `rc:` block as written: `None` for a key left out.
@@ -49,9 +49,15 @@ impl RcSection {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawRc {
+/// The `rc:` mapping as written.
+#[derive(Deserialize, Default)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (the RC QP attributes `{ local-ack-timeout, retry-cnt, rnr-retry, \
+                 min-rnr-timer, path-mtu }`)"
+)]
+pub(crate) struct RawRc {
     local_ack_timeout: Option<u8>,
     retry_cnt: Option<u8>,
     rnr_retry: Option<u8>,
@@ -59,7 +65,8 @@ struct RawRc {
     path_mtu: Option<Size>,
 }
 
-fn check_rc(raw: RawRc) -> Result<RcSection, FieldError> {
+/// Checks the attributes' ranges (`xrdma::RcParams::validate`) and the path MTU's values.
+pub(crate) fn check_rc(raw: RawRc) -> Result<RcSection, FieldError> {
     let path_mtu = match raw.path_mtu {
         Some(Size(b)) => Some(u32::try_from(b).map_err(|_| {
             field_error(
@@ -87,15 +94,4 @@ fn check_rc(raw: RawRc) -> Result<RcSection, FieldError> {
         return Err(field_error(key, e.reason));
     }
     Ok(s)
-}
-
-impl<'de> Deserialize<'de> for RcSection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "the RC QP attributes `{ local-ack-timeout, retry-cnt, rnr-retry, min-rnr-timer, \
-             path-mtu }`",
-            check_rc,
-        )
-    }
 }

@@ -1,14 +1,13 @@
 //! The `sim:` block: the simulated network (read by the simulator backend only).
 
-use crate::check::{deserialize_checked, field_error, FieldError};
-use crate::dcqcn_section::DcqcnSection;
-use crate::faults_section::FaultsSection;
-use crate::host_section::GivenHost;
-use crate::topology_section::TopologySection;
+use crate::check::{field_error, under, FieldError};
+use crate::dcqcn_section::{check_dcqcn, DcqcnSection, RawDcqcn};
+use crate::faults_section::{check_faults, FaultsSection, RawFaults};
+use crate::host_section::{check_host, RawHost};
+use crate::topology_section::{check_topology, RawTopology, TopologySection};
 use crate::units::{Rate, Size, Span};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
-use xrdma::Time;
 
 /// The simulated network: one switch, every host on its own full-duplex link.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,7 +17,7 @@ pub struct SimSection {
     /// Rate of every link, bits per second. Default 100 Gb/s; > 0.
     pub link_rate_bps: u64,
     /// One-way propagation delay of every link. Default 1 µs.
-    pub link_delay: Time,
+    pub link_delay: xrdma::Span,
     /// RoCE payload bytes a simulated port carries per packet (what a device reports as its
     /// active MTU). Packets carry the smaller of this and `rc.path-mtu`. Default 1024; > 0.
     pub mtu: u32,
@@ -34,7 +33,7 @@ pub struct SimSection {
     pub pfc: Option<PfcSection>,
     /// At most one CNP per QP per this interval at the receiver (DCQCN NP). Default 50 µs
     /// (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015).
-    pub cnp_interval: Time,
+    pub cnp_interval: xrdma::Span,
     /// DCQCN rate control at every NIC; `None` (block absent) = none, `dcqcn: {}` = on with the
     /// defaults.
     pub dcqcn: Option<DcqcnSection>,
@@ -43,7 +42,7 @@ pub struct SimSection {
     /// Interval at which the simulator samples queues, per-sender throughput and congestion
     /// counters (`sample-interval: 10us`, or `off`); `None` = off. Default
     /// [`DEFAULT_SAMPLE_INTERVAL`]; > 0.
-    pub sample_interval: Option<Time>,
+    pub sample_interval: Option<xrdma::Span>,
     /// Injected faults (`faults:`, see [`FaultsSection`]); default none.
     pub faults: FaultsSection,
     /// The host model (`host:`, a profile name or `{ profile, <cost>: <time> }`, see
@@ -53,7 +52,7 @@ pub struct SimSection {
 
 /// Default `sim.sample-interval`: 10 µs, a 100 Gb/s link carries 125 000 bytes (about 113
 /// packets of a 1 KiB MTU) in it, so one interval's throughput resolves better than 1 %.
-pub const DEFAULT_SAMPLE_INTERVAL: Time = Time(10_000_000);
+pub const DEFAULT_SAMPLE_INTERVAL: xrdma::Span = xrdma::Span::from_us(10);
 
 impl Default for SimSection {
     fn default() -> Self {
@@ -122,36 +121,41 @@ pub struct PfcSection {
     pub headroom_bytes: Option<u64>,
 }
 
+/// The `sim:` mapping as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawSim {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (the simulated network)"
+)]
+pub(crate) struct RawSim {
     seed: Option<u64>,
     link_rate: Option<Rate>,
     link_delay: Option<Span>,
     mtu: Option<Size>,
     header_bytes: Option<Size>,
     switch_buffer: Option<Size>,
-    ecn: Option<GivenEcn>,
-    pfc: Option<PfcSection>,
+    ecn: Option<RawEcn>,
+    pfc: Option<RawPfc>,
     cnp_interval: Option<Span>,
-    dcqcn: Option<DcqcnSection>,
+    dcqcn: Option<RawDcqcn>,
     /// The RC attributes that moved to the `rc:` block: read only to say so.
     min_rnr_timer: Option<IgnoredAny>,
     rnr_retry: Option<IgnoredAny>,
     local_ack_timeout: Option<IgnoredAny>,
     retry_cnt: Option<IgnoredAny>,
-    topology: Option<TopologySection>,
+    topology: Option<RawTopology>,
     sample_interval: Option<SampleInterval>,
-    faults: Option<FaultsSection>,
-    host: Option<GivenHost>,
+    faults: Option<RawFaults>,
+    host: Option<RawHost>,
 }
 
 /// The shortest `sample-interval` accepted: 1 µs, about ten 1 KiB packets at 100 Gb/s, so a bin
 /// holds several packets and its rate is a rate.
-pub const MIN_SAMPLE_INTERVAL: Time = Time::from_us(1);
+pub const MIN_SAMPLE_INTERVAL: xrdma::Span = xrdma::Span::from_us(1);
 
 /// `sample-interval`: a time span of at least [`MIN_SAMPLE_INTERVAL`], or `off`.
-struct SampleInterval(Option<Time>);
+struct SampleInterval(Option<xrdma::Span>);
 
 struct SampleIntervalVisitor;
 
@@ -201,7 +205,11 @@ struct GivenEcn {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (ECN thresholds `{ kmin, kmax, pmax }`)"
+)]
 struct RawEcn {
     kmin: Option<Size>,
     kmax: Option<Size>,
@@ -209,7 +217,11 @@ struct RawEcn {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (PFC thresholds `{ xoff, xon, headroom }`)"
+)]
 struct RawPfc {
     xoff: Option<Size>,
     xon: Option<Size>,
@@ -225,7 +237,33 @@ fn to_u32(key: &'static str, bytes: u64) -> Result<u32, FieldError> {
     })
 }
 
-fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
+/// Checks the `sim:` block: its sub-blocks, then the link, packet and buffer sizes and the
+/// ECN thresholds against the link rate.
+pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
+    let given_ecn = raw
+        .ecn
+        .map(|e| check_raw_ecn(e).map_err(under("ecn")))
+        .transpose()?;
+    let pfc = raw
+        .pfc
+        .map(|p| check_pfc(p).map_err(under("pfc")))
+        .transpose()?;
+    let dcqcn = raw
+        .dcqcn
+        .map(|d| check_dcqcn(d).map_err(under("dcqcn")))
+        .transpose()?;
+    let topology = raw
+        .topology
+        .map(|t| check_topology(t).map_err(under("topology")))
+        .transpose()?;
+    let faults = raw
+        .faults
+        .map(|f| check_faults(f).map_err(under("faults")))
+        .transpose()?;
+    let host = raw
+        .host
+        .map(|h| check_host(h).map_err(under("host")))
+        .transpose()?;
     let moved = [
         ("min-rnr-timer", raw.min_rnr_timer.is_some()),
         ("rnr-retry", raw.rnr_retry.is_some()),
@@ -260,15 +298,15 @@ fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
     let switch_buffer_bytes = raw.switch_buffer.map_or(d.switch_buffer_bytes, |b| b.0);
     let packet = u64::from(mtu) + u64::from(header_bytes);
     if switch_buffer_bytes < packet {
-        return Err(FieldError {
-            keys: vec!["switch-buffer", "mtu"],
-            message: format!(
+        return Err(FieldError::new(
+            vec!["switch-buffer", "mtu"],
+            format!(
                 "{switch_buffer_bytes} bytes cannot hold one packet of mtu + header-bytes = \
                  {packet} bytes"
             ),
-        });
+        ));
     }
-    let ecn = match raw.ecn {
+    let ecn = match given_ecn {
         Some(e) => Some(check_ecn(e, link_rate_bps)?),
         None => None,
     };
@@ -290,19 +328,19 @@ fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         header_bytes,
         switch_buffer_bytes,
         ecn,
-        pfc: raw.pfc,
+        pfc,
         cnp_interval: raw.cnp_interval.map_or(d.cnp_interval, |t| t.0),
-        dcqcn: raw.dcqcn,
-        topology: raw.topology.unwrap_or_default(),
+        dcqcn,
+        topology: topology.unwrap_or_default(),
         sample_interval: raw.sample_interval.map_or(d.sample_interval, |s| s.0),
-        faults: raw.faults.unwrap_or_default(),
-        host: raw.host.map_or(d.host, |h| h.0),
+        faults: faults.unwrap_or_default(),
+        host: host.unwrap_or(d.host),
     })
 }
 
 /// The longest `link-delay` accepted: 1 s, a million times a datacenter link's and still far
 /// from overflowing the simulator's u64-picosecond clock (about 213 days) in any run.
-pub const MAX_LINK_DELAY: Time = Time::from_ms(1000);
+pub const MAX_LINK_DELAY: xrdma::Span = xrdma::Span::from_ms(1000);
 
 /// Checks what the `ecn` mapping itself says; defaults are filled in by [`check_sim`], which
 /// knows the link rate.
@@ -319,12 +357,10 @@ fn check_raw_ecn(raw: RawEcn) -> Result<GivenEcn, FieldError> {
     }
     if let (Some(kmin), Some(kmax)) = (given.kmin, given.kmax) {
         if kmin > kmax {
-            return Err(FieldError {
-                keys: vec!["kmin", "kmax"],
-                message: format!(
-                    "Kmin ({kmin} bytes) is above Kmax ({kmax} bytes): need kmin ≤ kmax"
-                ),
-            });
+            return Err(FieldError::new(
+                vec!["kmin", "kmax"],
+                format!("Kmin ({kmin} bytes) is above Kmax ({kmax} bytes): need kmin ≤ kmax"),
+            ));
         }
     }
     Ok(given)
@@ -372,29 +408,11 @@ fn check_pfc(raw: RawPfc) -> Result<PfcSection, FieldError> {
     }
     if let (Some(xoff), Some(xon)) = (s.xoff_bytes, s.xon_bytes) {
         if xon > xoff {
-            return Err(FieldError {
-                keys: vec!["xon", "xoff"],
-                message: format!("XON ({xon} bytes) is above XOFF ({xoff} bytes): need xon ≤ xoff"),
-            });
+            return Err(FieldError::new(
+                vec!["xon", "xoff"],
+                format!("XON ({xon} bytes) is above XOFF ({xoff} bytes): need xon ≤ xoff"),
+            ));
         }
     }
     Ok(s)
-}
-
-impl<'de> Deserialize<'de> for SimSection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "the simulated network", check_sim)
-    }
-}
-
-impl<'de> Deserialize<'de> for GivenEcn {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "ECN thresholds `{ kmin, kmax, pmax }`", check_raw_ecn)
-    }
-}
-
-impl<'de> Deserialize<'de> for PfcSection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "PFC thresholds `{ xoff, xon, headroom }`", check_pfc)
-    }
 }

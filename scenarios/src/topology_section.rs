@@ -6,7 +6,7 @@
 //! topology: { fat-tree: { k: 16 } }                        # k³/4 = 1024 hosts
 //! ```
 
-use crate::check::{deserialize_checked, FieldError};
+use crate::check::FieldError;
 use crate::units::Rate;
 use serde::{Deserialize, Deserializer};
 
@@ -37,9 +37,14 @@ pub enum TopologySection {
     },
 }
 
+/// The `topology:` mapping as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawTopology {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a topology `{ star | leaf-spine | fat-tree: ... }`)"
+)]
+pub(crate) struct RawTopology {
     /// Present (as `star:`, `star: {}` or `star: ~`) or not.
     #[serde(default, deserialize_with = "present")]
     star: bool,
@@ -72,13 +77,13 @@ struct RawFatTree {
     hosts_per_edge: Option<u32>,
 }
 
-fn check_topology(raw: RawTopology) -> Result<TopologySection, FieldError> {
+/// Checks that exactly one topology kind is given.
+pub(crate) fn check_topology(raw: RawTopology) -> Result<TopologySection, FieldError> {
     let given = [raw.star, raw.leaf_spine.is_some(), raw.fat_tree.is_some()];
     if given.iter().filter(|g| **g).count() != 1 {
-        return Err(FieldError {
-            keys: vec![],
-            message: "give exactly one topology kind: `star`, `leaf-spine` or `fat-tree`".into(),
-        });
+        return Err(FieldError::mapping(
+            "give exactly one topology kind: `star`, `leaf-spine` or `fat-tree`",
+        ));
     }
     Ok(if let Some(l) = raw.leaf_spine {
         TopologySection::LeafSpine {
@@ -95,14 +100,4 @@ fn check_topology(raw: RawTopology) -> Result<TopologySection, FieldError> {
     } else {
         TopologySection::Star
     })
-}
-
-impl<'de> Deserialize<'de> for TopologySection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "a topology `{ star | leaf-spine | fat-tree: ... }`",
-            check_topology,
-        )
-    }
 }

@@ -1,10 +1,9 @@
 //! Pieces shared by the open-loop and echo workloads: message rates, size distributions and
 //! receiver/sender stalls.
 
-use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::check::{check_items, field_error, FieldError, OneOrMany};
 use crate::units::{Size, Span};
-use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use std::fmt;
 use xrdma::Time;
@@ -187,23 +186,25 @@ impl SizeDist {
                 }
                 Ok(SizeDist { choices: list_v })
             }
-            (Some(_), Some(_)) => Err(FieldError {
-                keys: vec![single, list],
-                message: format!("give either `{single}` or `{list}`, not both"),
-            }),
-            (None, None) => Err(FieldError {
-                keys: vec![],
-                message: format!(
-                    "no message size: give `{single}: 4KiB` or `{list}: [{{ size: 4KiB, weight: 1 }}]`"
-                ),
-            }),
+            (Some(_), Some(_)) => Err(FieldError::new(
+                vec![single, list],
+                format!("give either `{single}` or `{list}`, not both"),
+            )),
+            (None, None) => Err(FieldError::mapping(format!(
+                "no message size: give `{single}: 4KiB` or `{list}: [{{ size: 4KiB, weight: 1 }}]`"
+            ))),
         }
     }
 }
 
+/// One `{ size, weight }` of a size list as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawSizeChoice {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a size choice: `{ size: ..., weight: ... }`)"
+)]
+pub(crate) struct RawSizeChoice {
     size: Size,
     #[serde(default = "one")]
     weight: u32,
@@ -226,14 +227,11 @@ fn check_size_choice(raw: RawSizeChoice) -> Result<SizeChoice, FieldError> {
     })
 }
 
-impl<'de> Deserialize<'de> for SizeChoice {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "a size choice: `{ size: ..., weight: ... }`",
-            check_size_choice,
-        )
-    }
+/// Checks a size list (`sizes:`, `request-sizes:`), if one was given.
+pub(crate) fn check_size_choices(
+    list: Option<Vec<RawSizeChoice>>,
+) -> Result<Option<Vec<SizeChoice>>, FieldError> {
+    list.map(|l| check_items(l, check_size_choice)).transpose()
 }
 
 /// A host that stops running its application for a while: from `at` for `duration`, the host
@@ -244,22 +242,27 @@ impl<'de> Deserialize<'de> for SizeChoice {
 pub struct Stall {
     /// Host index.
     pub host: u32,
-    /// Start of the stall, on the run's clock.
+    /// Start of the stall, on the run's clock (the instant `at:` after time zero).
     pub at: Time,
     /// Length of the stall (`for:` in the file), > 0.
-    pub duration: Time,
+    pub duration: xrdma::Span,
 }
 
 impl Stall {
     /// End of the stall (`at + duration`, saturating).
     pub fn end(&self) -> Time {
-        Time::from_ps(self.at.as_ps().saturating_add(self.duration.as_ps()))
+        self.at + self.duration
     }
 }
 
+/// One `{ host, at, for }` as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawStall {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a stall: `{ host: ..., at: ..., for: ... }`)"
+)]
+pub(crate) struct RawStall {
     host: u32,
     at: Span,
     #[serde(rename = "for")]
@@ -272,41 +275,29 @@ fn check_stall(raw: RawStall) -> Result<Stall, FieldError> {
     }
     Ok(Stall {
         host: raw.host,
-        at: raw.at.0,
+        at: Time::ZERO + raw.at.0,
         duration: raw.duration.0,
     })
 }
 
-impl<'de> Deserialize<'de> for Stall {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "a stall: `{ host: ..., at: ..., for: ... }`",
-            check_stall,
-        )
+/// `stall:` as written: one `{ host, at, for }` mapping or a list of them.
+#[derive(Default)]
+pub(crate) struct Stalls(OneOrMany<RawStall>);
+
+impl Stalls {
+    /// Checks every stall; an error names the item's index when they were listed.
+    pub fn check(self) -> Result<Vec<Stall>, FieldError> {
+        self.0.check(check_stall)
     }
 }
 
-/// `stall:` as written: one `{ host, at, for }` mapping or a list of them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Stalls(pub Vec<Stall>);
-
 impl<'de> Deserialize<'de> for Stalls {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Stalls;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a stall `{ host: ..., at: ..., for: ... }` or a list of them")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Stalls, A::Error> {
-                Stall::deserialize(MapAccessDeserializer::new(map)).map(|s| Stalls(vec![s]))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Stalls, A::Error> {
-                Vec::<Stall>::deserialize(SeqAccessDeserializer::new(seq)).map(Stalls)
-            }
-        }
-        d.deserialize_any(V)
+        OneOrMany::deserialize_as(
+            d,
+            "a stall `{ host: ..., at: ..., for: ... }` or a list of them",
+        )
+        .map(Stalls)
     }
 }
 

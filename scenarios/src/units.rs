@@ -6,7 +6,7 @@
 //! | --- | --- | --- | --- |
 //! | size | `u64` bytes | `B`, `KiB`/`KB`, `MiB`/`MB`, `GiB`/`GB`, `TiB`/`TB` (all powers of 1024) | bytes |
 //! | rate | `u64` bits per second | `bps`, `Kbps`/`kbps`, `Mbps`, `Gbps`, `Tbps` (SI, powers of 1000) | error: unit required |
-//! | time | [`Time`] (picoseconds) | `ps`, `ns`, `us`/`µs`, `ms`, `s` | error: unit required |
+//! | time | [`xrdma::Span`] (picoseconds) | `ps`, `ns`, `us`/`µs`, `ms`, `s` | error: unit required |
 //!
 //! Sizes follow the storage convention where `KB` means 1024 bytes: the XRDMA description's
 //! "64KB" fragment is 65536 bytes. A space between number and unit is optional (`64 KiB`).
@@ -16,7 +16,6 @@
 
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use std::fmt;
-use xrdma::Time;
 
 /// The kind of quantity a text is parsed as; decides the accepted units and the messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,13 +207,13 @@ pub fn parse_rate(text: &str) -> Result<u64, UnitError> {
     parse(text, Quantity::Rate)
 }
 
-/// Parses a time such as `10us`, `1.5 ms` or `250ps` into a [`Time`] (picoseconds). A unit is
-/// required.
+/// Parses a time such as `10us`, `1.5 ms` or `250ps` into an [`xrdma::Span`] (picoseconds). A
+/// unit is required.
 ///
 /// # Errors
 /// As [`parse_size`], plus [`UnitError::MissingUnit`] for a bare number.
-pub fn parse_time(text: &str) -> Result<Time, UnitError> {
-    parse(text, Quantity::Time).map(Time::from_ps)
+pub fn parse_time(text: &str) -> Result<xrdma::Span, UnitError> {
+    parse(text, Quantity::Time).map(xrdma::Span::from_ps)
 }
 
 /// Parses `text` as a `kind` quantity and returns it in the base unit
@@ -320,9 +319,11 @@ pub struct Size(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Rate(pub u64);
 
-/// A time span read from a scenario: a string with a unit (`10us`). See [`parse_time`].
+/// A time span read from a scenario: a string with a unit (`10us`). See [`parse_time`]. A
+/// section makes it a duration ([`xrdma::Span`]) or, for `start:` and `at:`, an instant on the
+/// run's clock ([`xrdma::Time::ZERO`] plus the span).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Span(pub Time);
+pub struct Span(pub xrdma::Span);
 
 struct QuantityVisitor(Quantity);
 
@@ -386,13 +387,17 @@ impl<'de> Deserialize<'de> for Rate {
 impl<'de> Deserialize<'de> for Span {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(QuantityVisitor(Quantity::Time))
-            .map(|ps| Span(Time::from_ps(ps)))
+            .map(|ps| Span(xrdma::Span::from_ps(ps)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ps(n: u64) -> xrdma::Span {
+        xrdma::Span::from_ps(n)
+    }
 
     #[test]
     fn sizes_use_powers_of_1024() {
@@ -457,16 +462,16 @@ mod tests {
 
     #[test]
     fn times_are_picoseconds() {
-        assert_eq!(parse_time("250ps"), Ok(Time(250)));
-        assert_eq!(parse_time("1ns"), Ok(Time(1_000)));
-        assert_eq!(parse_time("1us"), Ok(Time(1_000_000)));
-        assert_eq!(parse_time("10 µs"), Ok(Time(10_000_000)));
-        assert_eq!(parse_time("10\u{3bc}s"), Ok(Time(10_000_000)));
-        assert_eq!(parse_time("100ms"), Ok(Time(100_000_000_000)));
-        assert_eq!(parse_time("2s"), Ok(Time(2_000_000_000_000)));
+        assert_eq!(parse_time("250ps"), Ok(ps(250)));
+        assert_eq!(parse_time("1ns"), Ok(ps(1_000)));
+        assert_eq!(parse_time("1us"), Ok(ps(1_000_000)));
+        assert_eq!(parse_time("10 µs"), Ok(ps(10_000_000)));
+        assert_eq!(parse_time("10\u{3bc}s"), Ok(ps(10_000_000)));
+        assert_eq!(parse_time("100ms"), Ok(ps(100_000_000_000)));
+        assert_eq!(parse_time("2s"), Ok(ps(2_000_000_000_000)));
         // 1.5 us = 1_500_000 ps; 0.001 ns = 1 ps.
-        assert_eq!(parse_time("1.5us"), Ok(Time(1_500_000)));
-        assert_eq!(parse_time("0.001ns"), Ok(Time(1)));
+        assert_eq!(parse_time("1.5us"), Ok(ps(1_500_000)));
+        assert_eq!(parse_time("0.001ns"), Ok(ps(1)));
         assert!(matches!(
             parse_time("0.5ps"),
             Err(UnitError::Fractional { .. })
@@ -493,10 +498,7 @@ mod tests {
             parse_time("18446745s"),
             Err(UnitError::Overflow { .. })
         ));
-        assert_eq!(
-            parse_time("18446744s"),
-            Ok(Time(18_446_744_000_000_000_000))
-        );
+        assert_eq!(parse_time("18446744s"), Ok(ps(18_446_744_000_000_000_000)));
         // Far more digits than a u128 holds.
         assert!(matches!(
             parse_size(&"9".repeat(60)),
@@ -600,7 +602,7 @@ mod tests {
         // A YAML float that is a whole number of bytes is accepted: 1e6 = 1000000.
         assert_eq!(from_yaml::<Size>("1.0e+6"), Ok(Size(1_000_000)));
         assert_eq!(from_yaml::<Rate>("100Gbps"), Ok(Rate(100_000_000_000)));
-        assert_eq!(from_yaml::<Span>("1us"), Ok(Span(Time(1_000_000))));
+        assert_eq!(from_yaml::<Span>("1us"), Ok(Span(ps(1_000_000))));
 
         let e = from_yaml::<Size>("-5").unwrap_err();
         assert!(e.contains("`-5` is negative"), "{e}");

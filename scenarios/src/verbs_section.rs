@@ -17,11 +17,10 @@
 //! workload host belongs to exactly one rank. Without `ranks` the whole scenario runs in one
 //! process.
 
-use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::check::{check_items, field_error, under, FieldError};
 use crate::units::Span;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use std::net::SocketAddr;
-use xrdma::Time;
 
 /// Device, port and GID of the real-RDMA backend, its run limit, and how the hosts are split
 /// over processes.
@@ -35,7 +34,7 @@ pub struct VerbsSection {
     /// RoCE v2 GID with an IPv4-mapped address, else a unique-local or global IPv6 one.
     pub gid_index: Option<u32>,
     /// Wall-clock limit of one run; messages not finished by then are reported missing.
-    pub run_timeout: Time,
+    pub run_timeout: xrdma::Span,
     /// The processes the scenario runs as, in rank order (rank = position); empty: one
     /// process runs every host.
     pub ranks: Vec<RankSpec>,
@@ -47,7 +46,7 @@ impl Default for VerbsSection {
             device: None,
             port: None,
             gid_index: None,
-            run_timeout: Time::from_ms(60_000),
+            run_timeout: xrdma::Span::from_ms(60_000),
             ranks: Vec::new(),
         }
     }
@@ -101,7 +100,11 @@ pub struct RankSpec {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a rank `{ address, hosts }`)"
+)]
 struct RawRank {
     address: String,
     hosts: Vec<u32>,
@@ -140,24 +143,26 @@ fn check_rank(raw: RawRank) -> Result<RankSpec, FieldError> {
     })
 }
 
-impl<'de> Deserialize<'de> for RankSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "a rank `{ address, hosts }`", check_rank)
-    }
-}
-
+/// The `verbs:` mapping as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawVerbs {
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (the RDMA device `{ device, port, gid-index, run-timeout, ranks }`)"
+)]
+pub(crate) struct RawVerbs {
     device: Option<String>,
     port: Option<u8>,
     gid_index: Option<u32>,
     run_timeout: Option<Span>,
     #[serde(default)]
-    ranks: Vec<RankSpec>,
+    ranks: Vec<RawRank>,
 }
 
-fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
+/// Checks the `verbs:` block: the device, the port, the run timeout and the ranks (each on
+/// its own, then that no two share a host or an address).
+pub(crate) fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
+    let ranks = check_items(raw.ranks, check_rank).map_err(under("ranks"))?;
     if raw.port == Some(0) {
         return Err(field_error("port", "ports are numbered from 1"));
     }
@@ -166,11 +171,11 @@ fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
     }
     let d = VerbsSection::default();
     let run_timeout = raw.run_timeout.map_or(d.run_timeout, |t| t.0);
-    if run_timeout == Time::ZERO {
+    if run_timeout == xrdma::Span::ZERO {
         return Err(field_error("run-timeout", "must be greater than 0"));
     }
-    for (i, a) in raw.ranks.iter().enumerate() {
-        for (j, b) in raw.ranks.iter().enumerate().skip(i + 1) {
+    for (i, a) in ranks.iter().enumerate() {
+        for (j, b) in ranks.iter().enumerate().skip(i + 1) {
             if let Some(h) = b.hosts.iter().find(|h| a.hosts.contains(h)) {
                 return Err(field_error(
                     "ranks",
@@ -190,16 +195,6 @@ fn check_verbs(raw: RawVerbs) -> Result<VerbsSection, FieldError> {
         port: raw.port,
         gid_index: raw.gid_index,
         run_timeout,
-        ranks: raw.ranks,
+        ranks,
     })
-}
-
-impl<'de> Deserialize<'de> for VerbsSection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(
-            d,
-            "the RDMA device `{ device, port, gid-index, run-timeout, ranks }`",
-            check_verbs,
-        )
-    }
 }

@@ -1,10 +1,10 @@
 //! The `workload:` block: what the hosts send.
 
-use crate::check::{deserialize_checked, field_error, FieldError};
-use crate::echo::Echo;
-use crate::open_loop::OpenLoop;
+use crate::check::{check_items, field_error, under, FieldError};
+use crate::echo::{check_echo, Echo, RawEcho};
+use crate::open_loop::{check_open_loop, OpenLoop, RawOpenLoop};
 use crate::units::{Size, Span};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use xrdma::Time;
 
 /// What the hosts send. Written as a mapping with exactly one key naming the kind:
@@ -107,7 +107,8 @@ pub struct Incast {
     pub senders: u32,
     /// Host index of the receiver, in `0..=senders`.
     pub receiver: u32,
-    /// Intended send time of every message (latency is measured from it); default 0.
+    /// Intended send time of every message (latency is measured from it), on the run's clock;
+    /// default 0.
     pub start: Time,
     /// The messages each sender sends, in this order; non-empty.
     pub messages: Vec<MessageSpec>,
@@ -155,26 +156,39 @@ pub struct MessageSpec {
     pub count: u32,
 }
 
+/// The `workload:` mapping as written.
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawWorkload {
-    incast: Option<Incast>,
-    open_loop: Option<OpenLoop>,
-    echo: Option<Echo>,
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (the workload)"
+)]
+pub(crate) struct RawWorkload {
+    incast: Option<RawIncast>,
+    open_loop: Option<RawOpenLoop>,
+    echo: Option<RawEcho>,
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (an incast workload)"
+)]
 struct RawIncast {
     senders: u32,
     receiver: u32,
     #[serde(default)]
     start: Span,
-    messages: Vec<MessageSpec>,
+    messages: Vec<RawMessage>,
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a message: `{ size: ..., count: ... }`)"
+)]
 struct RawMessage {
     size: Size,
     #[serde(default = "one")]
@@ -185,23 +199,36 @@ fn one() -> u32 {
     1
 }
 
-fn check_workload(raw: RawWorkload) -> Result<Workload, FieldError> {
-    match (raw.incast, raw.open_loop, raw.echo) {
+/// Checks the workload's kind (exactly one) and the kind's mapping.
+pub(crate) fn check_workload(raw: RawWorkload) -> Result<Workload, FieldError> {
+    let incast = raw
+        .incast
+        .map(|r| check_incast(r).map_err(under("incast")))
+        .transpose()?;
+    let open_loop = raw
+        .open_loop
+        .map(|r| check_open_loop(r).map_err(under("open-loop")))
+        .transpose()?;
+    let echo = raw
+        .echo
+        .map(|r| check_echo(r).map_err(under("echo")))
+        .transpose()?;
+    match (incast, open_loop, echo) {
         (Some(incast), None, None) => Ok(Workload::Incast(incast)),
         (None, Some(ol), None) => Ok(Workload::OpenLoop(ol)),
         (None, None, Some(echo)) => Ok(Workload::Echo(echo)),
-        (None, None, None) => Err(FieldError {
-            keys: vec![],
-            message: "no workload kind given: expected one of `incast`, `open-loop`, `echo`".into(),
-        }),
-        _ => Err(FieldError {
-            keys: vec!["open-loop", "echo"],
-            message: "give one workload kind: `incast`, `open-loop` or `echo`".into(),
-        }),
+        (None, None, None) => Err(FieldError::mapping(
+            "no workload kind given: expected one of `incast`, `open-loop`, `echo`",
+        )),
+        _ => Err(FieldError::new(
+            vec!["open-loop", "echo"],
+            "give one workload kind: `incast`, `open-loop` or `echo`",
+        )),
     }
 }
 
 fn check_incast(raw: RawIncast) -> Result<Incast, FieldError> {
+    let messages = check_items(raw.messages, check_message).map_err(under("messages"))?;
     if raw.senders == 0 {
         return Err(field_error("senders", "must be at least 1"));
     }
@@ -223,7 +250,7 @@ fn check_incast(raw: RawIncast) -> Result<Incast, FieldError> {
             ),
         ));
     }
-    if raw.messages.is_empty() {
+    if messages.is_empty() {
         return Err(field_error(
             "messages",
             "the list is empty: give at least one `{ size: ..., count: ... }`",
@@ -231,7 +258,7 @@ fn check_incast(raw: RawIncast) -> Result<Incast, FieldError> {
     }
     // Every message costs a record in the result (and a few in the run): the same bound as an
     // open-loop run's, so a typo in `count` cannot eat the machine's memory.
-    let per_sender: u64 = raw.messages.iter().map(|m| u64::from(m.count)).sum();
+    let per_sender: u64 = messages.iter().map(|m| u64::from(m.count)).sum();
     let total = per_sender.saturating_mul(u64::from(raw.senders));
     if total as f64 > crate::open_loop::MAX_OPEN_LOOP_MESSAGES {
         return Err(field_error(
@@ -246,8 +273,8 @@ fn check_incast(raw: RawIncast) -> Result<Incast, FieldError> {
     Ok(Incast {
         senders: raw.senders,
         receiver: raw.receiver,
-        start: raw.start.0,
-        messages: raw.messages,
+        start: Time::ZERO + raw.start.0,
+        messages,
     })
 }
 
@@ -262,22 +289,4 @@ fn check_message(raw: RawMessage) -> Result<MessageSpec, FieldError> {
         size: raw.size.0,
         count: raw.count,
     })
-}
-
-impl<'de> Deserialize<'de> for Workload {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "the workload", check_workload)
-    }
-}
-
-impl<'de> Deserialize<'de> for Incast {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "an incast workload", check_incast)
-    }
-}
-
-impl<'de> Deserialize<'de> for MessageSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "a message: `{ size: ..., count: ... }`", check_message)
-    }
 }

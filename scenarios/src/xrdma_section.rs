@@ -1,9 +1,8 @@
 //! The `xrdma:` block: the middleware's flow-control settings.
 
-use crate::check::{deserialize_checked, field_error, FieldError};
+use crate::check::{field_error, FieldError};
 use crate::units::{Size, Span};
-use serde::{Deserialize, Deserializer};
-use xrdma::Time;
+use serde::Deserialize;
 
 /// The middleware settings, every one with a default.
 ///
@@ -40,14 +39,14 @@ pub struct XrdmaSection {
     /// Base target queueing delay: the window grows below `target-delay` + one fragment's
     /// serialisation at the link rate + the flow scaling, and shrinks above it (at most once
     /// per RTT, to no less than β × window). Default 10 µs; > 0.
-    pub target_delay: Time,
+    pub target_delay: xrdma::Span,
     /// Extra target delay at `min-window`, falling to none at `max-window` (Swift's
     /// flow-based scaling): fan-in flows with small windows get a larger target. Default
     /// 10 µs; `0us` turns it off.
-    pub flow_scaling_range: Time,
+    pub flow_scaling_range: xrdma::Span,
     /// A fragment not ACKed within this time is reclaimed and reported as an error. Default
     /// 1 s; > 0.
-    pub ack_timeout: Time,
+    pub ack_timeout: xrdma::Span,
     /// Whether the window adapts (grows with RTT, shrinks by β on ECN); `false` keeps it at
     /// `initial-window`. Default `true`.
     pub adaptive_window: bool,
@@ -87,9 +86,14 @@ impl Default for XrdmaSection {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct RawXrdma {
+/// The `xrdma:` mapping as written.
+#[derive(Deserialize, Default)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (the xrdma settings)"
+)]
+pub(crate) struct RawXrdma {
     fragment_size: Option<Size>,
     eager_limit: Option<Size>,
     landing_budget: Option<Size>,
@@ -108,12 +112,13 @@ struct RawXrdma {
 }
 
 /// The largest `flow-scaling-range` accepted: 1 s (a target beyond it is no target).
-pub const MAX_FLOW_SCALING_RANGE: Time = Time::from_ms(1000);
+pub const MAX_FLOW_SCALING_RANGE: xrdma::Span = xrdma::Span::from_ms(1000);
 
 /// The smallest fragment size accepted: 1 KiB, the smallest common RoCE MTU.
 pub const MIN_FRAGMENT_SIZE: u64 = 1 << 10;
 
-fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
+/// Fills the defaults and checks the sizes, the window ordering, β, α and the times.
+pub(crate) fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
     let d = XrdmaSection::default();
     let s = XrdmaSection {
         fragment_size: raw.fragment_size.map_or(d.fragment_size, |v| v.0),
@@ -158,34 +163,34 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         return Err(field_error("min-window", "must be at least 1 byte"));
     }
     if s.min_window > s.initial_window {
-        return Err(FieldError {
-            keys: vec!["min-window", "initial-window"],
-            message: format!(
+        return Err(FieldError::new(
+            vec!["min-window", "initial-window"],
+            format!(
                 "min-window ({} bytes) is above initial-window ({} bytes): need min-window ≤ \
                  initial-window ≤ max-window",
                 s.min_window, s.initial_window
             ),
-        });
+        ));
     }
     if s.initial_window > s.max_window {
-        return Err(FieldError {
-            keys: vec!["initial-window", "max-window"],
-            message: format!(
+        return Err(FieldError::new(
+            vec!["initial-window", "max-window"],
+            format!(
                 "initial-window ({} bytes) is above max-window ({} bytes): need min-window ≤ \
                  initial-window ≤ max-window",
                 s.initial_window, s.max_window
             ),
-        });
+        ));
     }
     if s.fragment_size > s.max_window {
-        return Err(FieldError {
-            keys: vec!["fragment-size", "max-window"],
-            message: format!(
+        return Err(FieldError::new(
+            vec!["fragment-size", "max-window"],
+            format!(
                 "fragment-size ({} bytes) is above max-window ({} bytes): a fragment never \
                  exceeds the window, so fragments that large would never be sent",
                 s.fragment_size, s.max_window
             ),
-        });
+        ));
     }
     if !(0.5..=0.8).contains(&s.beta) {
         return Err(field_error(
@@ -199,7 +204,7 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
             format!("{} is outside (0, 1]", s.alpha),
         ));
     }
-    if s.target_delay == Time::ZERO {
+    if s.target_delay == xrdma::Span::ZERO {
         return Err(field_error("target-delay", "must be above 0"));
     }
     if s.flow_scaling_range > MAX_FLOW_SCALING_RANGE {
@@ -211,14 +216,8 @@ fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
             ),
         ));
     }
-    if s.ack_timeout == Time::ZERO {
+    if s.ack_timeout == xrdma::Span::ZERO {
         return Err(field_error("ack-timeout", "must be above 0"));
     }
     Ok(s)
-}
-
-impl<'de> Deserialize<'de> for XrdmaSection {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked(d, "the xrdma settings", check_xrdma)
-    }
 }

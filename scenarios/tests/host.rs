@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use xrdma::Time;
+use xrdma::Span;
 use xrdma_sim::HostModel;
 
 #[test]
@@ -30,8 +30,8 @@ fn host_takes_a_profile_name_or_a_profile_with_one_key_per_override() {
     ));
     let h = s.sim_or_default().host;
     let base = HostModel::from_profile("connectx6").unwrap();
-    assert_eq!(h.doorbell, Time::from_ns(150));
-    assert_eq!(h.cqe_write, Time::from_ns(100));
+    assert_eq!(h.doorbell, Span::from_ns(150));
+    assert_eq!(h.cqe_write, Span::from_ns(100));
     assert_eq!(h.overridden(), vec!["doorbell", "cqe-write"]);
     assert_eq!(
         HostModel {

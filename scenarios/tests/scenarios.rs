@@ -1,7 +1,7 @@
 //! Loading the shipped scenarios, defaults, and located error messages.
 
 use std::path::PathBuf;
-use xrdma::Time;
+use xrdma::{Span, Time};
 use xrdma_scenario::{
     load, DcqcnSection, EcnSection, MessageSpec, PfcSection, ScenarioError, SimSection,
     TopologySection, XrdmaSection,
@@ -69,7 +69,7 @@ fn incast_256_is_as_specified() {
         SimSection {
             seed: 1,
             link_rate_bps: 100_000_000_000,
-            link_delay: Time(1_000_000),
+            link_delay: Span::from_ps(1_000_000),
             mtu: 1024,
             header_bytes: 82,
             switch_buffer_bytes: 32 * 1024 * 1024,
@@ -80,7 +80,7 @@ fn incast_256_is_as_specified() {
                 pmax: 0.2
             }),
             pfc: Some(PfcSection::default()),
-            cnp_interval: Time(50_000_000),
+            cnp_interval: Span::from_ps(50_000_000),
             ..SimSection::default()
         }
     );
@@ -121,9 +121,9 @@ fn defaults_are_filled_in() {
             max_window: 262_144,
             beta: 0.5,
             alpha: 0.125,
-            target_delay: Time(10_000_000),
-            flow_scaling_range: Time(10_000_000),
-            ack_timeout: Time(1_000_000_000_000),
+            target_delay: Span::from_ps(10_000_000),
+            flow_scaling_range: Span::from_ps(10_000_000),
+            ack_timeout: Span::from_ps(1_000_000_000_000),
             adaptive_window: true,
             deliver_fragments: false,
             recv_depth: 256,
@@ -142,17 +142,17 @@ fn defaults_are_filled_in() {
         Some(SimSection {
             seed: 1,
             link_rate_bps: 100_000_000_000,
-            link_delay: Time(1_000_000),
+            link_delay: Span::from_ps(1_000_000),
             mtu: 1024,
             header_bytes: 82,
             switch_buffer_bytes: 33_554_432,
             ecn: None,
             pfc: None,
-            cnp_interval: Time(50_000_000),
+            cnp_interval: Span::from_ps(50_000_000),
             dcqcn: None,
             topology: TopologySection::Star,
             // Sampling on at 10 us = 1e7 ps.
-            sample_interval: Some(Time(10_000_000)),
+            sample_interval: Some(Span::from_ps(10_000_000)),
             faults: Default::default(),
             // The ideal host: every cost zero.
             host: xrdma_sim::HostModel::IDEAL,
@@ -171,10 +171,10 @@ fn defaults_are_filled_in() {
 fn sample_interval_takes_a_span_or_off() {
     let interval = |extra: &str| ok(&with(extra)).sim_or_default().sample_interval;
     // Absent: the 10 us default; 2.5us = 2_500_000 ps; `off` turns sampling off.
-    assert_eq!(interval(""), Some(Time(10_000_000)));
+    assert_eq!(interval(""), Some(Span::from_ps(10_000_000)));
     assert_eq!(
         interval("sim:\n  sample-interval: 2.5us\n"),
-        Some(Time(2_500_000))
+        Some(Span::from_ps(2_500_000))
     );
     assert_eq!(interval("sim:\n  sample-interval: off\n"), None);
     for short in ["0us", "1ps", "999ns"] {
@@ -186,7 +186,7 @@ fn sample_interval_takes_a_span_or_off() {
     }
     assert_eq!(
         interval("sim:\n  sample-interval: 1us\n"),
-        Some(Time(1_000_000))
+        Some(Span::from_ps(1_000_000))
     );
     let e = err(&with("sim:\n  sample-interval: fast\n"));
     assert!(e.contains("sample-interval"), "{e}");
@@ -254,7 +254,7 @@ fn verbs_block_is_read_and_checked() {
     assert_eq!(v.device.as_deref(), Some("rxe0"));
     assert_eq!(v.gid_index, Some(1));
     assert_eq!(v.port, None);
-    assert_eq!(v.run_timeout, Time::from_ms(60_000));
+    assert_eq!(v.run_timeout, Span::from_ms(60_000));
     let e = err(&with("verbs:\n  device: rxe0\n  gid: 1\n"));
     assert!(
         e.contains("scenarios/x.yaml:6:3: verbs: unknown field `gid`"),
@@ -678,16 +678,16 @@ fn faults_block_is_read_with_defaults_and_located_errors() {
         vec![LinkDownFault {
             link: FaultLink::Host(2),
             direction: FaultDirection::Both,
-            at: Time::from_us(20),
-            duration: Time::from_us(10),
+            at: Time::ZERO + Span::from_us(20),
+            duration: Span::from_us(10),
         }]
     );
-    assert_eq!(f.stop_reposting[0].end(), Time::from_us(35));
+    assert_eq!(f.stop_reposting[0].end(), Time::ZERO + Span::from_us(35));
     assert_eq!(
         f.slow_receiver,
         vec![SlowReceiver {
             host: 0,
-            per_message: Time::from_us(2)
+            per_message: Span::from_us(2)
         }]
     );
     assert!(f.lossy() && !f.is_empty());

@@ -1,7 +1,7 @@
 //! The open-loop and echo workloads: parsing, defaults and errors with their locations.
 
 use std::path::Path;
-use xrdma::Time;
+use xrdma::{Span, Time};
 use xrdma_scenario::{parse, OpenLoopEnd, ResponseSize, SizeChoice, Stall, Workload};
 
 const FILE: &str = "scenarios/x.yaml";
@@ -36,7 +36,7 @@ workload:
     };
     assert_eq!((o.senders, o.receiver, o.hosts()), (2, 0, 3));
     assert_eq!(o.rate_per_s, 10_000.0);
-    assert_eq!(o.end, OpenLoopEnd::Duration(Time::from_ps(300 * MS)));
+    assert_eq!(o.end, OpenLoopEnd::Duration(Span::from_ps(300 * MS)));
     assert_eq!(
         o.sizes.choices,
         vec![SizeChoice {
@@ -49,13 +49,13 @@ workload:
         vec![Stall {
             host: 0,
             at: Time::from_ps(100 * MS),
-            duration: Time::from_ps(100 * MS)
+            duration: Span::from_ps(100 * MS)
         }]
     );
     assert_eq!(o.stalls[0].end(), Time::from_ps(200 * MS));
     // Defaults: start 0, drain 1 s.
     assert_eq!(o.start, Time::from_ps(0));
-    assert_eq!(o.drain, Time::from_ps(1000 * MS));
+    assert_eq!(o.drain, Span::from_ps(1000 * MS));
     // 10 000/s for 0.3 s = 3000 expected per sender.
     assert!((o.expected_per_sender() - 3000.0).abs() < 1e-9);
 }

@@ -400,7 +400,7 @@ mod tests {
         // rxe's sender spends nic-tx-packet + 1024 × nic-tx-byte on every 1 KiB data packet
         // before its serialization (82 + 1024 B at 100 Gb/s); the RTS share, the transport
         // ACKs it sends back and the xrdma round trips take a few per cent more.
-        let per_packet = m.tx_engine(1024) + Time::serialization(1106, 100_000_000_000);
+        let per_packet = m.tx_engine(1024) + xrdma::Span::serialization(1106, 100_000_000_000);
         let cap = 1024.0 / (per_packet.as_ps() as f64 * 1e-12);
         let b = r.bytes_per_second;
         assert!(

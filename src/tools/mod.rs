@@ -96,7 +96,7 @@ impl HostProfileArg {
 /// # Errors
 /// No device, no usable GID, or a verb that fails.
 #[cfg(feature = "verbs")]
-pub fn verbs_fabric(timeout: Time) -> Result<xrdma_runner::fabric::VerbsFabric> {
+pub fn verbs_fabric(timeout: xrdma::Span) -> Result<xrdma_runner::fabric::VerbsFabric> {
     let section = xrdma_scenario::VerbsSection {
         run_timeout: timeout,
         ..Default::default()

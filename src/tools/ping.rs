@@ -296,7 +296,8 @@ mod tests {
     /// ACK of that message travels in the reply's header, not as a packet of its own. The
     /// hosts take no virtual time to react, so RTT/2 equals one direction.
     fn one_way_ps(packets: &[u64]) -> u64 {
-        let ser = |b: u64| Time::serialization(b, SimConfig::default().link_rate_bps).as_ps();
+        let ser =
+            |b: u64| xrdma::Span::serialization(b, SimConfig::default().link_rate_bps).as_ps();
         let total: u64 = packets.iter().sum();
         let largest = packets.iter().copied().max().unwrap_or(0);
         2 * 1_000_000 + ser(total) + ser(largest) + ser(86)
@@ -332,7 +333,7 @@ mod tests {
             iters: 50,
             warmup: 5,
         };
-        let ser = |b: u64| Time::serialization(b, SimConfig::default().link_rate_bps);
+        let ser = |b: u64| xrdma::Span::serialization(b, SimConfig::default().link_rate_bps);
         for name in ["connectx6", "rxe-guest"] {
             let host = crate::tools::HostProfileArg {
                 host_profile: Some(name.into()),
@@ -360,8 +361,8 @@ mod tests {
                 m.tx_engine(80),
             ]
             .iter()
-            .fold(Time::ZERO, |a, &b| a + b);
-            let want = Time(one_way_ps(&[166])) - ser(86) + hop;
+            .fold(xrdma::Span::ZERO, |a, &b| a + b);
+            let want = xrdma::Span::from_ps(one_way_ps(&[166])) - ser(86) + hop;
             assert!(
                 r.half_rtt_ps.iter().all(|&h| h == want.as_ps()),
                 "{name}: {:?} != {want}",

@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use xrdma::driver::{self, Application, ConnInfo, TurnScratch};
-use xrdma::{Config, ConnId, Endpoint, Time};
+use xrdma::{Config, ConnId, Endpoint, Span, Time};
 use xrdma_runner::bootstrap::{content_hash, ConnRecord, Frame, Hello, Listener, Peer};
 use xrdma_runner::fabric::Fabric;
 
@@ -22,7 +22,7 @@ const SERVER: u32 = 1;
 
 /// How often (fabric time) a server looks for the client's `bye`: a socket read is a system
 /// call, too costly for every busy-polling round.
-const BYE_POLL: Time = Time::from_ms(1);
+const BYE_POLL: Span = Span::from_ms(1);
 
 /// What both ends must agree on: the tool's name and a description of its options (hashed).
 #[derive(Clone, Copy, Debug)]

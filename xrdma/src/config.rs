@@ -1,6 +1,6 @@
 //! Endpoint configuration: fragment size, send window, ACK timeout.
 
-use crate::Time;
+use crate::Span;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -17,7 +17,7 @@ pub const MAX_MESSAGE_SIZE: u64 = 1 << 31;
 /// The largest [`Config::recv_depth`] and [`Config::send_depth`].
 pub const MAX_QUEUE_DEPTH: u32 = 1 << 16;
 
-/// Configuration of an [`crate::Endpoint`]. All sizes in bytes, all times in [`Time`] (ps).
+/// Configuration of an [`crate::Endpoint`]. All sizes in bytes, all durations in [`Span`] (ps).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     /// Largest fragment payload, bytes; larger messages are split (default 64 KiB, XRDMA's
@@ -65,13 +65,13 @@ pub struct Config {
     /// Base target queueing delay (Swift's `base_target`): the window grows while the
     /// queueing delay stays below `target_delay` plus one fragment's serialisation plus the
     /// flow scaling, and shrinks above it (default 10 µs).
-    pub target_delay: Time,
+    pub target_delay: Span,
     /// Extra target delay at the smallest window, falling to none at `max_window` (Swift's
     /// flow-based scaling range `fs_range`, SIGCOMM 2020 §3.5): many flows into one
     /// receiver each hold a small window and together queue more than one would. Zero turns
     /// it off. Default 10 µs, chosen here so the target doubles at `min_window` (the Swift
     /// paper publishes no value).
-    pub flow_scaling_range: Time,
+    pub flow_scaling_range: Span,
     /// Rate of the link this endpoint's fragments leave on, bits/s, to add one fragment's
     /// serialisation to the target and take each RTT sample's own serialisation out of its
     /// queueing delay. The runner sets it (the simulator's host link rate; on a device, the
@@ -81,7 +81,7 @@ pub struct Config {
     /// [`crate::XrdmaError::AckTimeout`] and its buffers are reclaimed (default 1 s: above a
     /// NIC's whole retransmission budget, (retry count + 1) x local ACK timeout, so on a lossy
     /// fabric go-back-N gets to recover a lost tail before the middleware gives up).
-    pub ack_timeout: Time,
+    pub ack_timeout: Span,
     /// Receive WRs kept posted per QP (default 256). With [`Config::receive_credits`] a
     /// sender keeps at most half of them in flight, so it never causes an RNR NAK.
     pub recv_depth: u32,
@@ -120,10 +120,10 @@ impl Default for Config {
             max_window: 256 << 10,
             beta: 0.5,
             alpha: 0.125,
-            target_delay: Time::from_us(10),
-            flow_scaling_range: Time::from_us(10),
+            target_delay: Span::from_us(10),
+            flow_scaling_range: Span::from_us(10),
             link_rate_bps: None,
-            ack_timeout: Time::from_ms(1000),
+            ack_timeout: Span::from_ms(1000),
             recv_depth: 256,
             receive_credits: true,
             send_depth: 512,
@@ -181,13 +181,13 @@ impl Config {
         if !(self.alpha > 0.0 && self.alpha <= 1.0) {
             return err("alpha", format!("{} is outside (0, 1]", self.alpha));
         }
-        if self.target_delay == Time::ZERO {
+        if self.target_delay == Span::ZERO {
             return err("target-delay", "must be greater than 0".into());
         }
         if self.link_rate_bps == Some(0) {
             return err("link-rate", "must be greater than 0 bit/s".into());
         }
-        if self.ack_timeout == Time::ZERO {
+        if self.ack_timeout == Span::ZERO {
             return err("ack-timeout", "must be greater than 0".into());
         }
         if self.eager_limit > MAX_EAGER_LIMIT {

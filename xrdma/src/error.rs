@@ -1,6 +1,6 @@
 //! Errors the core reports to the application.
 
-use crate::{Seq, Time, TransportError, WcStatus};
+use crate::{Seq, Span, TransportError, WcStatus};
 use thiserror::Error;
 
 /// A connection of one [`crate::Endpoint`]: the slot its record occupies in the endpoint's
@@ -66,7 +66,7 @@ pub enum XrdmaError {
         /// Sequence number of the oldest unACKed fragment.
         seq: Seq,
         /// How long it had waited.
-        waited: Time,
+        waited: Span,
     },
     /// A message longer than [`crate::Config::max_message_size`] was handed to
     /// [`crate::Endpoint::send`]; nothing was queued.

@@ -9,10 +9,11 @@
 //! cache for reuse.
 //!
 //! The core never reads a clock, sleeps, spawns threads, uses `unsafe` or calls the transport:
-//! every input carries `now` ([`Time`], picoseconds) and every output is plain data ([`Op`]s:
-//! work requests to post, QPs to create or reset, memory to register). [`driver`] performs
-//! the ops on a [`Transport`] and feeds their outcomes back. Backends implement
-//! [`Transport`]: the packet-level simulator (`xrdma-sim`) and real ibverbs (`xrdma-verbs`).
+//! every input carries `now` ([`Time`], an instant in picoseconds; durations are [`Span`]s) and
+//! every output is plain data ([`Op`]s: work requests to post, QPs to create or reset, memory
+//! to register). [`driver`] performs the ops on a [`Transport`] and feeds their outcomes back.
+//! Backends implement [`Transport`]: the packet-level simulator (`xrdma-sim`) and real ibverbs
+//! (`xrdma-verbs`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -24,7 +25,7 @@ pub mod transport;
 
 pub use capabilities::Capabilities;
 pub use rc::RcParams;
-pub use time::Time;
+pub use time::{Span, Time};
 pub use transport::*;
 
 pub mod config;

@@ -13,7 +13,7 @@
 //! | `min_rnr_timer` | 5 bits | the responder's minimum RNR NAK timer, Table 45 ([`rnr_timer`]): 0 = 655.36 ms, 1 = 10 µs, … 12 = 0.64 ms |
 //! | `path_mtu` (`enum ibv_mtu`) | bytes here | 256, 512, 1024, 2048 or 4096 (`IBV_MTU_256` = 1 … `IBV_MTU_4096` = 5, [`path_mtu_code`]) |
 
-use crate::Time;
+use crate::Span;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -133,13 +133,13 @@ impl RcParams {
         }
     }
 
-    /// The local ACK timeout as a span ([`local_ack_timeout`]); [`Time::MAX`] for code 0.
-    pub fn ack_timeout(&self) -> Time {
+    /// The local ACK timeout as a span ([`local_ack_timeout`]); [`Span::MAX`] for code 0.
+    pub fn ack_timeout(&self) -> Span {
         local_ack_timeout(self.local_ack_timeout)
     }
 
     /// The minimum RNR NAK timer as a span ([`rnr_timer`]).
-    pub fn rnr_timer(&self) -> Time {
+    pub fn rnr_timer(&self) -> Span {
         rnr_timer(self.min_rnr_timer)
     }
 
@@ -204,17 +204,17 @@ const RNR_TIMER_10US: [u32; 32] = [
 /// The minimum RNR NAK timer for a 5-bit `code` (IB Spec vol. 1 Table 45): 0 → 655.36 ms,
 /// 1 → 10 µs, 2 → 20 µs, …, 12 → 640 µs, …, 31 → 491.52 ms. Only the low 5 bits of `code`
 /// are used.
-pub fn rnr_timer(code: u8) -> Time {
-    Time::from_us(10 * RNR_TIMER_10US[(code & 0x1F) as usize] as u64)
+pub fn rnr_timer(code: u8) -> Span {
+    Span::from_us(10 * RNR_TIMER_10US[(code & 0x1F) as usize] as u64)
 }
 
 /// The local ACK timeout for a 5-bit `code` (the Local ACK Timeout QP attribute of IB Spec
 /// vol. 1, verbs `timeout` in `ibv_modify_qp(3)`): 4.096 µs · 2^code for codes 1..=31; code 0
-/// means no timeout ([`Time::MAX`]). Only the low 5 bits of `code` are used.
-pub fn local_ack_timeout(code: u8) -> Time {
+/// means no timeout ([`Span::MAX`]). Only the low 5 bits of `code` are used.
+pub fn local_ack_timeout(code: u8) -> Span {
     match code & 0x1F {
-        0 => Time::MAX,
-        c => Time::from_ns(4_096 << c),
+        0 => Span::MAX,
+        c => Span::from_ns(4_096 << c),
     }
 }
 
@@ -225,19 +225,19 @@ mod tests {
     #[test]
     fn ack_timeout_doubles_per_code() {
         // 4.096 µs · 2^8 = 1_048.576 µs; 4.096 µs · 2 = 8.192 µs; 2^12 · 4.096 µs = 16.78 ms.
-        assert_eq!(local_ack_timeout(8), Time::from_ns(1_048_576));
-        assert_eq!(local_ack_timeout(1), Time::from_ns(8_192));
-        assert_eq!(local_ack_timeout(0), Time::MAX);
-        assert_eq!(RcParams::default().ack_timeout(), Time::from_ns(16_777_216));
+        assert_eq!(local_ack_timeout(8), Span::from_ns(1_048_576));
+        assert_eq!(local_ack_timeout(1), Span::from_ns(8_192));
+        assert_eq!(local_ack_timeout(0), Span::MAX);
+        assert_eq!(RcParams::default().ack_timeout(), Span::from_ns(16_777_216));
     }
 
     #[test]
     fn rnr_timer_follows_table_45() {
-        assert_eq!(rnr_timer(0), Time::from_us(655_360));
-        assert_eq!(rnr_timer(1), Time::from_us(10));
-        assert_eq!(rnr_timer(12), Time::from_us(640));
-        assert_eq!(rnr_timer(31), Time::from_us(491_520));
-        assert_eq!(RcParams::default().rnr_timer(), Time::from_us(10));
+        assert_eq!(rnr_timer(0), Span::from_us(655_360));
+        assert_eq!(rnr_timer(1), Span::from_us(10));
+        assert_eq!(rnr_timer(12), Span::from_us(640));
+        assert_eq!(rnr_timer(31), Span::from_us(491_520));
+        assert_eq!(RcParams::default().rnr_timer(), Span::from_us(10));
     }
 
     #[test]

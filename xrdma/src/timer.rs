@@ -75,16 +75,16 @@ mod tests {
     #[test]
     fn earliest_first_and_replacement() {
         let mut t = TimerTable::new();
-        t.set(0, Some(Time(50)));
-        t.set(1, Some(Time(20)));
-        t.set(2, Some(Time(30)));
-        t.set(1, Some(Time(60))); // replaces 20
+        t.set(0, Some(Time::from_ps(50)));
+        t.set(1, Some(Time::from_ps(20)));
+        t.set(2, Some(Time::from_ps(30)));
+        t.set(1, Some(Time::from_ps(60))); // replaces 20
         t.set(2, None); // cleared
-        assert_eq!(t.earliest(), Some(Time(50)));
-        assert_eq!(t.expire(Time(49)), None);
-        assert_eq!(t.expire(Time(100)), Some(0));
-        assert_eq!(t.expire(Time(100)), Some(1));
-        assert_eq!(t.expire(Time(100)), None);
+        assert_eq!(t.earliest(), Some(Time::from_ps(50)));
+        assert_eq!(t.expire(Time::from_ps(49)), None);
+        assert_eq!(t.expire(Time::from_ps(100)), Some(0));
+        assert_eq!(t.expire(Time::from_ps(100)), Some(1));
+        assert_eq!(t.expire(Time::from_ps(100)), None);
         assert_eq!(t.earliest(), None);
     }
 }

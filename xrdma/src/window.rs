@@ -49,7 +49,7 @@
 //! the target only stops growth: it cannot tell a fragment's own serialisation (or a software
 //! NIC's jitter) from queueing, so it never decreases on delay; ECN echoes still decrease.
 
-use crate::{Config, Time};
+use crate::{Config, Span, Time};
 
 /// The window's parameters, from [`Config`] (see the module docs for each one's role).
 #[derive(Clone, Debug, PartialEq)]
@@ -65,13 +65,13 @@ pub struct WindowParams {
     /// ECN decrease factor, and the floor of one delay decrease's factor.
     pub beta: f64,
     /// Base target queueing delay.
-    pub target_delay: Time,
+    pub target_delay: Span,
     /// Largest fragment payload, bytes.
     pub fragment_size: u64,
     /// Rate of the link the fragments leave on, bits/s; `None` when unknown.
     pub link_rate_bps: Option<u64>,
     /// Extra target at the smallest window (Swift's `fs_range`); zero turns flow scaling off.
-    pub flow_scaling_range: Time,
+    pub flow_scaling_range: Span,
 }
 
 impl WindowParams {
@@ -96,9 +96,9 @@ impl WindowParams {
 pub struct SendWindow {
     p: WindowParams,
     window: u64,
-    min_rtt: Option<Time>,
-    base_delay: Option<Time>,
-    srtt: Option<Time>,
+    min_rtt: Option<Span>,
+    base_delay: Option<Span>,
+    srtt: Option<Span>,
     last_decrease: Option<Time>,
     growth_credit: f64,
     decreases: u64,
@@ -136,17 +136,17 @@ impl SendWindow {
     }
 
     /// Smallest RTT sample seen.
-    pub fn min_rtt(&self) -> Option<Time> {
+    pub fn min_rtt(&self) -> Option<Span> {
         self.min_rtt
     }
 
     /// The path's fixed delay: the smallest RTT sample less its own fragment's serialisation.
-    pub fn base_delay(&self) -> Option<Time> {
+    pub fn base_delay(&self) -> Option<Span> {
         self.base_delay
     }
 
     /// Smoothed RTT (RFC 6298, gain 1/8).
-    pub fn srtt(&self) -> Option<Time> {
+    pub fn srtt(&self) -> Option<Span> {
         self.srtt
     }
 
@@ -161,27 +161,27 @@ impl SendWindow {
     }
 
     /// Serialisation of `bytes` at the link rate; zero when the rate is unknown.
-    pub fn serialization(&self, bytes: u64) -> Time {
+    pub fn serialization(&self, bytes: u64) -> Span {
         self.p
             .link_rate_bps
-            .map_or(Time::ZERO, |r| Time::serialization(bytes, r))
+            .map_or(Span::ZERO, |r| Span::serialization(bytes, r))
     }
 
     /// Swift's flow-based scaling `fs(window)` of the target (see the module docs).
-    pub fn flow_scaling(&self, window: u64) -> Time {
+    pub fn flow_scaling(&self, window: u64) -> Span {
         let range = self.p.flow_scaling_range.as_ps() as f64;
         let (lo, hi) = (self.p.min.max(1) as f64, self.p.max.max(1) as f64);
         if range == 0.0 || lo >= hi {
-            return Time::ZERO;
+            return Span::ZERO;
         }
         let fs_alpha = range / (1.0 / lo.sqrt() - 1.0 / hi.sqrt());
         let fs_beta = -fs_alpha / hi.sqrt();
         let fs = fs_alpha / (window.max(1) as f64).sqrt() + fs_beta;
-        Time(fs.clamp(0.0, range) as u64)
+        Span::from_ps(fs.clamp(0.0, range) as u64)
     }
 
     /// The target queueing delay at the current window (see the module docs).
-    pub fn target(&self) -> Time {
+    pub fn target(&self) -> Span {
         let in_flight_fragment = self.p.fragment_size.min(self.window);
         self.p.target_delay
             + self.serialization(in_flight_fragment)
@@ -190,7 +190,12 @@ impl SendWindow {
 
     /// Queueing delay of a sample `rtt` whose newest fragment carried `sample_bytes` of
     /// payload, against the base delay known so far; `None` before any sample.
-    pub fn queueing_delay(&self, rtt: Time, sample_bytes: u64) -> Option<Time> {
+    ///
+    /// Both subtractions saturate at zero: a measured RTT may undercut the modelled
+    /// serialisation (an in-memory transport, a path faster than the configured rate, a
+    /// clock's granularity), and `rtt` may be a sample below the recorded base (this is
+    /// public; [`SendWindow::on_ack`] updates the base first).
+    pub fn queueing_delay(&self, rtt: Span, sample_bytes: u64) -> Option<Span> {
         let base = self.base_delay?;
         Some(
             rtt.saturating_sub(self.serialization(sample_bytes))
@@ -201,19 +206,23 @@ impl SendWindow {
     /// At `now`, `acked` bytes were ACKed; `rtt` is the sample of the newest of them, a frame
     /// or fragment of `sample_bytes` payload bytes. Grows the window below the target,
     /// shrinks it (at most once per smoothed RTT) at or above it.
-    pub fn on_ack(&mut self, now: Time, acked: u64, rtt: Time, sample_bytes: u64) {
+    pub fn on_ack(&mut self, now: Time, acked: u64, rtt: Span, sample_bytes: u64) {
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        // Saturating: a measured RTT may undercut the modelled serialisation (see
+        // `queueing_delay`); the fixed part is then zero, never negative.
         let fixed_part = rtt.saturating_sub(self.serialization(sample_bytes));
         self.base_delay = Some(self.base_delay.map_or(fixed_part, |b| b.min(fixed_part)));
         self.srtt = Some(match self.srtt {
             None => rtt,
             // srtt ← 7/8·srtt + 1/8·rtt, in integer picoseconds.
-            Some(s) => Time((s.as_ps() / 8) * 7 + (s.as_ps() % 8) * 7 / 8 + rtt.as_ps() / 8),
+            Some(s) => {
+                Span::from_ps((s.as_ps() / 8) * 7 + (s.as_ps() % 8) * 7 / 8 + rtt.as_ps() / 8)
+            }
         });
         if self.fixed {
             return;
         }
-        let delay = self.queueing_delay(rtt, sample_bytes).unwrap_or(Time::ZERO);
+        let delay = self.queueing_delay(rtt, sample_bytes).unwrap_or(Span::ZERO);
         let target = self.target();
         if delay < target {
             // Start-up (no decrease yet): the factor (1 + alpha) per RTT; after it, additive.
@@ -269,6 +278,11 @@ mod tests {
 
     const G25: u64 = 25_000_000_000;
 
+    /// The instant `us` microseconds after time zero.
+    fn at(us: u64) -> Time {
+        Time::ZERO + Span::from_us(us)
+    }
+
     fn params() -> WindowParams {
         WindowParams {
             initial: 65536,
@@ -276,10 +290,10 @@ mod tests {
             max: 1 << 20,
             alpha: 0.125,
             beta: 0.5,
-            target_delay: Time::from_us(10),
+            target_delay: Span::from_us(10),
             fragment_size: 65536,
             link_rate_bps: Some(G25),
-            flow_scaling_range: Time::ZERO,
+            flow_scaling_range: Span::ZERO,
         }
     }
 
@@ -292,30 +306,30 @@ mod tests {
     }
 
     /// 64 KiB at 25 Gb/s: 65536 * 8 / 25e9 s = 20.97152 us.
-    const SER_64K: Time = Time(20_971_520);
+    const SER_64K: Span = Span::from_ps(20_971_520);
 
     #[test]
     fn ecn_echo_multiplies_by_beta() {
         let mut w = win(65536, 0.5);
-        assert!(w.on_congestion(Time::from_us(1)));
+        assert!(w.on_congestion(at(1)));
         assert_eq!(w.bytes(), 32768);
         let mut w = win(100_000, 0.8);
-        assert!(w.on_congestion(Time::from_us(1)));
+        assert!(w.on_congestion(at(1)));
         assert_eq!(w.bytes(), 80_000);
     }
 
     #[test]
     fn decrease_is_floored_at_min_and_once_per_rtt() {
         let mut w = win(5000, 0.5);
-        w.on_ack(Time::ZERO, 0, Time::from_us(8), 0); // srtt = 8 us
-        assert!(w.on_congestion(Time::from_us(100)));
+        w.on_ack(Time::ZERO, 0, Span::from_us(8), 0); // srtt = 8 us
+        assert!(w.on_congestion(at(100)));
         assert_eq!(w.bytes(), 4096); // 2500 floored to min 4096
         let mut w = win(65536, 0.5);
-        w.on_ack(Time::ZERO, 0, Time::from_us(8), 0);
-        assert!(w.on_congestion(Time::from_us(100)));
-        assert!(!w.on_congestion(Time::from_us(107))); // within one srtt of 100 us
+        w.on_ack(Time::ZERO, 0, Span::from_us(8), 0);
+        assert!(w.on_congestion(at(100)));
+        assert!(!w.on_congestion(at(107))); // within one srtt of 100 us
         assert_eq!(w.bytes(), 32768);
-        assert!(w.on_congestion(Time::from_us(108)));
+        assert!(w.on_congestion(at(108)));
         assert_eq!(w.bytes(), 16384);
     }
 
@@ -323,29 +337,29 @@ mod tests {
     fn the_base_delay_takes_out_each_samples_serialisation() {
         let mut w = win(65536, 0.5);
         // A 4 KiB fragment (1.31072 us at 25 Gb/s) with a 6.31072 us RTT: base 5 us.
-        w.on_ack(Time::ZERO, 4096, Time(6_310_720), 4096);
-        assert_eq!(w.base_delay(), Some(Time::from_us(5)));
-        assert_eq!(w.min_rtt(), Some(Time(6_310_720)));
+        w.on_ack(Time::ZERO, 4096, Span::from_ps(6_310_720), 4096);
+        assert_eq!(w.base_delay(), Some(Span::from_us(5)));
+        assert_eq!(w.min_rtt(), Some(Span::from_ps(6_310_720)));
         // A full fragment with the same fixed delay shows no queueing.
-        let rtt = Time::from_us(5) + SER_64K;
-        assert_eq!(w.queueing_delay(rtt, 65536), Some(Time::ZERO));
+        let rtt = Span::from_us(5) + SER_64K;
+        assert_eq!(w.queueing_delay(rtt, 65536), Some(Span::ZERO));
         w.on_ack(Time::ZERO, 65536, rtt, 65536);
-        assert_eq!(w.base_delay(), Some(Time::from_us(5)));
+        assert_eq!(w.base_delay(), Some(Span::from_us(5)));
     }
 
     #[test]
     fn the_target_holds_one_fragments_serialisation() {
         let w = win(262_144, 0.5);
-        assert_eq!(w.target(), Time::from_us(10) + SER_64K);
+        assert_eq!(w.target(), Span::from_us(10) + SER_64K);
         // A window below one fragment: fragments are window-sized, so is the term.
         let w = win(16384, 0.5);
-        assert_eq!(w.target(), Time::from_us(10) + Time(5_242_880));
+        assert_eq!(w.target(), Span::from_us(10) + Span::from_ps(5_242_880));
         // An unknown rate: the base target alone.
         let w = SendWindow::new(WindowParams {
             link_rate_bps: None,
             ..params()
         });
-        assert_eq!(w.target(), Time::from_us(10));
+        assert_eq!(w.target(), Span::from_us(10));
     }
 
     #[test]
@@ -357,10 +371,10 @@ mod tests {
             link_rate_bps: None,
             ..params()
         });
-        w.on_ack(Time::ZERO, 65536, Time::from_us(5), 65536);
+        w.on_ack(Time::ZERO, 65536, Span::from_us(5), 65536);
         let grown = w.bytes();
         for k in 1..50u64 {
-            w.on_ack(Time::from_us(100 * k), 65536, Time::from_us(200), 65536);
+            w.on_ack(at(100 * k), 65536, Span::from_us(200), 65536);
         }
         assert_eq!(
             w.bytes(),
@@ -368,10 +382,7 @@ mod tests {
             "no growth above the target, and no decrease"
         );
         assert_eq!(w.delay_decreases(), 0);
-        assert!(
-            w.on_congestion(Time::from_ms(10)),
-            "ECN echoes still decrease"
-        );
+        assert!(w.on_congestion(at(10_000)), "ECN echoes still decrease");
     }
 
     #[test]
@@ -381,39 +392,34 @@ mod tests {
         // read 35 us above that minimum, over the 10 us target, and the window froze. Here
         // the wait (15 us) is below one fragment's serialisation plus the target.
         let mut w = win(131_072, 0.5);
-        w.on_ack(Time::ZERO, 4096, Time(6_310_720), 4096);
+        w.on_ack(Time::ZERO, 4096, Span::from_ps(6_310_720), 4096);
         let before = w.bytes();
-        let rtt = Time::from_us(5) + SER_64K + Time::from_us(15);
-        w.on_ack(Time::from_us(50), 65536, rtt, 65536);
+        let rtt = Span::from_us(5) + SER_64K + Span::from_us(15);
+        w.on_ack(at(50), 65536, rtt, 65536);
         assert!(w.bytes() > before, "{} <= {before}", w.bytes());
     }
 
     #[test]
     fn start_up_grows_by_the_factor_one_plus_alpha_until_the_first_decrease() {
         let mut w = win(131_072, 0.5);
-        w.on_ack(Time::ZERO, 0, Time::from_us(5), 0);
-        w.on_ack(Time::ZERO, 131_072, Time::from_us(5) + SER_64K, 65536);
+        w.on_ack(Time::ZERO, 0, Span::from_us(5), 0);
+        w.on_ack(Time::ZERO, 131_072, Span::from_us(5) + SER_64K, 65536);
         assert_eq!(w.bytes(), 131_072 + 16384);
     }
 
     #[test]
     fn increase_is_additive_above_one_fragment_and_multiplicative_below() {
         let mut w = win(262_144, 0.5);
-        w.on_ack(Time::ZERO, 0, Time::from_us(5), 0);
-        assert!(w.on_congestion(Time::from_us(10))); // ends the start-up: 128 KiB
-                                                     // 0.125 * (64 KiB / 128 KiB) * 128 KiB = 8 KiB: alpha fragments per window ACKed.
-        w.on_ack(
-            Time::from_us(20),
-            131_072,
-            Time::from_us(5) + SER_64K,
-            65536,
-        );
+        w.on_ack(Time::ZERO, 0, Span::from_us(5), 0);
+        assert!(w.on_congestion(at(10))); // ends the start-up: 128 KiB
+                                          // 0.125 * (64 KiB / 128 KiB) * 128 KiB = 8 KiB: alpha fragments per window ACKed.
+        w.on_ack(at(20), 131_072, Span::from_us(5) + SER_64K, 65536);
         assert_eq!(w.bytes(), 131_072 + 8192);
         let mut w = win(32768, 0.5);
-        w.on_ack(Time::ZERO, 0, Time::from_us(5), 0);
-        assert!(w.on_congestion(Time::from_us(10)));
+        w.on_ack(Time::ZERO, 0, Span::from_us(5), 0);
+        assert!(w.on_congestion(at(10)));
         // Below one fragment: 0.125 * 16 KiB = 2 KiB, a factor (1 + alpha) per window.
-        w.on_ack(Time::from_us(20), 16384, Time::from_us(5), 16384);
+        w.on_ack(at(20), 16384, Span::from_us(5), 16384);
         assert_eq!(w.bytes(), 16384 + 2048);
     }
 
@@ -425,30 +431,30 @@ mod tests {
             alpha: 1.0,
             ..params()
         });
-        w.on_ack(Time::ZERO, 60_000, Time::from_us(5), 60_000);
+        w.on_ack(Time::ZERO, 60_000, Span::from_us(5), 60_000);
         assert_eq!(w.bytes(), 65536);
     }
 
     #[test]
     fn delay_above_target_cuts_by_target_over_delay_once_per_rtt() {
         let mut w = win(262_144, 0.5);
-        w.on_ack(Time::ZERO, 0, Time::from_us(5), 0); // base 5 us, srtt 5 us
+        w.on_ack(Time::ZERO, 0, Span::from_us(5), 0); // base 5 us, srtt 5 us
         let target = w.target(); // 10 us + 20.97152 us
                                  // Delay 4/3 of the target: window * 3/4.
-        let rtt = |d: Time| Time::from_us(5) + SER_64K + d;
-        let d = Time(target.as_ps() * 4 / 3);
-        w.on_ack(Time::from_us(100), 65536, rtt(d), 65536);
+        let rtt = |d: Span| Span::from_us(5) + SER_64K + d;
+        let d = Span::from_ps(target.as_ps() * 4 / 3);
+        w.on_ack(at(100), 65536, rtt(d), 65536);
         assert_eq!((w.bytes(), w.delay_decreases()), (196_608, 1));
         // Within one srtt: no second cut, and no growth either.
-        w.on_ack(Time::from_us(101), 65536, rtt(d), 65536);
+        w.on_ack(at(101), 65536, rtt(d), 65536);
         assert_eq!(w.bytes(), 196_608);
         // An ECN echo within that srtt is ignored too: one reaction per RTT.
-        assert!(!w.on_congestion(Time::from_us(102)));
+        assert!(!w.on_congestion(at(102)));
         // Far above the target the cut is bounded by beta.
         w.on_ack(
-            Time::from_us(1000),
+            at(1000),
             65536,
-            rtt(Time(target.as_ps() * 10)),
+            rtt(Span::from_ps(target.as_ps() * 10)),
             65536,
         );
         assert_eq!((w.bytes(), w.decreases()), (98_304, 2));
@@ -457,20 +463,20 @@ mod tests {
     #[test]
     fn flow_scaling_spans_the_range_between_min_and_max_window() {
         let p = WindowParams {
-            flow_scaling_range: Time::from_us(20),
+            flow_scaling_range: Span::from_us(20),
             ..params()
         };
         let w = SendWindow::new(p);
-        assert_eq!(w.flow_scaling(4096), Time::from_us(20));
-        assert_eq!(w.flow_scaling(1 << 20), Time::ZERO);
-        assert_eq!(w.flow_scaling(1), Time::from_us(20)); // clamped to the range
+        assert_eq!(w.flow_scaling(4096), Span::from_us(20));
+        assert_eq!(w.flow_scaling(1 << 20), Span::ZERO);
+        assert_eq!(w.flow_scaling(1), Span::from_us(20)); // clamped to the range
         let (a, b) = (w.flow_scaling(16384), w.flow_scaling(262_144));
-        assert!(Time::from_us(20) > a && a > b && b > Time::ZERO, "{a} {b}");
+        assert!(Span::from_us(20) > a && a > b && b > Span::ZERO, "{a} {b}");
         // fs(16 KiB) = range * (1/128 - 1/1024) / (1/64 - 1/1024) = 20 us * 7/15.
         assert!(a.as_ps().abs_diff(9_333_333) <= 1, "{a}");
         assert_eq!(
             w.target(),
-            Time::from_us(10) + SER_64K + w.flow_scaling(65536)
+            Span::from_us(10) + SER_64K + w.flow_scaling(65536)
         );
     }
 
@@ -483,7 +489,7 @@ mod tests {
         let mut now = Time::ZERO;
         for _ in 0..400 {
             let queue = (w[0].bytes() + w[1].bytes()).saturating_sub(bdp);
-            let rtt = Time::from_us(5) + SER_64K + Time::serialization(queue, G25);
+            let rtt = Span::from_us(5) + SER_64K + Span::serialization(queue, G25);
             for x in &mut w {
                 let b = x.bytes();
                 x.on_ack(now, b, rtt, 65536);
@@ -502,20 +508,20 @@ mod tests {
     #[test]
     fn a_fixed_window_never_moves_but_measures_rtt() {
         let mut w = win(65536, 0.5).fixed();
-        w.on_ack(Time::ZERO, 65536, Time::from_us(5), 65536);
-        w.on_ack(Time::from_us(10), 65536, Time::from_us(500), 65536);
-        assert!(!w.on_congestion(Time::from_us(100)));
+        w.on_ack(Time::ZERO, 65536, Span::from_us(5), 65536);
+        w.on_ack(at(10), 65536, Span::from_us(500), 65536);
+        assert!(!w.on_congestion(at(100)));
         assert_eq!((w.bytes(), w.decreases()), (65536, 0));
-        assert_eq!(w.min_rtt(), Some(Time::from_us(5)));
+        assert_eq!(w.min_rtt(), Some(Span::from_us(5)));
     }
 
     #[test]
     fn srtt_is_rfc6298_ewma() {
         let mut w = win(65536, 0.5);
-        w.on_ack(Time::ZERO, 0, Time(8000), 0);
-        w.on_ack(Time::ZERO, 0, Time(16000), 0);
+        w.on_ack(Time::ZERO, 0, Span::from_ps(8000), 0);
+        w.on_ack(Time::ZERO, 0, Span::from_ps(16000), 0);
         // 7/8 * 8000 + 1/8 * 16000 = 7000 + 2000 = 9000
-        assert_eq!(w.srtt(), Some(Time(9000)));
-        assert_eq!(w.min_rtt(), Some(Time(8000)));
+        assert_eq!(w.srtt(), Some(Span::from_ps(9000)));
+        assert_eq!(w.min_rtt(), Some(Span::from_ps(8000)));
     }
 }

@@ -83,7 +83,7 @@ fn sequence_numbers_wrap_past_u32_max() {
 #[test]
 fn missing_ack_times_out_with_a_typed_error_and_reclaims() {
     let cfg = Config {
-        ack_timeout: Time::from_us(50),
+        ack_timeout: Span::from_us(50),
         ..Config::default()
     };
     let mut w = World::new(cfg);
@@ -93,14 +93,17 @@ fn missing_ack_times_out_with_a_typed_error_and_reclaims() {
         .unwrap();
     w.settle();
     assert_eq!(w.received(1).len(), 1);
-    assert_eq!(w.eps[0].poll_timeout(), Some(Time::from_us(50)));
-    w.pair.now = Time::from_us(49);
+    assert_eq!(
+        w.eps[0].poll_timeout(),
+        Some(Time::ZERO + Span::from_us(50))
+    );
+    w.pair.now = Time::ZERO + Span::from_us(49);
     w.settle();
     assert!(!w.apps[0]
         .events
         .iter()
         .any(|e| matches!(e, Event::SendFailed { .. })));
-    w.pair.now = Time::from_us(50);
+    w.pair.now = Time::ZERO + Span::from_us(50);
     w.settle();
     let failed: Vec<_> = w.apps[0]
         .events
@@ -114,7 +117,7 @@ fn missing_ack_times_out_with_a_typed_error_and_reclaims() {
             _ => None,
         })
         .collect();
-    assert_eq!(failed, vec![(m, Time::from_us(50))]);
+    assert_eq!(failed, vec![(m, Span::from_us(50))]);
     assert!(matches!(
         w.eps[0].send(w.pair.now, w.conns[0], pattern(1, 0)),
         Err(XrdmaError::ConnectionFailed { .. })

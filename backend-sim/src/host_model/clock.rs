@@ -25,7 +25,7 @@
 use crate::engine::Event;
 use crate::{HostId, Simulation};
 use std::collections::VecDeque;
-use xrdma::{Time, WorkCompletion};
+use xrdma::{Span, Time, WorkCompletion};
 
 /// One host's CPU clock and CQE visibility (see the module doc).
 #[derive(Debug)]
@@ -62,7 +62,7 @@ impl Simulation {
 
     /// Charge `cost` of CPU time to host `h` for a call made now; returns when the call ends
     /// (for a call outside a turn: when it starts, nothing is charged).
-    pub(crate) fn charge_cpu(&mut self, h: HostId, cost: Time) -> Time {
+    pub(crate) fn charge_cpu(&mut self, h: HostId, cost: Span) -> Time {
         let start = self.cpu_start(h);
         let c = &mut self.hosts[h as usize].clock;
         if !c.in_turn {

@@ -54,11 +54,11 @@ pub mod profiles;
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use xrdma::Time;
+use xrdma::Span;
 
 /// The largest accepted cost: 1 s, far above any host's, so sums of costs over a run cannot
 /// overflow the u64-picosecond clock.
-pub const MAX_COST: Time = Time::from_ms(1000);
+pub const MAX_COST: Span = Span::from_ms(1000);
 
 /// Declares [`HostModel`] with one field per cost and the lists that name them, from one table.
 macro_rules! host_model {
@@ -76,7 +76,7 @@ macro_rules! host_model {
             /// The name of the profile the costs were taken from (overridden costs keep it;
             /// compare with [`HostModel::from_profile`] to see which). A label for results only.
             pub profile: Cow<'static, str>,
-            $( $(#[doc = $doc])* #[serde(default)] pub $field: Time, )*
+            $( $(#[doc = $doc])* #[serde(default)] pub $field: Span, )*
         }
 
         impl HostModel {
@@ -86,17 +86,17 @@ macro_rules! host_model {
             /// The ideal host: every cost zero (the default).
             pub const IDEAL: HostModel = HostModel {
                 profile: Cow::Borrowed("ideal"),
-                $( $field: Time::ZERO, )*
+                $( $field: Span::ZERO, )*
             };
 
             /// Every cost with its scenario key, in declaration order.
-            pub fn costs(&self) -> Vec<(&'static str, Time)> {
+            pub fn costs(&self) -> Vec<(&'static str, Span)> {
                 vec![$( ($key, self.$field), )*]
             }
 
             /// The cost named by scenario key `key`, to read or override; `None` for a name
             /// that is not a cost.
-            pub fn cost_mut(&mut self, key: &str) -> Option<&mut Time> {
+            pub fn cost_mut(&mut self, key: &str) -> Option<&mut Span> {
                 match key {
                     $( $key => Some(&mut self.$field), )*
                     _ => None,
@@ -105,7 +105,7 @@ macro_rules! host_model {
 
             /// Whether every cost is zero: the host is free and the model schedules nothing.
             pub fn is_ideal(&self) -> bool {
-                true $( && self.$field == Time::ZERO )*
+                true $( && self.$field == Span::ZERO )*
             }
         }
     };
@@ -177,7 +177,7 @@ pub enum HostModelError {
         /// The cost's key.
         key: &'static str,
         /// The value given.
-        value: Time,
+        value: Span,
     },
 }
 
@@ -218,7 +218,7 @@ impl HostModel {
     /// # Errors
     /// [`HostModelError::UnknownCost`] for a name that is not a cost,
     /// [`HostModelError::TooLarge`] above [`MAX_COST`].
-    pub fn set_cost(&mut self, key: &str, value: Time) -> Result<(), HostModelError> {
+    pub fn set_cost(&mut self, key: &str, value: Span) -> Result<(), HostModelError> {
         let known = HostModel::COST_KEYS.iter().find(|k| **k == key);
         let (Some(&key), Some(slot)) = (known, self.cost_mut(key)) else {
             return Err(HostModelError::UnknownCost {
@@ -261,36 +261,30 @@ impl HostModel {
     /// The transmit engine's time for a packet carrying `payload` bytes:
     /// `nic-tx-packet + payload × nic-tx-byte`.
     #[inline]
-    pub fn tx_engine(&self, payload: u32) -> Time {
-        self.nic_tx_packet + times(self.nic_tx_byte, u64::from(payload))
+    pub fn tx_engine(&self, payload: u32) -> Span {
+        self.nic_tx_packet + self.nic_tx_byte * u64::from(payload)
     }
 
     /// CPU time of posting a chain of `wrs` send WRs: `wrs × post-send-wr + doorbell` (no
     /// doorbell for an empty chain).
-    pub fn post_send_cost(&self, wrs: u64) -> Time {
+    pub fn post_send_cost(&self, wrs: u64) -> Span {
         if wrs == 0 {
-            return Time::ZERO;
+            return Span::ZERO;
         }
-        times(self.post_send_wr, wrs) + self.doorbell
+        self.post_send_wr * wrs + self.doorbell
     }
 
     /// CPU time of a `poll_cq` call that returns `cqes` completions:
     /// `poll-call + cqes × poll-cqe`.
-    pub fn poll_cost(&self, cqes: u64) -> Time {
-        self.poll_call + times(self.poll_cqe, cqes)
+    pub fn poll_cost(&self, cqes: u64) -> Span {
+        self.poll_call + self.poll_cqe * cqes
     }
 
     /// CPU time of the application's work on `delivered` messages delivered to it and `sent`
     /// messages it sent.
-    pub fn app_cost(&self, delivered: u64, sent: u64) -> Time {
-        times(self.app_recv_message, delivered) + times(self.app_send_message, sent)
+    pub fn app_cost(&self, delivered: u64, sent: u64) -> Span {
+        self.app_recv_message * delivered + self.app_send_message * sent
     }
-}
-
-/// `n × cost`, saturating.
-#[inline]
-fn times(cost: Time, n: u64) -> Time {
-    Time(cost.as_ps().saturating_mul(n))
 }
 
 #[cfg(test)]
@@ -309,16 +303,16 @@ mod tests {
     fn one_override_is_one_key() {
         let mut m = HostModel::from_profile("connectx6").unwrap();
         let before = m.doorbell;
-        m.set_cost("doorbell", before + Time::from_ns(1)).unwrap();
-        assert_eq!(m.doorbell, before + Time::from_ns(1));
+        m.set_cost("doorbell", before + Span::from_ns(1)).unwrap();
+        assert_eq!(m.doorbell, before + Span::from_ns(1));
         assert_eq!(m.overridden(), vec!["doorbell"]);
         assert_eq!(m.name(), "connectx6");
         assert!(matches!(
-            m.set_cost("doorbel", Time::ZERO),
+            m.set_cost("doorbel", Span::ZERO),
             Err(HostModelError::UnknownCost { .. })
         ));
         assert!(matches!(
-            m.set_cost("turn", Time::from_ms(1001)),
+            m.set_cost("turn", Span::from_ms(1001)),
             Err(HostModelError::TooLarge { key: "turn", .. })
         ));
         let e = HostModel::from_profile("cx6").unwrap_err().to_string();
@@ -331,21 +325,21 @@ mod tests {
     #[test]
     fn chain_and_poll_costs_follow_their_formulas() {
         let m = HostModel {
-            post_send_wr: Time(10),
-            doorbell: Time(100),
-            poll_call: Time(7),
-            poll_cqe: Time(3),
-            nic_tx_packet: Time(50),
-            nic_tx_byte: Time(2),
-            app_recv_message: Time(11),
-            app_send_message: Time(13),
+            post_send_wr: Span::from_ps(10),
+            doorbell: Span::from_ps(100),
+            poll_call: Span::from_ps(7),
+            poll_cqe: Span::from_ps(3),
+            nic_tx_packet: Span::from_ps(50),
+            nic_tx_byte: Span::from_ps(2),
+            app_recv_message: Span::from_ps(11),
+            app_send_message: Span::from_ps(13),
             ..HostModel::IDEAL
         };
-        assert_eq!(m.post_send_cost(0), Time::ZERO);
-        assert_eq!(m.post_send_cost(4), Time(4 * 10 + 100));
-        assert_eq!(m.poll_cost(0), Time(7));
-        assert_eq!(m.poll_cost(5), Time(7 + 5 * 3));
-        assert_eq!(m.tx_engine(1024), Time(50 + 2 * 1024));
-        assert_eq!(m.app_cost(2, 3), Time(2 * 11 + 3 * 13));
+        assert_eq!(m.post_send_cost(0), Span::ZERO);
+        assert_eq!(m.post_send_cost(4), Span::from_ps(4 * 10 + 100));
+        assert_eq!(m.poll_cost(0), Span::from_ps(7));
+        assert_eq!(m.poll_cost(5), Span::from_ps(7 + 5 * 3));
+        assert_eq!(m.tx_engine(1024), Span::from_ps(50 + 2 * 1024));
+        assert_eq!(m.app_cost(2, 3), Span::from_ps(2 * 11 + 3 * 13));
     }
 }

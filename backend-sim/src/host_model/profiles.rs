@@ -8,7 +8,7 @@
 
 use super::HostModel;
 use std::borrow::Cow;
-use xrdma::Time;
+use xrdma::Span;
 
 /// A ConnectX-6-class NIC on a server CPU, busy polling, from published figures.
 ///
@@ -33,36 +33,36 @@ use xrdma::Time;
 pub const CONNECTX6: HostModel = HostModel {
     profile: Cow::Borrowed("connectx6"),
     // Writing one 64-byte WQE (a cache line of stores, ~120 cycles at 3 GHz): estimate.
-    post_send_wr: Time::from_ns(40),
+    post_send_wr: Span::from_ns(40),
     // The doorbell's write-combining flush and store fence (~180 cycles): estimate.
-    doorbell: Time::from_ns(60),
+    doorbell: Span::from_ns(60),
     // A receive WQE (16 bytes of SGE and the doorbell record): estimate, below post-send-wr.
-    post_recv_wr: Time::from_ns(30),
+    post_recv_wr: Span::from_ns(30),
     // Reading the CQ's head entry from cache: estimate (~60 cycles).
-    poll_call: Time::from_ns(20),
+    poll_call: Span::from_ns(20),
     // Parsing one 64-byte CQE and moving the consumer index: estimate (~60 cycles).
-    poll_cqe: Time::from_ns(20),
+    poll_cqe: Span::from_ns(20),
     // The driver loop's own work per turn: estimate for a busy-polling loop.
-    turn: Time::from_ns(50),
+    turn: Span::from_ns(50),
     // The middleware's and application's work per message (framing, sequence numbers, the
     // callback): estimate for a cache-warm small message; the XRDMA description's 3.2 µs per
     // hop against 0.6 µs end to end bounds a middleware's whole per-hop cost at 2.6 µs.
-    app_recv_message: Time::from_ns(100),
-    app_send_message: Time::from_ns(100),
+    app_recv_message: Span::from_ns(100),
+    app_send_message: Span::from_ns(100),
     // The BlueFlame MMIO write crossing PCIe to the NIC: about half a 0.4–0.5 µs round trip
     // (Neugebauer et al. 2018).
-    wqe_fetch: Time::from_ns(200),
+    wqe_fetch: Span::from_ns(200),
     // One small DMA read round trip (Neugebauer et al. 2018: about 0.5 µs).
-    payload_read: Time::from_ns(500),
+    payload_read: Span::from_ns(500),
     // Packet processing is pipelined with the wire: ConnectX-6 sends up to 215 million
     // messages/s (product brief), 4.7 ns per packet, overlapped with serialization.
-    nic_tx_packet: Time::ZERO,
-    nic_tx_byte: Time::ZERO,
+    nic_tx_packet: Span::ZERO,
+    nic_tx_byte: Span::ZERO,
     // The payload's posted DMA write to host memory: about half a PCIe round trip.
-    rx_dma_write: Time::from_ns(200),
+    rx_dma_write: Span::from_ns(200),
     // The CQE's DMA write, ordered behind the data in the same stream: estimate, the
     // remainder of the 0.6 µs (see the equation above).
-    cqe_write: Time::from_ns(60),
+    cqe_write: Span::from_ns(60),
 };
 
 /// Soft-RoCE (rxe) in the project's qemu TCG guest, busy polling: a first version from the
@@ -88,31 +88,31 @@ pub const CONNECTX6: HostModel = HostModel {
 pub const RXE_GUEST: HostModel = HostModel {
     profile: Cow::Borrowed("rxe-guest"),
     // Writing the WQE into the queue shared with the kernel (librxe): part of (1).
-    post_send_wr: Time::from_ns(300),
+    post_send_wr: Span::from_ns(300),
     // librxe rings by a system call into the kernel (post_send's command write): part of (1).
-    doorbell: Time::from_ns(1_500),
+    doorbell: Span::from_ns(1_500),
     // A receive WQE into the shared queue, no system call: as post-send-wr.
-    post_recv_wr: Time::from_ns(300),
+    post_recv_wr: Span::from_ns(300),
     // Reading the shared CQ ring from user space: part of (2).
-    poll_call: Time::from_ns(300),
-    poll_cqe: Time::from_ns(200),
+    poll_call: Span::from_ns(300),
+    poll_cqe: Span::from_ns(200),
     // The driver loop per turn and the middleware's per-message work under TCG: estimates
     // (a few hundred native cycles each, slowed as TCG slows the guest).
-    turn: Time::from_ns(500),
-    app_recv_message: Time::from_ns(500),
-    app_send_message: Time::from_ns(500),
+    turn: Span::from_ns(500),
+    app_recv_message: Span::from_ns(500),
+    app_send_message: Span::from_ns(500),
     // The requester task scheduled and reading the WQE: part of (1).
-    wqe_fetch: Time::from_ns(1_200),
+    wqe_fetch: Span::from_ns(1_200),
     // Setting up the copy from the MR into the packet buffer, per WR: the rest of (1).
-    payload_read: Time::from_ns(1_200),
+    payload_read: Span::from_ns(1_200),
     // Building one packet (headers, the software ICRC's setup, the netdev transmit) and
     // per byte (the copy and the CRC32): (3), split so that (1) leaves room for the rest.
-    nic_tx_packet: Time::from_ns(2_360),
-    nic_tx_byte: Time::from_ns(10),
+    nic_tx_packet: Span::from_ns(2_360),
+    nic_tx_byte: Span::from_ns(10),
     // The responder task: checking the packet and copying the payload into the MR: part of (1).
-    rx_dma_write: Time::from_ns(2_000),
+    rx_dma_write: Span::from_ns(2_000),
     // The completer posting the CQE into the shared ring: the rest of (2).
-    cqe_write: Time::from_ns(800),
+    cqe_write: Span::from_ns(800),
 };
 
 /// Every built-in profile, the default first.
@@ -122,8 +122,8 @@ pub const PROFILES: &[HostModel] = &[HostModel::IDEAL, CONNECTX6, RXE_GUEST];
 mod tests {
     use super::*;
 
-    fn sum(ts: &[Time]) -> Time {
-        ts.iter().fold(Time::ZERO, |a, &b| a + b)
+    fn sum(ts: &[Span]) -> Span {
+        ts.iter().fold(Span::ZERO, |a, &b| a + b)
     }
 
     #[test]
@@ -148,7 +148,7 @@ mod tests {
             c.poll_call,
             c.poll_cqe,
         ]);
-        assert_eq!(inline_path, Time::from_ns(600));
+        assert_eq!(inline_path, Span::from_ns(600));
     }
 
     #[test]
@@ -162,9 +162,9 @@ mod tests {
             r.tx_engine(64),
             r.rx_dma_write,
         ]);
-        assert_eq!(write_lat, Time::from_ns(9_200));
+        assert_eq!(write_lat, Span::from_ns(9_200));
         let send_lat = write_lat + r.cqe_write + r.poll_call + r.poll_cqe;
-        assert_eq!(send_lat, Time::from_ns(10_500));
+        assert_eq!(send_lat, Span::from_ns(10_500));
         // 1024 B per packet at the engine's pace, in perftest's MB/s (2^20 B/s): 75–80.
         let mbps = 1024.0 / r.tx_engine(1024).as_us_f64() * 1e6 / f64::from(1 << 20);
         assert!((75.0..=80.0).contains(&mbps), "{mbps} MB/s");

@@ -53,7 +53,7 @@ use crate::engine::Event;
 use crate::packet::{Packet, PktKind};
 use crate::Simulation;
 use std::collections::VecDeque;
-use xrdma::Time;
+use xrdma::{Span, Time};
 
 use super::QpState;
 
@@ -70,7 +70,7 @@ pub(crate) struct Egress {
     pub pace_wake: Time,
     paused: bool,
     paused_since: Time,
-    paused_total: Time,
+    paused_total: Span,
     /// Packets on the uplink, with their arrival times at the switch.
     up: VecDeque<(Time, u32)>,
 }
@@ -85,7 +85,7 @@ impl Egress {
             pace_wake: Time::MAX,
             paused: false,
             paused_since: Time::ZERO,
-            paused_total: Time::ZERO,
+            paused_total: Span::ZERO,
             up: VecDeque::new(),
         }
     }
@@ -96,7 +96,7 @@ impl Egress {
     }
 
     /// Time spent paused up to `now`, including a pause still in force.
-    pub(crate) fn paused_time(&self, now: Time) -> Time {
+    pub(crate) fn paused_time(&self, now: Time) -> Span {
         if self.paused {
             self.paused_total + (now - self.paused_since)
         } else {
@@ -187,7 +187,7 @@ impl Simulation {
     /// model never calls it).
     #[cold]
     #[inline(never)]
-    fn tx_engine_time(&self, id: u32) -> Time {
+    fn tx_engine_time(&self, id: u32) -> Span {
         self.cfg.host.tx_engine(self.pool.get(id).payload)
     }
 

@@ -2,7 +2,7 @@
 //! host 1 of a fresh simulation per pair.
 
 use std::time::Duration;
-use xrdma::{QpCaps, Time, Transport};
+use xrdma::{QpCaps, Span, Transport};
 use xrdma_conformance::{Harness, Pair, PairSpec, Seen, Side};
 use xrdma_sim::{SimConfig, Simulation};
 
@@ -76,7 +76,7 @@ impl Harness for SimHarness {
 
     fn wait(&mut self, side: Side, n: usize, limit: Duration) -> Vec<Seen> {
         let ps = u64::try_from(limit.as_nanos().saturating_mul(1000)).unwrap_or(u64::MAX);
-        let deadline = self.sim.now() + Time::from_ps(ps);
+        let deadline = self.sim.now() + Span::from_ps(ps);
         let mut ready = Vec::new();
         let mut wcs = Vec::new();
         // Completions a verb call produced at once (a flush on a QP in error) are there now.

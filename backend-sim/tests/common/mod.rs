@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use xrdma::{
-    LocalMemory, MemoryRegion, QpCaps, QpNum, RecvWr, SendOpcode, SendWr, Sge, Time, Transport,
-    WorkCompletion,
+    LocalMemory, MemoryRegion, QpCaps, QpNum, RecvWr, SendOpcode, SendWr, Sge, Span, Time,
+    Transport, WorkCompletion,
 };
 use xrdma_sim::{HostId, Simulation};
 
@@ -11,6 +11,11 @@ use xrdma_sim::{HostId, Simulation};
 pub const PS_PER_BYTE_100G: u64 = 80;
 /// Default one-way link delay, 1 µs.
 pub const D: u64 = 1_000_000;
+
+/// The instant `us` microseconds after time zero.
+pub fn at_us(us: u64) -> Time {
+    Time::ZERO + Span::from_us(us)
+}
 
 /// Create and connect one QP on each of hosts `a` and `b`; returns (qpn on a, qpn on b).
 pub fn connect(sim: &mut Simulation, a: HostId, b: HostId) -> (QpNum, QpNum) {

@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 mod wire;
 pub use wire::{encode_frame, parse_frame, MAX_FRAME_BYTES};
 
-/// Version of this wire protocol; a peer with another one is refused.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version of this wire protocol; a peer with another one is refused (2: the rendezvous
+/// frames `join` and `table`).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Pause between two connection attempts while the peer is not listening yet.
 pub const CONNECT_RETRY: Duration = Duration::from_millis(100);
@@ -41,10 +42,15 @@ pub struct Hello {
     pub scenario_hash: String,
     /// The sender's rank.
     pub rank: u32,
+    /// The sender's host name, when it could read it; the receiver's rank records it in the
+    /// result's `environment.ranks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl Hello {
-    /// A hello from `rank` of this build, for `scenario` with `scenario_hash`.
+    /// A hello from `rank` of this build on this machine, for `scenario` with
+    /// `scenario_hash`.
     pub fn new(scenario: &str, scenario_hash: &str, rank: u32) -> Self {
         Hello {
             protocol: PROTOCOL_VERSION,
@@ -52,6 +58,7 @@ impl Hello {
             scenario: scenario.to_string(),
             scenario_hash: scenario_hash.to_string(),
             rank,
+            host: crate::environment::host_name(),
         }
     }
 }
@@ -135,6 +142,19 @@ pub enum Frame {
     },
     /// The run is over: the peer may close its QPs and exit.
     Bye,
+    /// Rendezvous ([`crate::launch::rendezvous`]): a rank tells rank 0 the rank count it was
+    /// launched with and where its bootstrap listener is bound (its rank is in its hello).
+    Join {
+        /// The rank count.
+        size: u32,
+        /// The bootstrap listener's address.
+        address: SocketAddr,
+    },
+    /// Rendezvous: rank 0's answer, every rank's bootstrap address in rank order.
+    Table {
+        /// Rank `r`'s address is `ranks[r]`.
+        ranks: Vec<SocketAddr>,
+    },
 }
 
 impl Frame {
@@ -145,6 +165,8 @@ impl Frame {
             Frame::Start => "start",
             Frame::Records { .. } => "records",
             Frame::Bye => "bye",
+            Frame::Join { .. } => "join",
+            Frame::Table { .. } => "table",
         }
     }
 }
@@ -383,6 +405,20 @@ impl Peer {
         self.peer
     }
 
+    /// This side's address of the connection: the local interface that reaches the peer.
+    ///
+    /// # Errors
+    /// [`BootstrapError::Io`] from the socket.
+    pub fn local_addr(&self) -> Result<SocketAddr, BootstrapError> {
+        self.stream
+            .local_addr()
+            .map_err(|source| BootstrapError::Io {
+                peer: self.peer,
+                what: "reading the local address".into(),
+                source,
+            })
+    }
+
     fn io_error(&self, what: &str, e: std::io::Error) -> BootstrapError {
         match e.kind() {
             ErrorKind::WouldBlock | ErrorKind::TimedOut => BootstrapError::Timeout {
@@ -529,7 +565,8 @@ impl Peer {
         Ok(theirs)
     }
 
-    /// Wait for a frame of kind `expected` (`conns`, `start`, `records`, `bye`).
+    /// Wait for a frame of kind `expected` (`conns`, `start`, `records`, `bye`, `join`,
+    /// `table`).
     ///
     /// # Errors
     /// [`BootstrapError::Unexpected`] for another kind, or [`Peer::recv`]'s errors.

@@ -46,6 +46,11 @@ pub trait Fabric {
     /// The RC QP attributes the hosts' transports apply and the capabilities they declare
     /// (every host of a fabric is configured alike); `None` for a fabric without hosts.
     fn transport_info(&self) -> Option<rep::TransportInfo>;
+    /// Where the run happens (the result's `environment`): the simulator's build, or the
+    /// machine and device with the device's counters over the run; `None` by default.
+    fn environment(&self) -> Option<rep::Environment> {
+        None
+    }
     /// The unloaded path between two hosts, as far as the fabric can state it (the runner
     /// derives T* and slowdowns from it).
     fn path(&self) -> rep::PathModel;

@@ -1,7 +1,7 @@
 //! The simulator as a [`Fabric`]: virtual time from event to event.
 
 use super::Fabric;
-use xrdma::Time;
+use xrdma::{Span, Time};
 use xrdma_reports as rep;
 use xrdma_sim::{SimConfig, Simulation, Topology};
 
@@ -14,7 +14,7 @@ impl SimFabric {
     /// Sample the network every `interval` (see [`xrdma_sim::SimTimeSeries`]), with the
     /// egress queue of the switch port cabled to `receiver` as the bottleneck queue, at most
     /// [`xrdma_sim::DEFAULT_MAX_POINTS`] samples per series.
-    pub fn sample(&mut self, interval: Time, receiver: u32) {
+    pub fn sample(&mut self, interval: Span, receiver: u32) {
         self.sim.enable_timeseries(xrdma_sim::TimeSeriesConfig {
             interval,
             max_points: xrdma_sim::DEFAULT_MAX_POINTS,
@@ -41,11 +41,11 @@ impl SimFabric {
 /// `N·S·(1 + header/MTU)` term already charges every packet's bottleneck serialization, so
 /// charging a full data packet twice more (as the RTT of an MTU packet would) overstates the
 /// bound; with a header-only RTT, T* stays below the true bound whenever MTU ≥ header.
-pub fn ideal_base_rtt(cfg: &SimConfig) -> Time {
-    let ser = |b: u32| Time::serialization(u64::from(b), cfg.link_rate_bps);
+pub fn ideal_base_rtt(cfg: &SimConfig) -> Span {
+    let ser = |b: u32| Span::serialization(u64::from(b), cfg.link_rate_bps);
     let hdr = ser(cfg.header_bytes);
     let ack = ser(cfg.header_bytes + xrdma_sim::AETH_BYTES);
-    Time(cfg.link_delay.as_ps().saturating_mul(4)) + hdr + hdr + ack + ack
+    cfg.link_delay * 4 + hdr + hdr + ack + ack
 }
 
 impl Fabric for SimFabric {
@@ -94,6 +94,9 @@ impl Fabric for SimFabric {
             // Counted by the runner, not the network ([`crate::run::run_on`]).
             ack_timeouts: None,
         }
+    }
+    fn environment(&self) -> Option<rep::Environment> {
+        Some(crate::environment::sim())
     }
     fn transport_info(&self) -> Option<rep::TransportInfo> {
         // What every HostTransport reports (`Transport::rc_params`, `::capabilities`).

@@ -8,9 +8,10 @@
 //! `verbs.run-timeout` passes.
 
 use super::Fabric;
-use std::path::PathBuf;
+use crate::device_counters::{self, Snapshot};
+use std::path::Path;
 use std::time::Instant;
-use xrdma::{RcParams, Time};
+use xrdma::{RcParams, Span, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::VerbsSection;
 use xrdma_verbs::{Device, DeviceConfig, TransportConfig, VerbsTransport};
@@ -21,20 +22,15 @@ pub struct VerbsFabric {
     hosts: Vec<VerbsTransport>,
     start: Instant,
     deadline: Time,
-    counters_at_start: Counters,
+    /// The device's counters when the fabric was made ([`device_counters::read_snapshot`]).
+    counters_at_start: Snapshot,
+    /// The counters at the end of the run, read once by [`Fabric::network`] so the network
+    /// counters and the environment's raw differences are of the same reading.
+    counters_at_end: std::cell::RefCell<Option<Snapshot>>,
     /// The last time [`Fabric::now`] read the clock: the run timeout is checked against it, so
     /// `advance` reads no clock of its own (a read costs about 1 µs on the HPET clock source
     /// of the TCG guest CI uses, and the runner reads the clock once per round anyway).
     last_now: std::cell::Cell<Time>,
-}
-
-/// The device's port counters this fabric reports (rxe and mlx5 names); `None` where the
-/// device has no such counter.
-#[derive(Clone, Copy, Debug, Default)]
-struct Counters {
-    sent_pkts: Option<u64>,
-    rnr_naks: Option<u64>,
-    seq_errors: Option<u64>,
 }
 
 impl VerbsFabric {
@@ -69,11 +65,11 @@ impl VerbsFabric {
     ///
     /// # Errors
     /// A verb that fails while creating a CQ.
-    pub fn with_device(device: &Device, hosts: u32, run_timeout: Time) -> anyhow::Result<Self> {
+    pub fn with_device(device: &Device, hosts: u32, run_timeout: Span) -> anyhow::Result<Self> {
         Self::build(device, hosts, run_timeout, RcParams::default())
     }
 
-    fn build(device: &Device, hosts: u32, run_timeout: Time, rc: RcParams) -> anyhow::Result<Self> {
+    fn build(device: &Device, hosts: u32, run_timeout: Span, rc: RcParams) -> anyhow::Result<Self> {
         let tc = TransportConfig {
             rc,
             ..TransportConfig::default()
@@ -87,8 +83,9 @@ impl VerbsFabric {
             device: device.clone(),
             hosts: transports,
             start: Instant::now(),
-            deadline: run_timeout,
+            deadline: Time::ZERO + run_timeout,
             counters_at_start,
+            counters_at_end: std::cell::RefCell::new(None),
             last_now: std::cell::Cell::new(Time::ZERO),
         })
     }
@@ -106,25 +103,43 @@ impl VerbsFabric {
     }
 }
 
-fn counters_dir(device: &Device) -> PathBuf {
-    PathBuf::from(format!(
-        "/sys/class/infiniband/{}/ports/{}/hw_counters",
+/// Every counter of the device's port, by name ([`device_counters::read_snapshot`]).
+fn read_counters(device: &Device) -> Snapshot {
+    device_counters::read_snapshot(
+        Path::new(device_counters::SYSFS_ROOT),
         device.name(),
-        device.port().port
-    ))
+        device.port().port,
+    )
 }
 
-fn read_counters(device: &Device) -> Counters {
-    let dir = counters_dir(device);
-    let get = |name: &str| {
-        std::fs::read_to_string(dir.join(name))
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
+/// The device and port as the result's environment describes them: sysfs's firmware, node
+/// GUID and driver, the verbs queries' port, GID, link layer and active MTU.
+fn device_info(device: &Device) -> rep::DeviceInfo {
+    let port = device.port();
+    let gid = device.gid();
+    // `ibv_port_attr.link_layer`: 1 InfiniBand, 2 Ethernet, 0 unspecified (older rxe).
+    let link_layer = match port.link_layer {
+        1 => Some("InfiniBand".to_string()),
+        2 => Some("Ethernet".to_string()),
+        _ => None,
     };
-    Counters {
-        sent_pkts: get("sent_pkts"),
-        rnr_naks: get("send_rnr_err"),
-        seq_errors: get("rcvd_seq_err").max(get("out_of_sequence")),
+    rep::DeviceInfo {
+        port: Some(port.port),
+        gid_index: Some(gid.index),
+        gid: Some(gid.addr().to_string()),
+        link_layer,
+        active_mtu: Some(port.active_mtu_bytes()).filter(|&m| m > 0),
+        ..crate::environment::sysfs_device(Path::new(device_counters::SYSFS_ROOT), device.name())
+    }
+}
+
+impl VerbsFabric {
+    /// The device's counter differences from the fabric's creation to the end reading
+    /// (taken now when [`Fabric::network`] has not taken it).
+    fn counter_deltas(&self) -> Snapshot {
+        let mut end = self.counters_at_end.borrow_mut();
+        let end = end.get_or_insert_with(|| read_counters(&self.device));
+        device_counters::delta(&self.counters_at_start, end)
     }
 }
 
@@ -144,7 +159,8 @@ impl Fabric for VerbsFabric {
         &mut self.hosts[h as usize]
     }
     fn now(&self) -> Time {
-        let now = Time::from_ns(u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        let ns = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let now = Time::ZERO + Span::from_ns(ns);
         self.last_now.set(now);
         now
     }
@@ -164,17 +180,17 @@ impl Fabric for VerbsFabric {
         // Every host gets a turn on every advance, so a wake time needs no bookkeeping.
     }
     fn network(&self) -> rep::NetworkCounters {
-        let now = read_counters(&self.device);
-        let was = self.counters_at_start;
-        let delta = |now: Option<u64>, was: Option<u64>| Some(now?.saturating_sub(was?));
-        // The switches (ECN marks, PFC pauses, drops, buffers) are not observable from a
-        // host: those counters stay `None`.
-        rep::NetworkCounters {
-            data_packets: delta(now.sent_pkts, was.sent_pkts),
-            rnr_naks: delta(now.rnr_naks, was.rnr_naks),
-            seq_naks: delta(now.seq_errors, was.seq_errors),
-            ..rep::NetworkCounters::default()
-        }
+        // The end of the run: read the device once, for these and the environment's.
+        *self.counters_at_end.borrow_mut() = Some(read_counters(&self.device));
+        // The switches (PFC pauses, drops, buffers) are not observable from a host, and a
+        // counter the device lacks stays `None` (see `device_counters::TABLE`).
+        device_counters::network(&self.counter_deltas())
+    }
+    fn environment(&self) -> Option<rep::Environment> {
+        Some(crate::environment::verbs(
+            device_info(&self.device),
+            self.counter_deltas(),
+        ))
     }
     fn sim_info(&self) -> Option<rep::SimInfo> {
         None

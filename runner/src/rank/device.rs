@@ -12,13 +12,13 @@ use crate::workload::{self, SenderRecord, Visit, Workload};
 use anyhow::{anyhow, bail, Context, Result};
 use std::time::{Duration, Instant};
 use xrdma::driver::{self, ConnInfo};
-use xrdma::{Endpoint, Time};
+use xrdma::{Endpoint, Span, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::{Scenario, Stall};
 
 /// How often (fabric time) a rank whose own hosts are finished looks at its bootstrap
 /// sockets: a non-blocking read costs a system call, too much for every busy-polling round.
-const POLL_EVERY: Time = Time::from_ms(1);
+const POLL_EVERY: Span = Span::from_ms(1);
 
 /// What a rank produced.
 #[derive(Debug)]
@@ -49,18 +49,33 @@ pub enum RankOutcome {
 /// (a peer that vanishes mid-run) are recorded in the result's `errors` and its messages
 /// count as missing.
 pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
-    struct Rank<'a>(&'a Scenario, u32);
+    run_rank_bound(sc, rank, None)
+}
+
+/// [`run_rank`] with the bootstrap listener already bound (by the launcher's rendezvous,
+/// [`crate::launch`]); `None`: the receiver's rank binds its `verbs.ranks` address. A
+/// listener given to a rank that does not run the receiver is closed unused.
+///
+/// # Errors
+/// As [`run_rank`].
+pub fn run_rank_bound(sc: &Scenario, rank: u32, bound: Option<Listener>) -> Result<RankOutcome> {
+    struct Rank<'a>(&'a Scenario, u32, Option<Listener>);
     impl Visit for Rank<'_> {
         type Output = Result<RankOutcome>;
         fn visit<W: Workload>(self, w: &W) -> Self::Output {
-            run_rank_of(w, self.0, self.1)
+            run_rank_of(w, self.0, self.1, self.2)
         }
     }
-    workload::visit(&sc.workload, Rank(sc, rank))
+    workload::visit(&sc.workload, Rank(sc, rank, bound))
 }
 
-/// [`run_rank`] of workload `w`.
-fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutcome> {
+/// [`run_rank_bound`] of workload `w`.
+fn run_rank_of<W: Workload>(
+    w: &W,
+    sc: &Scenario,
+    rank: u32,
+    bound: Option<Listener>,
+) -> Result<RankOutcome> {
     let cfg = crate::check::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
     let plan = RankPlan::new(sc, &section, rank)?;
@@ -68,10 +83,10 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
     let io = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
     let receiver = plan.receiver;
     // Listen first, so peers that start sooner find the port while the device opens.
-    let listener = if plan.is_receiver_rank() && !plan.peers.is_empty() {
-        Some(Listener::bind(section.ranks[rank as usize].address)?)
-    } else {
-        None
+    let listener = match bound {
+        _ if !plan.is_receiver_rank() || plan.peers.is_empty() => None,
+        Some(l) => Some(l),
+        None => Some(Listener::bind(section.ranks[rank as usize].address)?),
     };
     let mut fabric = VerbsFabric::with_rc(plan.hosts.len() as u32, &section, sc.rc_params())?;
     let seed = sc.sim_or_default().seed;
@@ -126,9 +141,15 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         // ours; then all start together.
         let deadline = Instant::now() + io;
         let mut peers: Vec<(u32, Peer, Vec<u32>)> = Vec::new();
+        let mut seen = Vec::new();
         for _ in 0..plan.peers.len() {
             let mut p = listener.accept(deadline, io)?;
             let theirs = p.handshake(&ours)?;
+            seen.push(crate::environment::PeerSeen {
+                rank: theirs.rank,
+                host_name: theirs.host.clone(),
+                from: p.addr(),
+            });
             let Some((r, senders)) = plan.peers.iter().find(|(r, _)| *r == theirs.rank) else {
                 bail!(
                     "{} connected as rank {}, which runs no sender of this scenario",
@@ -245,6 +266,7 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         let got = receiver_view(w, &apps);
         let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
         result.errors.extend(boot_errors);
+        record_ranks(&mut result, &section, rank, &seen);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     if plan.is_receiver_rank() {
@@ -255,7 +277,8 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         let senders = records(w, &apps);
         let got = receiver_view(w, &apps);
         let wall_seconds = wall.elapsed().as_secs_f64();
-        let result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
+        let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
+        record_ranks(&mut result, &section, rank, &[]);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     // A sender rank: connect to the receiver's rank, offer our halves, take theirs.
@@ -360,4 +383,18 @@ fn run_rank_of<W: Workload>(w: &W, sc: &Scenario, rank: u32) -> Result<RankOutco
         acked,
         messages,
     })
+}
+
+/// Record in `result`'s environment where every rank ran: this one (`rank`) here, the peers
+/// as the bootstrap saw them ([`crate::environment::ranks`]).
+fn record_ranks(
+    result: &mut rep::RunResult,
+    section: &xrdma_scenario::VerbsSection,
+    rank: u32,
+    seen: &[crate::environment::PeerSeen],
+) {
+    if let Some(env) = &mut result.environment {
+        let own = env.host_name.clone();
+        env.ranks = Some(crate::environment::ranks(section, rank, own, seen));
+    }
 }

@@ -17,8 +17,13 @@
 //! again ("resumed"); anything else (a leftover `.partial`, a truncated file, a changed
 //! scenario) is run afresh. Each point is a deterministic function of its scenario, so the
 //! results do not depend on the number of jobs or on resuming.
+//!
+//! A sweep too large for one machine goes to the cluster's scheduler instead ([`jobs`]): a
+//! Slurm job array or a list of commands, each task running one point into the same layout,
+//! and a collection of the finished points into the same index, table, plots and page.
 
 pub mod axis;
+pub mod jobs;
 pub mod report;
 
 use std::path::{Path, PathBuf};
@@ -173,6 +178,9 @@ pub enum PointStatus {
     Failed,
     /// Did not produce a result (a transport error during setup, unwritable output).
     Error,
+    /// Not finished when the sweep was collected ([`jobs::collect`]): no result with the
+    /// point's hash in its directory.
+    Missing,
 }
 
 /// The outcome of one point.

@@ -161,6 +161,7 @@ fn status_name(s: PointStatus) -> &'static str {
         PointStatus::Ok => "ok",
         PointStatus::Failed => "failed",
         PointStatus::Error => "error",
+        PointStatus::Missing => "missing",
     }
 }
 

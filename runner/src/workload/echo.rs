@@ -243,9 +243,7 @@ impl Workload for Echo {
     }
     /// `time-limit` after its start.
     fn deadline(&self, _seed: u64) -> Option<Time> {
-        Some(Time::from_ps(
-            self.start.as_ps().saturating_add(self.time_limit.as_ps()),
-        ))
+        Some(self.start + self.time_limit)
     }
     fn sender(&self, setup: &Setup, host: u32, conn: ConnId) -> Box<EchoClient> {
         Box::new(EchoClient::new(

@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 use xrdma::driver::Application;
-use xrdma::{ConnId, Endpoint, Event, MsgId, Time};
+use xrdma::{ConnId, Endpoint, Event, MsgId, Span, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::{OpenLoop, OpenLoopEnd, SizeDist, Stall};
 use xxhash_rust::xxh3::xxh3_128;
@@ -75,14 +75,14 @@ impl Iterator for PoissonArrivals {
         } else {
             u64::MAX
         };
-        let at = self.last.as_ps().checked_add(gap)?;
+        let at = self.last.checked_add(Span::from_ps(gap))?;
         if let OpenLoopEnd::Duration(d) = self.end {
-            if at >= self.start.as_ps().saturating_add(d.as_ps()) {
+            if at >= self.start + d {
                 return None;
             }
         }
         let size = self.sizes.pick(self.rng.random_range(0..self.total_weight));
-        self.last = Time::from_ps(at);
+        self.last = at;
         self.produced += 1;
         Some((self.last, size))
     }
@@ -247,16 +247,16 @@ impl Workload for OpenLoop {
     /// from the seed.
     fn deadline(&self, seed: u64) -> Option<Time> {
         let end = match self.end {
-            OpenLoopEnd::Duration(d) => self.start.as_ps().saturating_add(d.as_ps()),
+            OpenLoopEnd::Duration(d) => self.start + d,
             // The last arrival: the latest next-wake any sender will ask for.
             OpenLoopEnd::Count(_) => self
                 .sender_hosts()
                 .filter_map(|h| PoissonArrivals::new(seed, h, self).last())
-                .map(|(at, _)| at.as_ps())
+                .map(|(at, _)| at)
                 .max()
-                .unwrap_or(self.start.as_ps()),
+                .unwrap_or(self.start),
         };
-        Some(Time::from_ps(end.saturating_add(self.drain.as_ps())))
+        Some(end + self.drain)
     }
     fn sender(&self, setup: &Setup, host: u32, conn: ConnId) -> Box<OpenLoopSender> {
         let arrivals = PoissonArrivals::new(setup.seed, host, self);
@@ -331,7 +331,7 @@ mod tests {
             rate_per_s: rate,
             end,
             sizes: SizeDist::fixed(4096),
-            start: Time::from_ps(0),
+            start: Time::ZERO,
             stalls: Vec::new(),
             drain: xrdma_scenario::DEFAULT_DRAIN,
         }
@@ -343,7 +343,7 @@ mod tests {
         // P(|N − 10_000| > 5σ = 500) ≈ 5.7e-7 per draw. Several seeds and senders.
         let ol = open_loop(
             10_000.0,
-            OpenLoopEnd::Duration(Time::from_ps(1_000_000_000_000)),
+            OpenLoopEnd::Duration(Span::from_ps(1_000_000_000_000)),
         );
         for seed in [1, 2, 3] {
             for host in 1..=4 {

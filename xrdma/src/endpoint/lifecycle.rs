@@ -187,7 +187,8 @@ impl Endpoint {
                 let err = XrdmaError::AckTimeout {
                     conn,
                     seq: f.seq,
-                    waited: now.saturating_sub(f.posted_at),
+                    // The front's deadline is at or after its posting, and it expired.
+                    waited: now - f.posted_at,
                 };
                 self.fail(conn, err);
             } else if c.waits_on_peer() {

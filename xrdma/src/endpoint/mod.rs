@@ -61,7 +61,8 @@
 //! Outputs: [`Endpoint::poll_op`] (work requests to post, QPs to create or reset, memory to
 //! register), [`Endpoint::poll_event`] (for the application), [`Endpoint::poll_timeout`]
 //! (next deadline), [`Endpoint::setup_progress`] (a connection being set up). The driver's
-//! side of the contract is in [`crate::driver`].
+//! side of the contract is in [`crate::driver`]. Each input's `now` is at or after the
+//! previous input's: an RTT is `now - posted`, which panics on a clock that went back.
 
 use crate::error::{ConnId, XrdmaError};
 use crate::fragment::{Grant, MAX_BATCH};
@@ -474,8 +475,8 @@ impl Endpoint {
             let mut s = c.stats;
             s.window = c.window.bytes();
             s.window_decreases = c.window.decreases();
-            s.srtt_ps = c.window.srtt().map_or(0, Time::as_ps);
-            s.min_rtt_ps = c.window.min_rtt().map_or(0, Time::as_ps);
+            s.srtt_ps = c.window.srtt().map_or(0, crate::Span::as_ps);
+            s.min_rtt_ps = c.window.min_rtt().map_or(0, crate::Span::as_ps);
             s
         })
     }
@@ -710,8 +711,7 @@ impl Endpoint {
             c.inflight.pop_front();
         }
         if let Some((posted, len)) = newest {
-            c.window
-                .on_ack(now, acked_bytes, now.saturating_sub(posted), len);
+            c.window.on_ack(now, acked_bytes, now - posted, len);
         }
         self.rearm(now, conn);
         self.wake_tx(conn);

@@ -38,7 +38,7 @@ use super::Requester;
 use crate::engine::Event;
 use crate::packet::{psn_add, psn_diff};
 use crate::Simulation;
-use xrdma::{SendOpcode, Time, WcStatus};
+use xrdma::{SendOpcode, Span, Time, WcStatus};
 
 /// The retransmission timer of one QP (see the module doc).
 #[derive(Debug)]
@@ -73,7 +73,7 @@ impl Simulation {
         } else {
             self.stats.retransmitted_packets += 1;
         }
-        if qp.requester.rto.deadline == Time::MAX && timeout != Time::MAX {
+        if qp.requester.rto.deadline == Time::MAX && timeout != Span::MAX {
             self.arm_rto(h, qi, self.now + timeout);
         }
     }
@@ -103,7 +103,7 @@ impl Simulation {
         qp.requester.rto.retry_count = 0;
         let outstanding =
             !qp.requester.sq.is_empty() && (qp.requester.cursor > 0 || qp.requester.cursor_pkt > 0);
-        if !outstanding || timeout == Time::MAX || qp.requester.rnr_wait {
+        if !outstanding || timeout == Span::MAX || qp.requester.rnr_wait {
             qp.requester.rto.deadline = Time::MAX;
             return;
         }

@@ -1,0 +1,516 @@
+#!/usr/bin/env bash
+# The two-host checks, INSIDE both guests of ci/softroce/two-host.sh: the same script runs on
+# host a (10.99.0.1) and host b (10.99.0.2), each with its own rxe0 on eth0, the two joined by
+# the wire, so every RoCE v2 packet below crosses a link.
+#
+# usage: ci/softroce/two-host-suite.sh RESULTS_DIR [XRDMA_BIN]
+#
+#   RESULTS_DIR  the share both guests write (two-host.sh's RESULTS_DIR, or a folder in it)
+#   XRDMA_BIN    the `xrdma` binary built with `--features verbs`; without it the xrdma checks
+#                print SKIP lines
+#
+# The two sides go through the checks in step: before each one they meet (each writes a file
+# into RESULTS_DIR/.sync-$SOFTROCE_RUN_ID and waits for the other's), the servers run on b,
+# the clients and receivers on a, and each side hands its exit status to the other the same
+# way. Host a judges and counts; a check passes when both sides' parts passed. Checks:
+#   perftest send_lat   ib_send_lat  64 B, busy polling, TWOHOST_LAT_ITERS (2000) iterations
+#   perftest write_lat  ib_write_lat 64 B, busy polling, TWOHOST_LAT_ITERS iterations
+#   perftest write_bw   ib_write_bw  64 KiB, TWOHOST_BW_ITERS (500) iterations
+#                       (server on b, client on a with `-x GID_INDEX`; the client starts when
+#                       the server listens and retries while its connection is refused)
+#   xrdma ping          `xrdma ping --backend verbs --server --bind 10.99.0.2:18620` on b,
+#                       `--connect 10.99.0.2:18620 --size 64B --iters TWOHOST_PING_ITERS (2000)
+#                       --warmup 200` on a
+#   xrdma bw            the same with `xrdma bw`, 64 KiB x TWOHOST_XBW_ITERS (500), port 18621
+#   incast-8 ranks      scenarios/incast-8.yaml unchanged plus a `verbs.ranks` block: rank 0,
+#                       the receiver, on a (10.99.0.1:18630), rank 1, the eight senders, on b
+#                       (10.99.0.2:18631); passes when both ranks exit 0 and rank 0's merged
+#                       result.json reports all 40 messages delivered intact. tcpdump on a's
+#                       eth0 (udp port 4791, snap length 96, to a's tmpfs) records the run;
+#                       the file is copied to RESULTS_DIR/wire.pcap
+#   wire capture        counts wire.pcap's packets (tcpdump's own tally) and decodes the first
+#                       TWOHOST_DECODE_PACKETS (3000; decoding is slow under TCG): each one's BTH
+#                       opcode read from `tcpdump -x`'s bytes (and, when tshark is installed,
+#                       by tshark's RoCE dissector, which must agree); passes when they hold
+#                       RC SENDs, RC WRITEs and ACKs
+#   netem loss ranks    `tc qdisc add dev eth0 root netem TWOHOST_NETEM ("delay 100us loss 1%")`
+#                       on the hosts in TWOHOST_NETEM_HOSTS ("a b"), then scenarios/faults/loss.yaml
+#                       (the simulator's 1 %-loss incast, 4 senders x 8 x 64 KiB, local ACK
+#                       timeout 1.05 ms; its `sim.faults` are the simulator's, the wire's netem
+#                       is the real thing) as ranks the same way (ports 18632/18633; captured to
+#                       RESULTS_DIR/wire-netem.pcap), then the qdisc removed; rxe's hw_counters
+#                       read before and after on both hosts. Passes when all 32 messages are
+#                       delivered intact AND rxe's retransmission counters moved
+#                       (rcvd_seq_err + out_of_seq_request + duplicate_request +
+#                       completer_retry_err, both hosts, > 0)
+# TWOHOST_ONLY="SLUG..." runs only the named checks (their names with '-' for ' ').
+# Every figure goes to RESULTS_DIR/figures.env (key=value; µs, perftest's MB/sec = MiB/s,
+# packets, counter deltas), with xrdma's ratios to perftest, printed and never judged: both
+# guests are CPU-bound TCG machines on two host cores.
+# Host a ends with "softroce two-host: N passed, M failed" and exits 0 only when none failed;
+# host b exits 0 when each of its parts passed.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=ci/softroce/lib.sh
+source "$here/lib.sh"
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+(($# == 1 || $# == 2)) || usage
+results=$1
+xrdma=${2:-}
+me=${SOFTROCE_HOST:?SOFTROCE_HOST (a or b) is not set: run this through ci/softroce/two-host.sh}
+case $me in
+  a) peer=b ;;
+  b) peer=a ;;
+  *) echo "SOFTROCE_HOST=$me: must be a or b" >&2; exit 2 ;;
+esac
+peer_ip=${SOFTROCE_PEER_IP:?SOFTROCE_PEER_IP is not set}
+my_ip=${SOFTROCE_IP:?SOFTROCE_IP is not set}
+dev=${SOFTROCE_DEV:-rxe0}
+netdev=${SOFTROCE_NETDEV:-eth0}
+gid=${SOFTROCE_GID_INDEX:-$(softroce_gid_index "$dev")}
+server_ip=10.99.0.2 # host b
+client_ip=10.99.0.1 # host a
+lat_iters=${TWOHOST_LAT_ITERS:-2000}
+bw_iters=${TWOHOST_BW_ITERS:-500}
+ping_iters=${TWOHOST_PING_ITERS:-2000}
+xbw_iters=${TWOHOST_XBW_ITERS:-500}
+netem=${TWOHOST_NETEM:-delay 100us loss 1%}
+netem_hosts=${TWOHOST_NETEM_HOSTS:-a b}
+only=${TWOHOST_ONLY:-}
+decode_max=${TWOHOST_DECODE_PACKETS:-3000}
+export XRDMA_VERBS_DEVICE=$dev XRDMA_VERBS_GID_INDEX=$gid
+
+out=$results/two-host
+mkdir -p "$out"
+sync_dir=$results/.sync-${SOFTROCE_RUN_ID:?SOFTROCE_RUN_ID is not set}
+mkdir -p "$sync_dir"
+figures=$results/figures.env
+[[ $me == a ]] && : > "$figures"
+
+# --- the handshake, through files in the shared results folder ---------------------------
+# post NAME [VALUE]: this side's NAME (atomically: write, then rename).
+post() {
+  printf '%s\n' "${2-}" > "$sync_dir/.$1.$me"
+  mv -f "$sync_dir/.$1.$me" "$sync_dir/$1.$me"
+}
+# await NAME SECONDS: prints the other side's NAME once it is there; returns 1 after SECONDS,
+# or at once when the other side's suite has ended.
+await() {
+  local f=$sync_dir/$1.$peer deadline=$((SECONDS + $2))
+  while [[ ! -f $f ]]; do
+    if [[ -f $sync_dir/exit.$peer ]] || ((SECONDS >= deadline)); then
+      [[ -f $f ]] && break
+      return 1
+    fi
+    sleep 0.2
+  done
+  cat "$f"
+}
+meet() { post "$1" && await "$1" "${2:-180}" > /dev/null; } # NAME [SECONDS]
+trap 'post exit "$?" 2> /dev/null || true' EXIT
+
+# --- the checks ------------------------------------------------------------------------------
+passed=0
+failed=0
+skipped=0
+figure() { printf '%s=%s\n' "$1" "$2" >> "$figures"; } # KEY VALUE (host a)
+# A line saying what a check measured: check() prints these of a part that passed.
+measured() { printf 'measured %s\n' "$*"; }
+skip() { # NAME REASON: both sides skip the same checks (they share the root filesystem)
+  if [[ $me == a ]]; then
+    echo "SKIP two-host $1: $2"
+    skipped=$((skipped + 1))
+  fi
+}
+# check NAME FUNCTION [ARG...]: both sides meet, run FUNCTION (this side's part; its output in
+# RESULTS_DIR/two-host/NAME.H.log), and swap exit statuses. Host a prints both parts' tails
+# and counts the check.
+check() {
+  local name=$1 fn=$2 slug rc=0 peer_rc t0=$SECONDS took
+  shift 2
+  slug=${name// /-}
+  [[ -z $only || " $only " == *" $slug "* ]] || return 0
+  echo "=== $name (host $me)"
+  if ! meet "$slug.start" 300; then
+    echo "--- $name: FAILED: host $peer did not come to this check"
+    [[ $me == a ]] && failed=$((failed + 1))
+    return 0
+  fi
+  "$fn" "$@" > "$out/$slug.$me.log" 2>&1 || rc=$?
+  post "$slug.rc" "$rc"
+  peer_rc=$(await "$slug.rc" 600) || peer_rc=none
+  took="$((SECONDS - t0)) s"
+  [[ $me == a ]] && figure "check_${slug//-/_}_s" "$((SECONDS - t0))"
+  if [[ $me == b ]]; then
+    grep '^measured ' "$out/$slug.b.log" | sed 's/^measured //' || true
+    ((rc == 0)) && echo "--- $name: host b's part passed ($took)" || echo "--- $name: host b's part FAILED ($took)"
+    ((rc == 0)) || failed=$((failed + 1))
+    return 0
+  fi
+  if ((rc == 0)) && [[ $peer_rc == 0 ]]; then
+    grep -h '^measured ' "$out/$slug.a.log" "$out/$slug.b.log" 2> /dev/null | sed 's/^measured //' || true
+    echo "--- $name: passed ($took)"
+    passed=$((passed + 1))
+  else
+    echo "host a's part (exit $rc), $out/$slug.a.log:"
+    tail -n 30 "$out/$slug.a.log"
+    echo "host b's part (exit $peer_rc), $out/$slug.b.log:"
+    tail -n 30 "$out/$slug.b.log" 2> /dev/null || true
+    echo "--- $name: FAILED ($took)"
+    failed=$((failed + 1))
+  fi
+}
+
+# One perftest pair: the server on b, listening on PORT; the client on a once the server
+# listens, retried while its connection is refused. Outputs: RESULTS_DIR/two-host/NAME.{server,client}.txt.
+perftest_pair() { # NAME PORT PROGRAM ARG...
+  local name=$1 port=$2 pid rc=0 attempt
+  shift 2
+  local cmd=("$@" -d "$dev" -i 1 -x "$gid" -F -p "$port")
+  if [[ $me == b ]]; then
+    echo "server: ${cmd[*]}"
+    timeout 120 "${cmd[@]}" > "$out/$name.server.txt" 2>&1 &
+    pid=$!
+    if softroce_wait_listening "$port" "$pid" 30; then post "$name.listening" yes; else post "$name.listening" no; fi
+    wait "$pid" || rc=$?
+    cat "$out/$name.server.txt"
+    echo "server exit status $rc$( ((rc == 124)) && echo ' (timed out)')"
+    return "$rc"
+  fi
+  [[ $(await "$name.listening" 60) == yes ]] || { echo "the server on b did not listen on $port"; return 1; }
+  echo "client: ${cmd[*]} $server_ip"
+  for attempt in 1 2 3 4 5; do
+    rc=0
+    timeout 120 "${cmd[@]}" "$server_ip" > "$out/$name.client.txt" 2>&1 || rc=$?
+    if ((rc == 0)) || ! grep -q "Couldn't connect" "$out/$name.client.txt"; then
+      break
+    fi
+    echo "attempt $attempt: connection refused, retrying"
+    sleep 1
+  done
+  cat "$out/$name.client.txt"
+  echo "client exit status $rc$( ((rc == 124)) && echo ' (timed out)')"
+  return "$rc"
+}
+perftest_lat() { # NAME PORT PROGRAM: a latency test, its figures (host a)
+  perftest_pair "$1" "$2" "$3" -s 64 -n "$lat_iters" || return 1
+  [[ $me == a ]] || return 0
+  local typ avg p99
+  typ=$(softroce_perftest_lat "$out/$1.client.txt" 't_typical[usec]' 64)
+  avg=$(softroce_perftest_lat "$out/$1.client.txt" 't_avg[usec]' 64)
+  p99=$(softroce_perftest_lat "$out/$1.client.txt" '99%' 64)
+  measured "$3 host to host, 64 B: typical $typ us, average $avg us, p99 $p99 us"
+  figure "perftest_${1}_typical_us" "$typ"
+  figure "perftest_${1}_avg_us" "$avg"
+  figure "perftest_${1}_p99_us" "$p99"
+  softroce_num "$typ" && softroce_num "$avg"
+}
+perftest_bw() { # NAME PORT (host a records ib_write_bw's figure)
+  perftest_pair "$1" "$2" ib_write_bw -s 65536 -n "$bw_iters" || return 1
+  [[ $me == a ]] || return 0
+  local bw
+  bw=$(softroce_perftest_bw "$out/$1.client.txt" 65536)
+  measured "ib_write_bw host to host, 64 KiB: average $bw MB/s (MiB/s)"
+  figure perftest_write_bw_64k_MBps "$bw"
+  softroce_num "$bw"
+}
+
+# A two-process xrdma tool: the server on b, the client on a (which retries its bootstrap
+# connection until the server listens).
+xrdma_pair() { # NAME TOOL PORT CLIENT_ARG...
+  local name=$1 tool=$2 port=$3 rc=0
+  shift 3
+  if [[ $me == b ]]; then
+    timeout 150 "$xrdma" "$tool" --backend verbs --server --bind "$server_ip:$port" \
+      > "$out/$name.server.txt" 2>&1 || rc=$?
+    cat "$out/$name.server.txt"
+    echo "server exit status $rc$( ((rc == 124)) && echo ' (timed out)')"
+    return "$rc"
+  fi
+  echo "client: xrdma $tool --backend verbs --connect $server_ip:$port $*"
+  timeout 300 "$xrdma" "$tool" --backend verbs --connect "$server_ip:$port" "$@" \
+    > "$out/$name.client.txt" 2>&1 || rc=$?
+  cat "$out/$name.client.txt"
+  echo "client exit status $rc$( ((rc == 124)) && echo ' (timed out)')"
+  return "$rc"
+}
+xrdma_ping() {
+  xrdma_pair xrdma-ping ping 18620 --size 64B --iters "$ping_iters" --warmup 200 || return 1
+  [[ $me == a ]] || return 0
+  local typ avg
+  typ=$(softroce_perftest_lat "$out/xrdma-ping.client.txt" 't_typical[usec]' 64)
+  avg=$(softroce_perftest_lat "$out/xrdma-ping.client.txt" 't_avg[usec]' 64)
+  measured "xrdma ping host to host, 64 B: half round trip typical $typ us, average $avg us"
+  figure xrdma_ping_typical_us "$typ"
+  figure xrdma_ping_avg_us "$avg"
+  softroce_num "$typ"
+}
+xrdma_bw() {
+  xrdma_pair xrdma-bw bw 18621 --size 64KiB --iters "$xbw_iters" || return 1
+  [[ $me == a ]] || return 0
+  local bw
+  bw=$(awk '/BW average\[MB\/sec\]/ { h = 1; next } h && $1 == 65536 { print $3; exit }' \
+    "$out/xrdma-bw.client.txt")
+  measured "xrdma bw host to host, 64 KiB: $bw MB/s (MiB/s)"
+  figure xrdma_bw_64k_MBps "$bw"
+  softroce_num "$bw"
+}
+
+# rxe's counters of port 1, as NAME=VALUE lines.
+counters() {
+  local f
+  for f in "/sys/class/infiniband/$dev/ports/1/hw_counters"/*; do
+    printf '%s=%s\n' "${f##*/}" "$(cat "$f")"
+  done
+}
+# AFTER - BEFORE for every counter, as NAME=DELTA lines.
+counter_deltas() { # BEFORE_FILE AFTER_FILE
+  awk -F= 'NR == FNR { b[$1] = $2; next } { printf "%s=%d\n", $1, $2 - b[$1] }' "$1" "$2"
+}
+
+capture_pid=
+# Starts tcpdump on this side's eth0 into /tmp/NAME.pcap (the guest's tmpfs: writing over 9p
+# loses packets), and waits until it captures.
+capture_start() { # NAME
+  tcpdump -Z root -i "$netdev" -s 96 -B 8192 -w "/tmp/$1.pcap" udp port 4791 \
+    2> "$out/$1.tcpdump.txt" &
+  capture_pid=$!
+  local i
+  for i in $(seq 100); do
+    grep -q 'listening on' "$out/$1.tcpdump.txt" 2> /dev/null && return 0
+    kill -0 "$capture_pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  echo "tcpdump did not start: $(cat "$out/$1.tcpdump.txt")" >&2
+  return 1
+}
+# Stops the capture, copies the file to RESULTS_DIR/NAME.pcap and prints tcpdump's counts.
+capture_stop() { # NAME
+  [[ -n $capture_pid ]] || return 1
+  kill -INT "$capture_pid" 2> /dev/null || true
+  wait "$capture_pid" 2> /dev/null || true
+  capture_pid=
+  cp "/tmp/$1.pcap" "$results/$1.pcap"
+  rm -f "/tmp/$1.pcap"
+  grep -E 'packets (captured|received by filter|dropped by kernel)' "$out/$1.tcpdump.txt" || true
+}
+
+# A shipped scenario (its receiver is host 0) as two ranks: rank 0, the receiver, on a at
+# PORT0, rank 1, the senders SENDERS (a YAML list), on b at PORT1; on a, captured to
+# RESULTS_DIR/PCAP.pcap when PCAP is given. Passes when both ranks exit 0 and rank 0's merged
+# result.json reports WANT messages delivered intact.
+ranks_run() { # SCENARIO SENDERS WANT DIR PORT0 PORT1 [PCAP]
+  local src=$repo/scenarios/$1 senders=$2 want=$3 dir=$out/$4 pcap=${7:-} rc=0
+  local scenario
+  scenario=$dir/$(basename "$1" .yaml)-ranks.$me.yaml
+  mkdir -p "$dir"
+  # Both sides write the same bytes (rank 0 checks rank 1's file hash).
+  softroce_ranks_variant "$src" "$scenario" "$client_ip:$5" '[0]' "$server_ip:$6" "$senders" \
+    || return 1
+  if [[ $me == b ]]; then
+    timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 1 --out "$dir/rank1" || rc=$?
+    return "$rc"
+  fi
+  counters > "$dir/counters-before.a.env"
+  if [[ -n $pcap ]]; then capture_start "$pcap" || return 1; fi
+  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 0 --out "$dir" || rc=$?
+  if [[ -n $pcap ]]; then capture_stop "$pcap" || rc=1; fi
+  counters > "$dir/counters-after.a.env"
+  counter_deltas "$dir/counters-before.a.env" "$dir/counters-after.a.env" > "$dir/counters-delta.a.env"
+  ((rc == 0)) || return 1
+  softroce_all_delivered "$dir/result.json" "$want" || return 1
+  measured "$1 over two hosts: all $want messages delivered intact, merged by rank 0"
+  measured "host a's rxe0 during the run: $(grep -E '^(sent_pkts|rcvd_pkts)=' "$dir/counters-delta.a.env" | tr '\n' ' ')"
+}
+ranks_check() {
+  # 8 senders x 5 messages.
+  ranks_run incast-8.yaml '[1, 2, 3, 4, 5, 6, 7, 8]' 40 incast-8-ranks 18630 18631 \
+    "${capture:+wire}" || return 1
+  if [[ $me == a ]]; then
+    figure incast_ranks_sent_pkts_a "$(sed -n 's/^sent_pkts=//p' "$out/incast-8-ranks/counters-delta.a.env")"
+    figure incast_ranks_rcvd_pkts_a "$(sed -n 's/^rcvd_pkts=//p' "$out/incast-8-ranks/counters-delta.a.env")"
+  fi
+}
+
+# Every packet's BTH opcode in a capture, read from tcpdump's hex bytes (-x: from the IP
+# header on; IPv4 only, as RoCE v2 with IPv4-mapped GIDs is): IHL x 4 + 8 (UDP) bytes in.
+# Prints "COUNT OPCODE_HEX NAME" lines, and "nak COUNT" for ACKs whose AETH syndrome is a NAK.
+# MAX > 0: the first MAX packets only (decoding is slow in the TCG guest: ~150 packets/s).
+decode_bth() { # PCAP [MAX]
+  local count=()
+  ((${2:-0} > 0)) && count=(-c "$2")
+  tcpdump -nn -x "${count[@]}" -r "$1" 2> /dev/null | awk '
+    function byte(at) { # the byte at offset AT, as a number (mawk has no strtonum)
+      return (index("0123456789abcdef", substr(hex, 2 * at + 1, 1)) - 1) * 16 \
+        + index("0123456789abcdef", substr(hex, 2 * at + 2, 1)) - 1
+    }
+    function flush() {
+      if (hex == "") return
+      ihl = (byte(0) % 16) * 4
+      op = substr(hex, (ihl + 8) * 2 + 1, 2)
+      n[op]++
+      # An ACKNOWLEDGE whose AETH syndrome (the byte after the 12-byte BTH) is 011xxxxx: a NAK.
+      if (op == "11" && byte(ihl + 20) >= 96 && byte(ihl + 20) < 128) naks++
+      hex = ""
+    }
+    /^[^ \t]/ { flush(); next }
+    /^[ \t]+0x[0-9a-f]+:/ { for (i = 2; i <= NF; i++) hex = hex $i }
+    END {
+      flush()
+      split("00 SEND_FIRST 01 SEND_MIDDLE 02 SEND_LAST 03 SEND_LAST_IMM 04 SEND_ONLY 05 SEND_ONLY_IMM 06 WRITE_FIRST 07 WRITE_MIDDLE 08 WRITE_LAST 09 WRITE_LAST_IMM 0a WRITE_ONLY 0b WRITE_ONLY_IMM 0c READ_REQUEST 11 ACKNOWLEDGE 81 CNP", w, " ")
+      for (i = 1; i in w; i += 2) name[w[i]] = w[i + 1]
+      for (op in n) printf "%d %s RC_%s\n", n[op], op, (op in name ? name[op] : "OTHER")
+      printf "nak %d\n", naks
+    }' | sort -k2
+}
+wire_check() {
+  [[ $me == a ]] || return 0
+  local pcap=$results/wire.pcap hist total sends writes acks captured
+  [[ -s $pcap ]] || { echo "no capture at $pcap"; return 1; }
+  captured=$(sed -n 's/^\([0-9]*\) packets captured$/\1/p' "$out/wire.tcpdump.txt")
+  measured "tcpdump on a's eth0 captured ${captured:-?} packets during the incast-8 ranks run" \
+    "($(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' "$out/wire.tcpdump.txt") dropped by the kernel)"
+  figure wire_packets_captured "$captured"
+  hist=$(decode_bth "$pcap" "$decode_max")
+  echo "$hist" > "$out/wire-opcodes.txt"
+  measured "BTH opcodes of the first $decode_max packets of $pcap (count, opcode, name):"
+  # shellcheck disable=SC2001 # one prefix per line
+  sed "s/^/measured   /" <<< "$hist"
+  total=$(awk '$1 != "nak" { s += $1 } END { print s + 0 }' <<< "$hist")
+  sends=$(awk '$3 ~ /^RC_SEND/ { s += $1 } END { print s + 0 }' <<< "$hist")
+  writes=$(awk '$3 ~ /^RC_WRITE/ { s += $1 } END { print s + 0 }' <<< "$hist")
+  acks=$(awk '$3 == "RC_ACKNOWLEDGE" { s += $1 } END { print s + 0 }' <<< "$hist")
+  measured "wire: of $total RoCE v2 packets decoded, $sends RC SEND, $writes RC WRITE, $acks RC ACK"
+  figure wire_packets_decoded "$total"
+  figure wire_rc_send "$sends"
+  figure wire_rc_write "$writes"
+  figure wire_rc_ack "$acks"
+  # NAKs on a clean wire: frames the qemu UDP wire dropped (a guest too slow to drain it).
+  figure wire_naks_decoded "$(sed -n 's/^nak //p' <<< "$hist")"
+  if command -v tshark > /dev/null; then
+    local tshark_hist
+    tshark_hist=$(tshark -r "$pcap" -c "$decode_max" -T fields -e infiniband.bth.opcode 2> "$out/tshark.err" \
+      | awk 'NF { n[$1]++ } END { for (o in n) printf "%d %02x\n", n[o], o }' | sort -k2)
+    measured "tshark's RoCE dissector (count, opcode):"
+    # shellcheck disable=SC2001 # one prefix per line
+    sed "s/^/measured   /" <<< "$tshark_hist"
+    if [[ $tshark_hist != "$(awk '$1 != "nak" { print $1, $2 }' <<< "$hist")" ]]; then
+      echo "tshark and the BTH decoding above disagree"
+      return 1
+    fi
+    measured "tshark agrees"
+  else
+    measured "(tshark not installed: decoded from tcpdump's bytes only; SOFTROCE_TSHARK=1 prepare.sh installs it)"
+  fi
+  ((total > 0 && sends > 0 && writes > 0 && acks > 0))
+}
+
+netem_check() {
+  local dir=$out/netem-loss-ranks rc=0 retrans
+  mkdir -p "$dir"
+  counters > "$dir/netem-before.$me.env"
+  if [[ " $netem_hosts " == *" $me "* ]]; then
+    # shellcheck disable=SC2086 # the netem options are words
+    tc qdisc add dev "$netdev" root netem $netem || return 1
+  fi
+  tc qdisc show dev "$netdev"
+  if meet netem-on 120; then
+    # 4 senders x 8 messages.
+    ranks_run faults/loss.yaml '[1, 2, 3, 4]' 32 netem-loss-ranks 18632 18633 \
+      "${capture:+wire-netem}" || rc=1
+  else
+    echo "host $peer did not set up netem"
+    rc=1
+  fi
+  meet netem-done 400 || rc=1
+  tc -s qdisc show dev "$netdev"
+  if [[ " $netem_hosts " == *" $me "* ]]; then
+    tc qdisc del dev "$netdev" root || rc=1
+  fi
+  counters > "$dir/netem-after.$me.env"
+  counter_deltas "$dir/netem-before.$me.env" "$dir/netem-after.$me.env" \
+    > "$dir/counters-netem.$me.env"
+  measured "host $me's rxe0 counter deltas over the netem run: $(grep -v '=0$' "$dir/counters-netem.$me.env" | tr '\n' ' ')"
+  post netem-counters ok
+  [[ $me == a ]] || return "$rc"
+  await netem-counters 120 > /dev/null || { echo "no counters from host b"; return 1; }
+  local k v h
+  for k in rcvd_seq_err out_of_seq_request duplicate_request completer_retry_err \
+    retry_exceeded_err sent_pkts rcvd_pkts; do
+    for h in a b; do
+      v=$(sed -n "s/^$k=//p" "$dir/counters-netem.$h.env")
+      figure "netem_${k}_${h}" "${v:-}"
+    done
+  done
+  retrans=$(cat "$dir/counters-netem.a.env" "$dir/counters-netem.b.env" | awk -F= '
+    $1 ~ /^(rcvd_seq_err|out_of_seq_request|duplicate_request|completer_retry_err)$/ { s += $2 }
+    END { print s + 0 }')
+  figure netem_retransmission_events "$retrans"
+  measured "netem $netem on host(s) $netem_hosts: retransmission counters (rcvd_seq_err +" \
+    "out_of_seq_request + duplicate_request + completer_retry_err, both hosts) moved by $retrans"
+  if [[ -s $results/wire-netem.pcap ]]; then
+    local hist
+    hist=$(decode_bth "$results/wire-netem.pcap")
+    echo "$hist" > "$out/wire-netem-opcodes.txt"
+    figure netem_wire_packets "$(awk '$1 != "nak" { s += $1 } END { print s + 0 }' <<< "$hist")"
+    figure netem_wire_naks "$(sed -n 's/^nak //p' <<< "$hist")"
+    measured "seen on a's eth0: $(awk '$1 != "nak" { s += $1 } END { print s + 0 }' <<< "$hist") packets, $(sed -n 's/^nak //p' <<< "$hist") NAKs"
+  fi
+  ((rc == 0)) || return 1
+  ((retrans > 0)) || { echo "no retransmission seen in rxe's counters"; return 1; }
+}
+
+echo "two-host suite on host $me ($my_ip, peer $peer_ip): $dev on $netdev, GID index $gid"
+t0=$EPOCHREALTIME
+capture=
+command -v tcpdump > /dev/null && capture=yes
+
+check "perftest send_lat" perftest_lat send_lat 18615 ib_send_lat
+check "perftest write_lat" perftest_lat write_lat 18616 ib_write_lat
+check "perftest write_bw" perftest_bw write_bw 18617
+if [[ -z $xrdma ]]; then
+  for c in "xrdma ping" "xrdma bw" "incast-8 ranks" "wire capture" "netem loss ranks"; do
+    skip "$c" "no XRDMA_BIN given (the \`xrdma\` binary built with --features verbs)"
+  done
+else
+  check "xrdma ping" xrdma_ping
+  check "xrdma bw" xrdma_bw
+  [[ -n $capture ]] || skip "wire capture" "tcpdump is not installed (prepare.sh installs it as root)"
+  check "incast-8 ranks" ranks_check
+  [[ -n $capture ]] && check "wire capture" wire_check
+  if command -v tc > /dev/null; then
+    check "netem loss ranks" netem_check
+  else
+    skip "netem loss ranks" "tc (iproute2) is not installed"
+  fi
+fi
+duration=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+
+if [[ $me == b ]]; then
+  echo "two-host suite, host b: its parts of the checks ran in $duration s, $failed failed"
+  ((failed == 0))
+  exit
+fi
+# Ratios to perftest, informational (no target: both guests are CPU-bound under TCG).
+value() { sed -n "s/^$1=//p" "$figures" | tail -n 1; }
+ratio() { # A B
+  if softroce_num "$1" && softroce_num "$2" && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
+    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'
+  fi
+}
+figure half_rtt_ratio "$(ratio "$(value xrdma_ping_typical_us)" "$(value perftest_send_lat_typical_us)")"
+figure bw_ratio "$(ratio "$(value xrdma_bw_64k_MBps)" "$(value perftest_write_bw_64k_MBps)")"
+figure lat_iters "$lat_iters"
+figure bw_iters "$bw_iters"
+figure ping_iters "$ping_iters"
+figure xbw_iters "$xbw_iters"
+figure suite_s "$duration"
+echo "two-host figures ($figures; the ratios are informational, not targets):"
+cat "$figures"
+# The handshake folder goes once host b's suite has ended (it may still read its last file).
+await exit 60 > /dev/null && rm -rf "$sync_dir"
+echo "softroce two-host: $passed passed, $failed failed, $skipped skipped"
+((failed == 0))

@@ -1,0 +1,315 @@
+//! Sweeps run by a cluster's scheduler: the emitted Slurm script and commands, single points
+//! run as tasks and collected into the same index as the whole sweep, and a collection with a
+//! point missing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use xrdma_runner::sweep::{self, jobs, Plan, PointBackend, PointStatus};
+
+const BASE: &str = "name: small
+workload:
+  incast:
+    senders: 8
+    receiver: 0
+    messages:
+      - { size: 64KiB, count: 2 }
+      - { size: 1MiB, count: 1 }
+xrdma: { initial-window: 64KiB }
+sim:
+  ecn: { kmin: 400KB, kmax: 1600KB, pmax: 0.2 }
+  pfc: {}
+";
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xrdma-sweepjobs-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn scenario(dir: &Path) -> PathBuf {
+    let path = dir.join("small.yaml");
+    std::fs::write(&path, BASE).unwrap();
+    path
+}
+
+fn plan(path: &Path, axes: &[&str]) -> Plan {
+    let base = xrdma_scenario::load(path).unwrap();
+    sweep::plan(base, BASE.to_string(), sweep::parse_axes(axes).unwrap()).unwrap()
+}
+
+/// The fixed command line the script tests emit (a cluster's shared paths).
+fn invocation(axes: &[&str]) -> jobs::Invocation {
+    jobs::Invocation {
+        exe: "/shared/bin/xrdma".into(),
+        scenario: "/shared/small.yaml".into(),
+        axes: axes.iter().map(|a| a.to_string()).collect(),
+        out: "/shared/results/small-sweep".into(),
+    }
+}
+
+const AXES: [&str; 2] = ["fan-in=2,4", "size=4KiB"];
+
+/// `xrdma sweep SCENARIO --axis ... --out OUT EXTRA...`.
+fn sweep_cli(path: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xrdma"));
+    c.arg("sweep").arg(path);
+    for a in AXES {
+        c.args(["--axis", a]);
+    }
+    c.arg("--out").arg(out).args(extra);
+    c.output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn the_slurm_script_runs_one_point_per_array_task() {
+    let dir = scratch("script");
+    let p = plan(&scenario(&dir), &["fan-in=2,4,8", "beta=0.5,0.8"]);
+    let script = jobs::slurm_script(&p, &invocation(&["fan-in=2,4,8", "beta=0.5,0.8"])).unwrap();
+    insta::assert_snapshot!(script);
+    let lines: Vec<&str> = script.lines().collect();
+    // 3 × 2 = 6 points: array indices 0..=5, every task one point by its index.
+    assert!(lines.contains(&"#SBATCH --array=0-5"), "{script}");
+    assert!(lines.contains(&"#SBATCH --ntasks=1"), "{script}");
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            "exec /shared/bin/xrdma sweep /shared/small.yaml --axis fan-in=2,4,8 --axis \
+             beta=0.5,0.8 --out /shared/results/small-sweep --point \"$SLURM_ARRAY_TASK_ID\""
+        )
+    );
+    // #SBATCH lines come before the first command, or sbatch ignores them.
+    let first_command = lines
+        .iter()
+        .position(|l| !l.starts_with('#') && !l.is_empty())
+        .unwrap();
+    let last_directive = lines
+        .iter()
+        .rposition(|l| l.starts_with("#SBATCH"))
+        .unwrap();
+    assert!(last_directive < first_command, "{script}");
+    assert!(
+        script.contains(
+            "#   collect: /shared/bin/xrdma sweep /shared/small.yaml --axis fan-in=2,4,8 \
+             --axis beta=0.5,0.8 --out /shared/results/small-sweep --collect\n"
+        ),
+        "{script}"
+    );
+    assert!(
+        script.contains("#   5  fan-in-8_beta-0.8  (sim)\n"),
+        "{script}"
+    );
+
+    // The commands: one per point, by id, with the same arguments.
+    let cmds = jobs::commands(&p, &invocation(&["fan-in=2,4,8", "beta=0.5,0.8"]));
+    assert_eq!(cmds.len(), 6);
+    assert_eq!(
+        cmds[1],
+        "/shared/bin/xrdma sweep /shared/small.yaml --axis fan-in=2,4,8 --axis beta=0.5,0.8 \
+         --out /shared/results/small-sweep --point fan-in-2_beta-0.8"
+    );
+}
+
+#[test]
+fn multi_rank_verbs_points_are_left_out_and_refused() {
+    let dir = scratch("ranks");
+    let mut p = plan(&scenario(&dir), &["fan-in=2,4"]);
+    // Point 1 as a verbs point of a scenario with two ranks (a build without the verbs
+    // feature plans no verbs point, so it is set by hand).
+    let ranked = "name: small\nworkload:\n  incast: { senders: 4, receiver: 0, messages: [ { size: 4KiB } ] }\nverbs:\n  ranks:\n    - { address: \"10.0.0.1:18515\", hosts: [0] }\n    - { address: \"10.0.0.2:18515\", hosts: [1, 2, 3, 4] }\n";
+    let sc = xrdma_scenario::parse(ranked, Path::new("small.yaml")).unwrap();
+    p.points[1].scenario.verbs = sc.verbs;
+    p.points[1].backend = PointBackend::Verbs;
+    let why = jobs::refusal(&p.points[1]).unwrap();
+    assert!(
+        why.contains("sweep point fan-in-4") && why.contains("2 ranks") && why.contains("--rank"),
+        "{why}"
+    );
+    assert_eq!(jobs::refusal(&p.points[0]), None);
+    let script = jobs::slurm_script(&p, &invocation(&["fan-in=2,4"])).unwrap();
+    assert!(script.contains("#SBATCH --array=0\n"), "{script}");
+    assert!(
+        script.contains("#   1  fan-in-4  (verbs)  (not in the array, see below)"),
+        "{script}"
+    );
+    assert!(
+        script.contains("srun --ntasks=2 --ntasks-per-node=1"),
+        "{script}"
+    );
+    assert_eq!(jobs::commands(&p, &invocation(&["fan-in=2,4"])).len(), 1);
+    let out = dir.join("out");
+    let e = jobs::run_task(&p, &out, 1, &sweep::default_runner)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a sweep task runs one process"), "{e}");
+    assert!(
+        !sweep::point_dir(&out, &p.points[1].id).exists(),
+        "nothing ran"
+    );
+}
+
+#[test]
+fn points_run_as_tasks_collect_into_the_index_of_the_whole_sweep() {
+    let dir = scratch("collect");
+    let path = scenario(&dir);
+    let (whole, tasks) = (dir.join("whole"), dir.join("tasks"));
+    let o = sweep_cli(&path, &whole, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // The two points as separate tasks, one by index and one by id, in reverse order.
+    let p = plan(&path, &AXES);
+    for which in [p.points[1].id.as_str(), "0"] {
+        let o = sweep_cli(&path, &tasks, &["--point", which]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        assert!(text(&o.stdout).contains(": ok, in "), "{}", text(&o.stdout));
+        assert!(!tasks.join("index.json").exists(), "a task writes no index");
+    }
+    // A task whose point is finished runs nothing.
+    let o = sweep_cli(&path, &tasks, &["--point", "1"]);
+    assert!(
+        text(&o.stdout).contains("finished earlier"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = sweep_cli(&path, &tasks, &["--collect"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("2 point(s): 2 finished, 0 missing, 0 not ok"),
+        "{}",
+        text(&o.stdout)
+    );
+    // index.json holds no timestamp or wall-clock figure: bit for bit the same, as are the
+    // CSV and the plots (sweep.html differs only in the command line it shows).
+    for f in ["index.json", "index.csv", "fan-in.svg", "fan-in-t-star.svg"] {
+        let a = std::fs::read(whole.join(f)).unwrap();
+        let b = std::fs::read(tasks.join(f)).unwrap();
+        assert!(a == b, "{f} differs");
+    }
+    let html = std::fs::read_to_string(tasks.join("sweep.html")).unwrap();
+    assert!(
+        html.contains("--collect"),
+        "the page shows the collect command"
+    );
+    let o = sweep_cli(&path, &tasks, &["--point", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("points 0..=1"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn a_collection_with_a_missing_point_names_it_and_fails() {
+    let dir = scratch("missing");
+    let path = scenario(&dir);
+    let out = dir.join("out");
+    let p = plan(&path, &AXES);
+    let o = sweep_cli(&path, &out, &["--point", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = sweep_cli(&path, &out, &["--collect"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("MISSING 1 of 2 point(s):"), "{err}");
+    assert!(
+        err.contains(&format!("  [1] {}: not run: no ", p.points[1].id)),
+        "{err}"
+    );
+    assert!(err.contains("--allow-missing"), "{err}");
+    // What is finished is in the index; the missing point is listed as such.
+    let ix: sweep::report::SweepIndex =
+        serde_json::from_str(&std::fs::read_to_string(out.join("index.json")).unwrap()).unwrap();
+    assert_eq!(ix.points[0].status, PointStatus::Ok);
+    assert_eq!(ix.points[1].status, PointStatus::Missing);
+    assert!(ix.points[1].headline.is_none());
+    let csv = std::fs::read_to_string(out.join("index.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("4,4KiB,sim,missing,"),
+        "{csv}"
+    );
+    let o = sweep_cli(&path, &out, &["--collect", "--allow-missing"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("MISSING 1 of 2"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    // A point killed while running leaves a .partial directory: said so.
+    std::fs::create_dir_all(
+        out.join("points")
+            .join(format!("{}.partial", p.points[1].id)),
+    )
+    .unwrap();
+    let c = jobs::collect(&p, &out);
+    assert_eq!(c.missing.len(), 1);
+    assert!(
+        c.missing[0].1.starts_with("unfinished: "),
+        "{:?}",
+        c.missing
+    );
+    // A point run with other arguments (another seed) is stale, not finished.
+    let mut other = p.clone();
+    for q in &mut other.points {
+        let mut s = q.scenario.sim_or_default();
+        s.seed = 99;
+        q.scenario.sim = Some(s);
+        q.hash = sweep::point_hash(&q.scenario, q.backend);
+    }
+    let c = jobs::collect(&other, &out);
+    assert!(c.missing[0].1.starts_with("stale: "), "{:?}", c.missing);
+    // No sweep directory at all: nothing to collect.
+    let o = sweep_cli(&path, &dir.join("absent"), &["--collect"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("nothing to collect"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn emit_writes_the_script_and_prints_where_results_land() {
+    let dir = scratch("emit");
+    let path = scenario(&dir);
+    let out = dir.join("out");
+    let o = sweep_cli(&path, &out, &["--emit", "slurm"]);
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let script = std::fs::read_to_string(out.join("sweep.sbatch")).unwrap();
+    assert!(script.contains("#SBATCH --array=0-1\n"), "{script}");
+    assert!(
+        out.join("slurm").is_dir(),
+        "the task logs' directory exists"
+    );
+    let abs_out = std::path::absolute(&out).unwrap();
+    assert!(
+        stdout.contains(&format!("results: {}/points/<id>/", abs_out.display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("collect: ") && stdout.contains(" --collect"),
+        "{stdout}"
+    );
+    assert!(!out.join("points").exists(), "nothing ran");
+    // Commands: standard output holds exactly one command per point.
+    let o = sweep_cli(&path, &out, &["--emit", "commands"]);
+    let stdout = text(&o.stdout);
+    let cmds: Vec<&str> = stdout.lines().collect();
+    assert_eq!(cmds.len(), 2, "{stdout}");
+    assert!(
+        cmds.iter().all(|c| c.contains(" --point fan-in-")),
+        "{stdout}"
+    );
+    assert!(text(&o.stderr).contains("collect: "), "{}", text(&o.stderr));
+    // --emit does not mix with --point or --collect.
+    let o = sweep_cli(&path, &out, &["--emit", "slurm", "--collect"]);
+    assert_eq!(o.status.code(), Some(1));
+}
