@@ -298,12 +298,13 @@ impl Simulation {
     }
 
     /// A wake event for `host` fired at `t`: whether the host is due now. An event that is not
-    /// the queued one is stale, unless it is the host model's (`host_model::clock`); the queued
-    /// one re-arms for a later request.
+    /// the queued one is stale, unless it is the host model's, which is handled there
+    /// (`host_model::clock`); the queued one re-arms for a later request.
     fn wake_due(&mut self, host: HostId, t: Time) -> bool {
         let h = &mut self.hosts[host as usize];
         if h.wake_queued != t {
-            return self.host_ready_due(host, t);
+            self.host_model_wake(host, t);
+            return false;
         }
         h.wake_queued = Time::MAX;
         if h.wake_at == t {
@@ -363,7 +364,7 @@ impl Simulation {
             Event::SwitchTxDone(p) => self.on_switch_tx_done(p),
             Event::DownArrive(p) => self.on_down_arrive(p),
             Event::RnrTimer { host, qp } => self.on_rnr_timer(host, qp),
-            Event::Wake(host) => self.on_wake(host),
+            Event::Wake(host) => self.mark_ready(host),
             Event::NicWake(h) => self.on_nic_wake(h),
             Event::RetransmitTimer { host, qp } => self.on_retransmit_timer(host, qp),
         }
@@ -374,16 +375,6 @@ impl Simulation {
         match self.ser.get(wire as usize) {
             Some(&t) => t,
             None => Span::serialization(wire as u64, self.cfg.link_rate_bps),
-        }
-    }
-
-    /// `Wake` for `host`, due: the driver's wake request, or the host model's.
-    #[inline]
-    fn on_wake(&mut self, host: HostId) {
-        if self.hosts[host as usize].clock.ready_fired {
-            self.on_host_ready(host);
-        } else {
-            self.mark_ready(host);
         }
     }
 

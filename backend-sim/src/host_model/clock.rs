@@ -2,10 +2,10 @@
 //! that gives a host its turn when a CQE becomes visible or its CPU becomes free. Nothing here
 //! runs with the ideal model (`Simulation::host_on` is false).
 //!
-//! The model's wake is a `Wake` event that is not the driver's: `Simulation::wake_due` asks
-//! [`Simulation::host_ready_due`] about a `Wake` that is not the host's queued driver wake, so
-//! the event loop has no kind of event of its own for the model and costs nothing more
-//! without it.
+//! The model's wake is a `Wake` event that is not the driver's: `Simulation::wake_due` hands a
+//! `Wake` that is not the host's queued driver wake to [`Simulation::host_model_wake`], which
+//! handles it there, so the event loop has no event kind or dispatch of its own for the model
+//! and costs nothing more without it.
 //!
 //! # State
 //! [`HostClock`] (`Host::clock`):
@@ -15,8 +15,7 @@
 //!   non-decreasing); `cq_last` the last one pushed.
 //! - `deferred`: the host needs a turn but its CPU is busy: it gets it at `cpu`.
 //! - `ready_event`: the time of the model's one wake that counts ([`Time::MAX`]: none); one
-//!   at another time is stale and dropped without moving the clock. `ready_fired`: it is
-//!   being handled (set when found due, cleared by its handler).
+//!   at another time is stale and dropped without moving the clock.
 //!
 //! # Events
 //! - The model's `Wake` ([`Simulation::on_host_ready`]): a deferred turn whose CPU is now
@@ -36,7 +35,6 @@ pub(crate) struct HostClock {
     pub cq_last: Time,
     pub deferred: bool,
     pub ready_event: Time,
-    pub ready_fired: bool,
 }
 
 impl HostClock {
@@ -48,7 +46,6 @@ impl HostClock {
             cq_last: Time::ZERO,
             deferred: false,
             ready_event: Time::MAX,
-            ready_fired: false,
         }
     }
 }
@@ -151,14 +148,18 @@ impl Simulation {
         }
     }
 
-    /// A `Wake` for host `h` at `t` that is not the driver's: whether it is the model's wake
-    /// that counts (then it is handled by [`Simulation::on_host_ready`]).
+    /// A `Wake` for host `h` popped at `t` that is not the driver's: when it is the model's
+    /// wake that counts, the clock moves to `t` (as for any due event) and
+    /// [`Simulation::on_host_ready`] handles it; a stale one does nothing.
     #[cold]
     #[inline(never)]
-    pub(crate) fn host_ready_due(&mut self, h: HostId, t: Time) -> bool {
-        let c = &mut self.hosts[h as usize].clock;
-        c.ready_fired = c.ready_event == t;
-        c.ready_fired
+    pub(crate) fn host_model_wake(&mut self, h: HostId, t: Time) {
+        if self.hosts[h as usize].clock.ready_event != t {
+            return;
+        }
+        self.sample_until(t);
+        self.now = t;
+        self.on_host_ready(h);
     }
 
     /// The model's wake for host `h`: a deferred turn whose CPU is free, or a visible CQE, marks
@@ -169,7 +170,6 @@ impl Simulation {
         let now = self.now;
         let c = &mut self.hosts[h as usize].clock;
         c.ready_event = Time::MAX;
-        c.ready_fired = false;
         let head = c.cq_visible.front().copied();
         let deferred = std::mem::take(&mut c.deferred);
         match head {
