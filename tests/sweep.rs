@@ -10,40 +10,16 @@ use xrdma_runner::sweep::{self, Plan, PointBackend, PointStatus, Progress};
 use xrdma_scenario::Scenario;
 use xrdma_testbed::compare;
 
-const BASE: &str = "name: small
-workload:
-  incast:
-    senders: 8
-    receiver: 0
-    messages:
-      - { size: 64KiB, count: 2 }
-      - { size: 1MiB, count: 1 }
-xrdma: { initial-window: 64KiB }
-sim:
-  ecn: { kmin: 400KB, kmax: 1600KB, pmax: 0.2 }
-  pfc: {}
-";
+mod common;
+use common::{write_base, SMALL};
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("xrdma-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn base(dir: &Path) -> Scenario {
-    let path = dir.join("small.yaml");
-    std::fs::write(&path, BASE).unwrap();
-    xrdma_scenario::load(&path).unwrap()
+    common::scratch("sweep", name)
 }
 
 fn plan(dir: &Path, axes: &[&str]) -> anyhow::Result<Plan> {
-    let axes = sweep::parse_axes(axes)?;
-    sweep::plan(base(dir), BASE.to_string(), axes)
+    common::plan_at(&write_base(dir), axes)
 }
-
-/// The small sweep of the task: fan-in 2 and 4 with 4 KiB messages.
-const SMALL: [&str; 2] = ["fan-in=2,4", "size=4KiB"];
 
 /// Runs `plan` into `out` with `jobs` workers; returns the outcomes and how many points ran.
 fn run(plan: &Plan, out: &Path, jobs: usize) -> (Vec<sweep::PointOutcome>, usize) {

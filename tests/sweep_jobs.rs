@@ -7,39 +7,17 @@ use std::process::{Command, Output};
 
 use xrdma_runner::sweep::{self, jobs, Plan, PointBackend, PointStatus};
 
-const BASE: &str = "name: small
-workload:
-  incast:
-    senders: 8
-    receiver: 0
-    messages:
-      - { size: 64KiB, count: 2 }
-      - { size: 1MiB, count: 1 }
-xrdma: { initial-window: 64KiB }
-sim:
-  ecn: { kmin: 400KB, kmax: 1600KB, pmax: 0.2 }
-  pfc: {}
-";
+mod common;
+use common::{write_base as scenario, SMALL as AXES};
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("xrdma-sweepjobs-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn scenario(dir: &Path) -> PathBuf {
-    let path = dir.join("small.yaml");
-    std::fs::write(&path, BASE).unwrap();
-    path
+    common::scratch("sweepjobs", name)
 }
 
 fn plan(path: &Path, axes: &[&str]) -> Plan {
-    let base = xrdma_scenario::load(path).unwrap();
-    sweep::plan(base, BASE.to_string(), sweep::parse_axes(axes).unwrap()).unwrap()
+    common::plan_at(path, axes).unwrap()
 }
 
-/// The fixed command line the script tests emit (a cluster's shared paths).
 fn invocation(axes: &[&str]) -> jobs::Invocation {
     jobs::Invocation {
         exe: "/shared/bin/xrdma".into(),
@@ -48,8 +26,6 @@ fn invocation(axes: &[&str]) -> jobs::Invocation {
         out: "/shared/results/small-sweep".into(),
     }
 }
-
-const AXES: [&str; 2] = ["fan-in=2,4", "size=4KiB"];
 
 /// `xrdma sweep SCENARIO --axis ... --out OUT EXTRA...`.
 fn sweep_cli(path: &Path, out: &Path, extra: &[&str]) -> Output {

@@ -16,6 +16,13 @@
 //! - a failed WR puts its QP in error: its posted receives are flushed (`WrFlushErr`), and
 //!   every later WR on it completes with `WrFlushErr`, until the QP is reset.
 //!
+//! The send queue holds `max_send_wr` WRs (`ibv_post_send` answers `ENOMEM`,
+//! [`TransportError::QueueFull`], past that). A WR's slot is freed when its completion is
+//! polled; an unsignaled WR that succeeded has none, and its slot is freed only when the
+//! completion of a later WR of its queue is polled, as a verbs provider retires unsignaled
+//! WQEs up to the one a CQE names (mlx5; `ibv_post_send(3)`). So a queue filled with
+//! unsignaled WRs stays full, as on a device.
+//!
 //! Knobs for the core's tests drop traffic (to test timeouts) and cap registrations.
 
 use std::collections::VecDeque;
@@ -26,8 +33,23 @@ use xrdma::*;
 pub struct MemHost {
     mrs: Vec<Vec<u8>>,
     qps: Vec<Qp>,
-    cq: VecDeque<WorkCompletion>,
+    cq: VecDeque<Cqe>,
     congestion: VecDeque<QpNum>,
+}
+
+/// A completion in the CQ, and the send-queue slots polling it frees.
+#[derive(Debug)]
+struct Cqe {
+    wc: WorkCompletion,
+    /// For a send completion: its QP, the QP's incarnation (bumped by a reset) and the
+    /// number of WRs posted to it up to and including this one.
+    retires: Option<(QpNum, u32, u64)>,
+}
+
+impl Cqe {
+    fn recv(wc: WorkCompletion) -> Cqe {
+        Cqe { wc, retires: None }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -35,6 +57,28 @@ struct Qp {
     remote: Option<QpNum>,
     recvs: VecDeque<RecvWr>,
     error: bool,
+    /// Send-queue depth (`max_send_wr`).
+    max_send_wr: u32,
+    /// Send WRs accepted since the last reset, and how many of their slots are free again.
+    posted: u64,
+    retired: u64,
+    /// Incarnation: completions of WRs posted before a reset free nothing after it.
+    epoch: u32,
+}
+
+impl Qp {
+    /// Take a slot for one more send WR; returns its number, or the queue-full error.
+    fn take_slot(&mut self, qpn: QpNum) -> Result<u64, TransportError> {
+        if self.posted - self.retired >= u64::from(self.max_send_wr) {
+            return Err(TransportError::QueueFull {
+                qpn,
+                queue: "send",
+                depth: self.max_send_wr,
+            });
+        }
+        self.posted += 1;
+        Ok(self.posted)
+    }
 }
 
 /// Two hosts, 0 and 1, wired back to back.
@@ -112,9 +156,38 @@ impl MemPair {
 }
 
 impl MemHost {
-    /// Forget the completions waiting on this host's CQ.
+    /// Forget the completions waiting on this host's CQ (as if polled: their send-queue slots
+    /// are freed).
     pub fn discard_completions(&mut self) {
-        self.cq.clear();
+        while let Some(c) = self.cq.pop_front() {
+            self.retire(&c);
+        }
+    }
+
+    /// Send-queue slots in use on QP `qpn`: WRs posted whose slot no polled completion has
+    /// freed yet (`None` for an unknown QP).
+    pub fn send_slots_used(&self, qpn: QpNum) -> Option<u64> {
+        self.qps.get(qpn as usize).map(|q| q.posted - q.retired)
+    }
+
+    /// Polling `c` frees its WR's slot and those of the unsignaled WRs before it.
+    fn retire(&mut self, c: &Cqe) {
+        if let Some((qpn, epoch, upto)) = c.retires {
+            if let Some(q) = self.qps.get_mut(qpn as usize) {
+                if q.epoch == epoch {
+                    q.retired = q.retired.max(upto);
+                }
+            }
+        }
+    }
+
+    /// Queue the completion of send WR number `n` of QP `qpn`.
+    fn push_send_wc(&mut self, qpn: QpNum, n: u64, wc: WorkCompletion) {
+        let epoch = self.qps[qpn as usize].epoch;
+        self.cq.push_back(Cqe {
+            wc,
+            retires: Some((qpn, epoch, n)),
+        });
     }
 
     /// The MR index and offset of `addr..addr + len` on host `h`, when the range lies
@@ -153,17 +226,22 @@ impl MemHost {
         let qp = &mut self.qps[qpn as usize];
         qp.error = true;
         for r in std::mem::take(&mut qp.recvs) {
-            self.cq
-                .push_back(WorkCompletion::flushed(r.wr_id, WcOpcode::Recv, qpn));
+            self.cq.push_back(Cqe::recv(WorkCompletion::flushed(
+                r.wr_id,
+                WcOpcode::Recv,
+                qpn,
+            )));
         }
     }
 
-    /// `wr` failed with `status`: its completion, then the QP in error.
-    fn fail(&mut self, qpn: QpNum, wr: &SendWr, status: WcStatus) {
-        self.cq.push_back(WorkCompletion {
+    /// `wr`, send WR number `n` of `qpn`, failed with `status`: its completion, then the QP
+    /// in error.
+    fn fail(&mut self, qpn: QpNum, n: u64, wr: &SendWr, status: WcStatus) {
+        let wc = WorkCompletion {
             status,
             ..WorkCompletion::flushed(wr.wr_id, wc_opcode(wr.opcode), qpn)
-        });
+        };
+        self.push_send_wc(qpn, n, wc);
         self.qp_error(qpn);
     }
 }
@@ -206,8 +284,9 @@ impl MemTransport<'_> {
         }
     }
 
-    /// Carry out `wr` (accepted on a connected QP not in error) against the peer's QP `rq`.
-    fn execute(&mut self, qpn: QpNum, rq: QpNum, wr: &SendWr) {
+    /// Carry out `wr`, send WR number `n` of `qpn` (accepted on a connected QP not in error),
+    /// against the peer's QP `rq`.
+    fn execute(&mut self, qpn: QpNum, n: u64, rq: QpNum, wr: &SendWr) {
         let (h, peer) = (self.h, 1 - self.h);
         let len = wr.sge.len as usize;
         let local = self.pair.hosts[h].locate(h, wr.sge.addr, len as u64, None);
@@ -219,7 +298,7 @@ impl MemTransport<'_> {
         let [a, b] = &mut self.pair.hosts;
         let (me, them) = if h == 0 { (a, b) } else { (b, a) };
         if !one_sided && !dropped && them.qps[rq as usize].recvs.is_empty() {
-            me.fail(qpn, wr, WcStatus::RnrRetryExcErr);
+            me.fail(qpn, n, wr, WcStatus::RnrRetryExcErr);
             return;
         }
         let remote = if matches!(wr.opcode, SendOpcode::Send | SendOpcode::SendWithImm) || len == 0
@@ -229,7 +308,7 @@ impl MemTransport<'_> {
             match them.locate(peer, wr.remote_addr, len as u64, Some(wr.rkey)) {
                 Some(at) => Some(at),
                 None => {
-                    me.fail(qpn, wr, WcStatus::RemAccessErr);
+                    me.fail(qpn, n, wr, WcStatus::RemAccessErr);
                     them.qp_error(rq);
                     return;
                 }
@@ -255,12 +334,12 @@ impl MemTransport<'_> {
             };
             let write = wr.opcode == SendOpcode::RdmaWriteWithImm;
             if !write && len > recv.sge.len as usize {
-                them.cq.push_back(WorkCompletion {
+                them.cq.push_back(Cqe::recv(WorkCompletion {
                     status: WcStatus::LocLenErr,
                     ..WorkCompletion::flushed(recv.wr_id, WcOpcode::Recv, rq)
-                });
+                }));
                 them.qp_error(rq);
-                me.fail(qpn, wr, WcStatus::GeneralErr);
+                me.fail(qpn, n, wr, WcStatus::GeneralErr);
                 return;
             }
             if !write && len > 0 {
@@ -273,7 +352,7 @@ impl MemTransport<'_> {
                 wr.opcode,
                 SendOpcode::SendWithImm | SendOpcode::RdmaWriteWithImm
             );
-            them.cq.push_back(WorkCompletion {
+            them.cq.push_back(Cqe::recv(WorkCompletion {
                 wr_id: recv.wr_id,
                 status: WcStatus::Success,
                 opcode: if write {
@@ -284,17 +363,18 @@ impl MemTransport<'_> {
                 qp_num: rq,
                 byte_len: len as u32,
                 imm: with_imm.then_some(wr.imm),
-            });
+            }));
         }
         if wr.signaled {
-            me.cq.push_back(WorkCompletion {
+            let wc = WorkCompletion {
                 wr_id: wr.wr_id,
                 status: WcStatus::Success,
                 opcode: wc_opcode(wr.opcode),
                 qp_num: qpn,
                 byte_len: len as u32,
                 imm: None,
-            });
+            };
+            me.push_send_wc(qpn, n, wc);
         }
     }
 }
@@ -356,10 +436,13 @@ impl Transport for MemTransport<'_> {
         })
     }
 
-    fn create_qp(&mut self, _caps: QpCaps) -> Result<QpAddress, TransportError> {
+    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError> {
         let lid = self.h as u32;
         let host = self.host();
-        host.qps.push(Qp::default());
+        host.qps.push(Qp {
+            max_send_wr: caps.max_send_wr,
+            ..Qp::default()
+        });
         Ok(QpAddress {
             gid: [0; 16],
             lid,
@@ -379,6 +462,10 @@ impl Transport for MemTransport<'_> {
         qp.recvs.clear();
         qp.remote = None;
         qp.error = false;
+        // RESET discards the outstanding WRs: every slot is free.
+        qp.posted = 0;
+        qp.retired = 0;
+        qp.epoch = qp.epoch.wrapping_add(1);
         Ok(QpAddress {
             gid: [0; 16],
             lid,
@@ -396,18 +483,18 @@ impl Transport for MemTransport<'_> {
             op: "post_send",
         })?;
         self.check_sge(&wr.sge)?;
+        let n = self.host().qp(qpn)?.take_slot(qpn)?;
         if error {
-            self.host()
-                .cq
-                .push_back(WorkCompletion::flushed(wr.wr_id, wc_opcode(wr.opcode), qpn));
+            let wc = WorkCompletion::flushed(wr.wr_id, wc_opcode(wr.opcode), qpn);
+            self.host().push_send_wc(qpn, n, wc);
             return Ok(());
         }
         let peer_qp = self.pair.hosts[1 - self.h].qps.get(rq as usize);
         if !peer_qp.is_some_and(|q| q.remote == Some(qpn) && !q.error) {
-            self.host().fail(qpn, wr, WcStatus::RetryExcErr);
+            self.host().fail(qpn, n, wr, WcStatus::RetryExcErr);
             return Ok(());
         }
-        self.execute(qpn, rq, wr);
+        self.execute(qpn, n, rq, wr);
         Ok(())
     }
 
@@ -416,18 +503,27 @@ impl Transport for MemTransport<'_> {
         self.check_sge(&wr.sge)?;
         let host = self.host();
         if host.qps[qpn as usize].error {
-            host.cq
-                .push_back(WorkCompletion::flushed(wr.wr_id, WcOpcode::Recv, qpn));
+            host.cq.push_back(Cqe::recv(WorkCompletion::flushed(
+                wr.wr_id,
+                WcOpcode::Recv,
+                qpn,
+            )));
         } else {
             host.qps[qpn as usize].recvs.push_back(*wr);
         }
         Ok(())
     }
 
+    /// Polling a send completion frees the slots of its WR and the unsignaled ones before it.
     fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
-        let cq = &mut self.host().cq;
-        let n = cq.len().min(max);
-        out.extend(cq.drain(..n));
+        let host = self.host();
+        let n = host.cq.len().min(max);
+        for _ in 0..n {
+            if let Some(c) = host.cq.pop_front() {
+                host.retire(&c);
+                out.push(c.wc);
+            }
+        }
         n
     }
 

@@ -12,6 +12,22 @@ pub struct TransportInfo {
     pub rc: RcAttributes,
     /// What the backend observes and delivers.
     pub capabilities: TransportCapabilities,
+    /// The congestion signals the middleware's send windows shrank on in this run (empty:
+    /// none could act, e.g. a device that reports no per-QP CNPs and no link rate for the
+    /// delay law); absent from results written before the runner recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_signals: Option<Vec<CongestionSignal>>,
+}
+
+/// A congestion signal a send window shrinks on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CongestionSignal {
+    /// ECN CE marks in the network, echoed to the sender as per-QP CNPs: the window shrinks
+    /// by β.
+    EcnCnp,
+    /// Queueing delay above the target, from RTT samples against the link rate.
+    QueueingDelay,
 }
 
 /// The RC QP attributes applied (the InfiniBand codes, as passed to `ibv_modify_qp`, and
@@ -85,6 +101,24 @@ impl TransportInfo {
             yes_no(c.buffer_occupancy),
             yes_no(c.port_counters)
         );
+        if let Some(signals) = &self.congestion_signals {
+            let names: Vec<&str> = signals
+                .iter()
+                .map(|s| match s {
+                    CongestionSignal::EcnCnp => "ECN (per-QP CNPs)",
+                    CongestionSignal::QueueingDelay => "queueing delay",
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "window     shrinks on {}",
+                if names.is_empty() {
+                    "no congestion signal".to_string()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
         o
     }
 }
@@ -111,6 +145,7 @@ mod tests {
                 buffer_occupancy: false,
                 port_counters: true,
             },
+            congestion_signals: None,
         };
         assert_eq!(
             t.summary_lines(),
@@ -122,5 +157,42 @@ mod tests {
         assert_eq!(v["rc"]["local-ack-timeout"], 12);
         assert_eq!(v["rc"]["path-mtu"], 1024);
         assert_eq!(v["capabilities"]["port-counters"], true);
+        assert!(
+            v.get("congestion-signals").is_none(),
+            "absent when not recorded"
+        );
+    }
+
+    #[test]
+    fn congestion_signals_are_listed_and_read_as_absent_from_older_results() {
+        let mut t: TransportInfo = serde_json::from_value(serde_json::json!({
+            "rc": {
+                "local-ack-timeout": 14, "local-ack-timeout-ns": 67_108_864, "retry-cnt": 7,
+                "rnr-retry": 7, "min-rnr-timer": 1, "min-rnr-timer-ns": 10_000, "path-mtu": 1024
+            },
+            "capabilities": {
+                "cnp-per-qp": false, "ecn-marks": false, "buffer-occupancy": false,
+                "port-counters": true
+            }
+        }))
+        .unwrap();
+        assert_eq!(t.congestion_signals, None);
+        assert!(!t.summary_lines().contains("window"));
+        t.congestion_signals = Some(vec![]);
+        assert!(t
+            .summary_lines()
+            .ends_with("window     shrinks on no congestion signal\n"));
+        t.congestion_signals = Some(vec![
+            CongestionSignal::EcnCnp,
+            CongestionSignal::QueueingDelay,
+        ]);
+        assert!(t
+            .summary_lines()
+            .ends_with("window     shrinks on ECN (per-QP CNPs), queueing delay\n"));
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(
+            v["congestion-signals"],
+            serde_json::json!(["ecn-cnp", "queueing-delay"])
+        );
     }
 }

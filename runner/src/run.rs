@@ -165,6 +165,7 @@ fn run_workload<W: Workload, F: Fabric>(
         wall.elapsed().as_secs_f64(),
     );
     r.network.ack_timeouts = Some(hf.counters.ack_timeouts);
+    crate::transport_info::record_window_signals(&mut r, &eps);
     Ok(r)
 }
 

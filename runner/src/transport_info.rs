@@ -1,6 +1,6 @@
 //! The transport's RC QP attributes and capabilities, in the result schema.
 
-use xrdma::{Capabilities, RcParams, Transport};
+use xrdma::{Capabilities, Endpoint, RcParams, Transport, WindowSignals};
 use xrdma_reports as rep;
 
 /// `rc` (as applied) and `caps` as the result records them, with the codes decoded.
@@ -22,6 +22,29 @@ pub fn report(rc: RcParams, caps: Capabilities) -> rep::TransportInfo {
             buffer_occupancy: caps.buffer_occupancy,
             port_counters: caps.port_counters,
         },
+        congestion_signals: None,
+    }
+}
+
+/// The congestion signals `w` lists, in the result's terms.
+pub fn signals(w: WindowSignals) -> Vec<rep::CongestionSignal> {
+    let mut v = Vec::new();
+    if w.ecn {
+        v.push(rep::CongestionSignal::EcnCnp);
+    }
+    if w.delay {
+        v.push(rep::CongestionSignal::QueueingDelay);
+    }
+    v
+}
+
+/// Record in `r`'s `transport` the congestion signals the run's send windows could shrink on
+/// ([`Endpoint::window_signals`]). Every endpoint of a run is configured alike; the first
+/// that knows its transport's capabilities (it opened a connection) speaks for all.
+pub fn record_window_signals(r: &mut rep::RunResult, eps: &[Endpoint]) {
+    let known = eps.iter().find(|e| e.capabilities().is_some());
+    if let (Some(t), Some(ep)) = (r.transport.as_mut(), known) {
+        t.congestion_signals = Some(signals(ep.window_signals()));
     }
 }
 
@@ -50,5 +73,21 @@ mod tests {
         );
         assert_eq!(never.rc.local_ack_timeout_ns, None);
         assert!(!never.capabilities.port_counters);
+    }
+
+    #[test]
+    fn window_signals_are_listed_in_order() {
+        let both = WindowSignals {
+            ecn: true,
+            delay: true,
+        };
+        assert_eq!(
+            signals(both),
+            vec![
+                rep::CongestionSignal::EcnCnp,
+                rep::CongestionSignal::QueueingDelay
+            ]
+        );
+        assert!(signals(WindowSignals::default()).is_empty());
     }
 }

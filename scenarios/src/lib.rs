@@ -231,12 +231,14 @@ fn check_body(raw: RawBody) -> Result<Body, FieldError> {
     let rc = rc_section::check_rc(raw.rc).map_err(under("rc"))?;
     let sim = raw
         .sim
-        .map(|s| sim_section::check_sim(s).map_err(under("sim")))
-        .transpose()?;
+        .map(sim_section::check_sim)
+        .transpose()
+        .map_err(under("sim"))?;
     let verbs = raw
         .verbs
-        .map(|v| verbs_section::check_verbs(v).map_err(under("verbs")))
-        .transpose()?;
+        .map(verbs_section::check_verbs)
+        .transpose()
+        .map_err(under("verbs"))?;
     let body = Body {
         name: raw.name,
         description: raw.description,

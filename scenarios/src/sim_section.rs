@@ -242,28 +242,30 @@ fn to_u32(key: &'static str, bytes: u64) -> Result<u32, FieldError> {
 pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
     let given_ecn = raw
         .ecn
-        .map(|e| check_raw_ecn(e).map_err(under("ecn")))
-        .transpose()?;
-    let pfc = raw
-        .pfc
-        .map(|p| check_pfc(p).map_err(under("pfc")))
-        .transpose()?;
+        .map(check_raw_ecn)
+        .transpose()
+        .map_err(under("ecn"))?;
+    let pfc = raw.pfc.map(check_pfc).transpose().map_err(under("pfc"))?;
     let dcqcn = raw
         .dcqcn
-        .map(|d| check_dcqcn(d).map_err(under("dcqcn")))
-        .transpose()?;
+        .map(check_dcqcn)
+        .transpose()
+        .map_err(under("dcqcn"))?;
     let topology = raw
         .topology
-        .map(|t| check_topology(t).map_err(under("topology")))
-        .transpose()?;
+        .map(check_topology)
+        .transpose()
+        .map_err(under("topology"))?;
     let faults = raw
         .faults
-        .map(|f| check_faults(f).map_err(under("faults")))
-        .transpose()?;
+        .map(check_faults)
+        .transpose()
+        .map_err(under("faults"))?;
     let host = raw
         .host
-        .map(|h| check_host(h).map_err(under("host")))
-        .transpose()?;
+        .map(check_host)
+        .transpose()
+        .map_err(under("host"))?;
     let moved = [
         ("min-rnr-timer", raw.min_rnr_timer.is_some()),
         ("rnr-retry", raw.rnr_retry.is_some()),

@@ -203,16 +203,19 @@ fn one() -> u32 {
 pub(crate) fn check_workload(raw: RawWorkload) -> Result<Workload, FieldError> {
     let incast = raw
         .incast
-        .map(|r| check_incast(r).map_err(under("incast")))
-        .transpose()?;
+        .map(check_incast)
+        .transpose()
+        .map_err(under("incast"))?;
     let open_loop = raw
         .open_loop
-        .map(|r| check_open_loop(r).map_err(under("open-loop")))
-        .transpose()?;
+        .map(check_open_loop)
+        .transpose()
+        .map_err(under("open-loop"))?;
     let echo = raw
         .echo
-        .map(|r| check_echo(r).map_err(under("echo")))
-        .transpose()?;
+        .map(check_echo)
+        .transpose()
+        .map_err(under("echo"))?;
     match (incast, open_loop, echo) {
         (Some(incast), None, None) => Ok(Workload::Incast(incast)),
         (None, Some(ol), None) => Ok(Workload::OpenLoop(ol)),

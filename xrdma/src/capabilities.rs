@@ -39,3 +39,60 @@ impl Capabilities {
         port_counters: false,
     };
 }
+
+/// The congestion signals an endpoint's send windows shrink on ([`crate::window`]), which
+/// follow from its configuration and its transport's [`Capabilities`]
+/// ([`crate::Endpoint::window_signals`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WindowSignals {
+    /// ECN: a CNP reported for a connection's QP shrinks its window by β. Needs an adaptive
+    /// window ([`crate::Config::adaptive_window`]) and a transport that reports CNPs per QP
+    /// ([`Capabilities::cnp_per_qp`]).
+    pub ecn: bool,
+    /// Queueing delay: an RTT sample whose queueing delay is at or above the target shrinks
+    /// the window. Needs an adaptive window and the link rate
+    /// ([`crate::Config::link_rate_bps`]), without which delay above the target only stops
+    /// the window's growth.
+    pub delay: bool,
+}
+
+impl WindowSignals {
+    /// The signals a window configured by `cfg` reacts to over a transport with `caps`
+    /// (`None`: not known, so no CNP is counted on).
+    pub fn new(cfg: &crate::Config, caps: Option<Capabilities>) -> WindowSignals {
+        WindowSignals {
+            ecn: cfg.adaptive_window && caps.is_some_and(|c| c.cnp_per_qp),
+            delay: cfg.adaptive_window && cfg.link_rate_bps.is_some(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Config;
+
+    #[test]
+    fn window_signals_follow_the_configuration_and_the_capabilities() {
+        let sim = Config {
+            link_rate_bps: Some(100_000_000_000),
+            ..Config::default()
+        };
+        let both = WindowSignals {
+            ecn: true,
+            delay: true,
+        };
+        assert_eq!(WindowSignals::new(&sim, Some(Capabilities::ALL)), both);
+        // A device without per-QP CNPs and without a link rate: nothing shrinks the window.
+        let device = Config::default();
+        let none = WindowSignals::default();
+        assert_eq!(WindowSignals::new(&device, Some(Capabilities::NONE)), none);
+        assert!(!WindowSignals::new(&sim, None).ecn);
+        let fixed = Config {
+            adaptive_window: false,
+            ..sim
+        };
+        assert_eq!(WindowSignals::new(&fixed, Some(Capabilities::ALL)), none);
+    }
+}

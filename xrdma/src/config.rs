@@ -94,6 +94,17 @@ pub struct Config {
     pub receive_credits: bool,
     /// Send queue depth per QP (default 512).
     pub send_depth: u32,
+    /// Selective signalling: a connection asks for a send completion on at least every
+    /// `signal_interval`-th consecutive send WR of its QP, besides the last WR of every burst
+    /// and every ACK SEND, which are always signaled; the others complete silently and are
+    /// retired by the next signaled completion (see [`crate::Endpoint::poll_op`]). 1 signals
+    /// every WR. Range 1..=`send_depth / 2`, default 64: perftest's `--cq-mod` (default 100)
+    /// signals every 100th WR of a 128-deep send queue (`--tx-depth`), which leaves most of
+    /// the queue to silent WRs; 64 is an eighth of the default 512-deep queue (so WRs not
+    /// yet retired hold at most 63 slots) and half the 128 frames the default receive
+    /// credits let a connection keep in flight (so a full burst still asks for a completion
+    /// midway).
+    pub signal_interval: u32,
     /// First sequence number of each direction (default 0); tests set it near `u32::MAX` to
     /// exercise wrap-around.
     pub initial_seq: u32,
@@ -127,6 +138,7 @@ impl Default for Config {
             recv_depth: 256,
             receive_credits: true,
             send_depth: 512,
+            signal_interval: 64,
             initial_seq: 0,
             adaptive_window: true,
             deliver_fragments: false,
@@ -225,6 +237,18 @@ impl Config {
                 format!("{} is outside 2..={MAX_QUEUE_DEPTH}", self.send_depth),
             );
         }
+        // The transport frees an unsignaled WR's slot only when a later signaled one of its
+        // queue completes: at most half the queue waits for that.
+        if !(1..=self.send_depth / 2).contains(&self.signal_interval) {
+            return err(
+                "signal-interval",
+                format!(
+                    "{} is outside 1..=send-depth / 2 ({})",
+                    self.signal_interval,
+                    self.send_depth / 2
+                ),
+            );
+        }
         Ok(())
     }
 
@@ -283,6 +307,27 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(c.validate().map_err(|e| e.field), Err("beta"));
+    }
+
+    #[test]
+    fn signal_interval_is_within_half_the_send_queue() {
+        for (send_depth, signal_interval, ok) in [
+            (512, 256, true),
+            (512, 257, false),
+            (2, 1, true),
+            (8, 0, false),
+        ] {
+            let c = Config {
+                send_depth,
+                signal_interval,
+                ..Config::default()
+            };
+            let r = c.validate().map_err(|e| e.field);
+            assert_eq!(r.is_ok(), ok, "{send_depth} {signal_interval}");
+            if !ok {
+                assert_eq!(r, Err("signal-interval"));
+            }
+        }
     }
 
     #[test]

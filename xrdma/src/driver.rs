@@ -8,7 +8,8 @@
 //!   driver copies the bytes out (`LocalMemory::read_bytes`) and hands them, or the copy's
 //!   error, to [`Endpoint::handle_landed`] before any other input. The core reads no memory:
 //!   arrived bytes come in as data. Every congestion notification goes to
-//!   [`Endpoint::handle_congestion`], and [`Endpoint::handle_timeout`] is called at (or
+//!   [`Endpoint::handle_congestion`] (the transport is not asked for any when it declares
+//!   none, [`Endpoint::polls_congestion`]), and [`Endpoint::handle_timeout`] is called at (or
 //!   after) [`Endpoint::poll_timeout`].
 //! - **Outputs.** Every [`Op`] from [`Endpoint::poll_op`] is performed on the transport, in
 //!   order, and its outcome handed back before the next op is polled: an [`Op::CreateQp`]'s
@@ -18,6 +19,14 @@
 //!   gathers consecutive [`Op::PostSend`]s of one QP into a chain posted with one doorbell
 //!   ([`Transport::post_send_chain`]), so a refused send WR is handed back when its chain is
 //!   posted — before any other kind of op is carried out, and in the order polled.
+//! - **Signalling.** The core decides which send WRs ask for a completion
+//!   ([`crate::SendWr::signaled`]); the driver posts them as they are. It polls ops until
+//!   `poll_op` returns `None` and posts all of them before its next input: the last send WR
+//!   handed out for a QP before `None` is signaled, so every unsignaled WR has a signaled one
+//!   after it on its send queue. Cutting a QP's WRs into chains ([`CHAIN_MAX`]) keeps that, as
+//!   long as every chain is posted in order in the same [`flush`].
+//! - **Capabilities.** [`open`] tells the endpoint the transport's
+//!   [`crate::Capabilities`] ([`Endpoint::set_capabilities`]).
 //! - **Staging.** `poll_op` copies each frame or fragment into the connection's staging ring
 //!   through [`crate::LocalMemory::write`] as it produces the WR that sends it, so the bytes
 //!   are in place when the WR is posted. That is data access, not I/O: a copy from the
@@ -100,7 +109,8 @@ pub fn qp_caps(cfg: &Config) -> QpCaps {
     cfg.qp_caps()
 }
 
-/// Open a connection on `ep` ([`Endpoint::open`]) and perform what it asks of `t` — a QP
+/// Tell `ep` what `t` delivers ([`Endpoint::set_capabilities`]), open a connection on it
+/// ([`Endpoint::open`]) and perform what it asks of `t` — a QP
 /// created unless the endpoint's QP cache holds one with its capacities, a chunk registered
 /// unless a closed connection's buffers or the MR pool serve it (with any other op pending) —
 /// then send the returned [`HalfConn::info`] to the peer.
@@ -109,6 +119,7 @@ pub fn qp_caps(cfg: &Config) -> QpCaps {
 /// [`XrdmaError::Setup`] with the transport's error from QP creation or registration;
 /// [`XrdmaError::TooManyConnections`].
 pub fn open<T: Transport + ?Sized>(ep: &mut Endpoint, t: &mut T) -> Result<HalfConn, XrdmaError> {
+    ep.set_capabilities(t.capabilities());
     let conn = ep.open()?;
     let now = t.now();
     flush(now, ep, t);
@@ -174,8 +185,11 @@ pub fn turn<T: Transport + ?Sized, A: Application + ?Sized>(
             }
         }
     }
-    while let Some(qpn) = t.poll_congestion() {
-        ep.handle_congestion(now, qpn);
+    // A transport that declares no per-QP CNPs never reports one: it is not asked.
+    if ep.polls_congestion() {
+        while let Some(qpn) = t.poll_congestion() {
+            ep.handle_congestion(now, qpn);
+        }
     }
     ep.handle_timeout(now);
     loop {
@@ -259,7 +273,8 @@ impl Chain {
 /// Post every work request the core has ready. Consecutive send WRs for one QP go out as one
 /// chain of up to [`CHAIN_MAX`] ([`Transport::post_send_chain`]), posted before any other
 /// op is carried out, so the transport sees the same WRs in the same order as when each is
-/// posted alone.
+/// posted alone. A chain may end with an unsignaled WR only when more WRs of its QP follow in
+/// this flush (the core signals the last one, see [`Endpoint::poll_op`]).
 pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
     let mut chain = Chain {
         qpn: 0,

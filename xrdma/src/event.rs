@@ -49,7 +49,10 @@ pub enum SetupProgress {
 /// (see [`crate::driver`] for the contract).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
-    /// `ibv_post_send` on `qpn`.
+    /// `ibv_post_send` on `qpn`, with `wr.signaled` as the core decided it: most send WRs are
+    /// unsignaled, and the last one the core hands out for a QP before
+    /// [`crate::Endpoint::poll_op`] returns `None` is signaled, so the driver posts every one
+    /// it is handed, in order, before its next input (chains of any length allowed).
     PostSend {
         /// The QP.
         qpn: QpNum,

@@ -23,7 +23,7 @@ pub mod rc;
 pub mod time;
 pub mod transport;
 
-pub use capabilities::Capabilities;
+pub use capabilities::{Capabilities, WindowSignals};
 pub use rc::RcParams;
 pub use time::{Span, Time};
 pub use transport::*;

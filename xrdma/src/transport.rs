@@ -379,7 +379,7 @@ pub trait Transport: LocalMemory {
     /// The next QP that received a congestion notification (a RoCEv2 CNP, i.e. the receiver
     /// saw ECN CE marks on its packets) since the last call, or `None`. A backend that cannot
     /// observe CNPs per QP always returns `None` and says so in
-    /// [`Capabilities::cnp_per_qp`].
+    /// [`Capabilities::cnp_per_qp`]; the generic driver then never calls it.
     fn poll_congestion(&mut self) -> Option<QpNum>;
 
     /// The RC attributes this transport applies to every QP it connects, as applied: the

@@ -106,6 +106,56 @@ pub fn an_unsignaled_send_completes_only_at_the_responder<H: Harness>(h: &mut H)
     obs
 }
 
+/// WRs per round of [`unsignaled_wrs_are_retired_by_a_later_signaled_completion`]: within
+/// every harness's send-queue depth (64 on a device, 1024 on the simulator and in memory).
+const ROUND: u64 = 32;
+
+/// Rounds of [`ROUND`] 8-byte RDMA WRITEs, all unsignaled but the last: each round raises
+/// exactly one completion at the requester, the signaled WRITE's, and every WRITE's bytes
+/// land. Forty rounds post 1280 WRs, more than any harness's send queue holds, so the queue
+/// must free the unsignaled WRs' slots once the later signaled completion is polled (a queue
+/// that kept them would refuse a post with `QueueFull`).
+pub fn unsignaled_wrs_are_retired_by_a_later_signaled_completion<H: Harness>(
+    h: &mut H,
+) -> Observed {
+    let mut obs = Observed::default();
+    let p = h.connect(&PairSpec::default());
+    let (qa, ma, mb) = (p.qp(Side::A), p.mr(Side::A), p.mr(Side::B));
+    let rounds = 40;
+    let data = pattern((rounds * ROUND * 8) as usize, 3);
+    h.write(Side::A, ma.addr, &data);
+    for round in 0..rounds {
+        for i in 0..ROUND {
+            let k = round * ROUND + i;
+            let wr = SendWr {
+                signaled: i + 1 == ROUND,
+                ..rdma_wr(
+                    1000 + k,
+                    SendOpcode::RdmaWrite,
+                    sge(&ma, k * 8, 8),
+                    &mb,
+                    k * 8,
+                )
+            };
+            post_send(h, Side::A, qa, &wr);
+        }
+        let got = expect(h, &mut obs, Side::A, 1);
+        assert_eq!(
+            (got[0].wc.wr_id, got[0].wc.status, got[0].wc.opcode),
+            (
+                1000 + round * ROUND + ROUND - 1,
+                WcStatus::Success,
+                WcOpcode::RdmaWrite
+            ),
+            "round {round}: only the signaled WRITE completes"
+        );
+    }
+    expect_none(h, Side::A);
+    expect_none(h, Side::B);
+    assert_eq!(h.read(Side::B, mb.addr, data.len()), data);
+    obs
+}
+
 /// The shape of a WRITE with immediate: `len` bytes from `src_offset` in A's MR to
 /// `dst_offset` in B's, carrying `imm`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -91,6 +91,7 @@ macro_rules! suite {
         $crate::suite!(@cases $open;
             send_lands_in_the_posted_receive,
             an_unsignaled_send_completes_only_at_the_responder,
+            unsignaled_wrs_are_retired_by_a_later_signaled_completion,
             write_with_imm_delivers_bytes_imm_and_length,
             a_zero_length_write_with_imm_needs_no_rkey,
             rdma_read_fetches_remote_bytes,

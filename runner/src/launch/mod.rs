@@ -75,6 +75,8 @@ pub const COORDINATOR_VAR: &str = "XRDMA_COORDINATOR";
 pub const VARIABLES: &[&str] = &[
     COORDINATOR_VAR,
     "SLURM_PROCID",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
     "SLURM_NTASKS",
     "SLURM_NPROCS",
     "SLURM_LOCALID",

@@ -238,7 +238,7 @@ pub fn serve(
             });
         }
         let local = p.local_addr()?.ip();
-        if reached_at.is_none_or(|(r, _)| rank < r) {
+        if reached_at.is_none_or(|seen| better_reach((rank, local), seen)) {
             reached_at = Some((rank, local));
         }
         *slot = Some((p, address));
@@ -253,6 +253,19 @@ pub fn serve(
         })?;
     }
     Ok(Rendezvous { table, listener })
+}
+
+/// Whether rank 0's address as reached by `candidate` (a joining rank and the local IP of its
+/// connection) is a better address for the table than `seen`: a routable address beats a
+/// loopback one (a rank on rank 0's own node may reach it through `127.0.1.1`, the address a
+/// Debian `/etc/hosts` gives the node's own name, which no other node can use), then the
+/// lowest rank wins, so the choice does not depend on the order of arrival.
+fn better_reach(candidate: (u32, IpAddr), seen: (u32, IpAddr)) -> bool {
+    match (candidate.1.is_loopback(), seen.1.is_loopback()) {
+        (false, true) => true,
+        (true, false) => false,
+        _ => candidate.0 < seen.0,
+    }
 }
 
 /// The side of rank `hello.rank` (≥ 1): connect to rank 0's coordinator at `addr` (named
@@ -300,11 +313,15 @@ pub fn join(
     if ranks.len() != size as usize {
         return Err(bad(format!("lists {} ranks, not {size}", ranks.len())));
     }
-    if ranks[hello.rank as usize] != address {
-        return Err(bad(format!(
-            "gives rank {} the address {}, not {address}",
-            hello.rank, ranks[hello.rank as usize]
-        )));
+    match ranks.get(hello.rank as usize) {
+        Some(a) if *a == address => {}
+        Some(a) => {
+            return Err(bad(format!(
+                "gives rank {} the address {a}, not {address}",
+                hello.rank
+            )))
+        }
+        None => return Err(bad(format!("has no entry for rank {}", hello.rank))),
     }
     Ok(Rendezvous {
         table: ranks,
@@ -329,6 +346,19 @@ mod tests {
 
     fn hello(rank: u32) -> Hello {
         Hello::new("incast-8", "0123", rank)
+    }
+
+    #[test]
+    fn rank_0_is_tabled_at_a_routable_address_over_a_loopback_one() {
+        let lo: IpAddr = Ipv4Addr::new(127, 0, 1, 1).into();
+        let eth: IpAddr = Ipv4Addr::new(10, 99, 0, 1).into();
+        // Rank 1 shares rank 0's node and reached it through loopback; rank 2 came over the
+        // network: rank 2's view of rank 0 goes in the table, whichever arrived first.
+        assert!(better_reach((2, eth), (1, lo)));
+        assert!(!better_reach((1, lo), (2, eth)));
+        // Between two of a kind, the lowest rank.
+        assert!(better_reach((1, eth), (3, eth)));
+        assert!(!better_reach((3, lo), (1, lo)));
     }
 
     /// `size` ranks on loopback, rank 0 on a coordinator at an OS-assigned port.

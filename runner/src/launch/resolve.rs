@@ -182,6 +182,15 @@ struct Found {
     local: Option<u32>,
 }
 
+/// Whether this process is a Slurm batch script itself rather than a task of a job step:
+/// `sbatch` exports `SLURM_JOB_ID` and also `SLURM_PROCID=0` and `SLURM_NTASKS` (the
+/// allocation's) to the script, but only `srun` sets `SLURM_STEP_ID` for the tasks it starts.
+/// A batch script that runs `xrdma` without `srun` is one process, not rank 0 of a launch
+/// whose other ranks never start.
+fn in_slurm_batch_script(vars: &Vars) -> bool {
+    vars.contains_key("SLURM_JOB_ID") && !vars.contains_key("SLURM_STEP_ID")
+}
+
 /// The first launcher whose rank variable is set.
 fn launcher(vars: &Vars) -> Result<Option<Found>, LaunchError> {
     // (launcher, rank, counts in order of preference, local rank)
@@ -201,6 +210,9 @@ fn launcher(vars: &Vars) -> Result<Option<Found>, LaunchError> {
         (Source::Pmi, "PMI_RANK", &["PMI_SIZE"], "MPI_LOCALRANKID"),
     ];
     for &(source, rank_var, sizes, local) in LAUNCHERS {
+        if source == Source::Slurm && in_slurm_batch_script(vars) {
+            continue;
+        }
         let Some(rank) = number(vars, rank_var)? else {
             continue;
         };

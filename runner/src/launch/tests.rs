@@ -35,6 +35,24 @@ fn hostfile(text: &str) -> LaunchArgs {
 }
 
 #[test]
+fn a_slurm_batch_script_is_not_a_launch_but_a_task_of_its_step_is() {
+    // What sbatch exports to the script itself: no step, so one process.
+    let batch = vars(&[
+        ("SLURM_JOB_ID", "7"),
+        ("SLURM_PROCID", "0"),
+        ("SLURM_NTASKS", "4"),
+        ("SLURM_JOB_NODELIST", "n[1-4]"),
+    ]);
+    assert_eq!(resolve(&batch, &LaunchArgs::default(), 0), Ok(None));
+    // The same job's task started by srun: rank 2 of 4.
+    let mut task = batch.clone();
+    task.insert("SLURM_STEP_ID".into(), "0".into());
+    task.insert("SLURM_PROCID".into(), "2".into());
+    let l = ok(&task, &LaunchArgs::default(), 0);
+    assert_eq!((l.rank, l.size), (2, 4));
+}
+
+#[test]
 fn nothing_set_is_a_single_process_run() {
     assert_eq!(resolve(&Vars::new(), &LaunchArgs::default(), 0), Ok(None));
     assert_eq!(resolve(&Vars::new(), &LaunchArgs::default(), 3), Ok(None));

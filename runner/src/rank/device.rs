@@ -265,6 +265,7 @@ fn run_rank_of<W: Workload>(
         senders.sort_by_key(|s| s.host);
         let got = receiver_view(w, &apps);
         let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
+        crate::transport_info::record_window_signals(&mut result, &eps);
         result.errors.extend(boot_errors);
         record_ranks(&mut result, &section, rank, &seen);
         return Ok(RankOutcome::Report(Box::new(result)));
@@ -278,6 +279,7 @@ fn run_rank_of<W: Workload>(
         let got = receiver_view(w, &apps);
         let wall_seconds = wall.elapsed().as_secs_f64();
         let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
+        crate::transport_info::record_window_signals(&mut result, &eps);
         record_ranks(&mut result, &section, rank, &[]);
         return Ok(RankOutcome::Report(Box::new(result)));
     }

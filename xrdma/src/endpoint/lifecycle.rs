@@ -236,6 +236,8 @@ impl Endpoint {
             return; // ended already; a connection being set up fails by `fail_setup`
         }
         c.state.on_failed();
+        self.drop_unposted(conn);
+        let c = &mut self.conns[conn];
         // In flight (each frame's own message and the messages it completes), then queued;
         // an RTS sent ahead names a queued message. Every message is failed once.
         let mut pending: Vec<MsgId> = Vec::new();

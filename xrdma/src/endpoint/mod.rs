@@ -82,11 +82,13 @@ use std::collections::{BTreeMap, VecDeque};
 
 pub use crate::event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op, SetupProgress};
 
+mod capability;
 mod inspect;
 mod lifecycle;
 mod receive;
 mod send;
 mod setup;
+mod signal;
 pub mod state;
 
 pub use inspect::ConnUsage;
@@ -188,6 +190,11 @@ struct Connection {
     sq_outstanding: u32,
     /// Tag of the oldest send WR whose completion is outstanding ([`wr_id`]).
     sq_oldest: u32,
+    /// Where the outbox holds this connection's newest send WR while it is not known
+    /// whether it ends its burst ([`signal`]).
+    held: Option<u64>,
+    /// Send WRs decided unsignaled since the last signaled one ([`signal`]).
+    unsignaled_run: u32,
     /// Receive slots posted, oldest first, and the tag of the oldest.
     rq: VecDeque<u32>,
     rq_oldest: u32,
@@ -231,6 +238,8 @@ impl Connection {
             },
             sq_outstanding: 0,
             sq_oldest: 0,
+            held: None,
+            unsignaled_run: 0,
             rq: VecDeque::new(),
             rq_oldest: 0,
             in_tx_ready: false,
@@ -324,6 +333,8 @@ pub struct Endpoint {
     conns: Slab<Connection>,
     by_qp: BTreeMap<QpNum, ConnId>,
     ops: VecDeque<Op>,
+    /// Send WRs produced and not yet handed out by [`Endpoint::poll_op`] ([`signal`]).
+    outbox: signal::Outbox,
     events: VecDeque<Event>,
     tx_ready: VecDeque<ConnId>,
     ack_list: VecDeque<ConnId>,
@@ -346,6 +357,8 @@ pub struct Endpoint {
     qp_cache: QpCache,
     /// The completion [`Endpoint::handle_completion`] asked the landed bytes of.
     landed: Option<Landed>,
+    /// What the transport delivers, once told ([`Endpoint::set_capabilities`]).
+    caps: Option<crate::Capabilities>,
 }
 
 impl Endpoint {
@@ -360,6 +373,7 @@ impl Endpoint {
             conns: Slab::new(MAX_CONNECTIONS),
             by_qp: BTreeMap::new(),
             ops: VecDeque::new(),
+            outbox: signal::Outbox::default(),
             events: VecDeque::new(),
             tx_ready: VecDeque::new(),
             ack_list: VecDeque::new(),
@@ -375,6 +389,7 @@ impl Endpoint {
             resetting: Vec::new(),
             qp_cache: QpCache::new(),
             landed: None,
+            caps: None,
         })
     }
 
@@ -607,31 +622,48 @@ impl Endpoint {
 
     /// The next work request to post. Frames and fragments are staged into the send ring
     /// through `mem` as they are produced. Connections with data take turns, one each.
+    ///
+    /// The driver calls it until it returns `None` and posts every op it hands out before
+    /// the next input: the send WRs of a QP are unsignaled except every
+    /// [`Config::signal_interval`]-th, every ACK SEND, and the last one handed out for that
+    /// QP before `None` ([`signal`] gives the rule), so a send queue never waits for a
+    /// completion that no posted WR asks for. Posting them in chains of any length, in
+    /// order, keeps that true.
     pub fn poll_op<M: LocalMemory + ?Sized>(&mut self, now: Time, mem: &mut M) -> Option<Op> {
-        if let Some(op) = self.ops.pop_front() {
-            return Some(op);
-        }
-        while let Some(&conn) = self.tx_ready.front() {
+        loop {
+            // Ops other than the outbox's send WRs were produced after all of those, so they
+            // wait for them (the front then ends its burst).
+            if self.outbox_waiting() {
+                let others = !self.ops.is_empty() || self.tx_ready.is_empty();
+                if let Some(op) = self.pop_outbox(others) {
+                    return Some(op);
+                }
+            } else if let Some(op) = self.ops.pop_front() {
+                return Some(op);
+            }
+            let Some(conn) = self.tx_ready.pop_front() else {
+                break;
+            };
             match self.next_send(now, conn, mem) {
                 Ok(Some(op)) => {
-                    self.tx_ready.pop_front();
                     let c = &mut self.conns[conn];
-                    if c.has_tx_work() {
+                    let more = c.has_tx_work();
+                    if more {
                         self.tx_ready.push_back(conn);
                     } else {
                         c.in_tx_ready = false;
                     }
-                    return Some(op);
+                    if let Some(op) = self.produced(conn, op, more) {
+                        return Some(op);
+                    }
                 }
                 Ok(None) => {
-                    self.tx_ready.pop_front();
                     self.conns[conn].in_tx_ready = false;
+                    self.end_burst(conn, None);
                 }
                 Err(e) => {
-                    self.tx_ready.pop_front();
                     self.conns[conn].in_tx_ready = false;
                     self.fail(conn, e);
-                    return self.ops.pop_front();
                 }
             }
         }
@@ -647,6 +679,8 @@ impl Endpoint {
                 continue; // re-queued when a send completes
             }
             c.ack_due = false;
+            // An ACK is signaled: a close and an idle probe wait for its completion.
+            c.unsignaled_run = 0;
             let tag = c.send_tag();
             c.stats.acks_sent += 1;
             let s = &c.setup;

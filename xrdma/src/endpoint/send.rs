@@ -354,7 +354,7 @@ impl Endpoint {
             imm: seq.to_imm(),
             remote_addr: grant.addr + off,
             rkey: grant.rkey,
-            signaled: true,
+            signaled: false, // decided by the outbox (`signal`)
         };
         Ok(Some(Op::PostSend {
             qpn: c.setup.qpn,
@@ -377,7 +377,7 @@ fn frame_op(conn: ConnId, setup: &ConnSetup, local: u64, wire: u64, seq: Seq, ta
         imm: seq.to_imm(),
         remote_addr: 0,
         rkey: 0,
-        signaled: true,
+        signaled: false, // decided by the outbox (`signal`)
     };
     Op::PostSend { qpn: setup.qpn, wr }
 }

@@ -8,6 +8,7 @@ use xrdma::driver::Application;
 use xrdma::*;
 pub use xrdma_conformance::mem::MemPair as Pair;
 
+pub mod logged;
 pub mod world;
 
 /// An application that only records every event it is told, in order.
