@@ -162,13 +162,15 @@ pub(crate) fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
     if s.min_window == 0 {
         return Err(field_error("min-window", "must be at least 1 byte"));
     }
+    // initial-window is the value that must sit between the bounds: it is blamed first.
     if s.min_window > s.initial_window {
         return Err(FieldError::new(
-            vec!["min-window", "initial-window"],
+            vec!["initial-window", "min-window"],
             format!(
-                "min-window ({} bytes) is above initial-window ({} bytes): need min-window ≤ \
+                "initial-window ({}) is below min-window ({}): need min-window ≤ \
                  initial-window ≤ max-window",
-                s.min_window, s.initial_window
+                byte_count(s.initial_window),
+                byte_count(s.min_window)
             ),
         ));
     }
@@ -176,9 +178,10 @@ pub(crate) fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         return Err(FieldError::new(
             vec!["initial-window", "max-window"],
             format!(
-                "initial-window ({} bytes) is above max-window ({} bytes): need min-window ≤ \
+                "initial-window ({}) is above max-window ({}): need min-window ≤ \
                  initial-window ≤ max-window",
-                s.initial_window, s.max_window
+                byte_count(s.initial_window),
+                byte_count(s.max_window)
             ),
         ));
     }
@@ -220,4 +223,13 @@ pub(crate) fn check_xrdma(raw: RawXrdma) -> Result<XrdmaSection, FieldError> {
         return Err(field_error("ack-timeout", "must be above 0"));
     }
     Ok(s)
+}
+
+/// `n` bytes in words: "1 byte", "4096 bytes".
+fn byte_count(n: u64) -> String {
+    if n == 1 {
+        "1 byte".into()
+    } else {
+        format!("{n} bytes")
+    }
 }

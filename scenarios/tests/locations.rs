@@ -134,3 +134,20 @@ fn a_key_is_found_in_its_own_mapping_only() {
     assert_eq!(locate_key(text, &["sim", "ecn", "kmin"]), Some((2, 3, 2)));
     assert_eq!(locate_key(text, &["sim", "kmin"]), Some((3, 3, 2)));
 }
+
+#[test]
+fn the_initial_window_outside_its_bounds_is_blamed_itself() {
+    // initial-window is the value that must sit within [min-window, max-window]: the error is
+    // at its line whichever bound it crosses, and one byte is "1 byte".
+    assert_eq!(
+        err(&with("xrdma:\n  initial-window: 1B\n  min-window: 4KiB\n")),
+        "scenarios/x.yaml:5:3: xrdma.initial-window: initial-window (1 byte) is below \
+         min-window (4096 bytes): need min-window ≤ initial-window ≤ max-window"
+    );
+    // Only min-window written: it is the one blamed.
+    assert_eq!(
+        err(&with("xrdma:\n  min-window: 1MiB\n")),
+        "scenarios/x.yaml:5:3: xrdma.min-window: initial-window (65536 bytes) is below \
+         min-window (1048576 bytes): need min-window ≤ initial-window ≤ max-window"
+    );
+}

@@ -397,8 +397,8 @@ fn semantic_checks_are_located_at_their_key() {
     // initial-window 2 KiB is below the default min-window 4 KiB: blamed on the key written.
     assert_eq!(
         err(&with("xrdma:\n  initial-window: 2KiB\n")),
-        "scenarios/x.yaml:5:3: xrdma.initial-window: min-window (4096 bytes) is above \
-         initial-window (2048 bytes): need min-window ≤ initial-window ≤ max-window"
+        "scenarios/x.yaml:5:3: xrdma.initial-window: initial-window (2048 bytes) is below \
+         min-window (4096 bytes): need min-window ≤ initial-window ≤ max-window"
     );
     assert_eq!(
         err(&with("xrdma:\n  max-window: 32KiB\n")),
