@@ -87,3 +87,16 @@ fn a_host_profile_slows_every_message_and_is_recorded_with_its_costs() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn a_scenario_with_a_host_profile_repeats_bit_for_bit() {
+    for host in [", host: connectx6", ", host: rxe-guest"] {
+        let (a, b) = (run(host), run(host));
+        let (sa, sb) = (a.sim.as_ref().unwrap(), b.sim.as_ref().unwrap());
+        assert_eq!(sa.trace_hash, sb.trace_hash, "{host}");
+        assert_eq!((sa.events, sa.simulated_ps), (sb.events, sb.simulated_ps));
+        assert_eq!(a.messages, b.messages, "{host}");
+        // A model that costs something moves events: not the ideal host's trace.
+        assert_ne!(sa.trace_hash, run("").sim.unwrap().trace_hash, "{host}");
+    }
+}

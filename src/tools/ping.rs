@@ -285,6 +285,7 @@ fn report(client: &Client, rounds: u64, opts: &PingOptions) -> Result<PingReport
 mod tests {
     use super::*;
     use crate::tools::sim_fabric;
+    use xrdma_runner::fabric::SimFabric;
     use xrdma_sim::SimConfig;
 
     /// One direction of a ping on the default 2-host star (host → switch → host, 100 Gb/s,
@@ -369,6 +370,69 @@ mod tests {
                 &r.half_rtt_ps[..5]
             );
         }
+    }
+
+    #[test]
+    fn a_half_round_trip_is_the_ideal_one_plus_exactly_each_hops_costs() {
+        // Every cost different, so a term missing from the sum or counted twice shows.
+        let ns = xrdma::Span::from_ns;
+        let m = xrdma_sim::HostModel {
+            profile: "test".into(),
+            turn: ns(11),
+            post_send_wr: ns(13),
+            doorbell: ns(17),
+            post_recv_wr: ns(19),
+            poll_call: ns(23),
+            poll_cqe: ns(29),
+            app_recv_message: ns(31),
+            app_send_message: ns(37),
+            wqe_fetch: ns(41),
+            payload_read: ns(43),
+            nic_tx_packet: ns(47),
+            nic_tx_byte: xrdma::Span::from_ps(54),
+            rx_dma_write: ns(59),
+            cqe_write: ns(61),
+        };
+        let opts = PingOptions {
+            size: 64,
+            iters: 100,
+            warmup: 10,
+        };
+        let ideal = run(&mut sim_fabric().unwrap(), &opts).unwrap();
+        let fabric = SimFabric::new(SimConfig {
+            host: m.clone(),
+            ..SimConfig::default()
+        });
+        let r = run(&mut fabric.unwrap(), &opts).unwrap();
+        // Per hop, in order: the receiver's NIC writes the data and then the CQE; its turn
+        // (the fixed cost, the poll that returns the CQE and the empty one that ends the
+        // loop, the echo's work on one message in and one out, the receive WR reposted, the
+        // reply's WR and doorbell); its NIC fetches the WQE, reads the 80-byte payload (the
+        // 16-byte header and 64 B) and runs it through the transmit engine. The ideal reply
+        // waits for the serialization of the transport ACK its NIC sent at the arrival
+        // (86 B); under the costs that ACK is long gone.
+        let hop = [
+            m.rx_dma_write,
+            m.cqe_write,
+            m.turn,
+            m.poll_call + m.poll_cqe,
+            m.poll_call,
+            m.app_recv_message + m.app_send_message,
+            m.post_recv_wr,
+            m.post_send_wr + m.doorbell,
+            m.wqe_fetch,
+            m.payload_read,
+            m.nic_tx_packet + m.nic_tx_byte * 80,
+        ]
+        .iter()
+        .fold(xrdma::Span::ZERO, |a, &b| a + b);
+        let ack = xrdma::Span::serialization(86, SimConfig::default().link_rate_bps);
+        assert_eq!(r.half_rtt_ps.len(), ideal.half_rtt_ps.len());
+        for (with, without) in r.half_rtt_ps.iter().zip(&ideal.half_rtt_ps) {
+            // Half of a round trip of two hops.
+            assert_eq!(*with - *without, (hop - ack).as_ps(), "{with} - {without}");
+        }
+        assert_eq!(r.rounds_per_rtt, ideal.rounds_per_rtt);
     }
 
     #[test]
