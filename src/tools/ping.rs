@@ -436,6 +436,37 @@ mod tests {
     }
 
     #[test]
+    fn each_profiles_ping_reads_what_its_calibration_claims() {
+        // The figures each profile's doc (xrdma_sim::profiles) checks itself against.
+        let opts = PingOptions {
+            size: 64,
+            iters: 20,
+            warmup: 2,
+        };
+        let wire = one_way_ps(&[166]) as f64 / 1e6;
+        let p50 = |name: &str| {
+            let host = crate::tools::HostProfileArg {
+                host_profile: Some(name.into()),
+            };
+            run(&mut host.fabric().unwrap(), &opts)
+                .unwrap()
+                .stats
+                .typical_us
+        };
+        // ConnectX-6: a hop through the tools' fabric against XRDMA's 3.2 µs per hop.
+        let cx6 = p50("connectx6");
+        assert!((cx6 / 3.2 - 1.0).abs() <= 0.25, "connectx6: {cx6} us");
+        // rxe in the guest: loopback has no wire, so the hop's costs alone against xrdma's
+        // loopback ping, 14.5 µs on the unloaded run's scale; with the tools' wire on top.
+        let rxe = p50("rxe-guest");
+        assert!((rxe / 14.5 - 1.0).abs() <= 0.25, "rxe-guest: {rxe} us");
+        assert!(
+            ((rxe - wire) / 14.5 - 1.0).abs() < 0.01,
+            "rxe-guest: {rxe} us"
+        );
+    }
+
+    #[test]
     fn larger_messages_take_their_serialization_time() {
         // 4096 B (the eager limit) + the 16-byte header = 4112 B in one SEND with immediate:
         // 5 packets at a 1 KiB MTU, four of 82 + 1024 = 1106 B and a last of 82 + 16 + 4
