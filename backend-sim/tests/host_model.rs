@@ -386,3 +386,26 @@ fn an_all_zero_model_runs_exactly_as_the_ideal_one() {
     };
     assert_eq!(run(zero), run(SimConfig::default().host));
 }
+
+#[test]
+fn a_poll_that_leaves_visible_cqes_never_moves_the_clock_back() {
+    // Eight receives complete on host 1 while it does not poll; it polls two at the end of
+    // the run, when its CQEs have been visible for microseconds. The model then wakes host 1
+    // for the CQEs left: at once, not at the (past) time they became visible. The poll is
+    // outside a turn, so no CPU time holds the wake until later.
+    let mut p = pair(test_costs(), 8);
+    let wrs: Vec<_> = (0..8).map(|_| send(&p.mrs[0], 64)).collect();
+    turn(&mut p.sim, 0, |t| {
+        t.post_send_chain(p.qps[0], &wrs).unwrap()
+    });
+    let mut ready = Vec::new();
+    while p.sim.advance(&mut ready) {}
+    let end = p.sim.now();
+    let mut wcs = Vec::new();
+    assert_eq!(p.sim.transport(1).poll_cq(&mut wcs, 2), 2);
+    assert!(p.sim.advance(&mut ready));
+    assert_eq!((ready.as_slice(), p.sim.now()), (&[1][..], end));
+    assert_eq!(p.sim.transport(1).poll_cq(&mut wcs, 16), 6);
+    assert!(!p.sim.advance(&mut ready));
+    assert_eq!(p.sim.now(), end);
+}
