@@ -345,9 +345,11 @@ mod tests {
             // the CQE's DMA writes; the receiver's turn: its fixed cost, a poll returning the
             // CQE and the empty poll that ends the loop, the echo's work (one message in, one
             // out), one receive WR reposted, one SEND posted with its doorbell; then the
-            // NIC's WQE fetch, payload read and transmit engine. The ACK the receiving NIC
-            // sends at the message's arrival is gone before the reply is fetched, so the
-            // ideal run's wait for its serialization is not there.
+            // NIC's WQE fetch and transmit engine (the 80-byte frame is posted inline, so no
+            // payload read). The ACK the receiving NIC sends at the message's arrival is gone
+            // before the reply is fetched, so the ideal run's wait for its serialization is
+            // not there.
+            assert!(80 <= xrdma::Config::default().inline_limit);
             let hop = [
                 m.rx_dma_write,
                 m.cqe_write,
@@ -358,7 +360,6 @@ mod tests {
                 m.post_recv_wr,
                 m.post_send_cost(1),
                 m.wqe_fetch,
-                m.payload_read,
                 m.tx_engine(80),
             ]
             .iter()
@@ -407,8 +408,9 @@ mod tests {
         // Per hop, in order: the receiver's NIC writes the data and then the CQE; its turn
         // (the fixed cost, the poll that returns the CQE and the empty one that ends the
         // loop, the echo's work on one message in and one out, the receive WR reposted, the
-        // reply's WR and doorbell); its NIC fetches the WQE, reads the 80-byte payload (the
-        // 16-byte header and 64 B) and runs it through the transmit engine. The ideal reply
+        // reply's WR and doorbell); its NIC fetches the WQE with the 80-byte frame (the
+        // 16-byte header and 64 B, posted inline: within `inline_limit`, so no payload read)
+        // and runs it through the transmit engine. The ideal reply
         // waits for the serialization of the transport ACK its NIC sent at the arrival
         // (86 B); under the costs that ACK is long gone.
         let hop = [
@@ -421,7 +423,6 @@ mod tests {
             m.post_recv_wr,
             m.post_send_wr + m.doorbell,
             m.wqe_fetch,
-            m.payload_read,
             m.nic_tx_packet + m.nic_tx_byte * 80,
         ]
         .iter()
@@ -456,6 +457,18 @@ mod tests {
         // ConnectX-6: a hop through the tools' fabric against XRDMA's 3.2 µs per hop.
         let cx6 = p50("connectx6");
         assert!((cx6 / 3.2 - 1.0).abs() <= 0.25, "connectx6: {cx6} us");
+        // Most of it is the tools' 2.03 µs of wire: with zero link delay the hop is its
+        // 0.90 µs of host costs and two serializations of the 162-byte packet.
+        let short = SimFabric::new(SimConfig {
+            host: xrdma_sim::profiles::CONNECTX6,
+            link_delay: xrdma::Span::ZERO,
+            ..SimConfig::default()
+        });
+        let short = run(&mut short.unwrap(), &opts).unwrap().stats.typical_us;
+        assert!(
+            (short - (0.90 + 2.0 * 162.0 * 8e-5)).abs() < 1e-3,
+            "{short} us"
+        );
         // rxe in the guest: loopback has no wire, so the hop's costs alone against xrdma's
         // loopback ping, 14.5 µs on the unloaded run's scale; with the tools' wire on top.
         let rxe = p50("rxe-guest");
