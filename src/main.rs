@@ -133,6 +133,8 @@ enum Command {
         /// Be the client of a two-process ping: connect to the server at `IP:port`.
         #[arg(long)]
         connect: Option<std::net::SocketAddr>,
+        #[command(flatten)]
+        host: tools::HostProfileArg,
     },
     /// One-way streaming throughput through xrdma, like `ib_write_bw` (MB/sec = MiB/s).
     Bw {
@@ -159,6 +161,8 @@ enum Command {
         /// Be the streaming client of a two-process run: connect to the server at `IP:port`.
         #[arg(long)]
         connect: Option<std::net::SocketAddr>,
+        #[command(flatten)]
+        host: tools::HostProfileArg,
     },
     /// CPU use of an idle, connected worker pair under hybrid polling (RDMA device only).
     Idle {
@@ -325,7 +329,8 @@ fn real_main() -> Result<ExitCode> {
                 check::check_xrdma(&sc)?;
                 if sc.sim.is_some() {
                     eprintln!(
-                        "note: the verbs backend ignores the `sim:` block (but for its seed)"
+                        "note: the verbs backend ignores the `sim:` block (but for its seed), \
+                         its `host` model too: a device's host is real"
                     );
                 }
             }
@@ -456,8 +461,10 @@ fn real_main() -> Result<ExitCode> {
             server,
             bind,
             connect,
+            host,
         } => {
             backend.require()?;
+            host.require_sim(backend == Backend::Sim)?;
             ensure_fits(size)?;
             let opts = tools::ping::PingOptions {
                 size,
@@ -473,7 +480,7 @@ fn real_main() -> Result<ExitCode> {
                 return two_process(TwoProcess::Ping(&opts), server.then_some(bind), connect);
             }
             let r = match backend {
-                Backend::Sim => tools::ping::run(&mut tools::sim_fabric()?, &opts)?,
+                Backend::Sim => tools::ping::run(&mut host.fabric()?, &opts)?,
                 #[cfg(feature = "verbs")]
                 Backend::Verbs => tools::ping::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
                 #[cfg(not(feature = "verbs"))]
@@ -481,7 +488,7 @@ fn real_main() -> Result<ExitCode> {
             };
             outln!(
                 "xrdma ping ({}): half round trip (RTT/2), one xrdma connection",
-                backend.name()
+                host.label(backend.name())
             );
             outln!("{}", tools::stats::LatencyStats::header());
             outln!("{}", r.stats.row());
@@ -499,8 +506,10 @@ fn real_main() -> Result<ExitCode> {
             server,
             bind,
             connect,
+            host,
         } => {
             backend.require()?;
+            host.require_sim(backend == Backend::Sim)?;
             ensure_fits(size)?;
             let opts = tools::bw::BwOptions {
                 size,
@@ -514,7 +523,7 @@ fn real_main() -> Result<ExitCode> {
                 return two_process(TwoProcess::Bw(&opts), server.then_some(bind), connect);
             }
             let r = match backend {
-                Backend::Sim => tools::bw::run(&mut tools::sim_fabric()?, &opts)?,
+                Backend::Sim => tools::bw::run(&mut host.fabric()?, &opts)?,
                 #[cfg(feature = "verbs")]
                 Backend::Verbs => tools::bw::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
                 #[cfg(not(feature = "verbs"))]
@@ -523,7 +532,7 @@ fn real_main() -> Result<ExitCode> {
             let w = tools::bw::config(window);
             outln!(
                 "xrdma bw ({}): one-way stream, {} messages outstanding, window {} B{}",
-                backend.name(),
+                host.label(backend.name()),
                 tools::bw::TX_DEPTH,
                 w.initial_window,
                 if w.adaptive_window {

@@ -2,6 +2,7 @@
 
 use crate::dcqcn::DcqcnConfig;
 use crate::faults::FaultConfig;
+use crate::host_model::HostModel;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -130,6 +131,11 @@ pub struct SimConfig {
     /// none, and then the run is exactly as without this field.
     #[serde(default)]
     pub faults: FaultConfig,
+    /// What posting, doorbells, DMA, completions, polling and the application cost at each
+    /// host (see [`HostModel`]; a named profile from [`crate::profiles`]). Default: the ideal
+    /// host, every cost zero, and then the run is exactly as without this field.
+    #[serde(default)]
+    pub host: HostModel,
 }
 
 impl Default for SimConfig {
@@ -151,6 +157,7 @@ impl Default for SimConfig {
             carry_payload: true,
             topology: Topology::Star,
             faults: FaultConfig::default(),
+            host: HostModel::IDEAL,
         }
     }
 }
@@ -356,8 +363,8 @@ impl SimConfig {
     /// `link_rate_bps` 0, `mtu` 0 or above 65536, `switch_buffer_bytes` 0, `ack_every` 0,
     /// RC attributes outside their encodings (`rc.*`, [`RcParams::validate`]), DCQCN parameters ([`DcqcnConfig::validate`]), `ecn.kmin_bytes > ecn.kmax_bytes`,
     /// `ecn.pmax` outside (0, 1], a topology with bad parameters or a host count other than its
-    /// own (`topology.*`, `hosts`), and PFC thresholds that do not fit some switch (see
-    /// [`SimConfig::pfc_thresholds`]).
+    /// own (`topology.*`, `hosts`), PFC thresholds that do not fit some switch (see
+    /// [`SimConfig::pfc_thresholds`]), and a host cost above [`crate::MAX_COST`] (`host`).
     pub fn validate(&self) -> Result<(), SimConfigError> {
         // The topology first: a bad radix or count also makes the host count meaningless.
         if self.topology != Topology::Star {
@@ -368,6 +375,9 @@ impl SimConfig {
                 "hosts",
                 format!("{} is not in 1..={MAX_HOSTS}", self.hosts),
             ));
+        }
+        if let Err(e) = self.host.validate() {
+            return Err(invalid("host", e.to_string()));
         }
         if let Err((field, reason)) = self.faults.check(self.hosts) {
             return Err(invalid(field, reason));

@@ -26,7 +26,8 @@ pub(crate) enum Event {
         qp: u32,
     },
     /// A wake-up requested for host `0`; it counts only if it is the host's queued wake and
-    /// the host still wants to be woken at this time (see `Simulation::set_wake`).
+    /// the host still wants to be woken at this time (see `Simulation::set_wake`), or if it is
+    /// the host model's one wake (a CQE visible, the CPU free; see `host_model::clock`).
     Wake(u32),
     /// Host `0`'s NIC may send again: the earliest time a rate-limited QP becomes eligible
     /// (at most one pending per NIC that matters; stale ones are ignored).

@@ -30,6 +30,7 @@
 //! | `RnrTimer`: an RNR wait ends | `nic::requester` | `on_rnr_timer` |
 //! | `RetransmitTimer`: local ACK timeout | `nic::requester::retransmit` | `on_retransmit_timer` |
 //! | `Wake`: a driver's wake-up time | this crate root | `mark_ready` |
+//! | `Wake`: a CQE became visible or a busy CPU became free (host model) | `host_model::clock` | `on_host_ready` |
 //!
 //! A packet that reaches a host (`DownArrive` on a host's port) goes to `nic::nic_receive`,
 //! which hands it on by kind:
@@ -48,6 +49,15 @@
 //! end of its wire: `uplink_fault`, `port_link_fault`), `memory` (`copy_bytes`, the DMA at
 //! delivery), `timeseries` (sampling before each event, delivered bytes); the verbs calls are
 //! in `transport` ([`HostTransport`]: posting a WR schedules its QP at the egress).
+//!
+//! ## The host model
+//! [`SimConfig::host`] ([`HostModel`], profiles in [`profiles`]) gives the hosts costs: a CPU
+//! clock per host that the verbs calls of a driver turn advance, the NIC's WQE fetch and
+//! payload read before a WR's first packet, a transmit-engine time per packet, and the DMA
+//! writes before a completion is visible to `poll_cq`. [`host_model`] has the timeline and
+//! what it leaves out; `host_model::clock` holds its state and its use of the `Wake` event. The
+//! default, the ideal host, costs nothing and schedules nothing: the events are those of a
+//! simulation without the model.
 //!
 //! ## Driving a simulation
 //! ```
@@ -90,6 +100,7 @@ mod config;
 mod dcqcn;
 mod engine;
 mod faults;
+pub mod host_model;
 mod memory;
 mod nic;
 mod packet;
@@ -110,6 +121,7 @@ pub use config::{
 };
 pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFERENCE_RATE_BPS};
 pub use faults::{FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector};
+pub use host_model::{profiles, HostModel, HostModelError, MAX_COST};
 pub use stats::SimStats;
 pub use switch::{PortStats, SwitchStats};
 pub use timeseries::{
@@ -148,6 +160,9 @@ pub struct Simulation {
     timeseries: Option<Box<timeseries::Recorder>>,
     /// Injected link faults; `None` when the config has none (no check on the packet path).
     faults: Option<Box<faults::Faults>>,
+    /// The host model costs something ([`SimConfig::host`] is not ideal): CPU clocks, CQE
+    /// visibility and NIC latencies are in force. False: none of it runs.
+    host_on: bool,
 }
 
 impl Simulation {
@@ -184,6 +199,7 @@ impl Simulation {
             dcqcn,
             timeseries: None,
             faults,
+            host_on: !cfg.host.is_ideal(),
             cfg,
         })
     }
@@ -258,7 +274,8 @@ impl Simulation {
     }
 
     /// Ask to be woken for `host` at `at` (replaces an earlier request; [`Time::MAX`] cancels).
-    /// A time in the past wakes at `now()`. Unknown hosts are ignored.
+    /// A time in the past wakes at `now()`, a time before the host's CPU is free (the host
+    /// model, [`SimConfig::host`]) when it is. Unknown hosts are ignored.
     ///
     /// At most one wake event per host counts at a time. A later request than the queued one
     /// pushes nothing: when the queued event fires early it re-arms itself for the request, so
@@ -268,7 +285,11 @@ impl Simulation {
         let Some(h) = self.hosts.get_mut(host as usize) else {
             return;
         };
-        let at = if at == Time::MAX { at } else { at.max(now) };
+        let at = if at == Time::MAX {
+            at
+        } else {
+            at.max(now).max(h.clock.cpu)
+        };
         h.wake_at = at;
         if at < h.wake_queued {
             h.wake_queued = at;
@@ -277,10 +298,14 @@ impl Simulation {
     }
 
     /// A wake event for `host` fired at `t`: whether the host is due now. An event that is not
-    /// the queued one is stale; the queued one re-arms for a later request.
+    /// the queued one is stale, unless it is the host model's, which is handled there
+    /// (`host_model::clock`); the queued one re-arms for a later request.
     fn wake_due(&mut self, host: HostId, t: Time) -> bool {
         let h = &mut self.hosts[host as usize];
         if h.wake_queued != t {
+            if self.host_on {
+                self.host_model_wake(host, t);
+            }
             return false;
         }
         h.wake_queued = Time::MAX;
@@ -355,10 +380,16 @@ impl Simulation {
         }
     }
 
+    /// Host `host` needs its driver: listed for the caller of [`Simulation::advance`], or,
+    /// while its CPU is busy (the host model), given the turn when it is free.
     #[inline]
     fn mark_ready(&mut self, host: HostId) {
         let h = &mut self.hosts[host as usize];
         if !h.ready {
+            if h.clock.cpu > self.now {
+                self.defer_ready(host);
+                return;
+            }
             h.ready = true;
             self.ready_list.push(host);
         }

@@ -6,15 +6,28 @@ use crate::{HostId, Simulation};
 use bytes::Bytes;
 use xrdma::{
     Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RcParams,
-    RecvWr, SendWr, Time, Transport, TransportError, WcOpcode, WcStatus, WorkCompletion,
+    RecvWr, SendOpcode, SendWr, Span, Time, Transport, TransportError, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 /// Largest number of QPs per host (QPNs are 24 bits).
 const MAX_QPS: usize = (1 << 24) - QPN_BASE as usize;
 
+/// Whether the NIC reads WR `wr`'s payload from host memory (the host model's
+/// `payload-read`) on a QP created with `max_inline_data` bytes inline: not for a READ (its
+/// request carries no local payload) or an empty WR, nor for a payload of at most
+/// `max_inline_data` bytes, which the verbs backend posts inline (`IBV_SEND_INLINE`, the same
+/// rule: the NIC takes the bytes from the WQE).
+pub(crate) fn reads_payload(wr: &SendWr, max_inline_data: u32) -> bool {
+    wr.opcode != SendOpcode::RdmaRead && wr.sge.len > max_inline_data
+}
+
 /// The [`Transport`] of host `host` in a [`Simulation`], borrowed from
 /// [`Simulation::transport`]. Verbs calls act at the simulation's current time; posting a send
-/// starts the NIC at `now()` if its link is idle.
+/// starts the NIC at `now()` if its link is idle. With a host model ([`crate::SimConfig::host`])
+/// a call inside a driver turn ([`HostTransport::begin_turn`]) starts at the host's CPU clock
+/// and advances it by its cost, the NIC starts a posted WR only after its WQE fetch and payload
+/// read, and `poll_cq` returns only the completions visible when it is called.
 #[derive(Debug)]
 pub struct HostTransport<'a> {
     sim: &'a mut Simulation,
@@ -56,6 +69,70 @@ impl<'a> HostTransport<'a> {
         }
     }
 
+    /// Whether the simulation's host model costs anything ([`crate::HostModel::is_ideal`] is
+    /// false): then [`HostTransport::begin_turn`], [`HostTransport::app_messages`] and the
+    /// calls charge time; otherwise all of them are free and schedule nothing.
+    pub fn charges(&self) -> bool {
+        self.sim.host_on
+    }
+
+    /// A driver turn of this host starts now: with the host model, the CPU is charged the
+    /// turn's fixed cost and, until [`HostTransport::end_turn`], every call's cost (calls
+    /// outside a turn, such as connection setup, cost no CPU time). Nothing with the ideal
+    /// model.
+    pub fn begin_turn(&mut self) {
+        if self.sim.host_on && self.check_host().is_ok() {
+            self.sim.begin_turn(self.host);
+        }
+    }
+
+    /// The driver turn begun by [`HostTransport::begin_turn`] is over.
+    pub fn end_turn(&mut self) {
+        if self.sim.host_on && self.check_host().is_ok() {
+            self.sim.end_turn(self.host);
+        }
+    }
+
+    /// The application handled `delivered` messages delivered to it and sent `sent` messages
+    /// since the last report: with the host model, inside a turn, the CPU is charged
+    /// `delivered × app-recv-message + sent × app-send-message` before the next call.
+    pub fn app_messages(&mut self, delivered: u64, sent: u64) {
+        if self.sim.host_on && self.check_host().is_ok() {
+            let cost = self.sim.cfg.host.app_cost(delivered, sent);
+            self.sim.charge_cpu(self.host, cost);
+        }
+    }
+
+    /// When this host's CPU is free: the end of its last charged call, or now if that is past
+    /// (always now with the ideal model). A call made now starts then.
+    pub fn cpu_time(&self) -> Time {
+        match self.check_host() {
+            Ok(_) => self.sim.cpu_start(self.host),
+            Err(_) => self.sim.now,
+        }
+    }
+
+    /// The host model's doorbell for the last `posted` WRs queued on QP `qi` of host `h`: the
+    /// CPU pays `posted × post-send-wr + doorbell`; the NIC has each WQE `wqe-fetch` after the
+    /// doorbell is written, and its payload `payload-read` later when it reads one from host
+    /// memory ([`reads_payload`]).
+    #[inline(never)]
+    fn doorbell(&mut self, h: usize, qi: usize, posted: usize) {
+        let m = &self.sim.cfg.host;
+        let (cost, fetch, read) = (m.post_send_cost(posted as u64), m.wqe_fetch, m.payload_read);
+        let rung = self.sim.charge_cpu(self.host, cost);
+        let qp = &mut self.sim.hosts[h].qps[qi];
+        let inline = qp.caps.max_inline_data;
+        for w in qp.requester.sq.iter_mut().rev().take(posted) {
+            let read = if reads_payload(&w.wr, inline) {
+                read
+            } else {
+                Span::ZERO
+            };
+            w.ready_at = rung + fetch + read;
+        }
+    }
+
     fn qp_index(&self, qpn: QpNum) -> Result<(usize, usize), TransportError> {
         let h = self.check_host()?;
         let qi = self.sim.hosts[h]
@@ -64,8 +141,10 @@ impl<'a> HostTransport<'a> {
         Ok((h, qi))
     }
 
+    /// A WR posted to a QP in ERR completes at once: generated when the posting call runs.
     fn flush(&mut self, wc: WorkCompletion) {
-        self.sim.push_wc(self.host, wc);
+        let at = self.sim.cpu_start(self.host);
+        self.sim.push_wc_from(self.host, wc, at);
     }
 
     /// Check one send WR and put it on its QP's send queue, without ringing the NIC; on a QP
@@ -112,6 +191,7 @@ impl<'a> HostTransport<'a> {
             first_psn,
             npkts,
             resp_got: 0,
+            ready_at: Time::ZERO,
         });
         Ok(())
     }
@@ -218,6 +298,9 @@ impl Transport for HostTransport<'_> {
             Ok(())
         });
         if let Ok((h, qi)) = self.qp_index(qpn) {
+            if posted > 0 && self.sim.host_on {
+                self.doorbell(h, qi, posted);
+            }
             if posted > 0 && self.sim.hosts[h].qps[qi].state == QpState::Rts {
                 self.sim.schedule_qp(self.host, qi);
             }
@@ -228,6 +311,10 @@ impl Transport for HostTransport<'_> {
     /// Allowed in INIT and RTS; on a QP in ERR the WR completes at once with `WrFlushErr`.
     fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
         let (h, qi) = self.qp_index(qpn)?;
+        if self.sim.host_on {
+            let cost = self.sim.cfg.host.post_recv_wr;
+            self.sim.charge_cpu(self.host, cost);
+        }
         let host = &mut self.sim.hosts[h];
         let qp = &host.qps[qi];
         if qp.state == QpState::Err {
@@ -251,8 +338,12 @@ impl Transport for HostTransport<'_> {
         Ok(())
     }
 
+    /// With the host model, only the CQEs visible when the call starts are returned.
     fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
         let Ok(h) = self.check_host() else { return 0 };
+        if self.sim.host_on {
+            return self.sim.poll_cq_timed(self.host, out, max);
+        }
         let cq = &mut self.sim.hosts[h].cq;
         let n = max.min(cq.len());
         out.extend(cq.drain(..n));

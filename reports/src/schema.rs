@@ -315,6 +315,23 @@ pub struct SimInfo {
     pub simulated_ps: u64,
     /// Hash of the event trace, lowercase hex; equal seeds must give equal hashes.
     pub trace_hash: String,
+    /// The host model the hosts ran with (the scenario's `sim.host`); absent when the hosts
+    /// cost nothing (the `ideal` profile) and in results written before the model existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_model: Option<HostModelInfo>,
+}
+
+/// The simulator's host model as run: its profile and every per-operation cost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct HostModelInfo {
+    /// The profile the costs were taken from (`connectx6`, `rxe-guest`, ...).
+    pub profile: String,
+    /// The keys of the costs that differ from the profile's (overridden in the scenario).
+    #[serde(default)]
+    pub overridden: Vec<String>,
+    /// Every cost by its scenario key, ps.
+    pub costs_ps: std::collections::BTreeMap<String, u64>,
 }
 
 /// Wall-clock measurements. These are the only non-deterministic fields in a [`RunResult`];

@@ -73,6 +73,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             events: 123_456,
             simulated_ps: 50 * US,
             trace_hash: "00ff".into(),
+            host_model: None,
         }),
         errors: Vec::new(),
         scenario_yaml: None,

@@ -98,6 +98,7 @@ pub fn sim_config(s: &SimSection, rc: RcParams, workload_hosts: u32) -> SimConfi
         dcqcn,
         topology,
         faults: link_faults(&s.faults),
+        host: s.host.clone(),
         ..d
     }
 }

@@ -1,10 +1,10 @@
 //! The one turn loop: lets a [`Fabric`] move time and gives a driver turn
-//! ([`xrdma::driver::turn`]) to each host that needs one, under the scenario's stalls and the
+//! ([`crate::host_cpu::turn`], the driver's turn with the host model's inputs) to each host that needs one, under the scenario's stalls and the
 //! runner's host faults, until the run is over.
 
 use crate::fabric::Fabric;
 use crate::host_faults::{Holding, HostFaultState, Observed};
-use xrdma::driver::{self, Application, TurnScratch};
+use xrdma::driver::{Application, TurnScratch};
 use xrdma::{Endpoint, Time};
 use xrdma_scenario::Stall;
 
@@ -118,7 +118,7 @@ fn host_turn<F: Fabric, A: HostApp>(
         delivered: 0,
         ack_timeouts: &mut ack_timeouts,
     };
-    let wake = driver::turn(now, ep, &mut t, &mut seen, scratch);
+    let wake = crate::host_cpu::turn(now, ep, &mut t, &mut seen, scratch);
     let delivered = seen.delivered;
     hf.counters.ack_timeouts += ack_timeouts;
     let earliest = |a: Option<Time>, b: Option<Time>| match (a, b) {

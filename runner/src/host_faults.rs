@@ -197,6 +197,21 @@ impl<T: Transport> Transport for Holding<'_, T> {
     }
 }
 
+impl<T: crate::host_cpu::HostCpu> crate::host_cpu::HostCpu for Holding<'_, T> {
+    fn charges(&self) -> bool {
+        self.inner.charges()
+    }
+    fn begin_turn(&mut self) {
+        self.inner.begin_turn();
+    }
+    fn end_turn(&mut self) {
+        self.inner.end_turn();
+    }
+    fn app_messages(&mut self, delivered: u64, sent: u64) {
+        self.inner.app_messages(delivered, sent);
+    }
+}
+
 /// An application seen through the runner: counts the messages delivered to it and the ACK
 /// timeouts the core reports, and passes everything on.
 pub(crate) struct Observed<'a, A: ?Sized> {

@@ -26,6 +26,7 @@ pub mod device_counters;
 pub mod drive;
 pub mod environment;
 pub mod fabric;
+pub mod host_cpu;
 pub mod host_faults;
 pub mod launch;
 pub mod rank;

@@ -51,6 +51,7 @@ mod echo;
 mod error;
 mod faults_section;
 mod field_path;
+mod host_section;
 mod open_loop;
 mod rc_section;
 mod sim_section;

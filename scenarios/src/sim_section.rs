@@ -3,6 +3,7 @@
 use crate::check::{field_error, under, FieldError};
 use crate::dcqcn_section::{check_dcqcn, DcqcnSection, RawDcqcn};
 use crate::faults_section::{check_faults, FaultsSection, RawFaults};
+use crate::host_section::{check_host, RawHost};
 use crate::topology_section::{check_topology, RawTopology, TopologySection};
 use crate::units::{Rate, Size, Span};
 use serde::de::IgnoredAny;
@@ -44,6 +45,9 @@ pub struct SimSection {
     pub sample_interval: Option<xrdma::Span>,
     /// Injected faults (`faults:`, see [`FaultsSection`]); default none.
     pub faults: FaultsSection,
+    /// The host model (`host:`, a profile name or `{ profile, <cost>: <time> }`, see
+    /// [`xrdma_sim::HostModel`]); default the simulator's, the ideal host that costs nothing.
+    pub host: xrdma_sim::HostModel,
 }
 
 /// Default `sim.sample-interval`: 10 µs, a 100 Gb/s link carries 125 000 bytes (about 113
@@ -69,6 +73,7 @@ impl Default for SimSection {
             topology: TopologySection::Star,
             sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
             faults: FaultsSection::default(),
+            host: d.host,
         }
     }
 }
@@ -142,6 +147,7 @@ pub(crate) struct RawSim {
     topology: Option<RawTopology>,
     sample_interval: Option<SampleInterval>,
     faults: Option<RawFaults>,
+    host: Option<RawHost>,
 }
 
 /// The shortest `sample-interval` accepted: 1 µs, about ten 1 KiB packets at 100 Gb/s, so a bin
@@ -255,6 +261,11 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         .map(check_faults)
         .transpose()
         .map_err(under("faults"))?;
+    let host = raw
+        .host
+        .map(check_host)
+        .transpose()
+        .map_err(under("host"))?;
     let moved = [
         ("min-rnr-timer", raw.min_rnr_timer.is_some()),
         ("rnr-retry", raw.rnr_retry.is_some()),
@@ -325,6 +336,7 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         topology: topology.unwrap_or_default(),
         sample_interval: raw.sample_interval.map_or(d.sample_interval, |s| s.0),
         faults: faults.unwrap_or_default(),
+        host: host.unwrap_or(d.host),
     })
 }
 

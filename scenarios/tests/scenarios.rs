@@ -154,6 +154,8 @@ fn defaults_are_filled_in() {
             // Sampling on at 10 us = 1e7 ps.
             sample_interval: Some(Span::from_ps(10_000_000)),
             faults: Default::default(),
+            // The ideal host: every cost zero.
+            host: xrdma_sim::HostModel::IDEAL,
         })
     );
     // Partly given xrdma block: the rest keeps its defaults.

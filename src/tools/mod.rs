@@ -3,7 +3,7 @@
 //! device, the CPU use of an idle worker in hybrid polling mode (`idle`, feature `verbs`).
 //!
 //! Each tool puts two xrdma endpoints on hosts 0 and 1 of a fabric, joined by one connection,
-//! and drives them with [`xrdma::driver::turn`] exactly as a scenario run does: on the
+//! and drives them with [`xrdma_runner::host_cpu::turn`] exactly as a scenario run does: on the
 //! simulator time is virtual, on a device it is the wall clock.
 
 pub mod bw;
@@ -20,6 +20,7 @@ use anyhow::{bail, Context, Result};
 use xrdma::driver::{self, Application, TurnScratch};
 use xrdma::{Config, ConnId, Endpoint, Time};
 use xrdma_runner::fabric::{Fabric, SimFabric};
+use xrdma_runner::host_cpu;
 use xrdma_sim::SimConfig;
 
 /// The simulator fabric the tools use: [`SimConfig::default`], two hosts behind one switch,
@@ -29,6 +30,62 @@ use xrdma_sim::SimConfig;
 /// The simulator's configuration error (none for the default).
 pub fn sim_fabric() -> Result<SimFabric> {
     Ok(SimFabric::new(SimConfig::default())?)
+}
+
+/// `--host-profile NAME`: the simulator's host model for a tool (see [`xrdma_sim::HostModel`]
+/// and its profiles, [`xrdma_sim::profiles`]).
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostProfileArg {
+    /// The simulated hosts' per-operation costs: a built-in host profile (`ideal`,
+    /// `connectx6`, `rxe-guest`) [default: ideal, the hosts cost nothing]. Simulator only.
+    #[arg(long = "host-profile", value_name = "NAME")]
+    pub host_profile: Option<String>,
+}
+
+impl HostProfileArg {
+    /// The host model asked for (the ideal host when none is).
+    ///
+    /// # Errors
+    /// An unknown profile name (the message lists the known ones).
+    pub fn model(&self) -> Result<xrdma_sim::HostModel> {
+        match &self.host_profile {
+            Some(name) => Ok(xrdma_sim::HostModel::from_profile(name)?),
+            None => Ok(xrdma_sim::HostModel::default()),
+        }
+    }
+
+    /// The simulator fabric of [`sim_fabric`] with this host model.
+    ///
+    /// # Errors
+    /// An unknown profile name.
+    pub fn fabric(&self) -> Result<SimFabric> {
+        Ok(SimFabric::new(SimConfig {
+            host: self.model()?,
+            ..SimConfig::default()
+        })?)
+    }
+
+    /// Refuse a host profile on a backend that is not the simulator: a device's host is real.
+    ///
+    /// # Errors
+    /// A profile given with `on_sim` false.
+    pub fn require_sim(&self, on_sim: bool) -> Result<()> {
+        match &self.host_profile {
+            Some(name) if !on_sim => bail!(
+                "--host-profile {name} sets the simulator's host model; on a device the host \
+                 is real: leave it out with --backend verbs"
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// `backend`, with the host profile when one is given: `sim, host connectx6`.
+    pub fn label(&self, backend: &str) -> String {
+        match &self.host_profile {
+            Some(name) => format!("{backend}, host {name}"),
+            None => backend.to_string(),
+        }
+    }
 }
 
 /// The verbs fabric the tools use: two workers on the device the environment names
@@ -123,7 +180,7 @@ pub fn drive<F: Fabric, A: Application, B: Application>(
             } else {
                 (&mut pair.eps[1], b)
             };
-            let wake = driver::turn(now, ep, &mut fabric.host(h), app, &mut scratch);
+            let wake = host_cpu::turn(now, ep, &mut fabric.host(h), app, &mut scratch);
             fabric.set_wake(h, wake.unwrap_or(Time::MAX));
         }
         ready.clear();

@@ -138,7 +138,8 @@ pub fn drive_one<F: Fabric, A: Application>(
         rounds += 1;
         let now = fabric.now();
         if !ready.is_empty() {
-            let wake = driver::turn(now, ep, &mut fabric.host(0), app, &mut scratch);
+            let wake =
+                xrdma_runner::host_cpu::turn(now, ep, &mut fabric.host(0), app, &mut scratch);
             fabric.set_wake(0, wake.unwrap_or(Time::MAX));
         }
         ready.clear();

@@ -9,7 +9,9 @@
 //! packet. With DCQCN on, a QP whose next packet may not start yet (its rate limiter,
 //! [`crate::DcqcnState::next_start`]: `last_start + wire_bytes·8 / R_C`) is skipped in its
 //! turn; when only such QPs are left, one `NicWake` is scheduled at the earliest time one of
-//! them may start.
+//! them may start. The host model ([`crate::HostModel`]) gates a QP the same way until the NIC
+//! has its next WQE and payload (`Qp::wqe_ready_at`), and holds the link for each packet's
+//! transmit-engine time before its serialization.
 //!
 //! # State
 //! Per host, [`Egress`] (`Host::egress`):
@@ -170,12 +172,23 @@ impl Simulation {
                 None => return,
             }
         };
-        let wire = self.pool.get(id).wire;
+        let mut busy = self.ser(self.pool.get(id).wire);
+        if self.host_on {
+            busy += self.tx_engine_time(id);
+        }
         let host = &mut self.hosts[h as usize];
         host.egress.tx_busy = true;
         host.egress.tx_pkt = id;
-        let done = self.now + self.ser(wire);
+        let done = self.now + busy;
         self.queue.push(done, Event::HostTxDone(h));
+    }
+
+    /// The host model's transmit-engine time for packet `id` (kept out of line: the ideal
+    /// model never calls it).
+    #[cold]
+    #[inline(never)]
+    fn tx_engine_time(&self, id: u32) -> Span {
+        self.cfg.host.tx_engine(self.pool.get(id).payload)
     }
 
     /// Round-robin over QPs with data: one packet from the first sendable QP whose rate
@@ -191,7 +204,10 @@ impl Simulation {
                 break;
             };
             let qi = qi as usize;
-            let at = host.qps[qi].egress.next_send;
+            let mut at = host.qps[qi].egress.next_send;
+            if self.host_on {
+                at = at.max(host.qps[qi].wqe_ready_at());
+            }
             if at > now {
                 earliest = earliest.min(at);
                 host.egress.ring.push_back(qi as u32);

@@ -21,6 +21,8 @@
 //! - `egress`: see [`egress`].
 //! - `wake_at`, `wake_queued`, `ready`: the driver's wake request and whether the host is in
 //!   the simulation's ready list (see `Simulation::set_wake` and `Simulation::advance`).
+//! - `clock`: the host model's CPU clock and the visibility time of each CQE in `cq` (see
+//!   `host_model::clock`).
 //!
 //! [`Qp`]: `qpn`, `caps`, `state` (INIT until `connect_qp`, then RTS; ERR after a fatal
 //! error until reset), `gen` (resets so far, salting the first PSN), `remote_host` and
@@ -47,6 +49,7 @@ use egress::{Egress, QpEgress};
 use requester::Requester;
 use responder::Responder;
 
+use crate::host_model::clock::HostClock;
 use crate::memory::Memory;
 use crate::packet::{PktKind, F_CE, F_CORRUPT, PSN_MASK};
 use crate::Simulation;
@@ -146,6 +149,20 @@ impl Qp {
     }
 }
 
+impl Qp {
+    /// When the NIC has the WQE of the QP's next request packet (the host model's
+    /// [`Wqe::ready_at`]); zero when a READ response goes first or nothing is left to send.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn wqe_ready_at(&self) -> Time {
+        if !self.responder.read_jobs.is_empty() {
+            return Time::ZERO;
+        }
+        let r = &self.requester;
+        r.sq.get(r.cursor).map_or(Time::ZERO, |w| w.ready_at)
+    }
+}
+
 /// Packets a message of `len` bytes takes at `mtu` payload bytes per packet (at least 1).
 pub(crate) fn packets_for(len: u32, mtu: u32) -> u32 {
     len.div_ceil(mtu).max(1)
@@ -165,6 +182,8 @@ pub(crate) struct Host {
     /// Time of the one wake event that counts ([`Time::MAX`]: none queued).
     pub wake_queued: Time,
     pub ready: bool,
+    /// The host model's CPU clock and CQE visibility (untouched with the ideal model).
+    pub clock: HostClock,
 }
 
 impl Host {
@@ -178,6 +197,7 @@ impl Host {
             wake_at: Time::MAX,
             wake_queued: Time::MAX,
             ready: false,
+            clock: HostClock::new(),
         }
     }
 
@@ -243,11 +263,28 @@ impl Simulation {
         self.nic_try_tx(h);
     }
 
-    /// Add `wc` to host `h`'s CQ and mark the host ready for its driver.
+    /// Add `wc`, generated now, to host `h`'s CQ and mark the host ready for its driver (with
+    /// the host model: once the CQE is visible).
     pub(crate) fn push_wc(&mut self, h: u32, wc: WorkCompletion) {
+        self.push_wc_from(h, wc, self.now);
+    }
+
+    /// [`Simulation::push_wc`] for a completion that follows a DMA write of received data (a
+    /// receive, a READ): with the host model it is generated `rx-dma-write` after now.
+    pub(crate) fn push_data_wc(&mut self, h: u32, wc: WorkCompletion) {
+        let at = self.now + self.cfg.host.rx_dma_write;
+        self.push_wc_from(h, wc, at);
+    }
+
+    /// Add `wc` to host `h`'s CQ, generated at `at` (now, or later with the host model).
+    pub(crate) fn push_wc_from(&mut self, h: u32, wc: WorkCompletion, at: Time) {
         self.hosts[h as usize].cq.push_back(wc);
         self.stats.completions += 1;
-        self.mark_ready(h);
+        if self.host_on {
+            self.cqe_generated(h, at);
+        } else {
+            self.mark_ready(h);
+        }
     }
 
     /// Move QP `qi` to ERR: the WR holding `failed.0` completes with `failed.1`, every other

@@ -59,6 +59,10 @@ pub(crate) struct Wqe {
     pub npkts: u32,
     /// READ response packets received so far.
     pub resp_got: u32,
+    /// When the NIC has the WQE and its payload (the host model's doorbell, WQE fetch and
+    /// payload read after posting); its first packet does not start earlier. Zero with the
+    /// ideal model.
+    pub ready_at: Time,
 }
 
 /// The requester state of one QP (see the module doc for the invariants).
@@ -219,7 +223,11 @@ impl Simulation {
                     byte_len: w.wr.sge.len,
                     imm: None,
                 };
-                self.push_wc(h, wc);
+                if w.wr.opcode == SendOpcode::RdmaRead {
+                    self.push_data_wc(h, wc);
+                } else {
+                    self.push_wc(h, wc);
+                }
             }
         }
     }

@@ -346,7 +346,7 @@ impl Simulation {
             self.queue_ack(h, qi, p.psn);
         }
         if let Some(wc) = recv_done {
-            self.push_wc(h, wc);
+            self.push_data_wc(h, wc);
         }
     }
 }

@@ -13,13 +13,15 @@ pub use sim::{ideal_base_rtt, SimFabric};
 #[cfg(feature = "verbs")]
 pub use verbs::VerbsFabric;
 
+use crate::host_cpu::HostCpu;
 use xrdma::{Time, Transport};
 use xrdma_reports as rep;
 
 /// Hosts with transports, and time.
 pub trait Fabric {
-    /// A host's transport, borrowed from the fabric for one driver turn.
-    type Host<'a>: Transport
+    /// A host's transport, borrowed from the fabric for one driver turn, with its side of the
+    /// host model ([`crate::host_cpu::HostCpu`]).
+    type Host<'a>: Transport + HostCpu
     where
         Self: 'a;
 

@@ -110,6 +110,7 @@ impl Fabric for SimFabric {
             events: self.sim.stats().events,
             simulated_ps: self.sim.now().as_ps(),
             trace_hash: format!("{:016x}", self.sim.trace_hash()),
+            host_model: host_model_info(&self.sim.config().host),
         })
     }
     fn path(&self) -> rep::PathModel {
@@ -134,6 +135,19 @@ impl Fabric for SimFabric {
         };
         Some(to_report_series(&ts, bottleneck))
     }
+}
+
+/// The host model for the result; `None` for the ideal host (it costs nothing).
+fn host_model_info(m: &xrdma_sim::HostModel) -> Option<rep::HostModelInfo> {
+    (!m.is_ideal()).then(|| rep::HostModelInfo {
+        profile: m.name().to_string(),
+        overridden: m.overridden().into_iter().map(String::from).collect(),
+        costs_ps: m
+            .costs()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.as_ps()))
+            .collect(),
+    })
 }
 
 /// The simulator's series in the report schema: cumulative delivered bytes become bytes per

@@ -153,6 +153,9 @@ impl VerbsFabric {
     }
 }
 
+/// A device's host is real: it spends its CPU time itself, the model takes nothing.
+impl crate::host_cpu::HostCpu for VerbsTransport {}
+
 impl Fabric for VerbsFabric {
     type Host<'a> = &'a mut VerbsTransport;
 

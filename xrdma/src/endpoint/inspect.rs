@@ -66,6 +66,12 @@ impl Endpoint {
         self.waiting_memory.len() + self.waiting_budget.len()
     }
 
+    /// Messages [`Endpoint::send`] accepted so far, on every connection (the count of
+    /// [`crate::MsgId`]s handed out).
+    pub fn messages_accepted(&self) -> u64 {
+        self.next_msg
+    }
+
     /// Whether `conn` failed.
     pub fn is_failed(&self, conn: ConnId) -> bool {
         self.state(conn) == Some(ConnState::Failed)
