@@ -44,7 +44,9 @@
 //! credit limits (DMA latencies overlap freely; a 1 MiB read costs what a 64 B read costs
 //! before the first packet), the WQE's size (an inline WQE costs the CPU and `wqe-fetch`
 //! what any other does), the NIC's receive pipeline per packet (ACKs are
-//! generated at a packet's arrival), interrupt and event-mode wake-ups (hosts busy-poll), the
+//! generated at a packet's arrival), the responder's DMA read of the data a READ asks for (its
+//! response starts at the request's arrival), interrupt and event-mode wake-ups (hosts
+//! busy-poll), the
 //! cost of copying bytes into and out of registered memory, and contention between hosts'
 //! CPUs (each host has its own).
 //!
