@@ -167,6 +167,15 @@ fn emit_jobs(plan: &Plan, args: &SweepArgs, out: &Path, emit: Emit) -> Result<Ex
     if args.ranks == Some(0) {
         bail!("--ranks must be at least 1");
     }
+    if let Some(n) = args
+        .ranks
+        .filter(|&n| n > 1 && jobs::step_ranks(plan, &inv) == 1)
+    {
+        eprintln!(
+            "warning: --ranks {n} applies to verbs points only, and this sweep has none: every \
+             point runs in one process"
+        );
+    }
     match emit {
         Emit::Slurm => {
             let script = jobs::slurm_script(plan, &inv)?;

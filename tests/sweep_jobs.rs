@@ -352,3 +352,21 @@ fn emit_writes_the_script_and_prints_where_results_land() {
     let o = sweep_cli(&path, &out, &["--emit", "slurm", "--collect"]);
     assert_eq!(o.status.code(), Some(1));
 }
+
+#[test]
+fn ranks_on_a_sweep_without_verbs_points_is_warned_about() {
+    let dir = scratch("ranks-warn");
+    let path = scenario(&dir);
+    let o = sweep_cli(
+        &path,
+        &dir.join("out"),
+        &["--emit", "commands", "--ranks", "3"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("warning: --ranks 3 applies to verbs points only"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!text(&o.stdout).contains("srun"), "{}", text(&o.stdout));
+}
