@@ -87,3 +87,44 @@ fn a_host_profile_slows_every_message_and_is_recorded_with_its_costs() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn a_scenario_with_a_host_profile_repeats_bit_for_bit() {
+    for host in [", host: connectx6", ", host: rxe-guest"] {
+        let (a, b) = (run(host), run(host));
+        let (sa, sb) = (a.sim.as_ref().unwrap(), b.sim.as_ref().unwrap());
+        assert_eq!(sa.trace_hash, sb.trace_hash, "{host}");
+        assert_eq!((sa.events, sa.simulated_ps), (sb.events, sb.simulated_ps));
+        assert_eq!(a.messages, b.messages, "{host}");
+        // A model that costs something moves events: not the ideal host's trace.
+        assert_ne!(sa.trace_hash, run("").sim.unwrap().trace_hash, "{host}");
+    }
+}
+
+#[test]
+fn the_shipped_host_scenarios_are_incast_8_on_each_profile() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let base = xrdma_scenario::load(&dir.join("incast-8.yaml")).expect("loads");
+    for profile in ["connectx6", "rxe-guest"] {
+        let name = format!("incast-8-{profile}");
+        let sc =
+            xrdma_scenario::load(&dir.join("host").join(format!("{name}.yaml"))).expect("loads");
+        assert_eq!(sc.name, name);
+        let sim = sc.sim.clone().expect("a sim block");
+        assert_eq!(sim.host, HostModel::from_profile(profile).unwrap());
+        // What their comment says: incast-8.yaml but for sim.host.
+        let ideal = xrdma_scenario::SimSection {
+            host: HostModel::IDEAL,
+            ..sim
+        };
+        assert_eq!(Some(ideal), base.sim, "{name}");
+        assert_eq!(
+            (&sc.workload, &sc.xrdma, &sc.rc),
+            (&base.workload, &base.xrdma, &base.rc)
+        );
+        let r = run_sim(&sc).expect("runs");
+        assert_eq!((r.delivery.delivered, r.delivery.missing), (40, 0));
+        let info = r.sim.as_ref().unwrap().host_model.as_ref().unwrap();
+        assert_eq!((info.profile.as_str(), info.overridden.len()), (profile, 0));
+    }
+}

@@ -92,6 +92,29 @@ fn bad_axes_and_bad_points_stop_before_anything_runs() {
     assert!(e.contains("initial-window"), "{e}");
 }
 
+#[test]
+fn a_bad_point_is_blamed_on_its_axis_not_the_base_files_line() {
+    // The base file's `initial-window: 64KiB` (line 9) is valid; the axis value 1 B is not.
+    let base = write_base(&scratch("blame"));
+    let e = format!(
+        "{:#}",
+        common::plan_at(&base, &["initial-window=1B"]).unwrap_err()
+    );
+    let want = format!(
+        "sweep point initial-window-1B: --axis initial-window=1B (over {}): xrdma.initial-window:",
+        base.display()
+    );
+    assert!(e.starts_with(&want), "{e}");
+    assert!(!e.contains(":9:"), "{e}");
+    // The fan-in axis records the key it sets, the one its errors are blamed on.
+    let sc = common::plan_at(&base, &["fan-in=2"]).unwrap();
+    assert_eq!(sc.points[0].scenario.overrides.len(), 1);
+    assert_eq!(
+        sc.points[0].scenario.overrides[0].key,
+        ["workload", "incast", "senders"]
+    );
+}
+
 fn strip_wall_clock(path: &Path) -> serde_json::Value {
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -54,7 +54,7 @@
 //! [`SimConfig::host`] ([`HostModel`], profiles in [`profiles`]) gives the hosts costs: a CPU
 //! clock per host that the verbs calls of a driver turn advance, the NIC's WQE fetch and
 //! payload read before a WR's first packet, a transmit-engine time per packet, and the DMA
-//! writes before a completion is visible to `poll_cq`. Its module doc has the timeline and
+//! writes before a completion is visible to `poll_cq`. [`host_model`] has the timeline and
 //! what it leaves out; `host_model::clock` holds its state and its use of the `Wake` event. The
 //! default, the ideal host, costs nothing and schedules nothing: the events are those of a
 //! simulation without the model.
@@ -100,7 +100,7 @@ mod config;
 mod dcqcn;
 mod engine;
 mod faults;
-mod host_model;
+pub mod host_model;
 mod memory;
 mod nic;
 mod packet;
@@ -303,7 +303,9 @@ impl Simulation {
     fn wake_due(&mut self, host: HostId, t: Time) -> bool {
         let h = &mut self.hosts[host as usize];
         if h.wake_queued != t {
-            self.host_model_wake(host, t);
+            if self.host_on {
+                self.host_model_wake(host, t);
+            }
             return false;
         }
         h.wake_queued = Time::MAX;

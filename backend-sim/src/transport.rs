@@ -6,11 +6,21 @@ use crate::{HostId, Simulation};
 use bytes::Bytes;
 use xrdma::{
     Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RcParams,
-    RecvWr, SendWr, Time, Transport, TransportError, WcOpcode, WcStatus, WorkCompletion,
+    RecvWr, SendOpcode, SendWr, Span, Time, Transport, TransportError, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 /// Largest number of QPs per host (QPNs are 24 bits).
 const MAX_QPS: usize = (1 << 24) - QPN_BASE as usize;
+
+/// Whether the NIC reads WR `wr`'s payload from host memory (the host model's
+/// `payload-read`) on a QP created with `max_inline_data` bytes inline: not for a READ (its
+/// request carries no local payload) or an empty WR, nor for a payload of at most
+/// `max_inline_data` bytes, which the verbs backend posts inline (`IBV_SEND_INLINE`, the same
+/// rule: the NIC takes the bytes from the WQE).
+pub(crate) fn reads_payload(wr: &SendWr, max_inline_data: u32) -> bool {
+    wr.opcode != SendOpcode::RdmaRead && wr.sge.len > max_inline_data
+}
 
 /// The [`Transport`] of host `host` in a [`Simulation`], borrowed from
 /// [`Simulation::transport`]. Verbs calls act at the simulation's current time; posting a send
@@ -103,20 +113,23 @@ impl<'a> HostTransport<'a> {
     }
 
     /// The host model's doorbell for the last `posted` WRs queued on QP `qi` of host `h`: the
-    /// CPU pays `posted × post-send-wr + doorbell`; the NIC has the WQEs and their payloads
-    /// `wqe-fetch + payload-read` after the doorbell is written.
+    /// CPU pays `posted × post-send-wr + doorbell`; the NIC has each WQE `wqe-fetch` after the
+    /// doorbell is written, and its payload `payload-read` later when it reads one from host
+    /// memory ([`reads_payload`]).
     #[inline(never)]
     fn doorbell(&mut self, h: usize, qi: usize, posted: usize) {
         let m = &self.sim.cfg.host;
-        let (cost, fetch) = (
-            m.post_send_cost(posted as u64),
-            m.wqe_fetch + m.payload_read,
-        );
+        let (cost, fetch, read) = (m.post_send_cost(posted as u64), m.wqe_fetch, m.payload_read);
         let rung = self.sim.charge_cpu(self.host, cost);
-        let ready = rung + fetch;
-        let sq = &mut self.sim.hosts[h].qps[qi].requester.sq;
-        for w in sq.iter_mut().rev().take(posted) {
-            w.ready_at = ready;
+        let qp = &mut self.sim.hosts[h].qps[qi];
+        let inline = qp.caps.max_inline_data;
+        for w in qp.requester.sq.iter_mut().rev().take(posted) {
+            let read = if reads_payload(&w.wr, inline) {
+                read
+            } else {
+                Span::ZERO
+            };
+            w.ready_at = rung + fetch + read;
         }
     }
 

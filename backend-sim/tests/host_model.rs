@@ -140,8 +140,21 @@ fn a_sends_one_way_time_rises_by_exactly_the_costs_on_its_path() {
 /// turn polls once, reports one message delivered and one sent, reposts its receive WR and
 /// sends the next message. Returns the start time of each turn that received one.
 fn ping_pong(host: HostModel, hops: usize) -> Vec<Time> {
-    let mut sim = sim_with(host);
-    let (qa, qb) = connect(&mut sim, 0, 1);
+    let cfg = SimConfig {
+        host,
+        ..SimConfig::default()
+    };
+    ping_pong_on(cfg, xrdma::QpCaps::default(), hops)
+}
+
+/// [`ping_pong`] on `cfg`'s network with QPs of capacities `caps`.
+fn ping_pong_on(cfg: SimConfig, caps: xrdma::QpCaps, hops: usize) -> Vec<Time> {
+    let mut sim = Simulation::new(cfg).unwrap();
+    let a = sim.transport(0).create_qp(caps).unwrap();
+    let b = sim.transport(1).create_qp(caps).unwrap();
+    sim.transport(0).connect_qp(a.qpn, &b).unwrap();
+    sim.transport(1).connect_qp(b.qpn, &a).unwrap();
+    let (qa, qb) = (a.qpn, b.qpn);
     let mrs = [
         patterned(&mut sim, 0, 4096, 1),
         patterned(&mut sim, 1, 4096, 2),
@@ -385,4 +398,124 @@ fn an_all_zero_model_runs_exactly_as_the_ideal_one() {
         (seen, p.sim.trace_hash())
     };
     assert_eq!(run(zero), run(SimConfig::default().host));
+}
+
+#[test]
+fn a_poll_that_leaves_visible_cqes_never_moves_the_clock_back() {
+    // Eight receives complete on host 1 while it does not poll; it polls two at the end of
+    // the run, when its CQEs have been visible for microseconds. The model then wakes host 1
+    // for the CQEs left: at once, not at the (past) time they became visible. The poll is
+    // outside a turn, so no CPU time holds the wake until later.
+    let mut p = pair(test_costs(), 8);
+    let wrs: Vec<_> = (0..8).map(|_| send(&p.mrs[0], 64)).collect();
+    turn(&mut p.sim, 0, |t| {
+        t.post_send_chain(p.qps[0], &wrs).unwrap()
+    });
+    let mut ready = Vec::new();
+    while p.sim.advance(&mut ready) {}
+    let end = p.sim.now();
+    let mut wcs = Vec::new();
+    assert_eq!(p.sim.transport(1).poll_cq(&mut wcs, 2), 2);
+    assert!(p.sim.advance(&mut ready));
+    assert_eq!((ready.as_slice(), p.sim.now()), (&[1][..], end));
+    assert_eq!(p.sim.transport(1).poll_cq(&mut wcs, 16), 6);
+    assert!(!p.sim.advance(&mut ready));
+    assert_eq!(p.sim.now(), end);
+}
+
+/// When host 1 sees the completion of one WR that host 0 posts at time 0, outside a turn, on
+/// a QP whose `max_inline_data` is `inline` (host 1's receive and host 0's READ target are
+/// the pair's memory).
+fn first_completion(host: HostModel, inline: u32, opcode: SendOpcode, len: u32) -> Time {
+    let mut sim = sim_with(host);
+    let caps = xrdma::QpCaps {
+        max_inline_data: inline,
+        ..xrdma::QpCaps::default()
+    };
+    let a = sim.transport(0).create_qp(caps).unwrap();
+    let b = sim.transport(1).create_qp(caps).unwrap();
+    sim.transport(0).connect_qp(a.qpn, &b).unwrap();
+    sim.transport(1).connect_qp(b.qpn, &a).unwrap();
+    let src = patterned(&mut sim, 0, 4096, 1);
+    let dst = patterned(&mut sim, 1, 4096, 2);
+    sim.transport(1)
+        .post_recv(b.qpn, &recv(0, &dst, 4096))
+        .unwrap();
+    let mut w = wr(1, opcode, &src, len);
+    w.remote_addr = dst.addr;
+    w.rkey = dst.rkey;
+    sim.transport(0).post_send(a.qpn, &w).unwrap();
+    let seen = run(&mut sim);
+    let on = if opcode == SendOpcode::RdmaRead { 0 } else { 1 };
+    seen.iter().find(|s| s.host == on).map(|s| s.at).unwrap()
+}
+
+#[test]
+fn an_inline_send_skips_the_payload_read_and_a_read_has_none() {
+    // As the verbs backend posts: a send of 1..=max_inline_data bytes goes inline (the NIC
+    // takes the payload from the WQE), so the NIC reads no payload from host memory.
+    let m = test_costs();
+    let free_read = HostModel {
+        payload_read: Span::ZERO,
+        ..m.clone()
+    };
+    let send = SendOpcode::Send;
+    assert_eq!(
+        first_completion(m.clone(), 0, send, 64) - first_completion(m.clone(), 220, send, 64),
+        m.payload_read
+    );
+    assert_eq!(
+        first_completion(m.clone(), 220, send, 64),
+        first_completion(free_read.clone(), 0, send, 64)
+    );
+    // One byte above the limit: read from memory.
+    assert_eq!(
+        first_completion(m.clone(), 220, send, 221),
+        first_completion(m.clone(), 0, send, 221)
+    );
+    // A READ request carries no payload of the requester's, inline or not.
+    let read = SendOpcode::RdmaRead;
+    assert_eq!(
+        first_completion(m.clone(), 0, read, 64),
+        first_completion(free_read, 0, read, 64)
+    );
+}
+
+#[test]
+fn connectx6_verbs_ping_reads_its_published_latency_on_a_short_wire() {
+    // `ib_send_lat`'s loop on the connectx6 profile: 64 B SENDs posted inline (perftest's
+    // default below its inline size), the receive reposted before the reply, no middleware:
+    // the driver's turn and the application cost nothing. Zero link delay: the wire is the
+    // two serializations of a 146-byte packet (82 B of headers) through the switch.
+    let m = HostModel {
+        turn: Span::ZERO,
+        app_recv_message: Span::ZERO,
+        app_send_message: Span::ZERO,
+        ..xrdma_sim::profiles::CONNECTX6
+    };
+    let cfg = SimConfig {
+        host: m.clone(),
+        link_delay: Span::ZERO,
+        ..SimConfig::default()
+    };
+    let caps = xrdma::QpCaps {
+        max_inline_data: 220,
+        ..xrdma::QpCaps::default()
+    };
+    let starts = ping_pong_on(cfg, caps, 8);
+    let costs = sum(&[
+        m.rx_dma_write,
+        m.cqe_write,
+        m.poll_cost(1),
+        m.post_recv_wr,
+        m.post_send_cost(1),
+        m.wqe_fetch,
+    ]);
+    assert_eq!(costs, Span::from_ns(630));
+    let wire = Span::from_ps(2 * 146 * PS_PER_BYTE_100G);
+    for w in starts.windows(2) {
+        assert_eq!(w[1] - w[0], costs + wire, "{starts:?}");
+    }
+    // 0.65 µs a hop, the published 0.6 µs and the reposted receive.
+    assert_eq!((costs + wire).as_ps(), 653_360);
 }

@@ -482,6 +482,9 @@ pub fn available_memory() -> Option<u64> {
 
 /// `FILE:LINE:COLUMN` of the deepest written key of `path`, or `FILE` alone.
 fn where_is(sc: &Scenario, path: &[&str]) -> String {
+    if let Some(o) = sc.override_of(path) {
+        return format!("{} (over {})", o.origin, sc.source_path.display());
+    }
     let file = sc.source_path.display();
     let text = std::fs::read_to_string(&sc.source_path).unwrap_or_default();
     match xrdma_scenario::locate_key(&text, path) {

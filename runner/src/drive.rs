@@ -1,6 +1,7 @@
 //! The one turn loop: lets a [`Fabric`] move time and gives a driver turn
-//! ([`crate::host_cpu::turn`], the driver's turn with the host model's inputs) to each host that needs one, under the scenario's stalls and the
-//! runner's host faults, until the run is over.
+//! ([`crate::host_cpu::turn`], the driver's turn with the host model's inputs) to each host
+//! that needs one, under the scenario's stalls and the runner's host faults, until the run is
+//! over.
 
 use crate::fabric::Fabric;
 use crate::host_faults::{Holding, HostFaultState, Observed};

@@ -107,6 +107,20 @@ pub struct Scenario {
     pub verbs: Option<VerbsSection>,
     /// The file the scenario was read from (as given to [`load`] or [`parse`]).
     pub source_path: PathBuf,
+    /// Settings changed after the file was read (a sweep's `--axis`), so an error about one
+    /// of them names where the value came from instead of the file's line for that key.
+    /// Empty for a scenario as read.
+    pub overrides: Vec<Override>,
+}
+
+/// A setting of a [`Scenario`] given outside its file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Override {
+    /// The scenario key it sets, as a path from the top (`["xrdma", "initial-window"]`);
+    /// an error about this key or one below it is blamed on `origin`.
+    pub key: Vec<String>,
+    /// Where the value came from, as the user wrote it (`--axis initial-window=1B`).
+    pub origin: String,
 }
 
 impl Scenario {
@@ -119,6 +133,14 @@ impl Scenario {
     /// filled in (a backend then lowers the path MTU to its port's MTU).
     pub fn rc_params(&self) -> xrdma::RcParams {
         self.rc.params()
+    }
+
+    /// The override behind an error about `key` (a path from the top), if one set it or a
+    /// mapping above it.
+    pub fn override_of(&self, key: &[&str]) -> Option<&Override> {
+        self.overrides
+            .iter()
+            .find(|o| o.key.len() <= key.len() && o.key.iter().zip(key).all(|(a, b)| a == b))
     }
 }
 
@@ -192,6 +214,7 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
         sim: body.sim,
         verbs: body.verbs,
         source_path: path_for_messages.to_path_buf(),
+        overrides: Vec::new(),
     })
 }
 

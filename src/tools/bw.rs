@@ -323,6 +323,8 @@ pub fn connect<F: Fabric>(
 mod tests {
     use super::*;
     use crate::tools::sim_fabric;
+    use xrdma_runner::fabric::SimFabric;
+    use xrdma_sim::SimConfig;
 
     #[test]
     fn a_window_below_one_fragment_is_refused_by_its_own_name() {
@@ -407,6 +409,58 @@ mod tests {
             b <= cap && b >= 0.95 * cap,
             "{b} B/s against a cap of {cap}"
         );
+    }
+
+    #[test]
+    fn a_per_message_cost_above_the_wire_time_sets_the_message_rate() {
+        // 4 KiB messages go eagerly: 4096 B and the 16-byte xrdma header in four full packets
+        // and a last of 16 B with ImmDt, 4112 + 5·82 + 4 = 4526 B on the wire, 362 ns at
+        // 100 Gb/s. A host that spends 2 µs of CPU on each message it sends, or on each one
+        // delivered to it, handles one message per 2 µs, so the stream runs at 1 / 2 µs =
+        // 0.5 M messages/s whichever end pays. The window is pinned at 1 MiB (256 messages,
+        // above the sender's TX_DEPTH), so the window never holds a message back.
+        let cost = xrdma::Span::from_us(2);
+        let wire = xrdma::Span::serialization(4526, SimConfig::default().link_rate_bps);
+        assert!(wire < cost);
+        let stream = |key: &str, iters: u32| {
+            let mut host = xrdma_sim::HostModel::IDEAL;
+            host.set_cost(key, cost).unwrap();
+            let fabric = SimFabric::new(SimConfig {
+                host,
+                ..SimConfig::default()
+            });
+            let opts = BwOptions {
+                size: 4096,
+                iters,
+                window: Some(1 << 20),
+            };
+            run(&mut fabric.unwrap(), &opts).unwrap()
+        };
+        let per = |n: u64| cost.as_ps() * n;
+        // The receiver pays: it takes the messages one per cost as they queue up in front of
+        // it, so every further message adds exactly one cost to the stream.
+        let (a, b) = (
+            stream("app-recv-message", 1000),
+            stream("app-recv-message", 2000),
+        );
+        assert_eq!(b.elapsed_ps - a.elapsed_ps, per(1000));
+        // Past the CPU's share, the first message's trip and the last one's ACK's.
+        assert!(a.elapsed_ps > per(1000) && a.elapsed_ps - per(1000) < 5_000_000);
+        let rate = b.mpps() * 1e6 * cost.as_ps() as f64 * 1e-12;
+        assert!((0.99..1.0).contains(&rate), "{rate} of 1 / cost");
+        // The sender pays: its CPU works through the messages in turn, so the stream takes
+        // more than iters × cost; after the CPU's last message, the batch of its last turn (at
+        // most TX_DEPTH messages) leaves at the wire's pace and the ACK of the last comes back
+        // (two 1 µs links each way and a few serializations: under 5 µs).
+        let s = stream("app-send-message", 2000);
+        let after = s.elapsed_ps - per(2000);
+        assert!(
+            s.elapsed_ps > per(2000) && after < (wire * u64::from(TX_DEPTH)).as_ps() + 5_000_000,
+            "{} ps after 2000 × {cost}",
+            after
+        );
+        let rate = s.mpps() * 1e6 * cost.as_ps() as f64 * 1e-12;
+        assert!((0.98..1.0).contains(&rate), "{rate} of 1 / cost");
     }
 
     #[test]

@@ -285,6 +285,7 @@ fn report(client: &Client, rounds: u64, opts: &PingOptions) -> Result<PingReport
 mod tests {
     use super::*;
     use crate::tools::sim_fabric;
+    use xrdma_runner::fabric::SimFabric;
     use xrdma_sim::SimConfig;
 
     /// One direction of a ping on the default 2-host star (host → switch → host, 100 Gb/s,
@@ -344,9 +345,11 @@ mod tests {
             // the CQE's DMA writes; the receiver's turn: its fixed cost, a poll returning the
             // CQE and the empty poll that ends the loop, the echo's work (one message in, one
             // out), one receive WR reposted, one SEND posted with its doorbell; then the
-            // NIC's WQE fetch, payload read and transmit engine. The ACK the receiving NIC
-            // sends at the message's arrival is gone before the reply is fetched, so the
-            // ideal run's wait for its serialization is not there.
+            // NIC's WQE fetch and transmit engine (the 80-byte frame is posted inline, so no
+            // payload read). The ACK the receiving NIC sends at the message's arrival is gone
+            // before the reply is fetched, so the ideal run's wait for its serialization is
+            // not there.
+            assert!(80 <= xrdma::Config::default().inline_limit);
             let hop = [
                 m.rx_dma_write,
                 m.cqe_write,
@@ -357,7 +360,6 @@ mod tests {
                 m.post_recv_wr,
                 m.post_send_cost(1),
                 m.wqe_fetch,
-                m.payload_read,
                 m.tx_engine(80),
             ]
             .iter()
@@ -369,6 +371,112 @@ mod tests {
                 &r.half_rtt_ps[..5]
             );
         }
+    }
+
+    #[test]
+    fn a_half_round_trip_is_the_ideal_one_plus_exactly_each_hops_costs() {
+        // Every cost different, so a term missing from the sum or counted twice shows.
+        let ns = xrdma::Span::from_ns;
+        let m = xrdma_sim::HostModel {
+            profile: "test".into(),
+            turn: ns(11),
+            post_send_wr: ns(13),
+            doorbell: ns(17),
+            post_recv_wr: ns(19),
+            poll_call: ns(23),
+            poll_cqe: ns(29),
+            app_recv_message: ns(31),
+            app_send_message: ns(37),
+            wqe_fetch: ns(41),
+            payload_read: ns(43),
+            nic_tx_packet: ns(47),
+            nic_tx_byte: xrdma::Span::from_ps(54),
+            rx_dma_write: ns(59),
+            cqe_write: ns(61),
+        };
+        let opts = PingOptions {
+            size: 64,
+            iters: 100,
+            warmup: 10,
+        };
+        let ideal = run(&mut sim_fabric().unwrap(), &opts).unwrap();
+        let fabric = SimFabric::new(SimConfig {
+            host: m.clone(),
+            ..SimConfig::default()
+        });
+        let r = run(&mut fabric.unwrap(), &opts).unwrap();
+        // Per hop, in order: the receiver's NIC writes the data and then the CQE; its turn
+        // (the fixed cost, the poll that returns the CQE and the empty one that ends the
+        // loop, the echo's work on one message in and one out, the receive WR reposted, the
+        // reply's WR and doorbell); its NIC fetches the WQE with the 80-byte frame (the
+        // 16-byte header and 64 B, posted inline: within `inline_limit`, so no payload read)
+        // and runs it through the transmit engine. The ideal reply
+        // waits for the serialization of the transport ACK its NIC sent at the arrival
+        // (86 B); under the costs that ACK is long gone.
+        let hop = [
+            m.rx_dma_write,
+            m.cqe_write,
+            m.turn,
+            m.poll_call + m.poll_cqe,
+            m.poll_call,
+            m.app_recv_message + m.app_send_message,
+            m.post_recv_wr,
+            m.post_send_wr + m.doorbell,
+            m.wqe_fetch,
+            m.nic_tx_packet + m.nic_tx_byte * 80,
+        ]
+        .iter()
+        .fold(xrdma::Span::ZERO, |a, &b| a + b);
+        let ack = xrdma::Span::serialization(86, SimConfig::default().link_rate_bps);
+        assert_eq!(r.half_rtt_ps.len(), ideal.half_rtt_ps.len());
+        for (with, without) in r.half_rtt_ps.iter().zip(&ideal.half_rtt_ps) {
+            // Half of a round trip of two hops.
+            assert_eq!(*with - *without, (hop - ack).as_ps(), "{with} - {without}");
+        }
+        assert_eq!(r.rounds_per_rtt, ideal.rounds_per_rtt);
+    }
+
+    #[test]
+    fn each_profiles_ping_reads_what_its_calibration_claims() {
+        // The figures each profile's doc (xrdma_sim::profiles) checks itself against.
+        let opts = PingOptions {
+            size: 64,
+            iters: 20,
+            warmup: 2,
+        };
+        let wire = one_way_ps(&[166]) as f64 / 1e6;
+        let p50 = |name: &str| {
+            let host = crate::tools::HostProfileArg {
+                host_profile: Some(name.into()),
+            };
+            run(&mut host.fabric().unwrap(), &opts)
+                .unwrap()
+                .stats
+                .typical_us
+        };
+        // ConnectX-6: a hop through the tools' fabric against XRDMA's 3.2 µs per hop.
+        let cx6 = p50("connectx6");
+        assert!((cx6 / 3.2 - 1.0).abs() <= 0.25, "connectx6: {cx6} us");
+        // Most of it is the tools' 2.03 µs of wire: with zero link delay the hop is its
+        // 0.90 µs of host costs and two serializations of the 162-byte packet.
+        let short = SimFabric::new(SimConfig {
+            host: xrdma_sim::profiles::CONNECTX6,
+            link_delay: xrdma::Span::ZERO,
+            ..SimConfig::default()
+        });
+        let short = run(&mut short.unwrap(), &opts).unwrap().stats.typical_us;
+        assert!(
+            (short - (0.90 + 2.0 * 162.0 * 8e-5)).abs() < 1e-3,
+            "{short} us"
+        );
+        // rxe in the guest: loopback has no wire, so the hop's costs alone against xrdma's
+        // loopback ping, 14.5 µs on the unloaded run's scale; with the tools' wire on top.
+        let rxe = p50("rxe-guest");
+        assert!((rxe / 14.5 - 1.0).abs() <= 0.25, "rxe-guest: {rxe} us");
+        assert!(
+            ((rxe - wire) / 14.5 - 1.0).abs() < 0.01,
+            "rxe-guest: {rxe} us"
+        );
     }
 
     #[test]

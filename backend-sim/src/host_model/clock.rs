@@ -100,8 +100,8 @@ impl Simulation {
     }
 
     /// `poll_cq` on host `h` under the host model: the CQEs visible when the call starts, at
-    /// most `max`, in order; the call costs `poll-call + n × poll-cqe`. When a CQE is left that
-    /// is not visible yet, the host is woken when it is.
+    /// most `max`, in order; the call costs `poll-call + n × poll-cqe`. When a CQE is left, the
+    /// host is woken when it is visible (at once for one already visible: `max` left it).
     #[inline(never)]
     pub(crate) fn poll_cq_timed(
         &mut self,
@@ -119,7 +119,10 @@ impl Simulation {
             .take_while(|&&v| v <= start)
             .count();
         host.clock.cq_visible.drain(..n);
-        out.extend(host.cq.drain(..n));
+        // Not `extend(drain)`: the ideal `poll_cq` has that one inlined to itself.
+        for _ in 0..n {
+            out.extend(host.cq.pop_front());
+        }
         let next = host.clock.cq_visible.front().copied();
         let cost = self.cfg.host.poll_cost(n as u64);
         self.charge_cpu(h, cost);
@@ -139,8 +142,10 @@ impl Simulation {
         self.arm_host_ready(h, at);
     }
 
-    /// Make sure the model's wake for host `h` fires at or before `at`.
+    /// Make sure the model's wake for host `h` fires at or before `at`, and not before now: a
+    /// CQE that became visible in the past (one a poll left behind) wakes the host now.
     fn arm_host_ready(&mut self, h: HostId, at: Time) {
+        let at = at.max(self.now);
         let c = &mut self.hosts[h as usize].clock;
         if at < c.ready_event {
             c.ready_event = at;
@@ -157,6 +162,11 @@ impl Simulation {
         if self.hosts[h as usize].clock.ready_event != t {
             return;
         }
+        debug_assert!(
+            t >= self.now,
+            "the host model's wake at {t} is before now, {}",
+            self.now
+        );
         self.sample_until(t);
         self.now = t;
         self.on_host_ready(h);

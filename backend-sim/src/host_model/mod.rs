@@ -16,7 +16,10 @@
 //!   CPU is busy gives the turn at the CPU clock.
 //! - **NIC latencies** delay what the NIC does. The NIC sees a chain's doorbell when the CPU
 //!   has written it, and may start each of its WRs' first packet `wqe-fetch + payload-read`
-//!   later (the WQE fetch and the payload's DMA read, PCIe round trips); each packet holds the
+//!   later (the WQE fetch and the payload's DMA read, PCIe round trips); a WR without a
+//!   payload to read skips `payload-read`: a READ, an empty WR, and a send of at most the
+//!   QP's `max_inline_data` bytes, which is inline (the verbs backend posts it with
+//!   `IBV_SEND_INLINE`, the NIC takes the bytes from the WQE); each packet holds the
 //!   transmit engine `nic-tx-packet + payload × nic-tx-byte` before its serialization; a
 //!   completion is visible to `poll_cq` only `cqe-write` after the NIC generated it (the CQE's
 //!   DMA write), and a receive completion (and a READ's) `rx-dma-write` later again (the
@@ -39,9 +42,11 @@
 //!
 //! Left out: cache and TLB effects (every call costs the same, warm or cold), PCIe bandwidth and
 //! credit limits (DMA latencies overlap freely; a 1 MiB read costs what a 64 B read costs
-//! before the first packet), BlueFlame/inline sends as a separate path (a profile folds them
-//! into `wqe-fetch` and `payload-read`), the NIC's receive pipeline per packet (ACKs are
-//! generated at a packet's arrival), interrupt and event-mode wake-ups (hosts busy-poll), the
+//! before the first packet), the WQE's size (an inline WQE costs the CPU and `wqe-fetch`
+//! what any other does), the NIC's receive pipeline per packet (ACKs are
+//! generated at a packet's arrival), the responder's DMA read of the data a READ asks for (its
+//! response starts at the request's arrival), interrupt and event-mode wake-ups (hosts
+//! busy-poll), the
 //! cost of copying bytes into and out of registered memory, and contention between hosts'
 //! CPUs (each host has its own).
 //!
@@ -132,7 +137,8 @@ host_model! {
     /// PCIe, and the WQEs' DMA read where they are not written with it).
     wqe_fetch = "wqe-fetch",
     /// NIC: from a WQE fetched to its payload in the NIC (the payload's DMA read, a PCIe read
-    /// round trip), per WR, before the WR's first packet may start.
+    /// round trip), per WR, before the WR's first packet may start; none for a READ, an empty
+    /// WR or an inline send (at most the QP's `max_inline_data` bytes).
     payload_read = "payload-read",
     /// NIC: the transmit engine's time per packet, before the packet's serialization (packet
     /// processing that a hardware pipeline overlaps with the wire is 0 here).

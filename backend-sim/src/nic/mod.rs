@@ -54,7 +54,7 @@ use crate::memory::Memory;
 use crate::packet::{PktKind, F_CE, F_CORRUPT, PSN_MASK};
 use crate::Simulation;
 use std::collections::VecDeque;
-use xrdma::{QpCaps, QpNum, SendOpcode, Time, WcOpcode, WcStatus, WorkCompletion};
+use xrdma::{QpCaps, QpNum, SendOpcode, Span, Time, WcOpcode, WcStatus, WorkCompletion};
 
 /// QPNs are `QPN_BASE + index` (QPNs 0 and 1 are special in InfiniBand).
 pub(crate) const QPN_BASE: u32 = 0x100;
@@ -265,18 +265,34 @@ impl Simulation {
 
     /// Add `wc`, generated now, to host `h`'s CQ and mark the host ready for its driver (with
     /// the host model: once the CQE is visible).
+    #[inline]
     pub(crate) fn push_wc(&mut self, h: u32, wc: WorkCompletion) {
-        self.push_wc_from(h, wc, self.now);
+        self.push_wc_after(h, wc, Span::ZERO);
     }
 
     /// [`Simulation::push_wc`] for a completion that follows a DMA write of received data (a
     /// receive, a READ): with the host model it is generated `rx-dma-write` after now.
+    #[inline]
     pub(crate) fn push_data_wc(&mut self, h: u32, wc: WorkCompletion) {
-        let at = self.now + self.cfg.host.rx_dma_write;
-        self.push_wc_from(h, wc, at);
+        let dma = self.cfg.host.rx_dma_write;
+        self.push_wc_after(h, wc, dma);
     }
 
-    /// Add `wc` to host `h`'s CQ, generated at `at` (now, or later with the host model).
+    /// Add `wc` to host `h`'s CQ, generated `dma` after now with the host model (the time is
+    /// only computed on that path: the ideal host's completion path is the one without it).
+    #[inline]
+    fn push_wc_after(&mut self, h: u32, wc: WorkCompletion, dma: Span) {
+        self.hosts[h as usize].cq.push_back(wc);
+        self.stats.completions += 1;
+        if self.host_on {
+            self.cqe_generated(h, self.now + dma);
+        } else {
+            self.mark_ready(h);
+        }
+    }
+
+    /// Add `wc` to host `h`'s CQ, generated at `at` (now, or later with the host model: a WR
+    /// flushed when the posting call runs on the host's CPU clock).
     pub(crate) fn push_wc_from(&mut self, h: u32, wc: WorkCompletion, at: Time) {
         self.hosts[h as usize].cq.push_back(wc);
         self.stats.completions += 1;

@@ -61,6 +61,21 @@ pub const AXES: [(AxisKind, &str); 8] = [
 ];
 
 impl AxisKind {
+    /// The scenario key this axis sets in `sc` (a path from the top), `None` for the backend
+    /// axis, which sets no key.
+    pub fn scenario_key(self, sc: &Scenario) -> Option<Vec<&'static str>> {
+        Some(match self {
+            AxisKind::FanIn => vec!["workload", sc.workload.kind(), sc.workload.senders_key()],
+            AxisKind::Size => vec!["workload", "incast", "messages"],
+            AxisKind::Beta => vec!["xrdma", "beta"],
+            AxisKind::InitialWindow => vec!["xrdma", "initial-window"],
+            AxisKind::Dcqcn => vec!["sim", "dcqcn"],
+            AxisKind::Pfc => vec!["sim", "pfc"],
+            AxisKind::Seed => vec!["sim", "seed"],
+            AxisKind::Backend => return None,
+        })
+    }
+
     /// The axis name as written on the command line.
     pub fn name(self) -> &'static str {
         AXES.iter()

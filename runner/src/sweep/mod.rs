@@ -73,6 +73,8 @@ pub struct Plan {
 pub fn point_hash(sc: &Scenario, backend: PointBackend) -> String {
     let mut s = sc.clone();
     s.source_path = PathBuf::new();
+    // Where a value came from is not part of the configuration.
+    s.overrides.clear();
     let text = format!(
         "{s:?}\nbackend={}\nversion={}",
         backend.name(),
@@ -117,6 +119,12 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
         for (a, &i) in axes.iter().zip(&idx) {
             axis::apply(&mut sc, &mut backend, a.kind, a.values[i])
                 .map_err(|e| anyhow!("--axis {}: {e}", a.kind.name()))?;
+            if let Some(key) = a.kind.scenario_key(&sc) {
+                sc.overrides.push(xrdma_scenario::Override {
+                    key: key.into_iter().map(String::from).collect(),
+                    origin: format!("--axis {}={}", a.kind.name(), a.texts[i]),
+                });
+            }
             values.push(a.texts[i].clone());
             id_parts.push(format!("{}-{}", a.kind.name(), sanitize(&a.texts[i])));
         }
