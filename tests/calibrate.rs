@@ -472,3 +472,26 @@ fn the_side_by_side_report_has_the_ratios_of_two_known_runs() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_device_result_of_another_workload_is_refused() {
+    let sc = |count: u32| {
+        let text = format!(
+            "name: cal\nworkload:\n  incast: {{ senders: 1, receiver: 0, messages: \
+             [ {{ size: 4KiB, count: {count} }} ] }}\n"
+        );
+        xrdma_scenario::parse(&text, Path::new("cal.yaml")).unwrap()
+    };
+    let run = |count| xrdma_runner::run::run_sim(&sc(count)).unwrap();
+    let dir = std::env::temp_dir().join(format!("xrdma-calibrate-other-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let e = side_by_side::write(&dir, "cal", &[run(4)], &[("sim".into(), run(5))]).unwrap_err();
+    let e = format!("{e:#}");
+    assert!(e.contains("has a different workload"), "{e}");
+    assert!(
+        e.contains("5 message(s)") && e.contains("4 message(s)"),
+        "{e}"
+    );
+    assert!(!dir.join("calibration.txt").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

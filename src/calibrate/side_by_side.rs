@@ -5,7 +5,7 @@
 //! give the device's own spread, |device k − device 1| / device 1 (the largest over k): no
 //! profile can be expected to predict the device closer than the device repeats itself.
 
-use crate::compare::{load_runs, write_compare, CompareRun};
+use crate::compare::{check_same_workload, load_runs, write_compare, CompareRun};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -220,6 +220,7 @@ pub fn env(c: &Calibration) -> String {
 }
 
 /// Files `write` wrote.
+#[derive(Debug)]
 pub struct Written {
     /// Every run's directory, device runs first.
     pub runs: Vec<PathBuf>,
@@ -234,7 +235,8 @@ pub struct Written {
 /// calibration files into `out`.
 ///
 /// # Errors
-/// A file that cannot be written, or a plot that cannot be drawn.
+/// A file that cannot be written, a plot that cannot be drawn, or runs of different
+/// workloads ([`crate::compare::check_same_workload`]: a device result of another scenario).
 pub fn write(
     out: &Path,
     scenario: &str,
@@ -252,6 +254,14 @@ pub fn write(
         write_run(&dir, r)?;
         runs.push(dir);
     }
+    // Read back as `xrdma compare` reads them, and refused as it refuses them.
+    let compared: Vec<CompareRun> = if runs.len() >= 2 {
+        let compared = load_runs(&runs)?;
+        check_same_workload(&compared)?;
+        compared
+    } else {
+        Vec::new()
+    };
     let c = calibration(scenario, device, sims);
     let mut files = vec![
         out.join("calibration.txt"),
@@ -261,8 +271,7 @@ pub fn write(
     write_atomic(&files[0], render(&c).as_bytes())?;
     write_atomic(&files[1], serde_json::to_string_pretty(&c)?.as_bytes())?;
     write_atomic(&files[2], env(&c).as_bytes())?;
-    if runs.len() >= 2 {
-        let compared: Vec<CompareRun> = load_runs(&runs)?;
+    if !compared.is_empty() {
         let cf = write_compare(out, &compared)?;
         files.extend([cf.table, cf.svg, cf.png]);
     }
