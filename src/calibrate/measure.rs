@@ -37,10 +37,11 @@ impl Default for Plan {
     /// Ping at 64 B, 1000 B and 4 KiB (eager SENDs, with xrdma's 16-byte header, of 1, 1
     /// and 5 packets at a 1 KiB MTU: the per-message costs, then the per-byte and the
     /// per-packet ones; 1 KiB would take two packets and tie the two together), 1000 round
-    /// trips after 100 of warm-up; bw at 64 B (coalesced small messages: the per-message CPU costs bound
-    /// it) with 20 000 messages and 64 KiB (the per-packet costs bound it) with 1000, both
-    /// with the window pinned at 256 KiB (xrdma's largest by default). About 15 s on the
-    /// project's Soft-RoCE guest.
+    /// trips after 100 of warm-up; bw at 64 B (coalesced small messages: the per-message CPU
+    /// costs bound it) with 20 000 messages and 64 KiB (the per-packet costs bound it) with
+    /// 1000, both with the window pinned at 256 KiB (xrdma's largest by default). On the
+    /// project's Soft-RoCE guest it moves 3300 round trips and 64 MiB: seconds at the rates
+    /// measured there.
     fn default() -> Self {
         Plan {
             ping_sizes: vec![64, 1000, 4096],

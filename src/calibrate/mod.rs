@@ -298,7 +298,10 @@ fn side_by_side_run(
     }
     for (i, (label, _)) in profiles.iter().enumerate() {
         if profiles[..i].iter().any(|(l, _)| l == label) {
-            bail!("two --host-profile arguments are both labelled `{label}`: give each a distinct name");
+            bail!(
+                "two --host-profile arguments are both labelled `{label}`: give each a \
+                 distinct name"
+            );
         }
     }
     if profiles.is_empty() {
