@@ -495,3 +495,30 @@ fn a_device_result_of_another_workload_is_refused() {
     assert!(!dir.join("calibration.txt").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn two_profiles_of_one_label_are_refused_before_anything_runs() {
+    let exe = env!("CARGO_BIN_EXE_xrdma");
+    let dir = std::env::temp_dir().join(format!("xrdma-calibrate-label-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("a")).unwrap();
+    // Two files of one stem would both write sim-fitted/.
+    let profile = profile_file::to_yaml(&rxe(), &[]);
+    std::fs::write(dir.join("fitted.yaml"), &profile).unwrap();
+    std::fs::write(dir.join("a/fitted.yaml"), &profile).unwrap();
+    let sc = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/incast-8.yaml");
+    let out = std::process::Command::new(exe)
+        .args(["calibrate", "run", sc.to_str().unwrap(), "--host-profile"])
+        .arg(dir.join("fitted.yaml"))
+        .arg("--host-profile")
+        .arg(dir.join("a/fitted.yaml"))
+        .args(["--device-result", "/nonexistent", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("both labelled `fitted`"), "{err}");
+    assert!(!dir.join("out").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -18,11 +18,21 @@
 //! code on the tools' simulator fabric ([`crate::tools::sim_fabric`]: two hosts, one switch,
 //! 100 Gb/s links of 1 µs, 1 KiB MTU, the network of the shipped scenarios): the median half
 //! round trip of `xrdma ping` at each measured size, and the throughput of `xrdma bw` at
-//! each measured size. The residual of an observation is its relative error,
-//! (sim − device) / device, and the fit minimises their sum of squares by
-//! Levenberg–Marquardt (Marquardt's diagonal scaling; the Jacobian by forward differences of
-//! the simulator, a step of 1 % of each parameter; parameters kept ≥ 0), from the base
-//! profile.
+//! each measured size. The residual of an observation is its relative error in time: for a
+//! ping (sim − device) / device of the half round trip, for a stream the same of its time
+//! per byte (device / sim − 1 of the throughputs), both about linear in every cost. The fit
+//! minimises their sum of squares by Levenberg–Marquardt: the Jacobian by forward
+//! differences of the simulator (in coordinates where each parameter's scale is 1, a step
+//! of 1 % of the parameter and at least 5·10⁻⁴), the damping λ·diag(JᵀJ) added to JᵀJ (Marquardt's scaling),
+//! parameters kept ≥ 0. It starts from the base profile with all four parameters scaled by
+//! the device's slowdown against it on the first observation. The damping starts at 10⁻²,
+//! is divided by 3 after a step that lowers the sum and multiplied by 4 after one that does
+//! not (at most 12 tries per iteration); the search stops after
+//! [`FitOptions::max_iterations`], when no try lowers the sum, or when a step gains less
+//! than 10⁻¹² of it. Sources: K. Levenberg, "A method for the solution of certain
+//! non-linear problems in least squares", Quarterly of Applied Mathematics 2(2), 1944;
+//! D. W. Marquardt, "An algorithm for least-squares estimation of nonlinear parameters",
+//! SIAM Journal on Applied Mathematics 11(2), 1963.
 //!
 //! Why these observations identify the four: bw of 64 B messages (coalesced into few SENDs)
 //! is bound by the per-message costs once they pass about 1 µs; bw of 64 KiB by the
