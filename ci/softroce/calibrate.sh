@@ -12,10 +12,11 @@
 #                      64 B, 1000 B, 4 KiB; bw at 64 B and 64 KiB, window pinned at 256 KiB)
 #   fit/               `xrdma calibrate fit` from base rxe-guest: fitted.yaml, fit.txt
 #   held_out/          `xrdma calibrate run held-out.yaml --host-profile fit/fitted.yaml
-#                      --host-profile rxe-guest --device-runs 2`: a held-out scenario (one
-#                      sender, 40 x 16 KiB then 8 x 256 KiB, window pinned at 256 KiB; sizes and
-#                      a workload the fit did not see) on rxe0 and on the simulator, the
-#                      compare report and calibration.txt/.env
+#                      --host-profile rxe-guest --device-runs 2` (after one warm-up run on the
+#                      device, not compared): a held-out scenario (one sender, 40 x 16 KiB
+#                      then 8 x 256 KiB, window pinned at 256 KiB; sizes and a workload the fit
+#                      did not see) on rxe0 and on the simulator, the compare report and
+#                      calibration.txt/.env
 #   incast_8/          the same for scenarios/host/incast-8-rxe-guest.yaml (8 senders)
 #   calibrate.env      held_out_p50_error, held_out_goodput_error, incast_8_p50_error, ...
 #                      (fractions, the fitted profile's), rxe-guest's, the device's own spread
