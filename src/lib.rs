@@ -1,12 +1,13 @@
 //! The xrdma test bed's command line: the `xrdma` binary is a thin layer over the runner
 //! crate (`xrdma_runner`), which runs YAML scenarios (see `scenarios/`) on a backend, and the
 //! reports crate (`xrdma_reports`). This library holds what only the command line needs: its
-//! output helpers, the tools (`ping`, `bw`, `soak`, ...), the comparisons and the benchmarks.
+//! output helpers, the tools (`ping`, `bw`, `soak`, ...), the comparisons, the calibration against a device and the benchmarks.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod calibrate;
 pub mod compare;
 pub mod conformance;
 pub mod launch_cli;

@@ -72,6 +72,10 @@ enum Command {
     /// the points to a cluster (a Slurm job array, or one command per point); --point runs
     /// one of them and --collect gathers the finished ones.
     Sweep(xrdma_testbed::sweep_cli::SweepArgs),
+    /// The simulator against a device: `measure` (ping and bw figures), `fit` (a host profile
+    /// fitted to them, the simulator in the loop), `run` (a scenario on both, side by side,
+    /// with the prediction error per figure).
+    Calibrate(xrdma_testbed::calibrate::CalibrateArgs),
     /// Put two or more runs side by side: headline figures with ratios to the first run, and
     /// their completion-time CDFs overlaid (compare.txt, compare-cdf.svg/.png).
     Compare {
@@ -618,6 +622,7 @@ fn real_main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sweep(args) => xrdma_testbed::sweep_cli::run(args),
+        Command::Calibrate(args) => xrdma_testbed::calibrate::run(args),
         Command::Compare {
             runs,
             out,

@@ -41,6 +41,12 @@
 #                   idle tools against perftest's figures (RESULTS_DIR/figures.env); passes when
 #                   the tools ran and gave numbers, whether or not the targets are met; each
 #                   missed target is then printed as `!!! TARGET MISSED: NAME = VALUE (target T)`
+#   calibrate       ci/softroce/calibrate.sh RESULTS_DIR XRDMA_BIN: a host profile fitted to
+#                   xrdma's ping and bw on rxe0 (`xrdma calibrate measure`, `fit`), then its
+#                   prediction error on held-out scenarios (`xrdma calibrate run`,
+#                   RESULTS_DIR/calibrate/calibrate.env); passes when every step ran and gave
+#                   its figures, whether or not the 25 % target is met; each miss is printed
+#                   as `!!! TARGET MISSED: ...`
 # Ends with the line "softroce: N passed, M failed"; exit status 0 only when none failed.
 set -euo pipefail
 
@@ -217,6 +223,8 @@ missed_targets() { # FIGURES_ENV
   done < "$1"
 }
 [[ -f $results/figures.env ]] && missed_targets "$results/figures.env"
+check calibrate "$results/calibrate.log" "$here/calibrate.sh" "$results" "$xrdma"
+grep -h '^!!! TARGET MISSED' "$results/calibrate.log" || true
 
 echo "softroce: $passed passed, $failed failed"
 ((failed == 0))

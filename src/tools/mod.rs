@@ -32,13 +32,15 @@ pub fn sim_fabric() -> Result<SimFabric> {
     Ok(SimFabric::new(SimConfig::default())?)
 }
 
-/// `--host-profile NAME`: the simulator's host model for a tool (see [`xrdma_sim::HostModel`]
-/// and its profiles, [`xrdma_sim::profiles`]).
+/// `--host-profile NAME|FILE`: the simulator's host model for a tool (see
+/// [`xrdma_sim::HostModel`] and its profiles, [`xrdma_sim::profiles`]; a file as
+/// [`crate::calibrate::profile_file`] reads it).
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostProfileArg {
     /// The simulated hosts' per-operation costs: a built-in host profile (`ideal`,
-    /// `connectx6`, `rxe-guest`) [default: ideal, the hosts cost nothing]. Simulator only.
-    #[arg(long = "host-profile", value_name = "NAME")]
+    /// `connectx6`, `rxe-guest`) or a profile file (`xrdma calibrate fit` writes one)
+    /// [default: ideal, the hosts cost nothing]. Simulator only.
+    #[arg(long = "host-profile", value_name = "NAME|FILE")]
     pub host_profile: Option<String>,
 }
 
@@ -46,10 +48,11 @@ impl HostProfileArg {
     /// The host model asked for (the ideal host when none is).
     ///
     /// # Errors
-    /// An unknown profile name (the message lists the known ones).
+    /// An unknown profile name (the message lists the known ones), or a profile file that
+    /// does not read.
     pub fn model(&self) -> Result<xrdma_sim::HostModel> {
         match &self.host_profile {
-            Some(name) => Ok(xrdma_sim::HostModel::from_profile(name)?),
+            Some(name) => crate::calibrate::profile_file::resolve(name),
             None => Ok(xrdma_sim::HostModel::default()),
         }
     }
