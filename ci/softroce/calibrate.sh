@@ -18,7 +18,7 @@
 #                      did not see) on rxe0 and on the simulator, the compare report and
 #                      calibration.txt/.env
 #   incast_8/          the same for scenarios/host/incast-8-rxe-guest.yaml (8 senders)
-#   calibrate.env      held_out_p50_error, held_out_goodput_error, incast_8_p50_error, ...
+#   calibrate.env      held_out_p50_error, held_out_p99_error, held_out_goodput_error, ...
 #                      (fractions, the fitted profile's), rxe-guest's, the device's own spread
 #                      of each, and the target (0.25)
 # Each missed target is printed as `!!! TARGET MISSED: NAME = VALUE (target T)`: the guest's
@@ -78,7 +78,7 @@ held_out() {
     --host-profile rxe-guest --device-runs 2 --out "$dir" || rc=1
   [[ -f $dir/calibration.env ]] || { echo "calibrate: no $dir/calibration.env" >&2; rc=1; return; }
   cat "$dir/calibration.txt"
-  for f in p50 goodput; do
+  for f in p50 p99 goodput; do
     e=$(sed -n "s/^fitted_${f}_error=//p" "$dir/calibration.env")
     {
       echo "${key}_${f}_error=$e"
