@@ -65,12 +65,16 @@ impl LaunchOptions {
     }
 }
 
-/// The rank a launcher gave this process, with the variable that says it
-/// (`SLURM_PROCID`, `OMPI_COMM_WORLD_RANK`, `PMI_RANK`, the first one set); `None` outside a
+/// The variables a launcher names a process's rank with, in the order they are looked at:
+/// Slurm's, Open MPI's, PMI's (`xrdma_runner::launch` reads the same ones).
+const RANK_VARS: [&str; 3] = ["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"];
+
+/// The rank a launcher gave this process, with the variable that says it (the first of
+/// `SLURM_PROCID`, `OMPI_COMM_WORLD_RANK`, `PMI_RANK` that is set); `None` outside a
 /// launcher or when the value is not a number.
 pub fn launcher_rank() -> Option<(&'static str, u32)> {
     let vars = launch::vars_from_env();
-    ["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"]
+    RANK_VARS
         .into_iter()
         .find_map(|v| Some((v, vars.get(v)?.trim().parse().ok()?)))
 }
@@ -79,7 +83,7 @@ pub fn launcher_rank() -> Option<(&'static str, u32)> {
 /// runs the whole scenario.
 pub fn simulator_note() -> Option<String> {
     let vars = launch::vars_from_env();
-    let (var, value) = ["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"]
+    let (var, value) = RANK_VARS
         .into_iter()
         .find_map(|v| Some((v, vars.get(v)?)))?;
     Some(format!(
