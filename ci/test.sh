@@ -68,8 +68,13 @@ esac
 cargo clippy -p xrdma-verbs -p xrdma-testbed --features xrdma-testbed/verbs --all-targets -q -- -D warnings
 cargo test -p xrdma-verbs -q   # on the host: every device test prints why it skips
 cargo build --release -q --features verbs
-mapfile -t verbs_tests < <(cargo test -p xrdma-verbs --no-run --message-format=json 2>/dev/null \
-  | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//')
+test_executables() { # CARGO_TEST_ARGS...: the test executables `cargo test ARGS --no-run` builds
+  cargo test "$@" --no-run --message-format=json 2>/dev/null \
+    | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//'
+}
+mapfile -t verbs_tests < <(test_executables -p xrdma-verbs)
+# The runner's own device tests (its verbs fabric's clock), on the guest's rxe0 too.
+mapfile -t runner_tests < <(test_executables -p xrdma-runner --features verbs --lib)
 results=results/softroce
 rm -rf "$results"
 # Stage the binaries where the guest sees them: wherever CARGO_TARGET_DIR points (under /tmp,
@@ -83,6 +88,10 @@ staged_tests=()
 for t in "${verbs_tests[@]}"; do
   cp "$t" "$stage/$(basename "$t")"
   staged_tests+=("$stage/$(basename "$t")")
+done
+for t in "${runner_tests[@]}"; do
+  cp "$t" "$stage/$(basename "$t")"
+  staged_tests+=("$stage/$(basename "$t")#fabric::verbs::")
 done
 # The guest suite takes 4–6 min under TCG on an idle 2-core host (the soak alone ~1 min);
 # the limit leaves room for a loaded one.

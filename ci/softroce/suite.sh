@@ -4,11 +4,14 @@
 # usage: ci/softroce/suite.sh RESULTS_DIR XRDMA_BIN [TEST_BIN...]
 #
 #   XRDMA_BIN  the `xrdma` binary built with `--features verbs`
-#   TEST_BIN   test executables of the xrdma-verbs crate (`cargo test -p xrdma-verbs --no-run`)
+#   TEST_BIN   test executables of the xrdma-verbs crate (`cargo test -p xrdma-verbs --no-run`),
+#              each run whole, or PATH#FILTER: only the tests whose names contain FILTER
+#              (the runner's verbs fabric tests, `xrdma_runner-...#fabric::verbs::`)
 #
 # Checks, each counted as passed or failed:
-#   verbs tests     every TEST_BIN, one test thread (the backend's own tests and the
-#                   verbs-level conformance cases of xrdma-conformance)
+#   verbs tests     every TEST_BIN, one test thread (the backend's own tests, the
+#                   verbs-level conformance cases of xrdma-conformance, and the runner's
+#                   verbs fabric tests: its clock starts at the run's first turn)
 #   conformance     `xrdma conformance --backend verbs`: the cases the simulator passes in
 #                   `cargo test`, unchanged, on rxe0
 #   soak            `xrdma soak --backend verbs`: 100 000 messages checked in order, then 1000
@@ -81,8 +84,11 @@ check() { # NAME LOG COMMAND...
 }
 
 for t in "$@"; do
-  check "verbs tests $(basename "$t")" "$results/$(basename "$t").log" \
-    timeout 300 "$t" --test-threads=1 --nocapture
+  bin=${t%%#*}
+  filter=()
+  [[ $t == *#* ]] && filter=("${t#*#}")
+  check "verbs tests $(basename "$bin")${filter:+ ${filter[*]}}" "$results/$(basename "$bin").log" \
+    timeout 300 "$bin" "${filter[@]}" --test-threads=1 --nocapture
 done
 check conformance "$results/conformance.log" timeout 300 "$xrdma" conformance --backend verbs
 # 100 000 messages over rxe0, checked in order, then close/connect cycles through the QP cache

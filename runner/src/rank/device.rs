@@ -202,7 +202,7 @@ fn run_rank_of<W: Workload>(
         for (_, p, _) in &mut peers {
             p.send(&Frame::Start)?;
         }
-        fabric.restart_clock();
+        fabric.start_clock();
         let wall = Instant::now();
         let mut remote: Vec<Option<Vec<SenderRecord>>> = vec![None; peers.len()];
         let mut boot_errors: Vec<String> = Vec::new();
@@ -277,7 +277,7 @@ fn run_rank_of<W: Workload>(
     }
     if plan.is_receiver_rank() {
         // Every host in this rank: nothing to bootstrap.
-        fabric.restart_clock();
+        fabric.start_clock();
         let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
         drive(f, e, a, &stalls, stop, &mut hf, |_, _, _| true);
         let mut senders = records(w, &apps);
@@ -325,7 +325,7 @@ fn run_rank_of<W: Workload>(
         apps[i] = HostRole::Sender(w.sender(&setup, h, conn));
     }
     p.expect("start")?;
-    fabric.restart_clock();
+    fabric.start_clock();
     let frame = |eps: &[Endpoint], apps: &[App<W>]| -> Result<Frame> {
         let mut recs = records(w, apps);
         crate::transport_info::add_windows(&mut recs, |h| {
