@@ -89,7 +89,8 @@ enum Command {
         #[arg(long)]
         allow_different_workloads: bool,
     },
-    /// Check a scenario file (parse, units, ranges, PFC headroom) without running it.
+    /// Check a scenario file (parse, units, ranges, PFC headroom, and the run's memory
+    /// estimate against the memory available) without running it; prints the estimate.
     Validate {
         /// The scenario file (YAML).
         scenario: PathBuf,
