@@ -196,7 +196,7 @@ impl Environment {
 
     /// What the top-level device counters cover on a run across processes, for the
     /// summary's `device` block: `summed over 2 devices (rank 0: rxe0 on a, rank 1: rxe0 on
-    /// b)`, `of 1 device, shared by ranks 0, 1 (counted once)`, or which ranks sent no
+    /// b)` (the node GUID in place of an unknown host name), `of 1 device, shared by ranks 0, 1 (counted once)`, or which ranks sent no
     /// counters; `None` for a single-process run (no `ranks`) and where no rank has a device.
     pub fn device_scope(&self) -> Option<String> {
         let ranks = self.ranks.as_ref()?;
@@ -235,17 +235,20 @@ impl Environment {
                 keys.iter()
                     .map(|(_, rs)| {
                         let r = rs[0];
+                        let d = r.device.as_ref();
+                        let q = |v: Option<&str>| v.unwrap_or("?").to_string();
+                        // Without a host name, the GUID is what tells the devices apart.
+                        let at = match &r.host_name {
+                            Some(h) => format!("on {h}"),
+                            None => format!("GUID {}", q(d.and_then(|d| d.node_guid.as_deref()))),
+                        };
                         format!(
-                            "rank {}: {} on {}",
+                            "rank {}: {} {at}",
                             rs.iter()
                                 .map(|r| r.rank.to_string())
                                 .collect::<Vec<_>>()
                                 .join("+"),
-                            r.device
-                                .as_ref()
-                                .and_then(|d| d.name.as_deref())
-                                .unwrap_or("?"),
-                            r.host_name.as_deref().unwrap_or("?")
+                            q(d.and_then(|d| d.name.as_deref())),
                         )
                     })
                     .collect::<Vec<_>>()
@@ -413,6 +416,13 @@ mod tests {
         assert_eq!(
             e.device_scope().as_deref(),
             Some("summed over 2 devices (rank 0+1: rxe0 on a, rank 2: rxe0 on b)")
+        );
+        let mut nameless = vec![place(0, "a", Some("g1")), place(1, "b", Some("g2"))];
+        (nameless[0].host_name, nameless[1].host_name) = (None, None);
+        e.ranks = Some(nameless);
+        assert_eq!(
+            e.device_scope().as_deref(),
+            Some("summed over 2 devices (rank 0: rxe0 GUID g1, rank 1: rxe0 GUID g2)")
         );
         e.ranks = Some(vec![place(0, "a", Some("g1")), place(1, "a", Some("g1"))]);
         assert_eq!(
