@@ -252,7 +252,7 @@ fn run_rank_of<W: Workload>(
         }
         let wall_seconds = wall.elapsed().as_secs_f64();
         // Each peer's answer to `bye`: its device and counters over its run.
-        let devices = peers
+        let peer_devices = peers
             .iter_mut()
             .map(|(r, p, _)| {
                 let got = devices::receive(p, *r).map_err(|e| {
@@ -283,7 +283,7 @@ fn run_rank_of<W: Workload>(
         crate::transport_info::record_window_signals(&mut result, &eps);
         result.errors.extend(boot_errors);
         record_ranks(&mut result, &section, rank, &seen);
-        devices::merge(&mut result, rank, devices);
+        devices::merge(&mut result, rank, peer_devices);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     if plan.is_receiver_rank() {
