@@ -204,6 +204,9 @@ fn frame() -> impl Strategy<Value = Frame> {
         any::<i64>().prop_map(|n| Frame::Records {
             records: serde_json::json!({ "n": n })
         }),
+        any::<u64>().prop_map(|n| Frame::Device {
+            device: serde_json::json!({ "device-counters": { "sent_pkts": n } })
+        }),
     ]
 }
 

@@ -126,6 +126,27 @@ softroce_ranks_variant() { # SRC OUT ADDRESS0 HOSTS0 ADDRESS1 HOSTS1
   } > "$2"
 }
 
+# A device counter in a run across processes' result.json at FILE (as write_json lays it
+# out: two-space indent, so the environment's keys sit 4 deep, its device-counters' 6, each
+# rank's 10): prints "TOP NET R0 R1 ...", the top-level environment.device-counters COUNTER,
+# the network counter NET_KEY (e.g. data-packets), and each rank's own COUNTER in rank order,
+# `-` where a value is absent.
+softroce_rank_counter() { # FILE COUNTER NET_KEY
+  awk -v key="\"$2\":" -v netkey="\"$3\":" '
+    function value(line) { sub(/^[^:]*: */, "", line); sub(/,$/, "", line); return line }
+    function at(line, depth, k) { return substr(line, 1, depth + length(k)) == sprintf("%" depth "s", "") k }
+    BEGIN { top = "-"; net = "-"; n = 0 }
+    /^  "environment": \{/ { env = 1; next }
+    /^  "network": \{/ { nw = 1; next }
+    /^  \}/ { env = 0; nw = 0 }
+    nw && at($0, 4, netkey) { net = value($0) }
+    env && /^      \{$/ { n++; rank[n] = "-" }
+    env && at($0, 6, key) { top = value($0) }
+    env && n > 0 && at($0, 10, key) { rank[n] = value($0) }
+    END { printf "%s %s", top, net; for (i = 1; i <= n; i++) printf " %s", rank[i]; print "" }
+  ' "$1"
+}
+
 # Whether the result.json at FILE reports WANT messages delivered intact: WANT delivered,
 # no digest mismatch, no duplicate, none missing. Says which when not.
 softroce_all_delivered() { # FILE WANT

@@ -24,7 +24,9 @@
 #                   eight senders on 127.0.0.1:18531) into RESULTS_DIR/incast-8-ranks/, runs
 #                   `xrdma run --backend verbs --rank 1` in the background and `--rank 0` in
 #                   the foreground, and passes when both exit 0 and rank 0's merged
-#                   result.json reports every message delivered intact
+#                   result.json reports every message delivered intact, holds both ranks'
+#                   own device counters, and counts their one rxe0 once (top-level sent_pkts
+#                   and data-packets equal rank 0's own; summary.txt says the device is shared)
 #   echo ranks      an echo run (2 clients x 100 requests) as two processes, the same way:
 #                   every workload runs across ranks
 #   slurm launch    ci/softroce/launch.sh: incast-8.yaml unedited as two ranks started the way
@@ -119,7 +121,22 @@ incast_ranks() { # DIR
   softroce_ranks_variant "$repo/scenarios/incast-8.yaml" "$scenario" \
     127.0.0.1:18530 '[0]' 127.0.0.1:18531 '[1, 2, 3, 4, 5, 6, 7, 8]' || return 1
   # 8 senders x 5 messages.
-  two_ranks "$dir" "$scenario" 40
+  two_ranks "$dir" "$scenario" 40 || return 1
+  # Both ranks on rxe0: each rank's own counters are recorded, the one device counted once
+  # (the top-level figures are rank 0's reading, not twice the traffic).
+  local top net r0 r1 rest
+  read -r top net r0 r1 rest <<< "$(softroce_rank_counter "$dir/result.json" sent_pkts data-packets)"
+  if ! [[ $r0 =~ ^[0-9]+$ && $r1 =~ ^[0-9]+$ && -z $rest ]]; then
+    echo "not both ranks' own sent_pkts (rank 0: $r0, rank 1: $r1)"
+    return 1
+  fi
+  if [[ $top != "$r0" || $net != "$r0" ]]; then
+    echo "top-level sent_pkts $top and data-packets $net, not rank 0's $r0 (one device, counted once)"
+    return 1
+  fi
+  grep -qF 'of 1 device, shared by ranks 0, 1 (counted once)' "$dir/summary.txt" ||
+    { echo "summary.txt does not say the device is shared"; return 1; }
+  echo "one rxe0 for both ranks, counted once: sent_pkts rank 0 $r0, rank 1 $r1, top-level $top"
 }
 # An echo run as two processes: the server, and two clients (every workload runs across ranks).
 echo_ranks() { # DIR

@@ -25,7 +25,9 @@
 #   incast-8 ranks      scenarios/incast-8.yaml unchanged plus a `verbs.ranks` block: rank 0,
 #                       the receiver, on a (10.99.0.1:18630), rank 1, the eight senders, on b
 #                       (10.99.0.2:18631); passes when both ranks exit 0 and rank 0's merged
-#                       result.json reports all 40 messages delivered intact. tcpdump on a's
+#                       result.json reports all 40 messages delivered intact, holds each rank's
+#                       own device counters, and its top-level sent_pkts and data-packets are
+#                       their sum (two devices; summary.txt says so). tcpdump on a's
 #                       eth0 (udp port 4791, snap length 96, to a's tmpfs) records the run;
 #                       the file is copied to RESULTS_DIR/wire.pcap
 #   slurm launch        scenarios/incast-8.yaml unedited, no --rank and no `verbs.ranks`: one rank
@@ -354,7 +356,27 @@ ranks_check() {
   if [[ $me == a ]]; then
     figure incast_ranks_sent_pkts_a "$(sed -n 's/^sent_pkts=//p' "$out/incast-8-ranks/counters-delta.a.env")"
     figure incast_ranks_rcvd_pkts_a "$(sed -n 's/^rcvd_pkts=//p' "$out/incast-8-ranks/counters-delta.a.env")"
+    ranks_devices_check "$out/incast-8-ranks/result.json" || return 1
   fi
+}
+# Both ranks' own device counters are in rank 0's result.json, and the top-level sent_pkts
+# and the network's data-packets are their sum (a's rxe0 and b's rxe0: two devices).
+ranks_devices_check() { # RESULT_JSON
+  local top net r0 r1 rest
+  read -r top net r0 r1 rest <<< "$(softroce_rank_counter "$1" sent_pkts data-packets)"
+  if ! [[ $r0 =~ ^[0-9]+$ && $r1 =~ ^[0-9]+$ && -z $rest ]]; then
+    echo "$1: not both ranks' own sent_pkts (rank 0: $r0, rank 1: $r1${rest:+, more: $rest})"
+    return 1
+  fi
+  if [[ $top != $((r0 + r1)) || $net != "$top" ]]; then
+    echo "$1: top-level sent_pkts $top and data-packets $net, not rank 0's $r0 + rank 1's $r1"
+    return 1
+  fi
+  grep -qF 'summed over 2 devices' "$(dirname "$1")/summary.txt" ||
+    { echo "summary.txt does not say its device figures are summed over 2 devices"; return 1; }
+  measured "rank 0's result.json: sent_pkts rank 0 (a's rxe0) $r0 + rank 1 (b's rxe0) $r1 = top-level $top = data-packets $net"
+  figure incast_ranks_sent_pkts_rank0 "$r0"
+  figure incast_ranks_sent_pkts_rank1 "$r1"
 }
 
 # A cluster launch dry run across the wire: scenarios/incast-8.yaml unedited, one rank per

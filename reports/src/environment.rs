@@ -34,13 +34,21 @@ pub struct Environment {
     /// simulator and when it cannot be read.
     #[serde(default)]
     pub kernel: Option<String>,
-    /// The RDMA device, on the verbs backend; absent elsewhere.
+    /// The RDMA device, on the verbs backend; absent elsewhere. On a run across processes it
+    /// is the device of the receiver's rank, the process that wrote the result (the one
+    /// `platform` line names it); every rank's own is its [`RankPlace::device`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceInfo>,
     /// The device's own counters over the run, by the device's names (the files of
     /// `ports/N/hw_counters/` and `ports/N/counters/` in sysfs): each the value at the end
     /// minus the value at the start. A counter the device lacks is absent, never 0; one that
     /// went backwards (reset or wrapped) is left out. Absent on the simulator.
+    ///
+    /// On a run across processes: the sum over the run's distinct devices
+    /// ([`RankPlace::device_key`]: ranks on one device count it once), holding only the
+    /// counters every one of them has (a counter one lacks is absent, never a partial sum);
+    /// absent when a rank that connected sent no counters. Each rank's own are its
+    /// [`RankPlace::device_counters`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_counters: Option<BTreeMap<String, u64>>,
     /// Each rank of a run across processes (`verbs.ranks`), in rank order; absent for a
@@ -98,6 +106,44 @@ pub struct RankPlace {
     /// The scenario hosts the rank ran.
     #[serde(default)]
     pub hosts: Vec<u32>,
+    /// The rank's RDMA device as the rank itself described it (its verbs queries and
+    /// sysfs, as [`Environment::device`]); absent when the rank sent none (it runs no
+    /// sender and never connected, or it failed first). Absent from results written before
+    /// it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceInfo>,
+    /// The rank's device counters over its run, by the device's names, as
+    /// [`Environment::device_counters`] of a single process: the end of the rank's run
+    /// (after the receiver's rank said `bye`) minus the creation of its fabric. Absent when
+    /// the rank sent none, never zeros; absent from results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_counters: Option<BTreeMap<String, u64>>,
+}
+
+/// Which device a rank ran on, for counting each device once ([`RankPlace::device_key`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceKey {
+    /// The host name the rank reported (`None` when unknown: ranks that all left it unknown
+    /// are taken for one machine).
+    pub host_name: Option<String>,
+    /// The device's node GUID, or its name where the GUID is unknown.
+    pub device: Option<String>,
+}
+
+impl RankPlace {
+    /// The device this rank ran on: its host name and its device's node GUID, the device
+    /// name where the GUID is unknown; `None` when the rank sent no device. Two ranks with
+    /// one key ran on one device (two processes on one machine's `rxe0`), whose counters
+    /// count once. The host name is part of the key because a node GUID is unique per
+    /// adapter only by convention: rxe derives it from its netdev's MAC address, and two
+    /// virtual machines may well share one.
+    pub fn device_key(&self) -> Option<DeviceKey> {
+        let d = self.device.as_ref()?;
+        Some(DeviceKey {
+            host_name: self.host_name.clone(),
+            device: d.node_guid.clone().or_else(|| d.name.clone()),
+        })
+    }
 }
 
 impl Environment {
@@ -146,6 +192,69 @@ impl Environment {
             );
         }
         o
+    }
+
+    /// What the top-level device counters cover on a run across processes, for the
+    /// summary's `device` block: `summed over 2 devices (rank 0: rxe0 on a, rank 1: rxe0 on
+    /// b)` (the node GUID in place of an unknown host name), `of 1 device, shared by ranks 0, 1 (counted once)`, or which ranks sent no
+    /// counters; `None` for a single-process run (no `ranks`) and where no rank has a device.
+    pub fn device_scope(&self) -> Option<String> {
+        let ranks = self.ranks.as_ref()?;
+        let silent: Vec<String> = ranks
+            .iter()
+            .filter(|r| r.connected_from.is_some() && r.device.is_none())
+            .map(|r| r.rank.to_string())
+            .collect();
+        if !silent.is_empty() {
+            return Some(format!(
+                "not summed: rank {} sent no device counters (each rank's are in result.json)",
+                silent.join(", ")
+            ));
+        }
+        let mut keys: Vec<(DeviceKey, Vec<&RankPlace>)> = Vec::new();
+        for r in ranks {
+            let Some(k) = r.device_key() else { continue };
+            match keys.iter_mut().find(|(q, _)| *q == k) {
+                Some((_, rs)) => rs.push(r),
+                None => keys.push((k, vec![r])),
+            }
+        }
+        match keys.as_slice() {
+            [] => None,
+            [(_, rs)] if rs.len() == 1 => None,
+            [(_, rs)] => Some(format!(
+                "of 1 device, shared by ranks {} (counted once)",
+                rs.iter()
+                    .map(|r| r.rank.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            _ => Some(format!(
+                "summed over {} devices ({})",
+                keys.len(),
+                keys.iter()
+                    .map(|(_, rs)| {
+                        let r = rs[0];
+                        let d = r.device.as_ref();
+                        let q = |v: Option<&str>| v.unwrap_or("?").to_string();
+                        // Without a host name, the GUID is what tells the devices apart.
+                        let at = match &r.host_name {
+                            Some(h) => format!("on {h}"),
+                            None => format!("GUID {}", q(d.and_then(|d| d.node_guid.as_deref()))),
+                        };
+                        format!(
+                            "rank {}: {} {at}",
+                            rs.iter()
+                                .map(|r| r.rank.to_string())
+                                .collect::<Vec<_>>()
+                                .join("+"),
+                            q(d.and_then(|d| d.name.as_deref())),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
     }
 
     /// The summary's lines: `platform ...` ([`Environment::one_line`]) and, for a run
@@ -230,6 +339,8 @@ mod tests {
                 address: Some("10.0.0.1:18515".into()),
                 connected_from: None,
                 hosts: vec![0],
+                device: None,
+                device_counters: None,
             },
             RankPlace {
                 rank: 1,
@@ -237,6 +348,8 @@ mod tests {
                 address: Some("10.0.0.2:18515".into()),
                 connected_from: Some("10.0.0.2:40112".into()),
                 hosts: vec![1, 2],
+                device: None,
+                device_counters: None,
             },
         ]);
         assert_eq!(
@@ -246,6 +359,89 @@ mod tests {
              rank 1 on host ? at 10.0.0.2:18515 (connected from 10.0.0.2:40112): scenario \
              hosts 1, 2\n"
         );
+    }
+
+    fn place(rank: u32, host: &str, guid: Option<&str>) -> RankPlace {
+        RankPlace {
+            rank,
+            host_name: Some(host.into()),
+            address: None,
+            connected_from: (rank > 0).then(|| "10.0.0.2:40112".into()),
+            hosts: vec![rank],
+            device: Some(DeviceInfo {
+                name: Some("rxe0".into()),
+                node_guid: guid.map(str::to_string),
+                ..DeviceInfo::default()
+            }),
+            device_counters: Some(BTreeMap::from([("sent_pkts".to_string(), 10)])),
+        }
+    }
+
+    #[test]
+    fn a_device_is_its_host_and_guid_or_name() {
+        let a = place(0, "a", Some("5054:00ff:fe00:0001"));
+        let b = place(1, "b", Some("5054:00ff:fe00:0001"));
+        assert_ne!(
+            a.device_key(),
+            b.device_key(),
+            "one GUID on two hosts: two devices"
+        );
+        let a1 = place(1, "a", Some("5054:00ff:fe00:0001"));
+        assert_eq!(a.device_key(), a1.device_key(), "two ranks on one device");
+        let nameless = place(2, "a", None);
+        assert_eq!(
+            nameless.device_key().unwrap().device.as_deref(),
+            Some("rxe0"),
+            "the name where the GUID is unknown"
+        );
+        let mut none = place(3, "a", None);
+        none.device = None;
+        assert_eq!(none.device_key(), None);
+    }
+
+    #[test]
+    fn the_device_scope_says_what_the_counters_cover() {
+        let mut e = verbs();
+        assert_eq!(e.device_scope(), None, "a single-process run");
+        e.ranks = Some(vec![place(0, "a", Some("g1")), place(1, "b", Some("g2"))]);
+        assert_eq!(
+            e.device_scope().as_deref(),
+            Some("summed over 2 devices (rank 0: rxe0 on a, rank 1: rxe0 on b)")
+        );
+        e.ranks = Some(vec![
+            place(0, "a", Some("g1")),
+            place(1, "a", Some("g1")),
+            place(2, "b", Some("g2")),
+        ]);
+        assert_eq!(
+            e.device_scope().as_deref(),
+            Some("summed over 2 devices (rank 0+1: rxe0 on a, rank 2: rxe0 on b)")
+        );
+        let mut nameless = vec![place(0, "a", Some("g1")), place(1, "b", Some("g2"))];
+        (nameless[0].host_name, nameless[1].host_name) = (None, None);
+        e.ranks = Some(nameless);
+        assert_eq!(
+            e.device_scope().as_deref(),
+            Some("summed over 2 devices (rank 0: rxe0 GUID g1, rank 1: rxe0 GUID g2)")
+        );
+        e.ranks = Some(vec![place(0, "a", Some("g1")), place(1, "a", Some("g1"))]);
+        assert_eq!(
+            e.device_scope().as_deref(),
+            Some("of 1 device, shared by ranks 0, 1 (counted once)")
+        );
+        let mut silent = place(1, "b", Some("g2"));
+        silent.device = None;
+        silent.device_counters = None;
+        e.ranks = Some(vec![place(0, "a", Some("g1")), silent]);
+        assert_eq!(
+            e.device_scope().as_deref(),
+            Some("not summed: rank 1 sent no device counters (each rank's are in result.json)")
+        );
+        // A rank that never connected (no senders) has no device and is no gap.
+        let mut idle = place(1, "b", None);
+        (idle.device, idle.connected_from) = (None, None);
+        e.ranks = Some(vec![place(0, "a", Some("g1")), idle]);
+        assert_eq!(e.device_scope(), None);
     }
 
     #[test]

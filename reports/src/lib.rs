@@ -33,7 +33,7 @@ pub mod sweep_plot;
 pub mod timeplot;
 mod transport_info;
 
-pub use environment::{DeviceInfo, Environment, RankPlace};
+pub use environment::{DeviceInfo, DeviceKey, Environment, RankPlace};
 pub use error::ReportError;
 pub use io::{
     commit_temp, messages_csv, read_json, temp_sibling, write_atomic, write_json, write_report,

@@ -24,7 +24,9 @@ use crate::series::TimeSeries;
 /// rather than 0 (an older file reads with `path` taken from its `ideal`). Within version 3
 /// the optional `environment` key was added ([`crate::Environment`]): an older reader ignores
 /// it and a file without it (of any version) reads with it absent, so it needs no new
-/// version.
+/// version; so were, by the same reasoning, each rank's `device` and `device-counters` in
+/// `environment.ranks` (a run across processes then sums its distinct devices' counters at
+/// the top level, where an older one had the receiver rank's alone).
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// One complete run: what was run, what happened to every message, network counters, the

@@ -336,6 +336,10 @@ pub fn summary_table(r: &RunResult) -> String {
             c(n.seq_naks),
             c(n.rnr_naks)
         );
+        // Across processes: the figures are the sum over the ranks' distinct devices.
+        if let Some(scope) = r.environment.as_ref().and_then(|e| e.device_scope()) {
+            let _ = writeln!(w, "           {scope}");
+        }
         let _ = writeln!(
             w,
             "           ECN marks {}   CNPs {}   retransmit timeouts {}",

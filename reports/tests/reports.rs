@@ -583,6 +583,8 @@ fn verbs_environment() -> Environment {
             address: Some("10.0.0.7:18515".into()),
             connected_from: None,
             hosts: vec![0],
+            device: None,
+            device_counters: None,
         }]),
     }
 }
@@ -671,4 +673,33 @@ fn the_summary_names_the_environment_and_a_device_shows_unobserved_counters_as_n
         "{t}"
     );
     assert!(!t.contains("PFC XOFF"), "{t}");
+}
+
+#[test]
+fn the_summary_says_when_the_device_figures_are_summed_over_several_devices() {
+    let mut r = result(with_undelivered(), None);
+    r.scenario.backend = Backend::Verbs;
+    r.sim = None;
+    let mut env = verbs_environment();
+    let mut ranks = env.ranks.take().unwrap();
+    ranks[0].device = env.device.clone();
+    let mut other = ranks[0].clone();
+    other.rank = 1;
+    other.host_name = Some("node8".into());
+    other.connected_from = Some("10.0.0.8:40112".into());
+    ranks.push(other);
+    env.ranks = Some(ranks);
+    r.environment = Some(env);
+    r.network = NetworkCounters {
+        data_packets: Some(2000),
+        ..NetworkCounters::default()
+    };
+    let t = summary_table(&r);
+    assert!(
+        t.contains(
+            "device     packets sent 2000   sequence NAKs n/a   RNR NAKs n/a\n           \
+             summed over 2 devices (rank 0: mlx5_0 on node7, rank 1: mlx5_0 on node8)\n"
+        ),
+        "{t}"
+    );
 }

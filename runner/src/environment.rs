@@ -120,6 +120,8 @@ pub fn ranks(
                 address: Some(spec.address.to_string()),
                 connected_from: seen.map(|p| p.from.to_string()),
                 hosts: spec.hosts.clone(),
+                device: None,
+                device_counters: None,
             }
         })
         .collect()
@@ -203,6 +205,8 @@ mod tests {
                     address: Some("10.0.0.1:18515".into()),
                     connected_from: None,
                     hosts: vec![0, 3],
+                    device: None,
+                    device_counters: None,
                 },
                 rep::RankPlace {
                     rank: 1,
@@ -210,6 +214,8 @@ mod tests {
                     address: Some("10.0.0.2:18515".into()),
                     connected_from: Some("10.0.0.2:40112".into()),
                     hosts: vec![1, 2],
+                    device: None,
+                    device_counters: None,
                 },
             ]
         );

@@ -15,9 +15,11 @@
 //! whose senders are finished sends its [`SenderRecord`]s (completion times on its own clock,
 //! measured from the intended send time) and keeps its QPs serviced until the receiver's rank
 //! says `bye`; the receiver's rank stops when its own hosts are finished and every peer has
-//! sent its records, then writes the one report ([`crate::run::collect`], the same
-//! fields as a single-process run). Network counters are those of the receiver rank's
-//! device.
+//! sent its records, then says `bye`; each sender rank answers with its device and that
+//! device's counters over its run ([`devices`]), and the receiver's rank writes the one
+//! report ([`crate::run::collect`], the same fields as a single-process run). Its device
+//! counters and the device-derived network counters are the sum over the run's distinct
+//! devices ([`devices::merge`]), each rank's own beside its place.
 
 use crate::bootstrap::{content_hash, Frame, Hello};
 use crate::workload::SenderRecord;
@@ -26,6 +28,7 @@ use xrdma_scenario::{Scenario, VerbsSection};
 
 #[cfg(feature = "verbs")]
 mod device;
+pub mod devices;
 #[cfg(feature = "verbs")]
 pub use device::{run_rank, run_rank_bound, RankOutcome};
 

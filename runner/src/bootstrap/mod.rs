@@ -22,8 +22,8 @@ mod wire;
 pub use wire::{encode_frame, parse_frame, MAX_FRAME_BYTES};
 
 /// Version of this wire protocol; a peer with another one is refused (2: the rendezvous
-/// frames `join` and `table`).
-pub const PROTOCOL_VERSION: u32 = 2;
+/// frames `join` and `table`; 3: the `device` frame a rank sends after `bye`).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Pause between two connection attempts while the peer is not listening yet.
 pub const CONNECT_RETRY: Duration = Duration::from_millis(100);
@@ -142,6 +142,12 @@ pub enum Frame {
     },
     /// The run is over: the peer may close its QPs and exit.
     Bye,
+    /// A rank's RDMA device and its counters over the run, the answer to `bye` (opaque to
+    /// the bootstrap).
+    Device {
+        /// The device and counters, serialized whole.
+        device: serde_json::Value,
+    },
     /// Rendezvous ([`crate::launch::rendezvous`]): a rank tells rank 0 the rank count it was
     /// launched with and where its bootstrap listener is bound (its rank is in its hello).
     Join {
@@ -165,6 +171,7 @@ impl Frame {
             Frame::Start => "start",
             Frame::Records { .. } => "records",
             Frame::Bye => "bye",
+            Frame::Device { .. } => "device",
             Frame::Join { .. } => "join",
             Frame::Table { .. } => "table",
         }

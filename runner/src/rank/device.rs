@@ -1,6 +1,6 @@
 //! One rank on an RDMA device: bootstrap, run, hand in or gather the records.
 
-use super::{decode_records, hello, RankPlan};
+use super::{decode_records, devices, hello, RankPlan};
 use crate::bootstrap::{ConnRecord, Frame, Listener, Peer};
 use crate::drive::drive;
 use crate::fabric::Fabric;
@@ -251,6 +251,16 @@ fn run_rank_of<W: Workload>(
             }
         }
         let wall_seconds = wall.elapsed().as_secs_f64();
+        // Each peer's answer to `bye`: its device and counters over its run.
+        let peer_devices = peers
+            .iter_mut()
+            .map(|(r, p, _)| {
+                let got = devices::receive(p, *r).map_err(|e| {
+                    boot_errors.push(format!("rank {r}: no device counters: {e:#}"));
+                });
+                (*r, got.ok())
+            })
+            .collect();
         let mut senders = records(w, &apps);
         crate::transport_info::add_windows(&mut senders, |h| {
             plan.local_index(h).and_then(|i| eps.get(i))
@@ -273,6 +283,7 @@ fn run_rank_of<W: Workload>(
         crate::transport_info::record_window_signals(&mut result, &eps);
         result.errors.extend(boot_errors);
         record_ranks(&mut result, &section, rank, &seen);
+        devices::merge(&mut result, rank, peer_devices);
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     if plan.is_receiver_rank() {
@@ -289,6 +300,7 @@ fn run_rank_of<W: Workload>(
         let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
         crate::transport_info::record_window_signals(&mut result, &eps);
         record_ranks(&mut result, &section, rank, &[]);
+        devices::merge(&mut result, rank, Vec::new());
         return Ok(RankOutcome::Report(Box::new(result)));
     }
     // A sender rank: connect to the receiver's rank, offer our halves, take theirs.
@@ -378,6 +390,8 @@ fn run_rank_of<W: Workload>(
     if !bye {
         p.expect("bye")?;
     }
+    // The end of this rank's run: its device's counters go to the receiver's rank.
+    p.send(&devices::RankDevice::of(&fabric).frame()?)?;
     let mut senders = 0;
     let mut acked = 0;
     let mut messages = 0;
