@@ -11,10 +11,12 @@ pub mod cpu;
 #[cfg(feature = "verbs")]
 pub mod idle;
 pub mod ping;
+pub mod ping_out;
 pub mod qp_setup;
 pub mod remote;
 pub mod soak;
 pub mod stats;
+pub mod verb_ping;
 
 use anyhow::{bail, Context, Result};
 use xrdma::driver::{self, Application, TurnScratch};
