@@ -484,14 +484,13 @@ const SERVER: u32 = 1;
 /// How often (fabric time) a server looks for the client's `bye`.
 const BYE_POLL: Span = Span::from_ms(1);
 
-/// What the two ends must agree on, hashed into the bootstrap's hello.
+/// What the two ends must agree on (the verb and the size; the counts are the client's),
+/// hashed into the bootstrap's hello.
 fn hello(verb: Verb, opts: &PingOptions, rank: u32) -> Hello {
     let terms = format!(
-        "xrdma ping --verb {}: one RC QP, size {}, iters {}, warmup {}",
+        "xrdma ping --verb {}: one RC QP, size {}",
         verb.name(),
-        opts.size,
-        opts.iters,
-        opts.warmup
+        opts.size
     );
     Hello::new("ping-verbs", &content_hash(terms.as_bytes()), rank)
 }
@@ -549,7 +548,7 @@ pub struct VerbServeReport {
 }
 
 /// Serve one two-process verbs-level ping on host 0 of `fabric`: listen on `bind`, wait (up
-/// to `timeout`) for a client that agrees on `verb` and `opts`, connect one RC QP through the
+/// to `timeout`) for a client of the same `verb` and `opts.size` (its counts are its own), connect one RC QP through the
 /// bootstrap, answer every exchange until the client says `bye`.
 ///
 /// # Errors
