@@ -247,8 +247,8 @@ impl Side {
         self.error.is_some() || (self.sent == self.total && self.posted_at.is_none())
     }
 
-    /// The exchanges the peer has started that this side has not answered (server) or the
-    /// answers still awaited (client).
+    /// Whether this side spins on a WRITE's last byte: a WRITE ping not finished (a
+    /// client between its post and the answer, a server between answers).
     fn waiting_for_write(&self) -> bool {
         self.verb == Verb::Write && !self.finished()
     }
@@ -263,13 +263,15 @@ impl Side {
     }
 
     /// One turn: take completions, spin once on the WRITE byte, post what is due.
-    fn turn<T: Transport>(&mut self, now: Time, t: &mut T) {
-        if let Err(e) = self.try_turn(now, t) {
+    fn turn<T: Transport>(&mut self, t: &mut T) {
+        if let Err(e) = self.try_turn(t) {
             self.error.get_or_insert(e.to_string());
         }
     }
 
-    fn try_turn<T: Transport>(&mut self, now: Time, t: &mut T) -> Result<()> {
+    /// The client reads the transport's clock ([`Transport::now`], the fabric's) only when an
+    /// exchange ends and the next is posted, once for both, as perftest's `tposted`.
+    fn try_turn<T: Transport>(&mut self, t: &mut T) -> Result<()> {
         if self.error.is_some() {
             return Ok(());
         }
@@ -310,16 +312,20 @@ impl Side {
             }
         }
         if self.client {
+            let mut now = None;
             if let Some(at) = self.posted_at {
                 if self.arrived < self.sent {
                     return Ok(());
                 }
-                self.rtts.push((now - at).as_ps());
+                let end = t.now();
+                self.rtts.push((end - at).as_ps());
                 self.posted_at = None;
+                now = Some(end);
             }
             if self.sent < self.total {
+                let at = now.unwrap_or_else(|| t.now());
                 self.post(t)?;
-                self.posted_at = Some(now);
+                self.posted_at = Some(at);
             }
         } else if self.verb != Verb::Read && self.arrived > self.sent {
             self.post(t)?;
@@ -416,12 +422,13 @@ pub fn run<F: Fabric>(fabric: &mut F, verb: Verb, opts: &PingOptions) -> Result<
     let mut ready: Vec<u32> = vec![0, 1];
     let mut settled = false;
     let mut rounds = 0u64;
+    let mut clock = RoundClock::new(fabric);
     loop {
         rounds += 1;
-        let now = fabric.now();
+        let now = clock.now(fabric, rounds);
         for &h in &ready {
             let side = if h == 0 { &mut client } else { &mut server };
-            side.turn(now, &mut fabric.host(h));
+            side.turn(&mut fabric.host(h));
             let wake = if settled { Time::MAX } else { side.wake(now) };
             fabric.set_wake(h, wake);
         }
@@ -476,6 +483,37 @@ fn report<F: Fabric>(
     })
 }
 
+/// Rounds between two readings of a wall clock while nothing happens ([`RoundClock`]).
+pub const WALL_CLOCK_EVERY: u64 = 1024;
+
+/// The time a round of turns sees. On a virtual clock (the simulator) it is read every round:
+/// it is free and the wake times are set from it. On a wall clock (a device) every host gets
+/// a turn every round whatever its wake time, and a reading costs about 1 µs on the TCG
+/// guest's HPET clock source, several times the spin's `poll_cq`, where perftest's loop reads
+/// no clock while it spins; so it is read every [`WALL_CLOCK_EVERY`] rounds, for the
+/// fabric's run timeout and a server's look for `bye`, and the samples are taken from the
+/// transport's clock when an exchange ends ([`Side::try_turn`]).
+struct RoundClock {
+    virtual_clock: bool,
+    now: Time,
+}
+
+impl RoundClock {
+    fn new<F: Fabric>(fabric: &F) -> Self {
+        RoundClock {
+            virtual_clock: fabric.backend() == xrdma_reports::Backend::Sim,
+            now: fabric.now(),
+        }
+    }
+
+    fn now<F: Fabric>(&mut self, fabric: &F, round: u64) -> Time {
+        if self.virtual_clock || round % WALL_CLOCK_EVERY == 0 {
+            self.now = fabric.now();
+        }
+        self.now
+    }
+}
+
 /// The bootstrap rank of the client; the connection record is the one client → server.
 const CLIENT: u32 = 0;
 /// The bootstrap rank of the server.
@@ -516,11 +554,12 @@ fn drive_side<F: Fabric>(
 ) -> Result<u64> {
     let mut ready: Vec<u32> = vec![0];
     let mut rounds = 0u64;
+    let mut clock = RoundClock::new(fabric);
     loop {
         rounds += 1;
-        let now = fabric.now();
+        let now = clock.now(fabric, rounds);
         if !ready.is_empty() {
-            side.turn(now, &mut fabric.host(0));
+            side.turn(&mut fabric.host(0));
             fabric.set_wake(0, side.wake(now));
         }
         ready.clear();
