@@ -128,6 +128,13 @@ enum Command {
         /// Round trips run first and not measured [default: 1000, or `--iters` when fewer].
         #[arg(long)]
         warmup: Option<u32>,
+        /// What to ping: xrdma messages through the core, or verbs-level SEND, RDMA WRITE or
+        /// RDMA READ like `ib_send_lat`, `ib_write_lat`, `ib_read_lat` (READ not halved).
+        #[arg(long, value_enum, default_value_t = tools::verb_ping::Verb::Xrdma)]
+        verb: tools::verb_ping::Verb,
+        /// Print the figures as one JSON object instead of perftest's table.
+        #[arg(long)]
+        json: bool,
         /// Be the echo server of a two-process ping (`--backend verbs`): listen on `--bind`,
         /// serve one client, exit.
         #[arg(long, conflicts_with = "connect")]
@@ -463,6 +470,8 @@ fn real_main() -> Result<ExitCode> {
             size,
             iters,
             warmup,
+            verb,
+            json,
             server,
             bind,
             connect,
@@ -470,6 +479,8 @@ fn real_main() -> Result<ExitCode> {
         } => {
             backend.require()?;
             host.require_sim(backend == Backend::Sim)?;
+            tools::verb_ping::require_ideal_host(verb, host.host_profile.as_deref())?;
+            verb.check_size(size)?;
             ensure_fits(size)?;
             let opts = tools::ping::PingOptions {
                 size,
@@ -482,25 +493,21 @@ fn real_main() -> Result<ExitCode> {
                         "--server and --connect run a two-process ping: they need --backend verbs"
                     );
                 }
-                return two_process(TwoProcess::Ping(&opts), server.then_some(bind), connect);
+                let tool = TwoProcess::Ping(&opts, verb, json);
+                return two_process(tool, server.then_some(bind), connect);
             }
-            let r = match backend {
-                Backend::Sim => tools::ping::run(&mut host.fabric()?, &opts)?,
+            let label = host.label(backend.name());
+            let (r, stats) = match backend {
+                Backend::Sim => tools::ping_out::run(&mut host.fabric()?, verb, &opts, label)?,
                 #[cfg(feature = "verbs")]
-                Backend::Verbs => tools::ping::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
+                Backend::Verbs => {
+                    let mut fabric = tools::verbs_fabric(TOOL_TIMEOUT)?;
+                    tools::ping_out::run(&mut fabric, verb, &opts, label)?
+                }
                 #[cfg(not(feature = "verbs"))]
                 Backend::Verbs => no_verbs()?,
             };
-            outln!(
-                "xrdma ping ({}): half round trip (RTT/2), one xrdma connection",
-                host.label(backend.name())
-            );
-            outln!("{}", tools::stats::LatencyStats::header());
-            outln!("{}", r.stats.row());
-            outln!(
-                "driver rounds per round trip: {:.1} (turns of both hosts needed per exchange)",
-                r.rounds_per_rtt
-            );
+            out!("{}", r.render(&stats, json)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Bw {
@@ -676,8 +683,8 @@ fn real_main() -> Result<ExitCode> {
 /// backend is built).
 #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
 enum TwoProcess<'a> {
-    /// `xrdma ping --server | --connect`.
-    Ping(&'a tools::ping::PingOptions),
+    /// `xrdma ping --server | --connect`: the options, the verb, `--json`.
+    Ping(&'a tools::ping::PingOptions, tools::verb_ping::Verb, bool),
     /// `xrdma bw --server | --connect`.
     Bw(&'a tools::bw::BwOptions),
 }
@@ -692,12 +699,10 @@ fn two_process(
 ) -> Result<ExitCode> {
     let (mut fabric, wait) = one_worker_fabric()?;
     match (tool, server, connect) {
-        (TwoProcess::Ping(_), Some(bind), _) => {
-            let r = tools::ping::serve(&mut fabric, bind, wait)?;
+        (TwoProcess::Ping(opts, verb, _), Some(bind), _) => {
             outln!(
-                "xrdma ping server: echoed {} message(s) for the client at {}",
-                r.echoed,
-                r.client
+                "{}",
+                tools::ping_out::serve(&mut fabric, bind, wait, verb, opts)?
             );
         }
         (TwoProcess::Bw(_), Some(bind), _) => {
@@ -709,18 +714,9 @@ fn two_process(
                 r.client
             );
         }
-        (TwoProcess::Ping(opts), None, Some(addr)) => {
-            let r = tools::ping::connect(&mut fabric, addr, wait, opts)?;
-            outln!(
-                "xrdma ping (verbs, two processes, server {addr}): half round trip (RTT/2), one \
-                 xrdma connection"
-            );
-            outln!("{}", tools::stats::LatencyStats::header());
-            outln!("{}", r.stats.row());
-            outln!(
-                "driver rounds per round trip: {:.1} (client turns per exchange)",
-                r.rounds_per_rtt
-            );
+        (TwoProcess::Ping(opts, verb, json), None, Some(addr)) => {
+            let (r, stats) = tools::ping_out::connect(&mut fabric, addr, wait, verb, opts)?;
+            out!("{}", r.render(&stats, json)?);
         }
         (TwoProcess::Bw(opts), None, Some(addr)) => {
             let r = tools::bw::connect(&mut fabric, addr, wait, opts)?;

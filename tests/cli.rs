@@ -319,3 +319,80 @@ fn launch_options_need_the_verbs_backend_and_a_launcher_on_the_simulator_is_note
     );
     assert!(out.join("result.json").exists());
 }
+
+/// `xrdma ping ARGS` on the simulator: (exit code, stdout, stderr).
+fn ping(args: &[&str]) -> (Option<i32>, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .arg("ping")
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (o.status.code(), text(&o.stdout), text(&o.stderr))
+}
+
+#[test]
+fn ping_verbs_print_perftests_columns_or_json_and_refuse_what_they_cannot_measure() {
+    let few = ["--iters", "20", "--warmup", "2"];
+    for (verb, title, typical) in [
+        ("xrdma", "one xrdma connection", "2.03"),
+        ("send", "of verbs SENDs", "2.03"),
+        ("write", "receiver polls the last byte", "2.03"),
+        ("read", "not halved", "4.04"),
+    ] {
+        let (code, out, err) = ping(&[&["--verb", verb][..], &few].concat());
+        assert_eq!(code, Some(0), "{verb}: {err}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].contains(title), "{verb}: {out}");
+        let head: Vec<&str> = lines[1].split_whitespace().collect();
+        let row: Vec<&str> = lines[2].split_whitespace().collect();
+        let col = |w: &str| row[head.iter().position(|h| *h == w).unwrap()];
+        assert_eq!(col("#bytes"), "64", "{verb}");
+        assert_eq!(col("#iterations"), "20", "{verb}");
+        assert_eq!(col("t_typical[usec]"), typical, "{verb}");
+    }
+    let (code, out, err) =
+        ping(&[&["--verb", "read", "--json", "--size", "4KiB"][..], &few].concat());
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["verb"], "read");
+    assert_eq!(v["perftest"], "ib_read_lat");
+    assert_eq!(v["halved"], false);
+    assert_eq!(v["stats"]["bytes"], 4096);
+    assert_eq!(v["stats"]["iterations"], 20);
+    // A 98 B request and a 4432 B response train: 4000 + 15.68 + 354.56 + 88.8 ns.
+    assert_eq!(v["stats"]["t_typical_us"], 4.45904);
+    for (args, code, needle) in [
+        (
+            &["--verb", "bogus"][..],
+            1,
+            "possible values: xrdma, send, write, read",
+        ),
+        (&["--verb", "read", "--size", "0"], 1, "at least 1 byte"),
+        (
+            &["--verb", "write", "--size", "0"],
+            1,
+            "polls the last byte",
+        ),
+        (
+            &["--verb", "send", "--size", "5GiB"],
+            1,
+            "at most 4294967295 bytes",
+        ),
+        (
+            &["--verb", "send", "--iters", "0"],
+            1,
+            "--iters must be at least 1",
+        ),
+        (
+            &["--verb", "write", "--host-profile", "connectx6"],
+            1,
+            "--verb xrdma only",
+        ),
+        (&["--verb", "read", "--server"], 1, "need --backend verbs"),
+    ] {
+        let (got, _, err) = ping(args);
+        assert_eq!(got, Some(code), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err:?}");
+    }
+}

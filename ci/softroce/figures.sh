@@ -13,6 +13,10 @@
 #             --connect 127.0.0.1:FIG_PING_PORT --size 64B --iters FIG_PING_ITERS (10000)
 #             --warmup 1000` (ping.txt: the client, ping-server.txt: the server)
 #   ping-1p   the same ping with both ends in one process (`xrdma ping --backend verbs ...`)
+#   ping-send, ping-write, ping-read
+#             the verbs-level pings beside ib_send_lat, ib_write_lat, ib_read_lat: two
+#             processes on ports FIG_VERB_PORT (18522) + 0, 1, 2, `xrdma ping --backend verbs
+#             --verb send|write|read --size 64B --iters FIG_PING_ITERS --warmup 1000`
 #   bw        two processes, like ib_write_bw's server and client: `xrdma bw --backend verbs
 #             --server --bind 127.0.0.1:FIG_BW_PORT (18521)` and `xrdma bw --backend verbs
 #             --connect 127.0.0.1:FIG_BW_PORT --size 64KiB --iters FIG_BW_ITERS (5000)`
@@ -28,6 +32,9 @@
 #   qp_setup_fresh_us             qp_setup_cached_us   qp_setup_speedup    (target >= 20)
 #   qp_setup_cached_without_reset_us (reference: the cached path when the reset is done at close)
 #   idle_cpu_percent                                                       (target < 5)
+#   xrdma_verb_VERB_64_typical_us  VERB_lat_typical_us  verb_VERB_deviation (target <= 0.2)
+#     for VERB in send, write, read: |xrdma's typical / perftest's - 1|, the verbs-level
+#     ping's typical latency within 20 % of perftest's on the same device and size
 #   <each ratio>_target, <each ratio>_met (yes / no / unknown)
 # It reports figures and never fails on a missed target. Exit status: 0 when every tool ran
 # and gave its figure, 1 otherwise (a perftest figure missing makes its ratio empty, not a
@@ -54,12 +61,14 @@ tool() { # NAME ARGS...
   cat "$out/$name.txt"
 }
 # Server and client of a two-process tool (NAME.txt: the client, NAME-server.txt: the
-# server); the client retries its connection until the server listens.
+# server), ARGS given to both (a server takes the options it shares with its client, such as
+# ping's --verb and --size, and ignores the client's counts); the client retries its
+# connection until the server listens.
 pair() { # NAME PORT TOOL ARGS...
   local name=$1 port=$2 tool=$3
   shift 3
   echo "figures: $name: xrdma $tool --backend verbs --server / --connect 127.0.0.1:$port $*"
-  timeout 300 "$xrdma" "$tool" --backend verbs --server --bind "127.0.0.1:$port" \
+  timeout 300 "$xrdma" "$tool" --backend verbs --server --bind "127.0.0.1:$port" "$@" \
     > "$out/$name-server.txt" 2>&1 &
   local server=$!
   if ! timeout 300 "$xrdma" "$tool" --backend verbs --connect "127.0.0.1:$port" "$@" \
@@ -79,6 +88,11 @@ ping_args=(--size 64B --iters "${FIG_PING_ITERS:-10000}" --warmup 1000)
 bw_args=(--size 64KiB --iters "${FIG_BW_ITERS:-5000}")
 pair ping "${FIG_PING_PORT:-18520}" ping "${ping_args[@]}"
 tool ping-1p ping --backend verbs "${ping_args[@]}"
+verb_port=${FIG_VERB_PORT:-18522}
+for verb in send write read; do
+  pair "ping-$verb" "$verb_port" ping --verb "$verb" "${ping_args[@]}"
+  verb_port=$((verb_port + 1))
+done
 pair bw "${FIG_BW_PORT:-18521}" bw "${bw_args[@]}"
 tool bw-1p bw --backend verbs "${bw_args[@]}"
 tool qp-setup qp-setup --backend verbs --iters "${FIG_QP_ITERS:-100}"
@@ -110,6 +124,11 @@ speedup=$(field "$out/qp-setup.txt" 'fresh_median' 4)
 cached_no_reset=$(field "$out/qp-setup.txt" 'fresh_median' 5)
 idle=$(field "$out/idle.txt" 'of one core' 3)
 send_lat=$(env_value "$results/perftest.env" send_lat_typical_us)
+declare -A verb_typ verb_perftest
+for verb in send write read; do
+  verb_typ[$verb]=$(column "$out/ping-$verb.txt" 't_typical[usec]')
+  verb_perftest[$verb]=$(env_value "$results/perftest.env" "${verb}_lat_typical_us")
+done
 write_bw=$(env_value "$results/perftest.env" write_bw_64k_MBps)
 
 num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
@@ -119,9 +138,22 @@ for v in half_rtt half_rtt_1p bw bw_1p fresh cached speedup idle; do
     failed=1
   fi
 done
+for verb in send write read; do
+  if ! num "${verb_typ[$verb]}"; then
+    echo "figures: no figure for ping --verb $verb (see $out/ping-$verb.txt)" >&2
+    failed=1
+  fi
+done
 ratio() { # A B -> A/B, or empty
   if num "$1" && num "$2" && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
     awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'
+  fi
+}
+deviation() { # A B -> |A/B - 1|, or empty
+  local r
+  r=$(ratio "$1" "$2")
+  if [[ -n $r ]]; then
+    awk -v r="$r" 'BEGIN { d = r - 1; if (d < 0) d = -d; printf "%.3f", d }'
   fi
 }
 met() { # VALUE OP LIMIT -> yes / no / unknown
@@ -163,6 +195,14 @@ qp_setup_speedup=$speedup
   echo "idle_cpu_percent=$idle"
   echo "idle_cpu_percent_target=<5"
   echo "idle_cpu_percent_met=$(met "$idle" '<' 5)"
+  for verb in send write read; do
+    d=$(deviation "${verb_typ[$verb]}" "${verb_perftest[$verb]}")
+    echo "xrdma_verb_${verb}_64_typical_us=${verb_typ[$verb]}"
+    echo "${verb}_lat_typical_us=${verb_perftest[$verb]}"
+    echo "verb_${verb}_deviation=$d"
+    echo "verb_${verb}_deviation_target=<=0.2"
+    echo "verb_${verb}_deviation_met=$(met "$d" '<=' 0.2)"
+  done
 } > "$results/figures.env"
 echo "figures: $results/figures.env"
 cat "$results/figures.env"

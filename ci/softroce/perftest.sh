@@ -8,17 +8,20 @@
 # IPv4-mapped RoCE v2 GID, whose index (-x) is read from the GID table in sysfs.
 #   ib_send_lat   64 B, busy polling (no -e), PERFTEST_LAT_ITERS iterations (default 10000)
 #   ib_write_lat  64 B, busy polling,         PERFTEST_LAT_ITERS iterations
+#   ib_read_lat   64 B, busy polling,         PERFTEST_LAT_ITERS iterations (not halved)
 #   ib_write_bw   64 KiB,                      PERFTEST_BW_ITERS iterations (default 5000)
 # Busy polling matters: in the TCG guest a completion-channel wake-up (-e) costs ~150 us.
 #
 # Writes RESULTS_DIR/perftest/<test>.{server,client}.txt (raw outputs), and the summary as
 # RESULTS_DIR/perftest.env (key=value lines) and RESULTS_DIR/perftest.json (same keys):
-#   send_lat_typical_us, send_lat_p99_us, write_lat_typical_us, write_lat_p99_us
-#       microseconds; perftest's t_typical (the median) and 99% percentile of the client side.
+#   send_lat_typical_us, send_lat_p99_us, write_lat_typical_us, write_lat_p99_us,
+#   read_lat_typical_us, read_lat_p99_us
+#       microseconds; perftest's t_typical (the median) and 99% percentile of the client side
+#       (half a round trip for SEND and WRITE, a whole READ for READ, as perftest reports).
 #   write_bw_64k_MBps   perftest's "BW average[MB/sec]", where perftest's MB is 2^20 bytes
 #   write_bw_64k_Bps    the same in bytes per second (x 1048576)
 #   device, gid_index, address, kernel, lat_iters, bw_iters, duration_s
-# Exit status: 0 when all three ran and gave their figures, 1 otherwise.
+# Exit status: 0 when all four ran and gave their figures, 1 otherwise.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,12 +75,15 @@ run() { # NAME TCP_PORT COMMAND ARGS...
 }
 run send_lat 18515 ib_send_lat "${common[@]}" -s 64 -n "$lat_iters"
 run write_lat 18516 ib_write_lat "${common[@]}" -s 64 -n "$lat_iters"
+run read_lat 18518 ib_read_lat "${common[@]}" -s 64 -n "$lat_iters"
 run write_bw 18517 ib_write_bw "${common[@]}" -s 65536 -n "$bw_iters"
 
 send_typ=$(lat_field "$out/send_lat.client.txt" 't_typical[usec]')
 send_p99=$(lat_field "$out/send_lat.client.txt" '99%')
 write_typ=$(lat_field "$out/write_lat.client.txt" 't_typical[usec]')
 write_p99=$(lat_field "$out/write_lat.client.txt" '99%')
+read_typ=$(lat_field "$out/read_lat.client.txt" 't_typical[usec]')
+read_p99=$(lat_field "$out/read_lat.client.txt" '99%')
 bw=$(bw_average "$out/write_bw.client.txt")
 bw_bps=
 if [[ -n $bw ]]; then
@@ -85,7 +91,7 @@ if [[ -n $bw ]]; then
 fi
 duration=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 
-for v in send_typ send_p99 write_typ write_p99 bw; do
+for v in send_typ send_p99 write_typ write_p99 read_typ read_p99 bw; do
   if ! num "${!v}"; then
     echo "perftest: no figure for $v (see $out)" >&2
     failed=1
@@ -94,9 +100,10 @@ done
 
 kernel=$(uname -r)
 keys=(device gid_index address kernel lat_iters bw_iters send_lat_typical_us send_lat_p99_us
-  write_lat_typical_us write_lat_p99_us write_bw_64k_MBps write_bw_64k_Bps duration_s)
+  write_lat_typical_us write_lat_p99_us read_lat_typical_us read_lat_p99_us write_bw_64k_MBps
+  write_bw_64k_Bps duration_s)
 vals=("$dev" "$idx" "$addr" "$kernel" "$lat_iters" "$bw_iters" "$send_typ" "$send_p99"
-  "$write_typ" "$write_p99" "$bw" "$bw_bps" "$duration")
+  "$write_typ" "$write_p99" "$read_typ" "$read_p99" "$bw" "$bw_bps" "$duration")
 {
   for i in "${!keys[@]}"; do
     printf '%s=%s\n' "${keys[$i]}" "${vals[$i]}"
@@ -119,6 +126,7 @@ vals=("$dev" "$idx" "$addr" "$kernel" "$lat_iters" "$bw_iters" "$send_typ" "$sen
 } > "$results/perftest.json"
 
 echo "perftest: send_lat typical ${send_typ:-?} us (p99 ${send_p99:-?}), write_lat typical" \
-  "${write_typ:-?} us (p99 ${write_p99:-?}), write_bw 64 KiB ${bw:-?} MB/s (MiB/s);" \
+  "${write_typ:-?} us (p99 ${write_p99:-?}), read_lat typical ${read_typ:-?} us" \
+  "(p99 ${read_p99:-?}), write_bw 64 KiB ${bw:-?} MB/s (MiB/s);" \
   "${duration} s; summary in $results/perftest.json"
 exit "$failed"

@@ -1,20 +1,24 @@
-//! perftest-like measurement tools on any [`Fabric`]: message latency ([`ping`]), streaming
-//! throughput ([`bw`]), QP setup fresh vs from the QP cache ([`qp_setup`]) and, on an RDMA
-//! device, the CPU use of an idle worker in hybrid polling mode (`idle`, feature `verbs`).
+//! perftest-like measurement tools on any [`Fabric`]: message latency ([`ping`]), verbs-level
+//! SEND, WRITE and READ latency ([`verb_ping`], straight on the hosts' transports, no core;
+//! both pings printed by [`ping_out`]), streaming throughput ([`bw`]), QP setup fresh vs from
+//! the QP cache ([`qp_setup`]) and, on an RDMA device, the CPU use of an idle worker in hybrid
+//! polling mode (`idle`, feature `verbs`).
 //!
-//! Each tool puts two xrdma endpoints on hosts 0 and 1 of a fabric, joined by one connection,
-//! and drives them with [`xrdma_runner::host_cpu::turn`] exactly as a scenario run does: on the
-//! simulator time is virtual, on a device it is the wall clock.
+//! Each tool but [`verb_ping`] puts two xrdma endpoints on hosts 0 and 1 of a fabric, joined
+//! by one connection, and drives them with [`xrdma_runner::host_cpu::turn`] exactly as a
+//! scenario run does: on the simulator time is virtual, on a device it is the wall clock.
 
 pub mod bw;
 pub mod cpu;
 #[cfg(feature = "verbs")]
 pub mod idle;
 pub mod ping;
+pub mod ping_out;
 pub mod qp_setup;
 pub mod remote;
 pub mod soak;
 pub mod stats;
+pub mod verb_ping;
 
 use anyhow::{bail, Context, Result};
 use xrdma::driver::{self, Application, TurnScratch};
