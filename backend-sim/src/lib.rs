@@ -96,6 +96,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod capture;
 mod config;
 mod dcqcn;
 mod engine;
@@ -115,6 +116,7 @@ mod transport;
 /// simulated them.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+pub use capture::{CaptureConfig, LinkCapture};
 pub use config::{
     EcnConfig, PfcConfig, PfcThresholds, SimConfig, SimConfigError, AETH_BYTES, CNP_EXTRA_BYTES,
     IMMDT_BYTES, PFC_FRAME_BYTES, RETH_BYTES,
@@ -163,6 +165,8 @@ pub struct Simulation {
     /// The host model costs something ([`SimConfig::host`] is not ideal): CPU clocks, CQE
     /// visibility and NIC latencies are in force. False: none of it runs.
     host_on: bool,
+    /// Packet capture of chosen host links, when on ([`Simulation::enable_capture`]).
+    capture: Option<Box<capture::Capture>>,
 }
 
 impl Simulation {
@@ -200,6 +204,7 @@ impl Simulation {
             timeseries: None,
             faults,
             host_on: !cfg.host.is_ideal(),
+            capture: None,
             cfg,
         })
     }
