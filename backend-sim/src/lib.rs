@@ -47,7 +47,8 @@
 //! counters; `switch` also holds the fabric's accessors. The other `impl Simulation` blocks
 //! are hooks on these paths, not event handlers: `faults` (the verdict on a packet at the far
 //! end of its wire: `uplink_fault`, `port_link_fault`), `memory` (`copy_bytes`, the DMA at
-//! delivery), `timeseries` (sampling before each event, delivered bytes); the verbs calls are
+//! delivery), `timeseries` (sampling before each event, delivered bytes), [`capture`] (pcap
+//! records of the captured host links as each packet's transmission ends); the verbs calls are
 //! in `transport` ([`HostTransport`]: posting a WR schedules its QP at the egress).
 //!
 //! ## The host model
