@@ -40,6 +40,10 @@ ci/determinism.sh "$bin" "${shipped[@]}"
 # MRs and buffers must not grow.
 "$bin" soak --messages 1000000 --cycles 10000
 
+step "packet captures: tshark decodes a simulated incast's pcaps (RoCEv2, CNP, PFC) without a malformed frame or an expert warning"
+# Installs tshark through apt-get when root; prints SKIP when it cannot.
+ci/capture-check.sh "$bin"
+
 step "Soft-RoCE: the verbs backend on rdma_rxe in a qemu guest"
 # prepare.sh installs the packages the verbs build needs (as root) and the guest; it exits 3
 # when this machine cannot run the guest, and then the verbs stage is skipped, said so.

@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod capture_cli;
 pub mod compare;
 pub mod conformance;
 pub mod launch_cli;

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use xrdma_runner::check;
 use xrdma_runner::run::run_sim;
 use xrdma_testbed::output::{prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED};
-use xrdma_testbed::{out, outln, tools};
+use xrdma_testbed::{capture_cli, out, outln, tools};
 
 /// RDMA message middleware test bed: run scenarios, write latency reports and plots.
 #[derive(Parser, Debug)]
@@ -51,6 +51,10 @@ enum Command {
         /// Where to run it.
         #[arg(long, value_enum, default_value_t = Backend::Sim)]
         backend: Backend,
+        /// Write a pcap of these hosts' links (e.g. `0,8`) into the output directory, with
+        /// the bounds of the scenario's `sim.capture` (simulator only).
+        #[arg(long, value_name = "HOSTS", value_parser = capture_cli::parse_hosts)]
+        capture: Option<capture_cli::CaptureHosts>,
         #[command(flatten)]
         launch: xrdma_testbed::launch_cli::LaunchOptions,
     },
@@ -320,9 +324,13 @@ fn real_main() -> Result<ExitCode> {
             seed,
             csv,
             backend,
+            capture,
             launch,
         } => {
             backend.require()?;
+            if capture.is_some() && backend != Backend::Sim {
+                bail!("--capture records the simulator's packets: it needs --backend sim");
+            }
             if let Some(flag) = launch.given().filter(|_| backend != Backend::Verbs) {
                 bail!("{flag} runs one process of a multi-process run: it needs --backend verbs");
             }
@@ -374,7 +382,13 @@ fn real_main() -> Result<ExitCode> {
             }
             // The scenario's text goes into the result as it was when the run started.
             let yaml = std::fs::read_to_string(&scenario).ok();
+            let mut captures = Vec::new();
             let mut result = match &launched {
+                None if backend == Backend::Sim => {
+                    let (r, caps) = capture_cli::run(&sc, capture.as_ref())?;
+                    captures = caps;
+                    r
+                }
                 None => run_scenario(backend, &sc)?,
                 Some(l) => match xrdma_testbed::launch_cli::run(&sc, l)? {
                     Some(result) => result,
@@ -389,11 +403,13 @@ fn real_main() -> Result<ExitCode> {
             }
             // The summary first: a results directory that cannot be written (a full disk)
             // still leaves the figures on the terminal.
+            let pcaps = capture_cli::write(&out, &mut result, &captures)?;
             out!("{}", xrdma_reports::summary_table(&result));
             let files = xrdma_reports::write_run_dir(&out, &result, csv)
                 .with_context(|| format!("writing results to {}", out.display()))?;
             outln!("wrote {}", files.result_json.display());
             print_written(&files);
+            pcaps.iter().for_each(|p| outln!("wrote {}", p.display()));
             Ok(verdict(&result))
         }
         Command::Report { result, out, csv } => {

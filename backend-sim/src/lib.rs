@@ -47,7 +47,8 @@
 //! counters; `switch` also holds the fabric's accessors. The other `impl Simulation` blocks
 //! are hooks on these paths, not event handlers: `faults` (the verdict on a packet at the far
 //! end of its wire: `uplink_fault`, `port_link_fault`), `memory` (`copy_bytes`, the DMA at
-//! delivery), `timeseries` (sampling before each event, delivered bytes); the verbs calls are
+//! delivery), `timeseries` (sampling before each event, delivered bytes), [`capture`] (pcap
+//! records of the captured host links as each packet's transmission ends); the verbs calls are
 //! in `transport` ([`HostTransport`]: posting a WR schedules its QP at the egress).
 //!
 //! ## The host model
@@ -96,6 +97,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod capture;
 mod config;
 mod dcqcn;
 mod engine;
@@ -115,6 +117,7 @@ mod transport;
 /// simulated them.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+pub use capture::{CaptureConfig, LinkCapture};
 pub use config::{
     EcnConfig, PfcConfig, PfcThresholds, SimConfig, SimConfigError, AETH_BYTES, CNP_EXTRA_BYTES,
     IMMDT_BYTES, PFC_FRAME_BYTES, RETH_BYTES,
@@ -163,6 +166,8 @@ pub struct Simulation {
     /// The host model costs something ([`SimConfig::host`] is not ideal): CPU clocks, CQE
     /// visibility and NIC latencies are in force. False: none of it runs.
     host_on: bool,
+    /// Packet capture of chosen host links, when on ([`Simulation::enable_capture`]).
+    capture: Option<Box<capture::Capture>>,
 }
 
 impl Simulation {
@@ -200,6 +205,7 @@ impl Simulation {
             timeseries: None,
             faults,
             host_on: !cfg.host.is_ideal(),
+            capture: None,
             cfg,
         })
     }

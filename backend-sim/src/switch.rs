@@ -249,6 +249,21 @@ impl Fabric {
         self.ports.iter().filter(|p| p.paused).count() as u32
     }
 
+    /// Number of global switch ports.
+    pub(crate) fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// The global switch port cabled to `host`, `None` for an unknown host.
+    pub(crate) fn host_port(&self, host: u32) -> Option<u32> {
+        self.host_port.get(host as usize).copied()
+    }
+
+    /// Serialization time of a `wire`-byte packet on global port `port`'s link.
+    pub(crate) fn port_ser(&self, port: u32, wire: u32) -> Span {
+        self.ser(self.ports[port as usize].rate, wire)
+    }
+
     /// Global port index of `(switch, port)`.
     fn global(&self, switch: u32, port: u32) -> Option<usize> {
         let s = switch as usize;
@@ -390,6 +405,10 @@ impl Simulation {
         pt.busy = false;
         let id = pt.tx_pkt;
         pt.down.push_back((at, id));
+        if self.capture.is_some() {
+            self.capture_port_tx(port, id);
+        }
+        let pt = &mut self.fabric.ports[port as usize];
         if pt.down.len() == 1 {
             self.queue.push(at, Event::DownArrive(port));
         }

@@ -321,6 +321,24 @@ pub struct SimInfo {
     /// cost nothing (the `ideal` profile) and in results written before the model existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_model: Option<HostModelInfo>,
+    /// The packet capture files written beside the result (`sim.capture` or `xrdma run
+    /// --capture`), one per captured host link; absent without capture.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<CaptureFile>,
+}
+
+/// One packet capture file of a simulated run: the pcap of one host's link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CaptureFile {
+    /// The host whose host-switch link it holds (both directions).
+    pub host: u32,
+    /// The file name, in the run's directory.
+    pub file: String,
+    /// Packets in the file.
+    pub packets: u64,
+    /// Packets on the link left out by the capture's bounds (time window, packet limit).
+    pub skipped: u64,
 }
 
 /// The simulator's host model as run: its profile and every per-operation cost.

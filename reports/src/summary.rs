@@ -407,6 +407,13 @@ pub fn summary_table(r: &RunResult) -> String {
             format_us(sim.simulated_ps),
             sim.trace_hash
         );
+        for c in &sim.captures {
+            let _ = writeln!(
+                w,
+                "capture    host {}: {} ({} packets, {} skipped)",
+                c.host, c.file, c.packets, c.skipped
+            );
+        }
     }
     let wc = &r.wall_clock;
     let _ = writeln!(

@@ -74,6 +74,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             simulated_ps: 50 * US,
             trace_hash: "00ff".into(),
             host_model: None,
+            captures: Vec::new(),
         }),
         errors: Vec::new(),
         scenario_yaml: None,

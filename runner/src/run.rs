@@ -25,14 +25,32 @@ pub type App<W> = HostRole<<W as Workload>::Sender, <W as Workload>::Receiver>;
 /// # Errors
 /// An invalid configuration (nothing is run), or a transport failure during setup.
 pub fn run_sim(sc: &Scenario) -> Result<rep::RunResult> {
+    Ok(run_sim_captured(sc, None)?.0)
+}
+
+/// [`run_sim`], also returning the packet captures of the run: those of `capture` when
+/// given (it replaces the scenario's `sim.capture`), else of the scenario's block, else none.
+/// A capture changes nothing in the run (its trace hash is the same).
+///
+/// # Errors
+/// As [`run_sim`].
+pub fn run_sim_captured(
+    sc: &Scenario,
+    capture: Option<xrdma_sim::CaptureConfig>,
+) -> Result<(rep::RunResult, Vec<xrdma_sim::LinkCapture>)> {
     let checked = check(sc)?;
     let seed = checked.sim.seed;
-    let faults = HostFaults::from_section(&sc.sim_or_default().faults);
+    let section = sc.sim_or_default();
+    let faults = HostFaults::from_section(&section.faults);
     let mut fabric = SimFabric::new(checked.sim)?;
-    if let Some(interval) = sc.sim_or_default().sample_interval {
+    if let Some(interval) = section.sample_interval {
         fabric.sample(interval, sc.workload.receiver());
     }
-    run_on_with_faults(sc, &checked.xrdma, seed, &mut fabric, &faults)
+    if let Some(c) = capture.or(section.capture) {
+        fabric.capture(c);
+    }
+    let result = run_on_with_faults(sc, &checked.xrdma, seed, &mut fabric, &faults)?;
+    Ok((result, fabric.captures()))
 }
 
 #[cfg(feature = "verbs")]

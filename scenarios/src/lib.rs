@@ -45,6 +45,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod capture_section;
 mod check;
 mod dcqcn_section;
 mod echo;
@@ -305,6 +306,10 @@ fn check_body(raw: RawBody) -> Result<Body, FieldError> {
     if let Some(v) = &body.verbs {
         v.check_hosts(body.workload.hosts())
             .map_err(|m| field_error("verbs", format!("ranks: {m}")))?;
+    }
+    if let Some(c) = body.sim.as_ref().and_then(|s| s.capture.as_ref()) {
+        capture_section::check_capture_hosts(c, body.workload.hosts())
+            .map_err(|m| field_error("sim", format!("capture: {m}")))?;
     }
     check_path_mtu(&body.rc, body.sim.as_ref())?;
     Ok(body)

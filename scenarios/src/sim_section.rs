@@ -1,5 +1,6 @@
 //! The `sim:` block: the simulated network (read by the simulator backend only).
 
+use crate::capture_section::{check_capture, RawCapture};
 use crate::check::{field_error, under, FieldError};
 use crate::dcqcn_section::{check_dcqcn, DcqcnSection, RawDcqcn};
 use crate::faults_section::{check_faults, FaultsSection, RawFaults};
@@ -48,6 +49,9 @@ pub struct SimSection {
     /// The host model (`host:`, a profile name or `{ profile, <cost>: <time> }`, see
     /// [`xrdma_sim::HostModel`]); default the simulator's, the ideal host that costs nothing.
     pub host: xrdma_sim::HostModel,
+    /// Packet capture of chosen hosts' links (`capture: { hosts, max-packets, from, until }`,
+    /// times on the simulated clock); `None` (block absent) = none.
+    pub capture: Option<xrdma_sim::CaptureConfig>,
 }
 
 /// Default `sim.sample-interval`: 10 µs, a 100 Gb/s link carries 125 000 bytes (about 113
@@ -74,6 +78,7 @@ impl Default for SimSection {
             sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
             faults: FaultsSection::default(),
             host: d.host,
+            capture: None,
         }
     }
 }
@@ -148,6 +153,7 @@ pub(crate) struct RawSim {
     sample_interval: Option<SampleInterval>,
     faults: Option<RawFaults>,
     host: Option<RawHost>,
+    capture: Option<RawCapture>,
 }
 
 /// The shortest `sample-interval` accepted: 1 µs, about ten 1 KiB packets at 100 Gb/s, so a bin
@@ -266,6 +272,11 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         .map(check_host)
         .transpose()
         .map_err(under("host"))?;
+    let capture = raw
+        .capture
+        .map(check_capture)
+        .transpose()
+        .map_err(under("capture"))?;
     let moved = [
         ("min-rnr-timer", raw.min_rnr_timer.is_some()),
         ("rnr-retry", raw.rnr_retry.is_some()),
@@ -337,6 +348,7 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         sample_interval: raw.sample_interval.map_or(d.sample_interval, |s| s.0),
         faults: faults.unwrap_or_default(),
         host: host.unwrap_or(d.host),
+        capture,
     })
 }
 

@@ -156,6 +156,7 @@ fn defaults_are_filled_in() {
             faults: Default::default(),
             // The ideal host: every cost zero.
             host: xrdma_sim::HostModel::IDEAL,
+            capture: None,
         })
     );
     // Partly given xrdma block: the rest keeps its defaults.

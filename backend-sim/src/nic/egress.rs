@@ -260,9 +260,13 @@ impl Simulation {
         let at = self.now + self.cfg.link_delay;
         let host = &mut self.hosts[h as usize];
         host.egress.tx_busy = false;
-        host.egress.up.push_back((at, host.egress.tx_pkt));
+        let id = host.egress.tx_pkt;
+        host.egress.up.push_back((at, id));
         if host.egress.up.len() == 1 {
             self.queue.push(at, Event::UpArrive(h));
+        }
+        if self.capture.is_some() {
+            self.capture_host_tx(h, id);
         }
         self.nic_try_tx(h);
     }

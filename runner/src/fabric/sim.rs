@@ -22,6 +22,16 @@ impl SimFabric {
         });
     }
 
+    /// Capture the links of `cfg.hosts` as pcap files ([`xrdma_sim::Simulation::enable_capture`]).
+    pub fn capture(&mut self, cfg: xrdma_sim::CaptureConfig) {
+        self.sim.enable_capture(cfg);
+    }
+
+    /// The packet captures so far, one per captured host (empty without [`SimFabric::capture`]).
+    pub fn captures(&self) -> Vec<xrdma_sim::LinkCapture> {
+        self.sim.captures()
+    }
+
     /// A fabric over a new simulation of `cfg`.
     ///
     /// # Errors
@@ -111,6 +121,7 @@ impl Fabric for SimFabric {
             simulated_ps: self.sim.now().as_ps(),
             trace_hash: format!("{:016x}", self.sim.trace_hash()),
             host_model: host_model_info(&self.sim.config().host),
+            captures: Vec::new(),
         })
     }
     fn path(&self) -> rep::PathModel {

@@ -1,0 +1,98 @@
+//! `xrdma run --capture HOSTS` and the scenario's `sim.capture`: run on the simulator with
+//! packet capture and write one pcap file per captured host link into the run's directory
+//! (atomically, like every result file), named in the result and its summary.
+
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use xrdma_reports::{CaptureFile, RunResult};
+use xrdma_scenario::Scenario;
+use xrdma_sim::{CaptureConfig, LinkCapture};
+
+/// The hosts of `--capture`: a comma-separated list of host indices (`0,8`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaptureHosts(pub Vec<u32>);
+
+/// Parse `--capture`'s value.
+///
+/// # Errors
+/// An empty list, an item that is not a host index, or a host listed twice.
+pub fn parse_hosts(s: &str) -> Result<CaptureHosts, String> {
+    let mut hosts = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let h: u32 = item
+            .parse()
+            .map_err(|_| format!("{item:?} is not a host index (write e.g. `0,8`)"))?;
+        if hosts.contains(&h) {
+            return Err(format!("host {h} is listed twice"));
+        }
+        hosts.push(h);
+    }
+    Ok(CaptureHosts(hosts))
+}
+
+/// Run `sc` on the simulator, capturing the links of `hosts` when given (with the bounds of
+/// the scenario's `sim.capture` if it has one, else the defaults), else as the scenario's
+/// block says.
+///
+/// # Errors
+/// A host that the workload does not have, or what [`xrdma_runner::run::run_sim`] fails with.
+pub fn run(sc: &Scenario, hosts: Option<&CaptureHosts>) -> Result<(RunResult, Vec<LinkCapture>)> {
+    let cfg = match hosts {
+        Some(CaptureHosts(hosts)) => {
+            let n = sc.workload.hosts();
+            if let Some(h) = hosts.iter().find(|&&h| h >= n) {
+                anyhow::bail!("--capture: host {h} does not exist: the workload has hosts 0..{n}");
+            }
+            let base = sc.sim_or_default().capture.unwrap_or_default();
+            Some(CaptureConfig {
+                hosts: hosts.clone(),
+                ..base
+            })
+        }
+        None => None,
+    };
+    xrdma_runner::run::run_sim_captured(sc, cfg)
+}
+
+/// The file name of host `host`'s capture.
+pub fn file_name(host: u32) -> String {
+    format!("capture-host{host}.pcap")
+}
+
+/// Write each capture to `out/capture-host<H>.pcap` atomically and list it in `result`'s
+/// simulator section; the paths written.
+///
+/// # Errors
+/// A file that cannot be written.
+pub fn write(out: &Path, result: &mut RunResult, caps: &[LinkCapture]) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for c in caps {
+        let name = file_name(c.host);
+        let path = out.join(&name);
+        xrdma_reports::write_atomic(&path, &c.pcap)
+            .with_context(|| format!("writing the capture {}", path.display()))?;
+        if let Some(sim) = result.sim.as_mut() {
+            sim.captures.push(CaptureFile {
+                host: c.host,
+                file: name,
+                packets: c.packets,
+                skipped: c.skipped,
+            });
+        }
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_parse() {
+        assert_eq!(parse_hosts("0, 8"), Ok(CaptureHosts(vec![0, 8])));
+        assert!(parse_hosts("").is_err());
+        assert!(parse_hosts("1,x").is_err());
+        assert!(parse_hosts("3,3").unwrap_err().contains("twice"));
+    }
+}

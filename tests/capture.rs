@@ -1,0 +1,103 @@
+//! `xrdma run --capture` and `sim.capture`: pcap files beside the result, named in it, and a
+//! run otherwise the same as without capture.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xrdma-capture-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const SCENARIO: &str = "name: t
+workload:
+  incast:
+    senders: 2
+    receiver: 0
+    messages:
+      - { size: 4KiB, count: 2 }
+      - { size: 64KiB, count: 1 }
+sim:
+  pfc: {}
+";
+
+/// `xrdma run` of `yaml` into `dir/out` with `args`; (exit code, result.json, stderr).
+fn run(dir: &Path, yaml: &str, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let file = dir.join("s.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let json = std::fs::read_to_string(dir.join("out/result.json"))
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or(serde_json::Value::Null);
+    (o.status.code(), json, stderr)
+}
+
+/// Records in a nanosecond pcap file.
+fn records(pcap: &[u8]) -> usize {
+    assert_eq!(&pcap[0..4], &[0x4d, 0x3c, 0xb2, 0xa1]);
+    let (mut off, mut n) = (24, 0);
+    while off < pcap.len() {
+        let len = u32::from_le_bytes(pcap[off + 8..off + 12].try_into().unwrap()) as usize;
+        off += 16 + len;
+        n += 1;
+    }
+    assert_eq!(off, pcap.len());
+    n
+}
+
+#[test]
+fn capture_flag_writes_one_pcap_per_host_named_in_the_result() {
+    let dir = scratch("flag");
+    let (plain, plain_json, _) = run(&dir, SCENARIO, &[]);
+    assert_eq!(plain, Some(0));
+    assert!(plain_json["sim"].get("captures").is_none());
+    let (code, json, err) = run(&dir, SCENARIO, &["--capture", "0,2"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json["sim"]["trace-hash"], plain_json["sim"]["trace-hash"]);
+    let caps = json["sim"]["captures"].as_array().unwrap();
+    assert_eq!(caps.len(), 2);
+    for (c, host) in caps.iter().zip([0, 2]) {
+        assert_eq!(c["host"], host);
+        let name = format!("capture-host{host}.pcap");
+        assert_eq!(c["file"], name.as_str());
+        let bytes = std::fs::read(dir.join("out").join(&name)).unwrap();
+        let n = records(&bytes);
+        assert!(n > 0);
+        assert_eq!(c["packets"], n as u64);
+        assert_eq!(c["skipped"], 0);
+    }
+    let summary = std::fs::read_to_string(dir.join("out/summary.txt")).unwrap();
+    assert!(
+        summary.contains("capture    host 2: capture-host2.pcap ("),
+        "{summary}"
+    );
+}
+
+#[test]
+fn the_scenario_block_bounds_the_file_and_the_flag_is_checked() {
+    let dir = scratch("block");
+    let yaml = format!("{SCENARIO}  capture: {{ hosts: [1], max-packets: 10 }}\n");
+    let (code, json, err) = run(&dir, &yaml, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let c = &json["sim"]["captures"][0];
+    assert_eq!(c["packets"], 10);
+    assert!(c["skipped"].as_u64().unwrap() > 0);
+    let bytes = std::fs::read(dir.join("out/capture-host1.pcap")).unwrap();
+    assert_eq!(records(&bytes), 10);
+    let (code, _, err) = run(&dir, SCENARIO, &["--capture", "7"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("--capture: host 7 does not exist"), "{err}");
+    let (code, _, err) = run(&dir, SCENARIO, &["--capture", "x"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("is not a host index"), "{err}");
+}
