@@ -41,7 +41,10 @@ pub fn run(sc: &Scenario, hosts: Option<&CaptureHosts>) -> Result<(RunResult, Ve
         Some(CaptureHosts(hosts)) => {
             let n = sc.workload.hosts();
             if let Some(h) = hosts.iter().find(|&&h| h >= n) {
-                anyhow::bail!("--capture: host {h} does not exist: the workload has hosts 0..{n}");
+                anyhow::bail!(
+                    "--capture: host {h} does not exist: the workload has hosts 0..={}",
+                    n.saturating_sub(1)
+                );
             }
             let base = sc.sim_or_default().capture.unwrap_or_default();
             Some(CaptureConfig {
@@ -54,9 +57,9 @@ pub fn run(sc: &Scenario, hosts: Option<&CaptureHosts>) -> Result<(RunResult, Ve
     xrdma_runner::run::run_sim_captured(sc, cfg)
 }
 
-/// The file name of host `host`'s capture.
+/// The file name of host `host`'s capture ([`CaptureFile::name_for`]).
 pub fn file_name(host: u32) -> String {
-    format!("capture-host{host}.pcap")
+    CaptureFile::name_for(host)
 }
 
 /// Write each capture to `out/capture-host<H>.pcap` atomically and list it in `result`'s

@@ -97,7 +97,96 @@ fn the_scenario_block_bounds_the_file_and_the_flag_is_checked() {
     let (code, _, err) = run(&dir, SCENARIO, &["--capture", "7"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("--capture: host 7 does not exist"), "{err}");
+    // Two senders and the receiver: hosts 0, 1 and 2, written inclusively.
+    assert!(err.contains("the workload has hosts 0..=2"), "{err}");
     let (code, _, err) = run(&dir, SCENARIO, &["--capture", "x"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("is not a host index"), "{err}");
+}
+
+/// The pcap files in `dir`, by name, sorted.
+fn pcaps_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".pcap"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_rerun_into_the_same_directory_leaves_no_capture_of_an_earlier_run() {
+    let dir = scratch("stale");
+    let out = dir.join("out");
+    let (code, _, err) = run(&dir, SCENARIO, &["--capture", "0,1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(pcaps_in(&out), ["capture-host0.pcap", "capture-host1.pcap"]);
+    // Another capture: host 0's file of the first run must not stay beside this result.
+    let (code, json, err) = run(&dir, SCENARIO, &["--capture", "2"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(pcaps_in(&out), ["capture-host2.pcap"]);
+    assert_eq!(json["sim"]["captures"][0]["file"], "capture-host2.pcap");
+    // No capture: no pcap at all, as the result lists none.
+    let (code, json, err) = run(&dir, SCENARIO, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(json["sim"]["captures"].is_null(), "{}", json["sim"]);
+    assert!(pcaps_in(&out).is_empty(), "{:?}", pcaps_in(&out));
+    // A file the user put there that is not a capture's name stays.
+    std::fs::write(out.join("mine.pcap"), b"x").unwrap();
+    let (code, _, err) = run(&dir, SCENARIO, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(pcaps_in(&out), ["mine.pcap"]);
+}
+
+/// `xrdma ARGS` with the scenario `yaml` written to `dir/s.yaml` as the last argument but
+/// one's place (`{}` in `args`); (exit code, stdout, stderr).
+fn xrdma(dir: &Path, yaml: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let file = dir.join("s.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let file = file.to_string_lossy().into_owned();
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "{}" { file.as_str() } else { a })
+        .collect();
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .args(&args)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_sweep_refuses_a_capture_it_would_not_write() {
+    let dir = scratch("sweep");
+    let yaml = format!("{SCENARIO}  capture: {{ hosts: [0, 2] }}\n");
+    let out = dir.join("sweep").to_string_lossy().into_owned();
+    let (code, _, err) = xrdma(
+        &dir,
+        &yaml,
+        &["sweep", "{}", "--axis", "fan-in=1,2", "--out", &out],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("s.yaml:11:3: sim.capture: a sweep writes no packet captures"),
+        "{err}"
+    );
+    assert!(!dir.join("sweep").join("index.json").exists());
+}
+
+#[test]
+fn validate_counts_the_capture_in_the_memory_estimate() {
+    let dir = scratch("memory");
+    let (code, plain, err) = xrdma(&dir, SCENARIO, &["validate", "{}"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(plain.contains(" of memory)"), "{plain}");
+    // 10^8 frames a link on two links keep about 220 GB: no machine here has that.
+    let yaml = format!("{SCENARIO}  capture: {{ hosts: [0, 2], max-packets: 100000000 }}\n");
+    let (code, _, err) = xrdma(&dir, &yaml, &["validate", "{}"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("the run needs about"), "{err}");
 }

@@ -184,7 +184,9 @@ pub const PLOT_STEMS: [&str; 5] = [
 
 /// Creates `dir` (and its parents) and writes `result.json` plus everything
 /// [`write_report`] writes. Existing files are overwritten; a `messages.csv` of an earlier run
-/// is removed when `with_csv` is false.
+/// is removed when `with_csv` is false, and so is every capture file
+/// ([`crate::CaptureFile::is_capture_name`]) that `r` does not list (the run's own are
+/// written before, by the caller).
 ///
 /// # Errors
 /// [`ReportError::Io`] naming the path that failed; errors of [`write_json`] and
@@ -196,7 +198,27 @@ pub fn write_run_dir(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFil
         // A CSV of an earlier run in this directory would contradict the new result.json.
         remove_stale(&dir.join("messages.csv"))?;
     }
+    remove_stale_captures(dir, r)?;
     write_report(dir, r, with_csv)
+}
+
+/// Removes the capture files in `dir` that `r` does not list: an earlier run's pcap beside
+/// this result would be read as this run's traffic.
+fn remove_stale_captures(dir: &Path, r: &RunResult) -> Result<(), ReportError> {
+    let listed = |name: &str| {
+        r.sim
+            .as_ref()
+            .is_some_and(|s| s.captures.iter().any(|c| c.file == name))
+    };
+    for entry in std::fs::read_dir(dir).map_err(io_err(dir))? {
+        let entry = entry.map_err(io_err(dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if crate::CaptureFile::is_capture_name(name) && !listed(name) {
+            remove_stale(&entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// Removes `path` when it exists (a file an earlier run wrote and this one does not).

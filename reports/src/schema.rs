@@ -341,6 +341,20 @@ pub struct CaptureFile {
     pub skipped: u64,
 }
 
+impl CaptureFile {
+    /// The file name of host `host`'s capture in a run's directory: `capture-host<H>.pcap`.
+    pub fn name_for(host: u32) -> String {
+        format!("capture-host{host}.pcap")
+    }
+
+    /// Whether `name` is a capture's file name ([`CaptureFile::name_for`] of some host).
+    pub fn is_capture_name(name: &str) -> bool {
+        name.strip_prefix("capture-host")
+            .and_then(|r| r.strip_suffix(".pcap"))
+            .is_some_and(|h| h.parse::<u32>().is_ok_and(|n| Self::name_for(n) == name))
+    }
+}
+
 /// The simulator's host model as run: its profile and every per-operation cost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

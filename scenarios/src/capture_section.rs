@@ -75,7 +75,8 @@ pub(crate) fn check_capture(raw: RawCapture) -> Result<CaptureConfig, FieldError
 pub(crate) fn check_capture_hosts(cfg: &CaptureConfig, hosts: u32) -> Result<(), String> {
     match cfg.hosts.iter().find(|&&h| h >= hosts) {
         Some(h) => Err(format!(
-            "hosts: host {h} does not exist: the workload has hosts 0..{hosts}"
+            "hosts: host {h} does not exist: the workload has hosts 0..={}",
+            hosts.saturating_sub(1)
         )),
         None => Ok(()),
     }

@@ -60,4 +60,5 @@ fn capture_errors_name_the_file_line_and_key() {
         e.contains("capture: hosts: host 1000 does not exist"),
         "{e}"
     );
+    assert!(e.contains("the workload has hosts 0..="), "{e}");
 }
