@@ -198,6 +198,17 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
             );
         }
     }
+    if let Some(c) = &section.capture {
+        // The workload may have shrunk since the file was read (a sweep's fan-in axis).
+        let hosts = sc.workload.hosts();
+        if let Some(h) = c.hosts.iter().find(|&&h| h >= hosts) {
+            bail!(
+                "{}: sim.capture.hosts: host {h} does not exist: the workload has hosts 0..={}",
+                where_is(sc, &["sim", "capture", "hosts"]),
+                hosts.saturating_sub(1)
+            );
+        }
+    }
     let need = memory_estimate(sc, &cfg);
     if let Some(avail) = available_memory() {
         if need > avail {
@@ -465,10 +476,21 @@ pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
         .min(cfg.landing_budget.max(landing));
     // Each message's records: the sender's, the receiver's and the result's (about 256 bytes).
     let records = sc.workload.expected_messages().saturating_mul(256);
+    // A capture keeps its frames until the run ends: up to `max-packets` a captured link,
+    // each at most an MTU of payload, its RoCEv2 headers and ICRC (78 bytes with a RETH) and
+    // its pcap record header (16 bytes).
+    let section = sc.sim_or_default();
+    let capture = section.capture.as_ref().map_or(0, |c| {
+        let frame = u64::from(section.mtu) + 78 + 16;
+        (c.hosts.len() as u64)
+            .saturating_mul(c.max_packets)
+            .saturating_mul(frame)
+    });
     per_sender
         .saturating_mul(connections)
         .saturating_add(landing)
         .saturating_add(records)
+        .saturating_add(capture)
         .saturating_add(largest.saturating_add(1 << 20))
 }
 
@@ -481,7 +503,7 @@ pub fn available_memory() -> Option<u64> {
 }
 
 /// `FILE:LINE:COLUMN` of the deepest written key of `path`, or `FILE` alone.
-fn where_is(sc: &Scenario, path: &[&str]) -> String {
+pub(crate) fn where_is(sc: &Scenario, path: &[&str]) -> String {
     if let Some(o) = sc.override_of(path) {
         return format!("{} (over {})", o.origin, sc.source_path.display());
     }

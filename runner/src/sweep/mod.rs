@@ -100,7 +100,8 @@ fn sanitize(text: &str) -> String {
 /// memory; for verbs: the xrdma configuration), before anything runs.
 ///
 /// # Errors
-/// No axis; a value that cannot apply (fan-in below the receiver's host index); a point whose
+/// No axis; a `sim.capture` block (a sweep writes no captures); a value that cannot apply
+/// (fan-in below the receiver's host index); a point whose
 /// scenario fails its check (the message names the point); a verbs point in a build without the
 /// `verbs` feature.
 pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> {
@@ -108,6 +109,13 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
         bail!(
             "give at least one --axis NAME=V1,V2,... (axes: {})",
             axis::AXES.map(|(_, n)| n).join(", ")
+        );
+    }
+    if base.sim_or_default().capture.is_some() {
+        bail!(
+            "{}: sim.capture: a sweep writes no packet captures; capture one point with \
+             `xrdma run --capture HOSTS` on its scenario",
+            crate::check::where_is(&base, &["sim", "capture"])
         );
     }
     let mut points = Vec::new();
