@@ -245,7 +245,8 @@ fn measure_device(plan: &measure::Plan) -> Result<measure::Measurements> {
 fn measure_device(_plan: &measure::Plan) -> Result<measure::Measurements> {
     bail!(
         "this build has no verbs backend, so it cannot measure a device: build it with \
-         `--features verbs`, or give measurements taken elsewhere (--measurements FILE)"
+         `--features verbs`, or fit measurements taken elsewhere with \
+         `xrdma calibrate fit --measurements FILE`"
     )
 }
 

@@ -112,16 +112,43 @@ pub fn load(path: &Path) -> Result<HostModel> {
 /// # Errors
 /// Neither a built-in profile nor a readable profile file (the message lists the profiles).
 pub fn resolve(arg: &str) -> Result<HostModel> {
+    let path = Path::new(arg);
     match HostModel::from_profile(arg) {
         Ok(m) => Ok(m),
-        Err(e) if !Path::new(arg).exists() => Err(e.into()),
-        Err(_) => load(Path::new(arg)),
+        // Written as a file (a directory part or a YAML extension): say the file is missing.
+        Err(e) if !path.exists() && looks_like_a_file(arg) => Err(anyhow::anyhow!(
+            "no host profile file {arg}: it does not exist ({e})"
+        )),
+        Err(e) if !path.exists() => Err(e.into()),
+        Err(_) => load(path),
     }
+}
+
+/// Whether `arg` is written as a file's path rather than a profile's name.
+fn looks_like_a_file(arg: &str) -> bool {
+    arg.contains(std::path::MAIN_SEPARATOR) || arg.ends_with(".yaml") || arg.ends_with(".yml")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_profile_file_is_named_as_a_missing_file() {
+        let e = format!("{:#}", resolve("/nonexistent/fit.yaml").unwrap_err());
+        assert!(
+            e.starts_with("no host profile file /nonexistent/fit.yaml: it does not exist"),
+            "{e}"
+        );
+        let e = format!("{:#}", resolve("fitted.yml").unwrap_err());
+        assert!(e.contains("no host profile file fitted.yml"), "{e}");
+        // A name that is no profile is still reported as one.
+        let e = format!("{:#}", resolve("cx7").unwrap_err());
+        assert!(
+            e.starts_with("no host profile `cx7`: expected one of"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_written_profile_reads_back_exactly() {

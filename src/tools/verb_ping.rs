@@ -54,7 +54,7 @@ use xrdma_runner::fabric::Fabric;
 #[serde(rename_all = "lowercase")]
 pub enum Verb {
     /// xrdma message round trips through the core (eager SEND with immediate and the core's
-    /// ACKs), RTT/2: [`super::ping`].
+    /// ACKs), RTT/2 (the `super::ping` module).
     Xrdma,
     /// Verbs SEND ping-pong, RTT/2 (`ib_send_lat`).
     Send,
