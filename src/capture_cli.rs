@@ -39,18 +39,14 @@ pub fn parse_hosts(s: &str) -> Result<CaptureHosts, String> {
 pub fn run(sc: &Scenario, hosts: Option<&CaptureHosts>) -> Result<(RunResult, Vec<LinkCapture>)> {
     let cfg = match hosts {
         Some(CaptureHosts(hosts)) => {
-            let n = sc.workload.hosts();
-            if let Some(h) = hosts.iter().find(|&&h| h >= n) {
-                anyhow::bail!(
-                    "--capture: host {h} does not exist: the workload has hosts 0..={}",
-                    n.saturating_sub(1)
-                );
-            }
             let base = sc.sim_or_default().capture.unwrap_or_default();
-            Some(CaptureConfig {
+            let cfg = CaptureConfig {
                 hosts: hosts.clone(),
                 ..base
-            })
+            };
+            cfg.check_hosts(sc.workload.hosts())
+                .map_err(|m| anyhow::anyhow!("--capture: {m}"))?;
+            Some(cfg)
         }
         None => None,
     };

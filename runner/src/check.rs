@@ -200,12 +200,10 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
     }
     if let Some(c) = &section.capture {
         // The workload may have shrunk since the file was read (a sweep's fan-in axis).
-        let hosts = sc.workload.hosts();
-        if let Some(h) = c.hosts.iter().find(|&&h| h >= hosts) {
+        if let Err(m) = c.check_hosts(sc.workload.hosts()) {
             bail!(
-                "{}: sim.capture.hosts: host {h} does not exist: the workload has hosts 0..={}",
-                where_is(sc, &["sim", "capture", "hosts"]),
-                hosts.saturating_sub(1)
+                "{}: sim.capture.hosts: {m}",
+                where_is(sc, &["sim", "capture", "hosts"])
             );
         }
     }

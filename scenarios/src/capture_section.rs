@@ -33,7 +33,7 @@ pub(crate) struct RawCapture {
 
 /// Checks `sim.capture`: hosts listed once each, at least one packet, `from` before
 /// `until`. Whether each host exists is checked against the workload
-/// ([`check_capture_hosts`]).
+/// ([`CaptureConfig::check_hosts`]).
 pub(crate) fn check_capture(raw: RawCapture) -> Result<CaptureConfig, FieldError> {
     if raw.hosts.is_empty() {
         return Err(field_error(
@@ -69,15 +69,4 @@ pub(crate) fn check_capture(raw: RawCapture) -> Result<CaptureConfig, FieldError
         from,
         until,
     })
-}
-
-/// The first host of `cfg` that the workload's `hosts` hosts do not have, as a message.
-pub(crate) fn check_capture_hosts(cfg: &CaptureConfig, hosts: u32) -> Result<(), String> {
-    match cfg.hosts.iter().find(|&&h| h >= hosts) {
-        Some(h) => Err(format!(
-            "hosts: host {h} does not exist: the workload has hosts 0..={}",
-            hosts.saturating_sub(1)
-        )),
-        None => Ok(()),
-    }
 }

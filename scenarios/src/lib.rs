@@ -308,8 +308,8 @@ fn check_body(raw: RawBody) -> Result<Body, FieldError> {
             .map_err(|m| field_error("verbs", format!("ranks: {m}")))?;
     }
     if let Some(c) = body.sim.as_ref().and_then(|s| s.capture.as_ref()) {
-        capture_section::check_capture_hosts(c, body.workload.hosts())
-            .map_err(|m| field_error("sim", format!("capture: {m}")))?;
+        c.check_hosts(body.workload.hosts())
+            .map_err(|m| field_error("sim", format!("capture: hosts: {m}")))?;
     }
     check_path_mtu(&body.rc, body.sim.as_ref())?;
     Ok(body)

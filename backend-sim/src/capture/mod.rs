@@ -57,6 +57,23 @@ pub struct CaptureConfig {
     pub until: Option<Time>,
 }
 
+impl CaptureConfig {
+    /// Checks that every captured host is one of a workload's `hosts` hosts (`0..hosts`).
+    ///
+    /// # Errors
+    /// A message naming the first host that does not exist, for the caller to place in the
+    /// scenario (`sim.capture.hosts`).
+    pub fn check_hosts(&self, hosts: u32) -> Result<(), String> {
+        match self.hosts.iter().find(|&&h| h >= hosts) {
+            Some(h) => Err(format!(
+                "host {h} does not exist: the workload has hosts 0..={}",
+                hosts.saturating_sub(1)
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Default for CaptureConfig {
     fn default() -> Self {
         CaptureConfig {
@@ -246,5 +263,24 @@ impl Simulation {
             }
         };
         link.index.push((at.as_ps() / 1000, start, len as u32));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CaptureConfig;
+
+    #[test]
+    fn check_hosts_names_the_first_host_the_workload_lacks() {
+        let cfg = CaptureConfig {
+            hosts: vec![0, 3, 9, 4],
+            ..CaptureConfig::default()
+        };
+        assert_eq!(cfg.check_hosts(10), Ok(()));
+        assert_eq!(
+            cfg.check_hosts(4),
+            Err("host 9 does not exist: the workload has hosts 0..=3".to_string())
+        );
+        assert!(CaptureConfig::default().check_hosts(0).is_ok());
     }
 }
