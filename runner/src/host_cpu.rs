@@ -220,4 +220,7 @@ impl<T: Transport + HostCpu + ?Sized> Transport for Charging<'_, T> {
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities()
     }
+    fn observe_qp(&self, qpn: QpNum) -> xrdma::QpObservation {
+        self.inner.observe_qp(qpn)
+    }
 }

@@ -195,6 +195,9 @@ impl<T: Transport> Transport for Holding<'_, T> {
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities()
     }
+    fn observe_qp(&self, qpn: QpNum) -> xrdma::QpObservation {
+        self.inner.observe_qp(qpn)
+    }
 }
 
 impl<T: crate::host_cpu::HostCpu> crate::host_cpu::HostCpu for Holding<'_, T> {

@@ -200,6 +200,10 @@ pub struct ConnStats {
     pub messages_received: u64,
     /// Messages sent eagerly (one SEND into a posted receive buffer).
     pub eager_messages: u64,
+    /// Eager frames that carried more than one message (XRDMA's batching of small messages);
+    /// `eager_messages` counts the messages in them.
+    #[serde(default)]
+    pub batched_frames: u64,
     /// Messages sent by rendezvous (RTS, CTS, WRITEs into the granted landing buffer).
     pub rendezvous_messages: u64,
     /// Landing buffers granted to the peer.

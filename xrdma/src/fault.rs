@@ -430,6 +430,9 @@ impl<T: Transport> Transport for FaultInjector<T> {
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities()
     }
+    fn observe_qp(&self, qpn: QpNum) -> crate::QpObservation {
+        self.inner.observe_qp(qpn)
+    }
 }
 
 #[cfg(test)]

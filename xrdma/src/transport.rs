@@ -400,6 +400,27 @@ pub trait Transport: LocalMemory {
 
     /// What this backend observes and delivers (congestion signals, counters).
     fn capabilities(&self) -> Capabilities;
+
+    /// What the transport can tell of QP `qpn` for the `stat` tool: its state and the
+    /// requester's retransmissions and RNR retries since the QP was last connected. Every
+    /// field it cannot observe is `None`; the default observes nothing. A wrapper of another
+    /// transport must pass it on.
+    fn observe_qp(&self, qpn: QpNum) -> QpObservation {
+        let _ = qpn;
+        QpObservation::default()
+    }
+}
+
+/// One QP as its transport observes it ([`Transport::observe_qp`]); `None` where it cannot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpObservation {
+    /// The QP state in the verbs' names (`INIT`, `RTR`, `RTS`, `ERR`, …).
+    pub state: Option<&'static str>,
+    /// Request packets the requester sent again (go-back-N after a sequence-error NAK, an
+    /// RNR NAK or a local ACK timeout).
+    pub retransmitted_packets: Option<u64>,
+    /// RNR NAKs the requester received and waited out (each one RNR retry).
+    pub rnr_retries: Option<u64>,
 }
 
 /// A chain of send WRs posted only in part ([`Transport::post_send_chain`]).
@@ -465,6 +486,9 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     }
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()
+    }
+    fn observe_qp(&self, qpn: QpNum) -> QpObservation {
+        (**self).observe_qp(qpn)
     }
 }
 

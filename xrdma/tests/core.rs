@@ -33,6 +33,10 @@ fn messages_of_every_edge_size_arrive_intact_and_are_acked() {
     // when it was posted), then 1 + 1 + 2 + 3 + 17 WRITEs: 25.
     assert_eq!(st.fragments_sent, 25);
     assert_eq!(st.eager_messages, 2);
+    assert_eq!(
+        st.batched_frames, 1,
+        "the 0 B and 1 B messages share one frame"
+    );
     assert_eq!(st.send_bytes, sizes.iter().sum::<usize>() as u64);
     assert_eq!(w.eps[1].stats(w.conns[1]).unwrap().fragments_received, 25);
 }
@@ -381,6 +385,10 @@ fn queued_small_messages_share_one_eager_frame() {
     }
     let tx = w.eps[0].stats(w.conns[0]).unwrap();
     assert_eq!((tx.eager_messages, tx.fragments_sent), (100, 3));
+    assert_eq!(
+        tx.batched_frames, 3,
+        "all three frames carry more than one message"
+    );
     assert_eq!(w.eps[1].stats(w.conns[1]).unwrap().fragments_received, 3);
     let sent = w.count(0, |e| matches!(e, Event::Sent { .. }));
     assert_eq!(sent, 100, "every coalesced message is reported sent once");

@@ -89,10 +89,12 @@ mod receive;
 mod send;
 mod setup;
 mod signal;
+mod snapshot;
 pub mod state;
 
 pub use inspect::ConnUsage;
 use setup::{HalfSetup, MemoryFor, Resetting};
+pub use snapshot::{ConnSnapshot, EndpointSnapshot};
 pub use state::ConnState;
 
 struct OutMessage {

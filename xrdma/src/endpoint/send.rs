@@ -178,6 +178,7 @@ impl Endpoint {
             _ => Completes::Batch(ids.into_boxed_slice()),
         };
         c.stats.eager_messages += n as u64;
+        c.stats.batched_frames += u64::from(n > 1);
         c.stats.send_bytes += payload;
         c.stats.fragments_sent += 1;
         let (seq, tag) =

@@ -120,6 +120,9 @@ impl<T: Transport> Transport for Logged<'_, T> {
             .declare
             .unwrap_or_else(|| self.inner.capabilities())
     }
+    fn observe_qp(&self, qpn: QpNum) -> QpObservation {
+        self.inner.observe_qp(qpn)
+    }
 }
 
 /// One driver turn of host `h` of `w` through a [`Logged`] transport; then checks the rule
