@@ -365,6 +365,19 @@ impl Transport for HostTransport<'_> {
     fn capabilities(&self) -> Capabilities {
         self.sim.capabilities()
     }
+
+    /// The QP's state and its requester's counters since it was last connected.
+    fn observe_qp(&self, qpn: QpNum) -> xrdma::QpObservation {
+        let Ok((h, qi)) = self.qp_index(qpn) else {
+            return xrdma::QpObservation::default();
+        };
+        let qp = &self.sim.hosts[h].qps[qi];
+        xrdma::QpObservation {
+            state: Some(qp.state.name()),
+            retransmitted_packets: Some(qp.requester.retransmitted),
+            rnr_retries: Some(qp.requester.rnr_retries),
+        }
+    }
 }
 
 /// A non-empty SGE must lie inside the MR its local key names (`IBV_WC_LOC_PROT_ERR` in verbs;

@@ -3,7 +3,10 @@
 
 mod common;
 use common::*;
-use xrdma::{LocalMemory, QpCaps, RcParams, SendOpcode, Span, Time, Transport, WcOpcode, WcStatus};
+use xrdma::{
+    LocalMemory, QpCaps, QpObservation, RcParams, SendOpcode, Span, Time, Transport, WcOpcode,
+    WcStatus,
+};
 use xrdma_sim::{local_ack_timeout, rnr_timer, SimConfig, Simulation};
 
 /// 17 hosts, PFC off, a 17 × 16 KiB = 278_528 B shared buffer: a 16:1 burst overflows it.
@@ -173,6 +176,15 @@ fn retry_exhausted_after_retry_cnt_timeouts() {
     // 6 of them retransmissions.
     assert_eq!(st.data_packets, 8);
     assert_eq!(st.retransmitted_packets, 6);
+    // The QP's own counts (the `stat` tool's): the same 6, on the requester only.
+    let a = sim.transport(0).observe_qp(qa.qpn);
+    assert_eq!(
+        (a.state, a.retransmitted_packets, a.rnr_retries),
+        (Some("ERR"), Some(6), Some(0))
+    );
+    let b = sim.transport(1).observe_qp(qb.qpn);
+    assert_eq!((b.state, b.retransmitted_packets), (Some("INIT"), Some(0)));
+    assert_eq!(sim.transport(0).observe_qp(0x999), QpObservation::default());
 }
 
 #[test]

@@ -162,6 +162,12 @@ fn send_without_receive_gets_rnr_then_succeeds() {
         (Time::from_ps(18_085_760), WcStatus::Success)
     );
     assert_eq!(sim.stats().rnr_naks, 1);
+    // One RNR retry on the requester's QP, and the SEND sent again once after it.
+    let o = sim.transport(0).observe_qp(qa);
+    assert_eq!(
+        (o.state, o.rnr_retries, o.retransmitted_packets),
+        (Some("RTS"), Some(1), Some(1))
+    );
     let sent = sim.transport(0).read_bytes(src.addr, 100).unwrap().to_vec();
     assert_eq!(
         sim.transport(1).read_bytes(dst.addr, 100).unwrap(),

@@ -88,6 +88,10 @@ pub(crate) struct Requester {
     pub sent_psn: u32,
     /// The retransmission (local ACK) timer.
     pub rto: Rto,
+    /// Request packets sent again since the QP was connected (the `stat` tool's count).
+    pub retransmitted: u64,
+    /// RNR NAKs acted on since the QP was connected (RNR retries).
+    pub rnr_retries: u64,
 }
 
 impl Requester {
@@ -104,6 +108,8 @@ impl Requester {
             rnr_count: 0,
             sent_psn: psn,
             rto: Rto::new(),
+            retransmitted: 0,
+            rnr_retries: 0,
         }
     }
 
@@ -286,6 +292,7 @@ impl Simulation {
                 // Saturating: with rnr_retry 7 (retry forever) the count only feeds the
                 // counters, and a long stall outlasts 255 retries.
                 qp.requester.rnr_count = qp.requester.rnr_count.saturating_add(1);
+                qp.requester.rnr_retries += 1;
                 qp.requester.rnr_wait = true;
                 // Go back to the NAKed packet.
                 if let Some(j) = qp.requester.find_wqe(psn, qp.requester.sq.len()) {

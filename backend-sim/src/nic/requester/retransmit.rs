@@ -72,6 +72,7 @@ impl Simulation {
             qp.requester.sent_psn = end;
         } else {
             self.stats.retransmitted_packets += 1;
+            qp.requester.retransmitted += 1;
         }
         if qp.requester.rto.deadline == Time::MAX && timeout != Span::MAX {
             self.arm_rto(h, qi, self.now + timeout);
