@@ -43,9 +43,9 @@ pub use kinds::{Backend, WorkloadKind};
 pub use path::PathModel;
 pub use plot::{latency_svg, latency_svg_string};
 pub use schema::{
-    CaptureFile, DeliveryCheck, HostModelInfo, IdealCompletion, Inconsistency, MessageRecord,
-    NetworkCounters, RunResult, ScenarioInfo, SimInfo, UnfinishedMessage, WallClock, WorkloadInfo,
-    SCHEMA_VERSION,
+    CaptureFile, DeliveryCheck, HostEndpoint, HostModelInfo, IdealCompletion, Inconsistency,
+    MessageRecord, NetworkCounters, RunResult, ScenarioInfo, SimInfo, UnfinishedMessage, WallClock,
+    WorkloadInfo, SCHEMA_VERSION,
 };
 pub use series::{SenderBytes, TimeSeries};
 pub use summary::{

@@ -83,6 +83,26 @@ pub struct RunResult {
     /// written before the runner recorded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<crate::environment::Environment>,
+    /// Every host's endpoint as the run left it — counters, connections, QP states, MR
+    /// pool and QP cache — in host order: what `xrdma stat` prints for a finished run.
+    /// Absent from results written before the runner recorded it, and from a rank's part of
+    /// a multi-process run (each rank's endpoints are its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<Vec<HostEndpoint>>,
+}
+
+/// One host's endpoint at the end of a run ([`RunResult::endpoints`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct HostEndpoint {
+    /// The host (the scenario's host number).
+    pub host: u32,
+    /// Its endpoint's counters and connections: the core's `xrdma::EndpointSnapshot` as
+    /// JSON (keys `at-ps`, `mr-bytes`, …, `connections`), held here as written. The reports
+    /// never read a run's internals, so they carry these records without interpreting them;
+    /// `xrdma stat` decodes them into the core's type.
+    #[serde(flatten)]
+    pub snapshot: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Identification of the scenario run.

@@ -98,6 +98,7 @@ fn result(ts: Option<TimeSeries>) -> RunResult {
         scenario_yaml: Some("name: plots-test\n# <b>not markup</b> & more\n".into()),
         timeseries: ts,
         transport: None,
+        endpoints: None,
         environment: None,
     }
 }

@@ -80,6 +80,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
         scenario_yaml: None,
         timeseries: None,
         transport: None,
+        endpoints: None,
         environment: None,
         unfinished: Vec::new(),
         wall_clock: WallClock {

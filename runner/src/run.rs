@@ -185,7 +185,27 @@ fn run_workload<W: Workload, F: Fabric>(
     );
     r.network.ack_timeouts = Some(hf.counters.ack_timeouts);
     crate::transport_info::record_window_signals(&mut r, &eps);
+    r.endpoints = Some(endpoints(fabric, &eps));
     Ok(r)
+}
+
+/// Every host's endpoint snapshot ([`Endpoint::snapshot`]) as `fabric` observes its QPs.
+pub fn endpoints<F: Fabric>(fabric: &mut F, eps: &[Endpoint]) -> Vec<rep::HostEndpoint> {
+    (0u32..)
+        .zip(eps)
+        .map(|(host, ep)| {
+            let snapshot = match serde_json::to_value(ep.snapshot(&fabric.host(host))) {
+                Ok(serde_json::Value::Object(m)) => m,
+                // A derived struct with string keys always serialises to an object; should
+                // that ever change, the record says so instead of vanishing.
+                other => serde_json::Map::from_iter([(
+                    "snapshot-error".to_string(),
+                    serde_json::Value::String(format!("{other:?}")),
+                )]),
+            };
+            rep::HostEndpoint { host, snapshot }
+        })
+        .collect()
 }
 
 /// What every host's application of `w` is built from, with `seed`.
@@ -323,6 +343,7 @@ fn finish<F: Fabric>(
         timeseries: fabric.timeseries(),
         transport: fabric.transport_info(),
         environment: fabric.environment(),
+        endpoints: None,
         wall_clock: rep::WallClock {
             wall_seconds,
             events_per_second: if wall_seconds > 0.0 {
