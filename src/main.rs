@@ -76,6 +76,10 @@ enum Command {
     /// the points to a cluster (a Slurm job array, or one command per point); --point runs
     /// one of them and --collect gathers the finished ones.
     Sweep(xrdma_testbed::sweep_cli::SweepArgs),
+    /// Print the endpoints' counters of a finished run (per host: QP cache, MR pool; per
+    /// connection: state, QP, bytes, messages, fragments, batching, retransmissions, RNR
+    /// retries, ECN, window, what it holds) as a table, `--json` or `--prometheus` text.
+    Stat(xrdma_testbed::stat::StatArgs),
     /// The simulator against a device: `measure` (ping and bw figures), `fit` (a host profile
     /// fitted to them, the simulator in the loop), `run` (a scenario on both, side by side,
     /// with the prediction error per figure).
@@ -413,12 +417,7 @@ fn real_main() -> Result<ExitCode> {
             Ok(verdict(&result))
         }
         Command::Report { result, out, csv } => {
-            let json = if result.is_dir() {
-                result.join("result.json")
-            } else {
-                result.clone()
-            };
-            let r = xrdma_reports::read_json(&json)?;
+            let (json, r) = xrdma_testbed::compare::load_run(&result)?;
             let out = match out {
                 Some(o) => o,
                 None => json
@@ -646,6 +645,7 @@ fn real_main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sweep(args) => xrdma_testbed::sweep_cli::run(args),
+        Command::Stat(args) => xrdma_testbed::stat::run(args).map(|()| ExitCode::SUCCESS),
         Command::Calibrate(args) => xrdma_testbed::calibrate::run(args),
         Command::Compare {
             runs,

@@ -1,0 +1,151 @@
+//! `xrdma stat`: the endpoints' counters as a netstat-like table, JSON or Prometheus text.
+//!
+//! The source is a finished run's `result.json` (its [`xrdma_reports::RunResult::endpoints`],
+//! recorded at the end of every single-process run on either backend). Each row is an
+//! [`xrdma::EndpointSnapshot`]: the core's own counters, with what the transport observes of
+//! each QP (on the simulator its state, retransmissions and RNR retries; `-` where a
+//! backend cannot observe a counter).
+
+pub mod prometheus;
+pub mod table;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::path::PathBuf;
+use xrdma::EndpointSnapshot;
+
+/// One host's endpoint as a result recorded it, decoded into the core's type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostEndpoint {
+    /// The host (the scenario's host number).
+    pub host: u32,
+    /// Its counters and connections.
+    #[serde(flatten)]
+    pub snapshot: EndpointSnapshot,
+}
+
+/// Decodes a result's endpoint records ([`xrdma_reports::HostEndpoint`], carried by the
+/// reports as written) into the core's [`EndpointSnapshot`], in record order.
+///
+/// # Errors
+/// A record that is not an endpoint snapshot of this version (names the host and the field).
+pub fn decode(records: &[xrdma_reports::HostEndpoint]) -> Result<Vec<HostEndpoint>> {
+    records
+        .iter()
+        .map(|r| {
+            let v = serde_json::Value::Object(r.snapshot.clone());
+            let snapshot = serde_path_to_error::deserialize(v).map_err(|e| {
+                anyhow::anyhow!(
+                    "the endpoint record of host {}, field `{}`: {}",
+                    r.host,
+                    e.path(),
+                    e.inner()
+                )
+            })?;
+            Ok(HostEndpoint {
+                host: r.host,
+                snapshot,
+            })
+        })
+        .collect()
+}
+
+/// `xrdma stat`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct StatArgs {
+    /// A run directory holding `result.json`, or the `result.json` file itself.
+    pub result: PathBuf,
+    /// Only these hosts (e.g. `0,3`); default: every host with a connection.
+    #[arg(long, value_delimiter = ',', value_name = "HOSTS")]
+    pub host: Vec<u32>,
+    /// Print the endpoints as JSON (the result's `endpoints` records) instead of a table.
+    #[arg(long, conflicts_with = "prometheus")]
+    pub json: bool,
+    /// Print the Prometheus text exposition format (version 0.0.4) instead of a table.
+    #[arg(long)]
+    pub prometheus: bool,
+}
+
+/// The output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// [`table::render`].
+    Table,
+    /// The endpoints as pretty JSON.
+    Json,
+    /// [`prometheus::render`].
+    Prometheus,
+}
+
+/// The endpoints of `all` that `hosts` names (every host with a connection record when
+/// `hosts` is empty), in host order.
+///
+/// # Errors
+/// A host in `hosts` that the run does not have.
+pub fn select<'a>(all: &'a [HostEndpoint], hosts: &[u32]) -> Result<Vec<&'a HostEndpoint>> {
+    if hosts.is_empty() {
+        return Ok(all
+            .iter()
+            .filter(|e| !e.snapshot.connections.is_empty())
+            .collect());
+    }
+    let mut out = Vec::with_capacity(hosts.len());
+    for &h in hosts {
+        match all.iter().find(|e| e.host == h) {
+            Some(e) => out.push(e),
+            None => bail!(
+                "--host {h}: the run has hosts 0..{} (it recorded {} endpoints)",
+                all.len(),
+                all.len()
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// `endpoints` in `format`.
+///
+/// # Errors
+/// Serialising to JSON (not expected).
+pub fn render(endpoints: &[&HostEndpoint], format: Format) -> Result<String> {
+    Ok(match format {
+        Format::Table => table::render(endpoints),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(endpoints)?;
+            s.push('\n');
+            s
+        }
+        Format::Prometheus => prometheus::render(endpoints),
+    })
+}
+
+/// Runs `xrdma stat` and prints its output.
+///
+/// # Errors
+/// The result does not load ([`crate::compare::load_run`]), records no endpoints (written
+/// by an older version, or a rank's part of a multi-process run), or `--host` names a host
+/// it does not have.
+pub fn run(args: StatArgs) -> Result<()> {
+    let (path, r) = crate::compare::load_run(&args.result)?;
+    let Some(records) = r.endpoints.as_deref() else {
+        bail!(
+            "{} records no endpoint counters (written before they were recorded, or by one \
+             rank of a multi-process run); rerun it to see them",
+            path.display()
+        );
+    };
+    let all = decode(records).with_context(|| path.display().to_string())?;
+    let chosen = select(&all, &args.host)?;
+    let format = if args.json {
+        Format::Json
+    } else if args.prometheus {
+        Format::Prometheus
+    } else {
+        Format::Table
+    };
+    crate::out!("{}", render(&chosen, format)?);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,80 @@
+//! Choosing hosts, decoding records and the table, on a small simulator run.
+
+use super::prometheus::tests::small_run;
+use super::{decode, render, select, Format, HostEndpoint};
+
+#[test]
+fn the_default_is_every_host_with_a_connection() {
+    let eps = small_run();
+    assert_eq!(eps.len(), 3);
+    let chosen = select(&eps, &[]).expect("selects");
+    assert_eq!(chosen.iter().map(|e| e.host).collect::<Vec<_>>(), [0, 1, 2]);
+    let one = select(&eps, &[2]).expect("selects");
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].host, 2);
+}
+
+#[test]
+fn an_unknown_host_is_an_error_naming_it() {
+    let eps = small_run();
+    let e = select(&eps, &[0, 7]).expect_err("host 7 does not exist");
+    assert!(e.to_string().contains("--host 7"), "{e}");
+    assert!(e.to_string().contains("0..3"), "{e}");
+}
+
+#[test]
+fn a_malformed_record_names_its_host_and_field() {
+    let eps = small_run();
+    let mut v = serde_json::to_value(&eps[1]).expect("serialises");
+    v["connections"][0]["send-bytes"] = serde_json::json!("many");
+    let rec: xrdma_reports::HostEndpoint = serde_json::from_value(v).expect("a record");
+    let e = decode(&[rec]).expect_err("send-bytes is not a number");
+    let msg = e.to_string();
+    assert!(msg.contains("host 1"), "{msg}");
+    // The counters are flattened into the connection record, where serde loses the key:
+    // the path stops at the connection.
+    assert!(msg.contains("connections[0]"), "{msg}");
+    assert!(msg.contains("\"many\", expected u64"), "{msg}");
+}
+
+#[test]
+fn the_table_has_a_row_per_endpoint_and_connection() {
+    let eps = small_run();
+    let refs: Vec<&HostEndpoint> = eps.iter().collect();
+    let text = render(&refs, Format::Table).expect("renders");
+    let (ep_part, conn_part) = text.split_once("\nconnections\n").expect("two tables");
+    // The header, then hosts 0, 1, 2.
+    assert_eq!(ep_part.lines().skip(1).count(), 4, "{text}");
+    // The receiver's two connections and each sender's one.
+    assert_eq!(conn_part.lines().count(), 5, "{text}");
+    let header: Vec<&str> = conn_part
+        .lines()
+        .next()
+        .expect("header")
+        .split_whitespace()
+        .collect();
+    let rx: Vec<&str> = conn_part
+        .lines()
+        .nth(1)
+        .expect("a row")
+        .split_whitespace()
+        .collect();
+    assert_eq!(header.len(), rx.len(), "{text}");
+    let col = |name: &str| header.iter().position(|h| *h == name).expect("column");
+    let c = &eps[0].snapshot.connections[0];
+    assert_eq!(rx[col("host")], "0");
+    assert_eq!(rx[col("state")], "established");
+    assert_eq!(rx[col("qp")], "RTS");
+    assert_eq!(rx[col("recv-B")], c.stats.recv_bytes.to_string());
+    assert_eq!(rx[col("msg-rx")], "4");
+    assert_eq!(rx[col("retx")], "0");
+}
+
+#[test]
+fn json_round_trips_into_the_records() {
+    let eps = small_run();
+    let refs: Vec<&HostEndpoint> = eps.iter().collect();
+    let text = render(&refs, Format::Json).expect("renders");
+    let back: Vec<xrdma_reports::HostEndpoint> = serde_json::from_str(&text).expect("parses");
+    assert_eq!(decode(&back).expect("decodes"), eps);
+}
