@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xrdma_runner::check;
 use xrdma_runner::run::run_sim;
+#[cfg(not(feature = "verbs"))]
+use xrdma_testbed::output::no_verbs;
 use xrdma_testbed::output::{prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED};
+use xrdma_testbed::tools::two_process::{two_process, TwoProcess};
 use xrdma_testbed::{capture_cli, out, outln, tools};
 
 /// RDMA message middleware test bed: run scenarios, write latency reports and plots.
@@ -224,17 +227,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// Wall-clock limit of one tool run on an RDMA device.
-#[cfg(feature = "verbs")]
 const TOOL_TIMEOUT: xrdma::Span = xrdma::Span::from_ms(300_000);
-
-#[cfg(not(feature = "verbs"))]
-fn no_verbs<T>() -> Result<T> {
-    bail!(
-        "this build has no verbs backend: build it with `cargo build --release --features \
-         verbs` (needs libibverbs-dev, librdmacm-dev and libclang-dev; ci/softroce.sh \
-         installs them)"
-    )
-}
 
 /// Where a scenario runs.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -509,7 +502,7 @@ fn real_main() -> Result<ExitCode> {
                     );
                 }
                 let tool = TwoProcess::Ping(&opts, verb, json);
-                return two_process(tool, server.then_some(bind), connect);
+                return two_process(tool, server.then_some(bind), connect, TOOL_TIMEOUT);
             }
             let label = host.label(backend.name());
             let (r, stats) = match backend {
@@ -547,7 +540,12 @@ fn real_main() -> Result<ExitCode> {
                 if backend != Backend::Verbs {
                     bail!("--server and --connect run a two-process bw: they need --backend verbs");
                 }
-                return two_process(TwoProcess::Bw(&opts), server.then_some(bind), connect);
+                return two_process(
+                    TwoProcess::Bw(&opts),
+                    server.then_some(bind),
+                    connect,
+                    TOOL_TIMEOUT,
+                );
             }
             let r = match backend {
                 Backend::Sim => tools::bw::run(&mut host.fabric()?, &opts)?,
@@ -693,78 +691,6 @@ fn real_main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// A perftest-style tool run as two processes: its options (read only where the verbs
-/// backend is built).
-#[cfg_attr(not(feature = "verbs"), allow(dead_code))]
-enum TwoProcess<'a> {
-    /// `xrdma ping --server | --connect`: the options, the verb, `--json`.
-    Ping(&'a tools::ping::PingOptions, tools::verb_ping::Verb, bool),
-    /// `xrdma bw --server | --connect`.
-    Bw(&'a tools::bw::BwOptions),
-}
-
-/// One end of a two-process tool on the RDMA device: the server when `server` is
-/// Some(bind address), else the client of the server at `connect`.
-#[cfg(feature = "verbs")]
-fn two_process(
-    tool: TwoProcess<'_>,
-    server: Option<std::net::SocketAddr>,
-    connect: Option<std::net::SocketAddr>,
-) -> Result<ExitCode> {
-    let (mut fabric, wait) = one_worker_fabric()?;
-    match (tool, server, connect) {
-        (TwoProcess::Ping(opts, verb, _), Some(bind), _) => {
-            outln!(
-                "{}",
-                tools::ping_out::serve(&mut fabric, bind, wait, verb, opts)?
-            );
-        }
-        (TwoProcess::Bw(_), Some(bind), _) => {
-            let r = tools::bw::serve(&mut fabric, bind, wait)?;
-            outln!(
-                "xrdma bw server: took {} message(s), {} byte(s) from the client at {}",
-                r.messages,
-                r.bytes,
-                r.client
-            );
-        }
-        (TwoProcess::Ping(opts, verb, json), None, Some(addr)) => {
-            let (r, stats) = tools::ping_out::connect(&mut fabric, addr, wait, verb, opts)?;
-            out!("{}", r.render(&stats, json)?);
-        }
-        (TwoProcess::Bw(opts), None, Some(addr)) => {
-            let r = tools::bw::connect(&mut fabric, addr, wait, opts)?;
-            outln!("xrdma bw (verbs, two processes, server {addr}): one xrdma connection");
-            outln!("{}", tools::bw::BwReport::header());
-            outln!("{}", r.row());
-        }
-        (_, None, None) => bail!("a two-process run needs --server or --connect ADDR"),
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(not(feature = "verbs"))]
-fn two_process(
-    _tool: TwoProcess<'_>,
-    _server: Option<std::net::SocketAddr>,
-    _connect: Option<std::net::SocketAddr>,
-) -> Result<ExitCode> {
-    no_verbs()
-}
-
-/// One worker on the RDMA device the environment names, for one end of a two-process tool,
-/// and how long the bootstrap waits for the other end.
-#[cfg(feature = "verbs")]
-fn one_worker_fabric() -> Result<(xrdma_runner::fabric::VerbsFabric, std::time::Duration)> {
-    let section = xrdma_scenario::VerbsSection {
-        run_timeout: TOOL_TIMEOUT,
-        ..Default::default()
-    };
-    let fabric = xrdma_runner::fabric::VerbsFabric::new(1, &section)?;
-    let wait = std::time::Duration::from_secs(TOOL_TIMEOUT.as_ps() / 1_000_000_000_000);
-    Ok((fabric, wait))
 }
 
 /// `xrdma idle` on the RDMA device: run and print the figures.

@@ -103,3 +103,16 @@ pub fn prepare_out_dir(out: &Path) -> Result<()> {
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create output directory {}", out.display()))
 }
+
+#[cfg(not(feature = "verbs"))]
+/// Always: this build has no verbs backend (says how to build one).
+///
+/// # Errors
+/// Always.
+pub fn no_verbs<T>() -> anyhow::Result<T> {
+    anyhow::bail!(
+        "this build has no verbs backend: build it with `cargo build --release --features \
+         verbs` (needs libibverbs-dev, librdmacm-dev and libclang-dev; ci/softroce.sh \
+         installs them)"
+    )
+}

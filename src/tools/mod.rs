@@ -18,6 +18,7 @@ pub mod qp_setup;
 pub mod remote;
 pub mod soak;
 pub mod stats;
+pub mod two_process;
 pub mod verb_ping;
 
 use anyhow::{bail, Context, Result};

@@ -1,0 +1,94 @@
+//! The two-process form of the perftest-style tools (`xrdma ping | bw --server | --connect`):
+//! one end per process, one worker each, meeting through the TCP bootstrap.
+
+use crate::tools;
+#[cfg(feature = "verbs")]
+use crate::{out, outln};
+#[cfg(feature = "verbs")]
+use anyhow::bail;
+use anyhow::Result;
+use std::process::ExitCode;
+
+/// A perftest-style tool run as two processes: its options (read only where the verbs
+/// backend is built).
+#[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+pub enum TwoProcess<'a> {
+    /// `xrdma ping --server | --connect`: the options, the verb, `--json`.
+    Ping(&'a tools::ping::PingOptions, tools::verb_ping::Verb, bool),
+    /// `xrdma bw --server | --connect`.
+    Bw(&'a tools::bw::BwOptions),
+}
+
+/// One end of a two-process tool on the RDMA device: the server when `server` is
+/// Some(bind address), else the client of the server at `connect`; each waits at most
+/// `timeout` for the other end and for the run.
+///
+/// # Errors
+/// Neither `server` nor `connect`; no device; the bootstrap or a verb fails.
+#[cfg(feature = "verbs")]
+pub fn two_process(
+    tool: TwoProcess<'_>,
+    server: Option<std::net::SocketAddr>,
+    connect: Option<std::net::SocketAddr>,
+    timeout: xrdma::Span,
+) -> Result<ExitCode> {
+    let (mut fabric, wait) = one_worker_fabric(timeout)?;
+    match (tool, server, connect) {
+        (TwoProcess::Ping(opts, verb, _), Some(bind), _) => {
+            outln!(
+                "{}",
+                tools::ping_out::serve(&mut fabric, bind, wait, verb, opts)?
+            );
+        }
+        (TwoProcess::Bw(_), Some(bind), _) => {
+            let r = tools::bw::serve(&mut fabric, bind, wait)?;
+            outln!(
+                "xrdma bw server: took {} message(s), {} byte(s) from the client at {}",
+                r.messages,
+                r.bytes,
+                r.client
+            );
+        }
+        (TwoProcess::Ping(opts, verb, json), None, Some(addr)) => {
+            let (r, stats) = tools::ping_out::connect(&mut fabric, addr, wait, verb, opts)?;
+            out!("{}", r.render(&stats, json)?);
+        }
+        (TwoProcess::Bw(opts), None, Some(addr)) => {
+            let r = tools::bw::connect(&mut fabric, addr, wait, opts)?;
+            outln!("xrdma bw (verbs, two processes, server {addr}): one xrdma connection");
+            outln!("{}", tools::bw::BwReport::header());
+            outln!("{}", r.row());
+        }
+        (_, None, None) => bail!("a two-process run needs --server or --connect ADDR"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Without the verbs backend: an error that says how to build it.
+///
+/// # Errors
+/// Always.
+#[cfg(not(feature = "verbs"))]
+pub fn two_process(
+    _tool: TwoProcess<'_>,
+    _server: Option<std::net::SocketAddr>,
+    _connect: Option<std::net::SocketAddr>,
+    _timeout: xrdma::Span,
+) -> Result<ExitCode> {
+    crate::output::no_verbs()
+}
+
+/// One worker on the RDMA device the environment names, for one end of a two-process tool,
+/// and how long the bootstrap waits for the other end.
+#[cfg(feature = "verbs")]
+fn one_worker_fabric(
+    timeout: xrdma::Span,
+) -> Result<(xrdma_runner::fabric::VerbsFabric, std::time::Duration)> {
+    let section = xrdma_scenario::VerbsSection {
+        run_timeout: timeout,
+        ..Default::default()
+    };
+    let fabric = xrdma_runner::fabric::VerbsFabric::new(1, &section)?;
+    let wait = std::time::Duration::from_secs(timeout.as_ps() / 1_000_000_000_000);
+    Ok((fabric, wait))
+}
