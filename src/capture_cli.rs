@@ -36,7 +36,12 @@ pub fn parse_hosts(s: &str) -> Result<CaptureHosts, String> {
 ///
 /// # Errors
 /// A host that the workload does not have, or what [`xrdma_runner::run::run_sim`] fails with.
-pub fn run(sc: &Scenario, hosts: Option<&CaptureHosts>) -> Result<(RunResult, Vec<LinkCapture>)> {
+/// `watch` is shown the endpoints while the run runs ([`xrdma_runner::watch`]).
+pub fn run(
+    sc: &Scenario,
+    hosts: Option<&CaptureHosts>,
+    watch: &mut dyn xrdma_runner::watch::Watch,
+) -> Result<(RunResult, Vec<LinkCapture>)> {
     let cfg = match hosts {
         Some(CaptureHosts(hosts)) => {
             let base = sc.sim_or_default().capture.unwrap_or_default();
@@ -50,7 +55,7 @@ pub fn run(sc: &Scenario, hosts: Option<&CaptureHosts>) -> Result<(RunResult, Ve
         }
         None => None,
     };
-    xrdma_runner::run::run_sim_captured(sc, cfg)
+    xrdma_runner::run::run_sim_captured(sc, cfg, watch)
 }
 
 /// The file name of host `host`'s capture ([`CaptureFile::name_for`]).

@@ -10,7 +10,8 @@ use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xrdma_runner::check;
-use xrdma_runner::run::run_sim;
+use xrdma_runner::stat_socket::StatSocket;
+use xrdma_runner::watch::{NoWatch, Watch};
 #[cfg(not(feature = "verbs"))]
 use xrdma_testbed::output::no_verbs;
 use xrdma_testbed::output::{prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED};
@@ -58,6 +59,10 @@ enum Command {
         /// the bounds of the scenario's `sim.capture` (simulator only).
         #[arg(long, value_name = "HOSTS", value_parser = capture_cli::parse_hosts)]
         capture: Option<capture_cli::CaptureHosts>,
+        /// While it runs, answer `xrdma stat --socket PATH` on this Unix socket (removed at
+        /// the end; not for one rank of a multi-process run).
+        #[arg(long, value_name = "PATH")]
+        stat_socket: Option<PathBuf>,
         #[command(flatten)]
         launch: xrdma_testbed::launch_cli::LaunchOptions,
     },
@@ -277,11 +282,12 @@ fn ensure_fits(size: u64) -> Result<()> {
 fn run_scenario(
     backend: Backend,
     sc: &xrdma_scenario::Scenario,
+    watch: &mut dyn Watch,
 ) -> Result<xrdma_reports::RunResult> {
     match backend {
-        Backend::Sim => run_sim(sc),
+        Backend::Sim => Ok(xrdma_runner::run::run_sim_captured(sc, None, watch)?.0),
         #[cfg(feature = "verbs")]
-        Backend::Verbs => xrdma_runner::run::run_verbs(sc),
+        Backend::Verbs => xrdma_runner::run::run_verbs_watched(sc, watch),
         #[cfg(not(feature = "verbs"))]
         Backend::Verbs => no_verbs(),
     }
@@ -322,6 +328,7 @@ fn real_main() -> Result<ExitCode> {
             csv,
             backend,
             capture,
+            stat_socket,
             launch,
         } => {
             backend.require()?;
@@ -355,6 +362,10 @@ fn real_main() -> Result<ExitCode> {
                 Backend::Verbs => launch.resolve(&sc)?,
                 Backend::Sim => None,
             };
+            if launched.is_some() && stat_socket.is_some() {
+                bail!("--stat-socket answers for a single-process run, not for one rank of many");
+            }
+            let mut socket = stat_socket.as_deref().map(StatSocket::bind).transpose()?;
             if let Some(note) = xrdma_testbed::launch_cli::simulator_note() {
                 if backend == Backend::Sim {
                     eprintln!("{note}");
@@ -380,13 +391,20 @@ fn real_main() -> Result<ExitCode> {
             // The scenario's text goes into the result as it was when the run started.
             let yaml = std::fs::read_to_string(&scenario).ok();
             let mut captures = Vec::new();
+            let watch: &mut dyn Watch = match &mut socket {
+                Some(s) => {
+                    eprintln!("answering xrdma stat --socket {}", s.path().display());
+                    s
+                }
+                None => &mut NoWatch,
+            };
             let mut result = match &launched {
                 None if backend == Backend::Sim => {
-                    let (r, caps) = capture_cli::run(&sc, capture.as_ref())?;
+                    let (r, caps) = capture_cli::run(&sc, capture.as_ref(), watch)?;
                     captures = caps;
                     r
                 }
-                None => run_scenario(backend, &sc)?,
+                None => run_scenario(backend, &sc, watch)?,
                 Some(l) => match xrdma_testbed::launch_cli::run(&sc, l)? {
                     Some(result) => result,
                     None => return Ok(ExitCode::SUCCESS),
@@ -425,7 +443,7 @@ fn real_main() -> Result<ExitCode> {
         }
         Command::Conformance { backend } => {
             backend.require()?;
-            let mut run = |sc: &xrdma_scenario::Scenario| run_scenario(backend, sc);
+            let mut run = |sc: &xrdma_scenario::Scenario| run_scenario(backend, sc, &mut NoWatch);
             let (passed, failures) = xrdma_testbed::conformance::run_all(&mut run);
             for f in &failures {
                 eprintln!("FAILED {f}");

@@ -39,12 +39,13 @@ fn run_dir(name: &str) -> PathBuf {
 }
 
 fn stat(dir: &Path, extra: &[&str]) -> Output {
-    xrdma()
-        .arg("stat")
-        .arg(dir)
-        .args(extra)
-        .output()
-        .expect("xrdma runs")
+    let mut c = xrdma();
+    c.arg("stat");
+    // A socket is asked with --socket, a run directory named as it is.
+    if dir.extension().is_some_and(|e| e == "sock") {
+        c.arg("--socket");
+    }
+    c.arg(dir).args(extra).output().expect("xrdma runs")
 }
 
 #[test]
@@ -91,4 +92,70 @@ fn a_result_without_endpoints_and_an_unknown_host_are_clear_errors() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("records no endpoint counters"), "{err}");
     assert!(o.stdout.is_empty());
+}
+
+/// Long enough in a debug build (about a second) for a client to ask while it runs.
+const LONGER: &str = "name: stat-live
+workload:
+  incast:
+    senders: 32
+    receiver: 0
+    messages:
+      - { size: 1MiB, count: 1 }
+sim:
+  pfc: {}
+  sample-interval: off
+";
+
+#[test]
+fn stat_asks_a_running_process_through_its_socket() {
+    let d = std::env::temp_dir().join(format!("xrdma-stat-{}-live", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch");
+    let file = d.join("s.yaml");
+    std::fs::write(&file, LONGER).expect("writes");
+    let sock = d.join("stat.sock");
+    let mut run = xrdma()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(d.join("out"))
+        .arg("--stat-socket")
+        .arg(&sock)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let t0 = std::time::Instant::now();
+    while !sock.exists() {
+        assert!(t0.elapsed().as_secs() < 60, "the socket never appeared");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let w = stat(
+        &sock,
+        &["--watch", "0.02", "--host", "0", "--count", "1000"],
+    );
+    let ended = run.wait().expect("the run ends");
+    assert!(ended.success());
+    assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
+    let text = String::from_utf8_lossy(&w.stdout);
+    assert!(text.matches("backend sim").count() >= 1, "{text}");
+    assert!(text.contains("established"), "{text}");
+    assert!(
+        String::from_utf8_lossy(&w.stderr).contains("the process has gone"),
+        "{}",
+        String::from_utf8_lossy(&w.stderr)
+    );
+    assert!(!sock.exists(), "the socket goes with the run");
+
+    // Nobody there now: a clear error.
+    let o = xrdma()
+        .arg("stat")
+        .arg("--socket")
+        .arg(&sock)
+        .output()
+        .expect("runs");
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no xrdma process answers here"), "{err}");
 }

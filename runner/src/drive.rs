@@ -5,6 +5,7 @@
 
 use crate::fabric::Fabric;
 use crate::host_faults::{Holding, HostFaultState, Observed};
+use crate::watch::{LiveStat, Watch};
 use xrdma::driver::{Application, TurnScratch};
 use xrdma::{Endpoint, Time};
 use xrdma_scenario::Stall;
@@ -36,6 +37,9 @@ fn stalled_until(stalls: &[Stall], host: u32, now: Time) -> Option<Time> {
 /// real device the same holds as far as the device goes (the host is simply not polled).
 /// While the workload is unsettled, wakes are capped at `deadline` so the loop sees it pass.
 /// The host faults in `hf` hold back receives and delay slow receivers (see `host_turn`).
+/// After every round of turns `watch` is asked whether it wants the endpoints
+/// ([`Watch::due`]) and, if so, handed a [`LiveStat`]; taking one changes nothing in the run.
+#[allow(clippy::too_many_arguments)]
 pub fn drive<F: Fabric, A: HostApp>(
     fabric: &mut F,
     eps: &mut [Endpoint],
@@ -44,6 +48,7 @@ pub fn drive<F: Fabric, A: HostApp>(
     deadline: Option<Time>,
     hf: &mut HostFaultState,
     mut remote_settled: impl FnMut(Time, &[Endpoint], &[A]) -> bool,
+    watch: &mut dyn Watch,
 ) {
     let hosts = fabric.hosts();
     let cap = |w: Option<Time>, settled: bool| {
@@ -78,12 +83,30 @@ pub fn drive<F: Fabric, A: HostApp>(
             fabric.set_wake(h, cap(wake, settled));
         }
         ready.clear();
+        if watch.due(now) {
+            watch.take(live_stat(now, fabric, eps));
+        }
         settled = apps.iter().all(A::finished) && remote_settled(now, eps, apps);
         // A workload with a deadline stops as soon as it is settled: what is left are
         // trailing transport ACKs, and the clock should not run on to the deadline.
         if deadline.is_some_and(|d| settled || now >= d) {
             break;
         }
+    }
+    // A client waiting as the run ends is answered with the final state.
+    if watch.due(fabric.now()) {
+        watch.take(live_stat(fabric.now(), fabric, eps));
+    }
+}
+
+/// The endpoints of `eps` as `fabric` observes them at `now`, with its device's counters.
+fn live_stat<F: Fabric>(now: Time, fabric: &mut F, eps: &[Endpoint]) -> LiveStat {
+    LiveStat {
+        pid: std::process::id(),
+        backend: fabric.backend(),
+        at_ps: now.as_ps(),
+        endpoints: crate::run::endpoints(fabric, eps),
+        device: fabric.device_reading(),
     }
 }
 

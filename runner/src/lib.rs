@@ -9,6 +9,7 @@
 //! | [`check`] | a scenario's sections turned into checked backend and core configurations |
 //! | [`run`] | one run of a scenario on a fabric: build the hosts, drive them, collect the result |
 //! | [`drive`] | the one turn loop: moves the fabric's time and gives each host a driver turn |
+//! | [`watch`], [`stat_socket`] | looking at a running run: the hook the turn loop asks, and the local socket `xrdma stat --socket` reads it through |
 //! | [`workload`] | the [`workload::Workload`] trait and its implementations (incast, open loop, echo), with the one delivery tally |
 //! | [`host_faults`] | host faults the runner injects (receives held back, slow receivers) |
 //! | [`role`] | one host's part in a workload (sender, receiver, idle) |
@@ -32,6 +33,8 @@ pub mod launch;
 pub mod rank;
 pub mod role;
 pub mod run;
+pub mod stat_socket;
 pub mod sweep;
 pub mod transport_info;
+pub mod watch;
 pub mod workload;

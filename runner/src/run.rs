@@ -7,6 +7,7 @@ use crate::drive::drive;
 use crate::fabric::{Fabric, SimFabric};
 use crate::host_faults::{HostFaultState, HostFaults};
 use crate::role::HostRole;
+use crate::watch::{NoWatch, Watch};
 use crate::workload::{
     self, tally, PayloadPool, ReceiverView, SenderRecord, Setup, Visit, Workload,
 };
@@ -25,18 +26,20 @@ pub type App<W> = HostRole<<W as Workload>::Sender, <W as Workload>::Receiver>;
 /// # Errors
 /// An invalid configuration (nothing is run), or a transport failure during setup.
 pub fn run_sim(sc: &Scenario) -> Result<rep::RunResult> {
-    Ok(run_sim_captured(sc, None)?.0)
+    Ok(run_sim_captured(sc, None, &mut NoWatch)?.0)
 }
 
 /// [`run_sim`], also returning the packet captures of the run: those of `capture` when
 /// given (it replaces the scenario's `sim.capture`), else of the scenario's block, else none.
-/// A capture changes nothing in the run (its trace hash is the same).
+/// A capture changes nothing in the run (its trace hash is the same), nor does `watch`
+/// ([`crate::watch`]), which is shown the endpoints while the run runs.
 ///
 /// # Errors
 /// As [`run_sim`].
 pub fn run_sim_captured(
     sc: &Scenario,
     capture: Option<xrdma_sim::CaptureConfig>,
+    watch: &mut dyn Watch,
 ) -> Result<(rep::RunResult, Vec<xrdma_sim::LinkCapture>)> {
     let checked = check(sc)?;
     let seed = checked.sim.seed;
@@ -49,7 +52,7 @@ pub fn run_sim_captured(
     if let Some(c) = capture.or(section.capture) {
         fabric.capture(c);
     }
-    let result = run_on_with_faults(sc, &checked.xrdma, seed, &mut fabric, &faults)?;
+    let result = run_on_with_faults(sc, &checked.xrdma, seed, &mut fabric, &faults, watch)?;
     Ok((result, fabric.captures()))
 }
 
@@ -60,11 +63,24 @@ pub fn run_sim_captured(
 /// # Errors
 /// An invalid xrdma block, no usable device, or a verb that fails during setup.
 pub fn run_verbs(sc: &xrdma_scenario::Scenario) -> anyhow::Result<rep::RunResult> {
+    run_verbs_watched(sc, &mut NoWatch)
+}
+
+#[cfg(feature = "verbs")]
+/// [`run_verbs`], showing `watch` the endpoints while the run runs ([`crate::watch`]).
+///
+/// # Errors
+/// As [`run_verbs`].
+pub fn run_verbs_watched(
+    sc: &xrdma_scenario::Scenario,
+    watch: &mut dyn Watch,
+) -> anyhow::Result<rep::RunResult> {
     let cfg = crate::check::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
     let mut fabric =
         crate::fabric::VerbsFabric::with_rc(sc.workload.hosts(), &section, sc.rc_params())?;
-    run_on(sc, &cfg, sc.sim_or_default().seed, &mut fabric)
+    let seed = sc.sim_or_default().seed;
+    run_on_with_faults(sc, &cfg, seed, &mut fabric, &HostFaults::default(), watch)
 }
 
 /// Run `sc`'s workload on any [`Fabric`] with the xrdma configuration `cfg`; `seed` seeds the
@@ -85,11 +101,12 @@ pub fn run_on<F: Fabric>(
     seed: u64,
     fabric: &mut F,
 ) -> Result<rep::RunResult> {
-    run_on_with_faults(sc, cfg, seed, fabric, &HostFaults::default())
+    run_on_with_faults(sc, cfg, seed, fabric, &HostFaults::default(), &mut NoWatch)
 }
 
 /// [`run_on`] with host faults injected by the runner (see [`crate::host_faults`]): receive
-/// WRs held back in stop-reposting windows, per-message processing time at slow receivers.
+/// WRs held back in stop-reposting windows, per-message processing time at slow receivers;
+/// `watch` is shown the endpoints while the run runs ([`crate::watch`]).
 ///
 /// # Errors
 /// As [`run_on`].
@@ -99,6 +116,7 @@ pub fn run_on_with_faults<F: Fabric>(
     seed: u64,
     fabric: &mut F,
     faults: &HostFaults,
+    watch: &mut dyn Watch,
 ) -> Result<rep::RunResult> {
     struct RunOn<'a, F> {
         sc: &'a Scenario,
@@ -106,11 +124,20 @@ pub fn run_on_with_faults<F: Fabric>(
         seed: u64,
         fabric: &'a mut F,
         faults: &'a HostFaults,
+        watch: &'a mut dyn Watch,
     }
     impl<F: Fabric> Visit for RunOn<'_, F> {
         type Output = Result<rep::RunResult>;
         fn visit<W: Workload>(self, w: &W) -> Self::Output {
-            run_workload(w, self.sc, self.cfg, self.seed, self.fabric, self.faults)
+            let RunOn {
+                sc,
+                cfg,
+                seed,
+                fabric,
+                faults,
+                watch,
+            } = self;
+            run_workload(w, sc, cfg, seed, fabric, faults, watch)
         }
     }
     workload::visit(
@@ -121,6 +148,7 @@ pub fn run_on_with_faults<F: Fabric>(
             seed,
             fabric,
             faults,
+            watch,
         },
     )
 }
@@ -133,6 +161,7 @@ fn run_workload<W: Workload, F: Fabric>(
     seed: u64,
     fabric: &mut F,
     faults: &HostFaults,
+    watch: &mut dyn Watch,
 ) -> Result<rep::RunResult> {
     let mut hf = HostFaultState::new(faults, fabric.hosts());
     let wall = Instant::now();
@@ -171,6 +200,7 @@ fn run_workload<W: Workload, F: Fabric>(
         w.deadline(seed),
         &mut hf,
         |_, _, _| true,
+        watch,
     );
     let mut senders = records(w, &apps);
     crate::transport_info::add_windows(&mut senders, |h| eps.get(h as usize));

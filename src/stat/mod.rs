@@ -1,11 +1,13 @@
 //! `xrdma stat`: the endpoints' counters as a netstat-like table, JSON or Prometheus text.
 //!
 //! The source is a finished run's `result.json` (its [`xrdma_reports::RunResult::endpoints`],
-//! recorded at the end of every single-process run on either backend). Each row is an
+//! recorded at the end of every single-process run on either backend), or a running
+//! process's stat socket ([`live`]). Each row is an
 //! [`xrdma::EndpointSnapshot`]: the core's own counters, with what the transport observes of
 //! each QP (on the simulator its state, retransmissions and RNR retries; `-` where a
 //! backend cannot observe a counter).
 
+pub mod live;
 pub mod prometheus;
 pub mod table;
 
@@ -53,17 +55,42 @@ pub fn decode(records: &[xrdma_reports::HostEndpoint]) -> Result<Vec<HostEndpoin
 /// `xrdma stat`'s arguments.
 #[derive(clap::Args, Debug)]
 pub struct StatArgs {
-    /// A run directory holding `result.json`, or the `result.json` file itself.
-    pub result: PathBuf,
+    /// A finished run: a run directory holding `result.json`, or the file itself.
+    #[arg(required_unless_present = "socket", conflicts_with = "socket")]
+    pub result: Option<PathBuf>,
+    /// A running process instead: the Unix socket it answers on (`xrdma run --stat-socket
+    /// PATH`); the device's own counters are shown beside xrdma's.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// With --socket: ask again every SECONDS (device counters then show their change and
+    /// rate), until the process ends or --count answers were printed.
+    #[arg(long, value_name = "SECONDS", requires = "socket", value_parser = parse_interval)]
+    pub watch: Option<f64>,
+    /// With --watch: stop after this many answers.
+    #[arg(long, requires = "watch")]
+    pub count: Option<u64>,
     /// Only these hosts (e.g. `0,3`); default: every host with a connection.
     #[arg(long, value_delimiter = ',', value_name = "HOSTS")]
     pub host: Vec<u32>,
-    /// Print the endpoints as JSON (the result's `endpoints` records) instead of a table.
+    /// Print the endpoints as JSON (the result's `endpoints` records; with --socket the
+    /// whole answer, one line per answer) instead of a table.
     #[arg(long, conflicts_with = "prometheus")]
     pub json: bool,
     /// Print the Prometheus text exposition format (version 0.0.4) instead of a table.
     #[arg(long)]
     pub prometheus: bool,
+}
+
+/// A `--watch` interval: seconds, at least 0.01 and at most a day.
+fn parse_interval(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if (0.01..=86_400.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} s is outside 0.01..=86400"))
+    }
 }
 
 /// The output format.
@@ -124,9 +151,30 @@ pub fn render(endpoints: &[&HostEndpoint], format: Format) -> Result<String> {
 /// # Errors
 /// The result does not load ([`crate::compare::load_run`]), records no endpoints (written
 /// by an older version, or a rank's part of a multi-process run), or `--host` names a host
-/// it does not have.
+/// it does not have; with `--socket`, nothing answers on it ([`live::ask`]).
 pub fn run(args: StatArgs) -> Result<()> {
-    let (path, r) = crate::compare::load_run(&args.result)?;
+    let format = if args.json {
+        Format::Json
+    } else if args.prometheus {
+        Format::Prometheus
+    } else {
+        Format::Table
+    };
+    if let Some(socket) = &args.socket {
+        let interval = std::time::Duration::from_secs_f64(args.watch.unwrap_or(1.0));
+        let count = if args.watch.is_some() {
+            args.count
+        } else {
+            Some(1)
+        };
+        return live::watch(socket, interval, count, |stat, prev| {
+            render_live(stat, prev, &args.host, format)
+        });
+    }
+    let Some(result) = &args.result else {
+        bail!("name a finished run (RESULT) or a running process (--socket PATH)");
+    };
+    let (path, r) = crate::compare::load_run(result)?;
     let Some(records) = r.endpoints.as_deref() else {
         bail!(
             "{} records no endpoint counters (written before they were recorded, or by one \
@@ -136,15 +184,43 @@ pub fn run(args: StatArgs) -> Result<()> {
     };
     let all = decode(records).with_context(|| path.display().to_string())?;
     let chosen = select(&all, &args.host)?;
-    let format = if args.json {
-        Format::Json
-    } else if args.prometheus {
-        Format::Prometheus
-    } else {
-        Format::Table
-    };
     crate::out!("{}", render(&chosen, format)?);
     Ok(())
+}
+
+/// One answer of a running process in `format`: the banner, the endpoints, and the device's
+/// counters (their change since `prev` in a table).
+fn render_live(
+    stat: &xrdma_runner::watch::LiveStat,
+    prev: Option<(&xrdma_runner::device_counters::Snapshot, f64)>,
+    hosts: &[u32],
+    format: Format,
+) -> Result<String> {
+    if format == Format::Json {
+        let mut s = serde_json::to_string(stat)?;
+        s.push('\n');
+        return Ok(s);
+    }
+    let all = live::endpoints(stat)?;
+    let chosen = select(&all, hosts)?;
+    Ok(match format {
+        Format::Prometheus => {
+            let mut s = prometheus::render(&chosen);
+            if let Some(d) = &stat.device {
+                s += &live::device_prometheus(d);
+            }
+            s
+        }
+        _ => {
+            let mut s = live::banner(stat);
+            s += &table::render(&chosen);
+            if let Some(d) = &stat.device {
+                s += &live::device_table(d, prev);
+            }
+            s.push('\n');
+            s
+        }
+    })
 }
 
 #[cfg(test)]

@@ -59,6 +59,11 @@ pub trait Fabric {
     fn timeseries(&self) -> Option<rep::TimeSeries> {
         None
     }
+    /// The device's port counters as they read now, for a watcher of the running run
+    /// ([`crate::watch::LiveStat::device`]); `None` by default (the simulator has no device).
+    fn device_reading(&self) -> Option<crate::watch::DeviceReading> {
+        None
+    }
     /// Rate of a host's link, bits/s, where the fabric knows it (the simulator's
     /// `link-rate`, a device port's active rate); the send window adds one fragment's
     /// serialisation at this rate to its target and shrinks on delay only with it

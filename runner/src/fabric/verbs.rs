@@ -206,6 +206,13 @@ impl Fabric for VerbsFabric {
             self.counter_deltas(),
         ))
     }
+    fn device_reading(&self) -> Option<crate::watch::DeviceReading> {
+        Some(crate::watch::DeviceReading {
+            device: self.device.name().to_string(),
+            port: self.device.port().port,
+            counters: read_counters(&self.device),
+        })
+    }
     fn sim_info(&self) -> Option<rep::SimInfo> {
         None
     }

@@ -8,6 +8,7 @@ use crate::fabric::VerbsFabric;
 use crate::host_faults::{HostFaultState, HostFaults};
 use crate::role::HostRole;
 use crate::run::{collect, pair_mut, receiver_view, records, setup, App};
+use crate::watch::NoWatch;
 use crate::workload::{self, SenderRecord, Visit, Workload};
 use anyhow::{anyhow, bail, Context, Result};
 use std::time::{Duration, Instant};
@@ -208,31 +209,40 @@ fn run_rank_of<W: Workload>(
         let mut boot_errors: Vec<String> = Vec::new();
         let mut next_poll = Time::ZERO;
         let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
-        drive(f, e, a, &stalls, stop, &mut hf, |now, _, _| {
-            if now < next_poll {
-                return false;
-            }
-            next_poll = now + POLL_EVERY;
-            for (k, (r, p, hosts)) in peers.iter_mut().enumerate() {
-                if remote[k].is_some() {
-                    continue;
+        drive(
+            f,
+            e,
+            a,
+            &stalls,
+            stop,
+            &mut hf,
+            |now, _, _| {
+                if now < next_poll {
+                    return false;
                 }
-                match p.try_recv() {
-                    Ok(None) => {}
-                    Ok(Some(f)) => {
-                        remote[k] = Some(decode_records(f, *r, hosts).unwrap_or_else(|e| {
-                            boot_errors.push(format!("{e:#}"));
-                            Vec::new()
-                        }))
+                next_poll = now + POLL_EVERY;
+                for (k, (r, p, hosts)) in peers.iter_mut().enumerate() {
+                    if remote[k].is_some() {
+                        continue;
                     }
-                    Err(e) => {
-                        boot_errors.push(format!("rank {r}: {e}"));
-                        remote[k] = Some(Vec::new());
+                    match p.try_recv() {
+                        Ok(None) => {}
+                        Ok(Some(f)) => {
+                            remote[k] = Some(decode_records(f, *r, hosts).unwrap_or_else(|e| {
+                                boot_errors.push(format!("{e:#}"));
+                                Vec::new()
+                            }))
+                        }
+                        Err(e) => {
+                            boot_errors.push(format!("rank {r}: {e}"));
+                            remote[k] = Some(Vec::new());
+                        }
                     }
                 }
-            }
-            remote.iter().all(Option::is_some)
-        });
+                remote.iter().all(Option::is_some)
+            },
+            &mut NoWatch,
+        );
         // The run timed out or a peer is late: its records still come once its own run
         // stops (bounded by the I/O timeout).
         for (k, (r, p, hosts)) in peers.iter_mut().enumerate() {
@@ -290,7 +300,16 @@ fn run_rank_of<W: Workload>(
         // Every host in this rank: nothing to bootstrap.
         fabric.start_clock();
         let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
-        drive(f, e, a, &stalls, stop, &mut hf, |_, _, _| true);
+        drive(
+            f,
+            e,
+            a,
+            &stalls,
+            stop,
+            &mut hf,
+            |_, _, _| true,
+            &mut NoWatch,
+        );
         let mut senders = records(w, &apps);
         crate::transport_info::add_windows(&mut senders, |h| {
             plan.local_index(h).and_then(|i| eps.get(i))
@@ -352,34 +371,43 @@ fn run_rank_of<W: Workload>(
     let mut failure: Option<anyhow::Error> = None;
     let mut next_poll = Time::ZERO;
     let (f, e, a) = (&mut fabric, &mut eps, &mut apps);
-    drive(f, e, a, &stalls, stop, &mut hf, |now, eps, apps| {
-        if !handed_in {
-            handed_in = true;
-            if let Err(e) = frame(eps, apps).and_then(|f| Ok(p.send(&f)?)) {
-                failure = Some(e);
-                return true;
+    drive(
+        f,
+        e,
+        a,
+        &stalls,
+        stop,
+        &mut hf,
+        |now, eps, apps| {
+            if !handed_in {
+                handed_in = true;
+                if let Err(e) = frame(eps, apps).and_then(|f| Ok(p.send(&f)?)) {
+                    failure = Some(e);
+                    return true;
+                }
             }
-        }
-        if now < next_poll {
-            return false;
-        }
-        next_poll = now + POLL_EVERY;
-        match p.try_recv() {
-            Ok(None) => false,
-            Ok(Some(Frame::Bye)) => {
-                bye = true;
-                true
+            if now < next_poll {
+                return false;
             }
-            Ok(Some(_)) => {
-                failure = Some(anyhow!("rank {to_rank} sent an unexpected frame"));
-                true
+            next_poll = now + POLL_EVERY;
+            match p.try_recv() {
+                Ok(None) => false,
+                Ok(Some(Frame::Bye)) => {
+                    bye = true;
+                    true
+                }
+                Ok(Some(_)) => {
+                    failure = Some(anyhow!("rank {to_rank} sent an unexpected frame"));
+                    true
+                }
+                Err(e) => {
+                    failure = Some(e.into());
+                    true
+                }
             }
-            Err(e) => {
-                failure = Some(e.into());
-                true
-            }
-        }
-    });
+        },
+        &mut NoWatch,
+    );
     if let Some(e) = failure {
         return Err(e.context(format!("handing the records to rank {to_rank}")));
     }
