@@ -361,6 +361,35 @@ impl Qp {
         })
     }
 
+    /// The QP's state as the device holds it now (`ibv_query_qp` with `IBV_QP_STATE`), in
+    /// the verbs' names: `RESET`, `INIT`, `RTR`, `RTS`, `SQD`, `SQE`, `ERR` (`UNKNOWN` for a
+    /// value outside `enum ibv_qp_state`).
+    ///
+    /// # Errors
+    /// The verb's error.
+    pub(crate) fn query_state(&self) -> Result<&'static str, VerbsError> {
+        let mut a = zeroed_attr();
+        // SAFETY: `ibv_qp_init_attr` is a plain C struct of integers and pointers; all-zero is
+        // a valid value for the call to overwrite.
+        let mut init: ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        let mask = ibv_qp_attr_mask::IBV_QP_STATE;
+        // SAFETY: `raw` is a live QP; `a` and `init` are valid out-blocks the call fills.
+        let rc = unsafe { ibv_query_qp(self.raw.as_ptr(), &mut a, mask.0 as i32, &mut init) };
+        if rc != 0 {
+            return Err(VerbsError::verb("ibv_query_qp", rc));
+        }
+        Ok(match a.qp_state {
+            ibv_qp_state::IBV_QPS_RESET => "RESET",
+            ibv_qp_state::IBV_QPS_INIT => "INIT",
+            ibv_qp_state::IBV_QPS_RTR => "RTR",
+            ibv_qp_state::IBV_QPS_RTS => "RTS",
+            ibv_qp_state::IBV_QPS_SQD => "SQD",
+            ibv_qp_state::IBV_QPS_SQE => "SQE",
+            ibv_qp_state::IBV_QPS_ERR => "ERR",
+            _ => "UNKNOWN",
+        })
+    }
+
     /// Any state → RESET: outstanding WRs are discarded without completions.
     pub(crate) fn modify_to_reset(&mut self) -> Result<(), VerbsError> {
         let mut a = zeroed_attr();

@@ -14,8 +14,8 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::time::Duration;
 use xrdma::{
-    Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RcParams,
-    RecvWr, SendWr, Sge, Time, Transport, TransportError, WorkCompletion,
+    Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, QpObservation,
+    RcParams, RecvWr, SendWr, Sge, Time, Transport, TransportError, WorkCompletion,
 };
 
 /// Work completions read per `ibv_poll_cq` call.
@@ -651,6 +651,15 @@ impl Transport for VerbsTransport {
     /// occupancy (the switches are not observable from a host); port counters when the
     /// device exposes `hw_counters` in sysfs (rxe and mlx5 do); port CNPs when it has
     /// `rp_cnp_handled` (mlx5, not rxe).
+    fn observe_qp(&self, qpn: QpNum) -> QpObservation {
+        // The device keeps no per-QP retransmission or RNR counts a verb can read (rxe and
+        // mlx5 count them per port, in hw_counters): those stay unobserved.
+        QpObservation {
+            state: self.qps.get(&qpn).and_then(|q| q.query_state().ok()),
+            ..QpObservation::default()
+        }
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             port_counters: self.port_counters,

@@ -33,6 +33,9 @@
 #                   srun starts them (SLURM_PROCID/SLURM_LOCALID 0 and 1, SLURM_NTASKS=2,
 #                   SLURM_JOB_NODELIST=localhost set by hand; no --rank, no `verbs.ranks`):
 #                   passes when both exit 0 and rank 0's report has every message intact
+#   stat socket     ci/softroce/stat.sh: `xrdma stat --socket` against a running verbs run
+#                   (the table under --watch, Prometheus, JSON): connections in RTS as the
+#                   device reports them, rxe0's hw_counters beside xrdma's
 #   rnr-stall       scenarios/rnr-stall.yaml on rxe0: RNR NAKs counted, every message intact
 #   rc attributes   scenarios/rc-attributes.yaml (an `rc:` block with perftest's values) on
 #                   rxe0 and on the simulator: both result.json files record the same RC QP
@@ -167,6 +170,8 @@ check "incast-8 ranks" "$results/incast-8-ranks.log" incast_ranks "$results/inca
 check "echo ranks" "$results/echo-ranks.log" echo_ranks "$results/echo-ranks"
 check "slurm launch" "$results/slurm-launch.log" \
   "$here/launch.sh" "$results/slurm-launch" "$xrdma"
+
+check "stat socket" "$results/stat-socket.log" "$here/stat.sh" "$results/stat-socket" "$xrdma"
 
 # RNR end to end on rxe: scenarios/rnr-stall.yaml unedited (no receive credits, 16 receives,
 # a 10 ms receiver stall): the stalled host's NIC answers RNR NAKs, and every message still

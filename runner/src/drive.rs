@@ -84,7 +84,7 @@ pub fn drive<F: Fabric, A: HostApp>(
         }
         ready.clear();
         if watch.due(now) {
-            watch.take(live_stat(now, fabric, eps));
+            watch.take(live_stat(fabric, eps));
         }
         settled = apps.iter().all(A::finished) && remote_settled(now, eps, apps);
         // A workload with a deadline stops as soon as it is settled: what is left are
@@ -95,16 +95,18 @@ pub fn drive<F: Fabric, A: HostApp>(
     }
     // A client waiting as the run ends is answered with the final state.
     if watch.due(fabric.now()) {
-        watch.take(live_stat(fabric.now(), fabric, eps));
+        watch.take(live_stat(fabric, eps));
     }
 }
 
-/// The endpoints of `eps` as `fabric` observes them at `now`, with its device's counters.
-fn live_stat<F: Fabric>(now: Time, fabric: &mut F, eps: &[Endpoint]) -> LiveStat {
+/// The endpoints of `eps` as `fabric` observes them now, with its device's counters.
+/// The time is the fabric's as the snapshot is taken (on a device, later than the round's
+/// `now`), so it agrees with the endpoints' own `at-ps`.
+fn live_stat<F: Fabric>(fabric: &mut F, eps: &[Endpoint]) -> LiveStat {
     LiveStat {
         pid: std::process::id(),
         backend: fabric.backend(),
-        at_ps: now.as_ps(),
+        at_ps: fabric.now().as_ps(),
         endpoints: crate::run::endpoints(fabric, eps),
         device: fabric.device_reading(),
     }

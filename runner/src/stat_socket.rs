@@ -33,7 +33,7 @@ pub enum StatSocketError {
     #[error("{0}: exists and is not a socket; name a new path for --stat-socket")]
     NotASocket(PathBuf),
     /// The socket could not be made.
-    #[error("{path}: cannot open the stat socket: {source}")]
+    #[error("{path}: cannot open the stat socket")]
     Io {
         /// The path.
         path: PathBuf,
