@@ -122,6 +122,9 @@ pub enum Event {
         conn: ConnId,
         /// The message.
         msg: MsgId,
+        /// When it was accepted, reached the head of the queue, was granted, had its last
+        /// piece posted and was ACKed ([`crate::SendTiming`]).
+        timing: crate::SendTiming,
     },
     /// A message will never be ACKed: its connection failed.
     SendFailed {

@@ -245,7 +245,7 @@ impl Endpoint {
         let mut inflight: Vec<MsgId> = Vec::new();
         for f in c.inflight.drain(..) {
             inflight.extend(f.msg);
-            inflight.extend_from_slice(f.completes.ids());
+            inflight.extend(f.completes.messages().iter().map(|&(id, _)| id));
         }
         let queued = c.queue.drain(..).map(|m| m.id);
         for m in inflight.into_iter().chain(queued) {

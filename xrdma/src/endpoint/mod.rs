@@ -91,11 +91,14 @@ mod setup;
 mod signal;
 mod snapshot;
 pub mod state;
+mod timing;
 
 pub use inspect::ConnUsage;
 use setup::{HalfSetup, MemoryFor, Resetting};
 pub use snapshot::{ConnSnapshot, EndpointSnapshot};
 pub use state::ConnState;
+pub use timing::SendTiming;
+use timing::{Completes, Stamps};
 
 struct OutMessage {
     id: MsgId,
@@ -105,6 +108,8 @@ struct OutMessage {
     rts_sent: bool,
     /// The landing buffer the receiver granted (large messages).
     grant: Option<Grant>,
+    /// The instants it has been stamped with ([`SendTiming`]).
+    stamps: Stamps,
 }
 
 struct InflightFrame {
@@ -119,26 +124,6 @@ struct InflightFrame {
     /// The message this belongs to (`None` for CTS and FIN frames).
     msg: Option<MsgId>,
     fin: bool,
-}
-
-/// The messages an in-flight frame or fragment completes when it is ACKed.
-enum Completes {
-    /// None: a control frame, or a fragment before a message's last.
-    Nothing,
-    /// One message: its last fragment, or an eager frame of one message.
-    One(MsgId),
-    /// A coalesced eager frame's messages, in the order they were queued.
-    Batch(Box<[MsgId]>),
-}
-
-impl Completes {
-    fn ids(&self) -> &[MsgId] {
-        match self {
-            Completes::Nothing => &[],
-            Completes::One(id) => std::slice::from_ref(id),
-            Completes::Batch(ids) => ids,
-        }
-    }
 }
 
 /// A completion waiting for its landed bytes ([`Endpoint::handle_landed`]).
@@ -507,7 +492,7 @@ impl Endpoint {
     /// [`XrdmaError::UnknownConnection`], [`XrdmaError::StaleConnection`],
     /// [`XrdmaError::NotEstablished`], [`XrdmaError::ConnectionFailed`],
     /// [`XrdmaError::ConnectionClosed`], [`XrdmaError::MessageTooLarge`].
-    pub fn send(&mut self, _now: Time, conn: ConnId, data: Bytes) -> Result<MsgId, XrdmaError> {
+    pub fn send(&mut self, now: Time, conn: ConnId, data: Bytes) -> Result<MsgId, XrdmaError> {
         let Some(c) = self.conns.get_mut(conn) else {
             return Err(self.lookup_error(conn));
         };
@@ -525,12 +510,14 @@ impl Endpoint {
         }
         let id = MsgId(self.next_msg);
         self.next_msg += 1;
+        let at_head = c.queue.is_empty();
         c.queue.push_back(OutMessage {
             id,
             data,
             next_off: 0,
             rts_sent: false,
             grant: None,
+            stamps: Stamps::accepted(now, at_head),
         });
         self.wake_tx(conn);
         Ok(id)
@@ -739,9 +726,10 @@ impl Endpoint {
             if f.payload_len > 0 {
                 newest = Some((f.posted_at, f.payload_len));
             }
-            for &msg in f.completes.ids() {
+            for &(msg, stamps) in f.completes.messages() {
                 c.stats.messages_sent += 1;
-                self.events.push_back(Event::Sent { conn, msg });
+                let timing = stamps.done(f.posted_at, now);
+                self.events.push_back(Event::Sent { conn, msg, timing });
             }
             if f.fin {
                 c.state.on_fin_acked();

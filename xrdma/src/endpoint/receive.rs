@@ -106,7 +106,10 @@ impl Endpoint {
                     let grant = Grant::decode(chunk);
                     let oldest = c.queue.iter_mut().find(|m| m.rts_sent && m.grant.is_none());
                     match (oldest, grant) {
-                        (Some(m), Some(g)) if m.data.len() as u64 == g.len => m.grant = Some(g),
+                        (Some(m), Some(g)) if m.data.len() as u64 == g.len => {
+                            m.grant = Some(g);
+                            m.stamps.granted = Some(now);
+                        }
                         (_, g) => {
                             let len = g.map_or(0, |g| g.len);
                             let reason = format!("a grant for {len} bytes matches no RTS");

@@ -2,9 +2,10 @@
 //! announcements, coalesced eager messages, rendezvous WRITEs, the FIN), staged into the send
 //! ring, within the window and the receive credits.
 
+use super::timing::{Completes, Stamps};
 use super::wr_id;
 use super::{
-    Completes, ConnSetup, Connection, Endpoint, InflightFrame, Op, KIND_DATA, MAX_COALESCE,
+    ConnSetup, Connection, Endpoint, InflightFrame, Op, OutMessage, KIND_DATA, MAX_COALESCE,
     RTS_LOOKAHEAD,
 };
 use crate::error::{ConnId, XrdmaError};
@@ -38,8 +39,7 @@ impl Endpoint {
                 body[k * GRANT_LEN..(k + 1) * GRANT_LEN].copy_from_slice(&g.encode());
             }
             let body = &body[..n * GRANT_LEN];
-            let op =
-                self.post_frame(now, conn, FrameKind::Cts, n as u64, body, None, false, mem)?;
+            let op = self.post_frame(now, conn, FrameKind::Cts, n as u64, body, None, mem)?;
             if op.is_some() {
                 let c = &mut self.conns[conn];
                 c.grants_out.drain(..n);
@@ -75,16 +75,8 @@ impl Endpoint {
         {
             let first = c.queue[announce[0]].id;
             let body = &body[..n * 8];
-            let op = self.post_frame(
-                now,
-                conn,
-                FrameKind::Rts,
-                n as u64,
-                body,
-                Some(first),
-                false,
-                mem,
-            )?;
+            let op =
+                self.post_frame(now, conn, FrameKind::Rts, n as u64, body, Some(first), mem)?;
             if op.is_some() {
                 let c = &mut self.conns[conn];
                 for &i in &announce[..n] {
@@ -98,7 +90,7 @@ impl Endpoint {
         let c = &self.conns[conn];
         let Some(msg) = c.queue.front() else {
             if c.state.fin_due() && c.pending_rts.is_empty() {
-                let op = self.post_frame(now, conn, FrameKind::Fin, 0, &[], None, false, mem)?;
+                let op = self.post_frame(now, conn, FrameKind::Fin, 0, &[], None, mem)?;
                 if op.is_some() {
                     self.conns[conn].state.on_fin_sent();
                 }
@@ -171,11 +163,16 @@ impl Endpoint {
             c.stats.acks_piggybacked += 1;
         }
         // The frame owns the ids of exactly the messages it carries.
-        let ids: Vec<MsgId> = c.queue.drain(..n).map(|m| m.id).collect();
-        let first = ids.first().copied();
-        let completes = match ids.as_slice() {
+        let done: Vec<(MsgId, Stamps)> = c
+            .queue
+            .drain(..n)
+            .map(|m| (m.id, m.stamps.posted(now)))
+            .collect();
+        mark_head(&mut c.queue, now);
+        let first = done.first().map(|&(id, _)| id);
+        let completes = match done.as_slice() {
             [one] => Completes::One(*one),
-            _ => Completes::Batch(ids.into_boxed_slice()),
+            _ => Completes::Batch(done.into_boxed_slice()),
         };
         c.stats.eager_messages += n as u64;
         c.stats.batched_frames += u64::from(n > 1);
@@ -198,9 +195,9 @@ impl Endpoint {
         !window_full && c.inflight.len() < max_frames && c.sq_outstanding < self.cfg.send_depth
     }
 
-    /// Stage and post one frame (header, then `body`): a SEND with immediate into the peer's
-    /// next receive buffer. `owner` is the message the frame belongs to (eager, RTS);
-    /// `completes` says its ACK completes that message (eager).
+    /// Stage and post one control frame (header, then `body`): a SEND with immediate into
+    /// the peer's next receive buffer. `owner` is the message the frame belongs to (an RTS's
+    /// first); its ACK completes no message (eager frames are [`Endpoint::post_eager`]'s).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn post_frame<M: LocalMemory + ?Sized>(
         &mut self,
@@ -210,7 +207,6 @@ impl Endpoint {
         message_len: u64,
         body: &[u8],
         owner: Option<MsgId>,
-        completes: bool,
         mem: &mut M,
     ) -> Result<Option<Op>, XrdmaError> {
         let payload = if kind == FrameKind::Eager {
@@ -245,11 +241,15 @@ impl Endpoint {
             c.stats.acks_piggybacked += 1;
         }
         let fin = kind == FrameKind::Fin;
-        let done = match owner {
-            Some(id) if completes => Completes::One(id),
-            _ => Completes::Nothing,
-        };
-        let (seq, tag) = self.push_inflight(now, conn, slot.footprint, payload, done, owner, fin);
+        let (seq, tag) = self.push_inflight(
+            now,
+            conn,
+            slot.footprint,
+            payload,
+            Completes::Nothing,
+            owner,
+            fin,
+        );
         let c = &self.conns[conn];
         Ok(Some(frame_op(conn, &c.setup, local, wire, seq, tag)))
     }
@@ -323,6 +323,7 @@ impl Endpoint {
             return Err(XrdmaError::Memory { conn, source });
         }
         let id = msg.id;
+        let stamps = msg.stamps.posted(now);
         let done = off + len >= total;
         msg.next_off += len;
         c.stats.send_bytes += len;
@@ -333,7 +334,7 @@ impl Endpoint {
             slot.footprint,
             len,
             if done {
-                Completes::One(id)
+                Completes::One((id, stamps))
             } else {
                 Completes::Nothing
             },
@@ -343,6 +344,7 @@ impl Endpoint {
         let c = &mut self.conns[conn];
         if done {
             c.queue.pop_front();
+            mark_head(&mut c.queue, now);
         }
         let wr = SendWr {
             wr_id: wr_id(conn, tag, KIND_DATA),
@@ -361,6 +363,14 @@ impl Endpoint {
             qpn: c.setup.qpn,
             wr,
         }))
+    }
+}
+
+/// Stamps the message now at the head of `queue` (if any, and not stamped yet) as at the
+/// head since `now`.
+fn mark_head(queue: &mut std::collections::VecDeque<OutMessage>, now: Time) {
+    if let Some(m) = queue.front_mut() {
+        m.stamps.head.get_or_insert(now);
     }
 }
 
