@@ -106,6 +106,10 @@ pub struct Scenario {
     pub sim: Option<SimSection>,
     /// The `verbs:` block (the real-RDMA backend reads it; the simulator ignores it).
     pub verbs: Option<VerbsSection>,
+    /// Whether the result keeps every message's stage breakdown (`trace:`, default false;
+    /// `xrdma run --trace` sets it): where its completion time went, which `xrdma trace`
+    /// summarises and plots. Off by default because it adds six numbers per message.
+    pub trace: bool,
     /// The file the scenario was read from (as given to [`load`] or [`parse`]).
     pub source_path: PathBuf,
     /// Settings changed after the file was read (a sweep's `--axis`), so an error about one
@@ -214,6 +218,7 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
         rc: body.rc,
         sim: body.sim,
         verbs: body.verbs,
+        trace: body.trace,
         source_path: path_for_messages.to_path_buf(),
         overrides: Vec::new(),
     })
@@ -228,6 +233,7 @@ struct Body {
     rc: RcSection,
     sim: Option<SimSection>,
     verbs: Option<VerbsSection>,
+    trace: bool,
 }
 
 #[derive(Deserialize)]
@@ -246,6 +252,8 @@ struct RawBody {
     rc: rc_section::RawRc,
     sim: Option<sim_section::RawSim>,
     verbs: Option<verbs_section::RawVerbs>,
+    #[serde(default)]
+    trace: bool,
 }
 
 /// Checks the sections, then what the top level says across them.
@@ -271,6 +279,7 @@ fn check_body(raw: RawBody) -> Result<Body, FieldError> {
         rc,
         sim,
         verbs,
+        trace: raw.trace,
     };
     if body.name.trim().is_empty() {
         return Err(field_error("name", "must not be empty"));

@@ -266,6 +266,22 @@ fn verbs_block_is_read_and_checked() {
 }
 
 #[test]
+fn trace_is_off_unless_the_scenario_asks() {
+    let plain =
+        xrdma_scenario::parse(&with(""), std::path::Path::new("scenarios/x.yaml")).expect("parses");
+    assert!(!plain.trace);
+    let traced = xrdma_scenario::parse(
+        &with("trace: true\n"),
+        std::path::Path::new("scenarios/x.yaml"),
+    )
+    .expect("parses");
+    assert!(traced.trace);
+    let e = err(&with("trace: often\n"));
+    assert!(e.starts_with("scenarios/x.yaml:4:"), "{e}");
+    assert!(e.contains("trace"), "{e}");
+}
+
+#[test]
 fn misspelled_key_names_file_line_field_and_expected_keys() {
     // `sendrs` is on line 5, indented by 4 spaces: column 5.
     let text = "# a comment line\nname: x\nworkload:\n  incast:\n    sendrs: 256\n    receiver: 0\n    messages: [ { size: 1 } ]\n";
@@ -278,7 +294,7 @@ fn misspelled_key_names_file_line_field_and_expected_keys() {
     assert_eq!(
         err(&with("simm: {}\n")),
         "scenarios/x.yaml:4:1: unknown field `simm`, expected one of `name`, `description`, \
-         `workload`, `xrdma`, `rc`, `sim`, `verbs`"
+         `workload`, `xrdma`, `rc`, `sim`, `verbs`, `trace`"
     );
     // Inside a flow mapping: `kmn` starts at column 10 of line 5.
     assert_eq!(
