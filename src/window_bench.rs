@@ -234,6 +234,7 @@ mod tests {
             completed_ps: Some(done),
             delivered_ps: Some(done),
             response_bytes: None,
+            stages: None,
         }
     }
 

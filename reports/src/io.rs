@@ -163,7 +163,7 @@ pub struct RunFiles {
     /// `dir/latency.svg`, the CDF and per-sender panels side by side, see [`latency_svg`].
     pub latency_svg: PathBuf,
     /// Every plot file written, SVG then PNG per plot, in [`PLOT_STEMS`] order (the
-    /// time-series plots only when the result has a time series).
+    /// time-series plots only when the result has a time series, the stages only when traced).
     pub plots: Vec<PathBuf>,
     /// `dir/report.html`, see [`report_html`].
     pub report_html: PathBuf,
@@ -173,13 +173,15 @@ pub struct RunFiles {
 
 /// File stems of the plots, each written as `STEM.svg` and `STEM.png`: the completion-time
 /// CDF, the per-sender completion times, and (with a time series) the bottleneck queue,
-/// throughput and congestion signals over time.
-pub const PLOT_STEMS: [&str; 5] = [
+/// throughput and congestion signals over time, and (for a traced run) the stages of the
+/// message at each completion percentile.
+pub const PLOT_STEMS: [&str; 6] = [
     "latency-cdf",
     "completion",
     "queue",
     "throughput",
     "congestion",
+    "stages",
 ];
 
 /// Creates `dir` (and its parents) and writes `result.json` plus everything
@@ -242,9 +244,15 @@ fn remove_stale(path: &Path) -> Result<(), ReportError> {
 /// series lengths do not match its sample times.
 pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let stages = crate::stages::summarize(r);
+    if stages.is_none() {
+        for ext in ["svg", "png"] {
+            remove_stale(&dir.join(format!("{}.{ext}", PLOT_STEMS[5])))?;
+        }
+    }
     if r.timeseries.is_none() {
         // Time-series plots of an earlier run here would sit beside a result without them.
-        for stem in &PLOT_STEMS[2..] {
+        for stem in &PLOT_STEMS[2..5] {
             for ext in ["svg", "png"] {
                 remove_stale(&dir.join(format!("{stem}.{ext}")))?;
             }
@@ -329,6 +337,18 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
             "Congestion signals",
             "Cumulative ECN-marked packets, CNPs and PFC XOFF frames (top), and the host NICs \
              and switch ports held paused by PFC at each sample (bottom)."
+                .into(),
+        );
+    }
+    if let Some(st) = &stages {
+        let svg = write_svg_png(&crate::stageplot::StagePlot(r, st), dir, PLOT_STEMS[5])?;
+        emit(
+            PLOT_STEMS[5],
+            svg,
+            "Where the time went",
+            "The message at each nearest-rank completion percentile, its bar split into the \
+             stages its completion time passed through (app, queue, grant, send, network, \
+             ack; `xrdma trace` prints them): each bar's height is that percentile."
                 .into(),
         );
     }

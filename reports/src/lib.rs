@@ -27,6 +27,8 @@ pub mod percentile;
 pub mod plot;
 mod schema;
 mod series;
+pub mod stageplot;
+pub mod stages;
 mod summary;
 pub mod sweep_html;
 pub mod sweep_plot;
@@ -44,8 +46,8 @@ pub use path::PathModel;
 pub use plot::{latency_svg, latency_svg_string};
 pub use schema::{
     CaptureFile, DeliveryCheck, HostEndpoint, HostModelInfo, IdealCompletion, Inconsistency,
-    MessageRecord, NetworkCounters, RunResult, ScenarioInfo, SimInfo, UnfinishedMessage, WallClock,
-    WorkloadInfo, SCHEMA_VERSION,
+    MessageRecord, MessageStages, NetworkCounters, RunResult, ScenarioInfo, SimInfo,
+    UnfinishedMessage, WallClock, WorkloadInfo, SCHEMA_VERSION,
 };
 pub use series::{SenderBytes, TimeSeries};
 pub use summary::{

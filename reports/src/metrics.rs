@@ -143,6 +143,7 @@ mod tests {
             completed_ps: done,
             delivered_ps: done,
             response_bytes: None,
+            stages: None,
         }
     }
 

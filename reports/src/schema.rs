@@ -166,6 +166,58 @@ pub struct MessageRecord {
     /// the response has fully arrived. Absent for one-way messages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_bytes: Option<u64>,
+    /// Where its completion time went ([`MessageStages`]); recorded when the scenario says
+    /// `trace: true` (`xrdma run --trace`) for one-way messages that completed, absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<MessageStages>,
+}
+
+/// A message's completion time (intended send to the ACK of its last piece) cut at the
+/// instants the sender and receiver stamp on it, in order, ps; the six add up to
+/// [`MessageRecord::latency_ps`] exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct MessageStages {
+    /// Intended → handed to xrdma: held by the application (an incast sender keeps two
+    /// messages queued in xrdma, so later ones wait here).
+    pub app_ps: u64,
+    /// Handed over → at the head of its connection's queue: behind the connection's earlier
+    /// messages inside xrdma.
+    pub queue_ps: u64,
+    /// At the head → its landing buffer granted (the CTS back): rendezvous only, 0 when the
+    /// grant was back first or the message went eagerly.
+    pub grant_ps: u64,
+    /// Ready → its last fragment posted: waiting for the send window, receive credits and
+    /// send-queue room between fragments.
+    pub send_ps: u64,
+    /// Last fragment posted → delivered to the receiving application: the send queue, the
+    /// wire and the network, and the receiver until delivery.
+    pub network_ps: u64,
+    /// Delivered → the ACK of its last piece back at the sender.
+    pub ack_ps: u64,
+}
+
+impl MessageStages {
+    /// The stages' names, in order, as tables and plots show them.
+    pub const NAMES: [&'static str; 6] = ["app", "queue", "grant", "send", "network", "ack"];
+
+    /// The six stages in [`MessageStages::NAMES`] order, ps.
+    pub fn values(&self) -> [u64; 6] {
+        [
+            self.app_ps,
+            self.queue_ps,
+            self.grant_ps,
+            self.send_ps,
+            self.network_ps,
+            self.ack_ps,
+        ]
+    }
+
+    /// Their sum, ps: the message's completion time.
+    pub fn total_ps(&self) -> u64 {
+        self.values().iter().sum()
+    }
 }
 
 /// A message that did not complete before the run ended: it is counted and listed, never

@@ -22,6 +22,7 @@ fn msg(
         completed_ps,
         delivered_ps: completed_ps,
         response_bytes: None,
+        stages: None,
     }
 }
 

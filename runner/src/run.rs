@@ -313,6 +313,8 @@ pub fn receiver_view<'a, W: Workload>(w: &W, apps: &'a [App<W>]) -> ReceiverView
 
 /// The result of a run of `w` from its senders' records and what the receiving side got (a
 /// multi-process run gathers the records of every rank first), with the fabric's counters.
+/// Each message keeps its stages ([`rep::MessageStages`]) only when the scenario says
+/// `trace: true`.
 pub fn collect<W: Workload, F: Fabric>(
     w: &W,
     sc: &Scenario,
@@ -322,7 +324,11 @@ pub fn collect<W: Workload, F: Fabric>(
     got: ReceiverView<'_>,
     wall_seconds: f64,
 ) -> rep::RunResult {
-    let t = tally(w.receiver_host(), senders, got);
+    let mut t = tally(w.receiver_host(), senders, got);
+    if !sc.trace {
+        // Stages are kept on request only (`trace:`): six numbers per message.
+        t.messages.iter_mut().for_each(|m| m.stages = None);
+    }
     let workload = w.shape(&t.messages);
     let path = fabric.path();
     let ideal = if w.bounded_by_t_star() {

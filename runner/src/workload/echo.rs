@@ -276,6 +276,8 @@ impl Workload for Echo {
                         bytes: x.response_size,
                         intact: x.response_intact,
                     }),
+                    // An exchange completes on its response: no send-side stages.
+                    timing: None,
                 })
                 .chain(self.planned(c.seed, c.host).into_iter().skip(issued))
                 .collect(),
@@ -309,6 +311,7 @@ impl Workload for Echo {
                         bytes: self.response_for(size),
                         intact: false,
                     }),
+                    timing: None,
                 }
             })
             .collect()

@@ -31,6 +31,8 @@ pub struct SentMessage {
     pub posted: Time,
     /// When the receiver's ACK of its last fragment arrived (`None`: never).
     pub acked: Option<Time>,
+    /// The sender's instants of it, from xrdma's [`Event::Sent`] (`None`: not ACKed).
+    pub timing: Option<xrdma::SendTiming>,
     /// Whether xrdma reported it failed.
     pub failed: bool,
 }
@@ -77,13 +79,15 @@ impl Sender {
         &self.sizes
     }
 
-    fn record_ack(&mut self, msg: MsgId, now: Time, failed: bool) {
+    fn record_ack(&mut self, msg: MsgId, now: Time, timing: Option<xrdma::SendTiming>) {
         if let Some(pos) = self.in_flight.iter().position(|(m, _)| *m == msg) {
             let (_, i) = self.in_flight.swap_remove(pos);
-            if failed {
-                self.sent[i].failed = true;
-            } else {
-                self.sent[i].acked = Some(now);
+            match timing {
+                None => self.sent[i].failed = true,
+                Some(t) => {
+                    self.sent[i].acked = Some(now);
+                    self.sent[i].timing = Some(t);
+                }
             }
         }
     }
@@ -95,8 +99,8 @@ const FEED_DEPTH: usize = 2;
 impl Application for Sender {
     fn on_event(&mut self, now: Time, _ep: &mut Endpoint, event: Event) {
         match event {
-            Event::Sent { msg, .. } => self.record_ack(msg, now, false),
-            Event::SendFailed { msg, .. } => self.record_ack(msg, now, true),
+            Event::Sent { msg, timing, .. } => self.record_ack(msg, now, Some(timing)),
+            Event::SendFailed { msg, .. } => self.record_ack(msg, now, None),
             Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
             Event::Message { .. }
             | Event::Fragment { .. }
@@ -125,6 +129,7 @@ impl Application for Sender {
                         digest,
                         posted: now,
                         acked: None,
+                        timing: None,
                         failed: false,
                     });
                     self.next += 1;
@@ -187,6 +192,7 @@ impl Workload for Incast {
                     digest: sent.map(|m| Digest(m.digest)),
                     completed_ps: sent.and_then(|m| m.acked).map(Time::as_ps),
                     response: None,
+                    timing: sent.and_then(|m| m.timing),
                 }
             })
             .collect();
@@ -214,6 +220,7 @@ impl Workload for Incast {
                 digest: None,
                 completed_ps: None,
                 response: None,
+                timing: None,
             })
             .collect()
     }

@@ -103,6 +103,8 @@ pub struct OpenLoopMessage {
     pub posted: Option<Time>,
     /// When the receiver's ACK of its last fragment arrived (`None`: never).
     pub acked: Option<Time>,
+    /// The sender's instants of it, from xrdma's [`Event::Sent`] (`None`: not ACKed).
+    pub timing: Option<xrdma::SendTiming>,
     /// Whether xrdma reported it failed.
     pub failed: bool,
 }
@@ -138,13 +140,15 @@ impl OpenLoopSender {
         }
     }
 
-    fn record(&mut self, msg: MsgId, now: Time, failed: bool) {
+    fn record(&mut self, msg: MsgId, now: Time, timing: Option<xrdma::SendTiming>) {
         if let Some(pos) = self.in_flight.iter().position(|(m, _)| *m == msg) {
             if let Some((_, i)) = self.in_flight.remove(pos) {
-                if failed {
-                    self.messages[i].failed = true;
-                } else {
-                    self.messages[i].acked = Some(now);
+                match timing {
+                    None => self.messages[i].failed = true,
+                    Some(t) => {
+                        self.messages[i].acked = Some(now);
+                        self.messages[i].timing = Some(t);
+                    }
                 }
             }
         }
@@ -161,6 +165,7 @@ impl OpenLoopSender {
                 digest: 0,
                 posted: None,
                 acked: None,
+                timing: None,
                 failed: false,
             });
             self.next = self.arrivals.next();
@@ -171,8 +176,8 @@ impl OpenLoopSender {
 impl Application for OpenLoopSender {
     fn on_event(&mut self, now: Time, _ep: &mut Endpoint, event: Event) {
         match event {
-            Event::Sent { msg, .. } => self.record(msg, now, false),
-            Event::SendFailed { msg, .. } => self.record(msg, now, true),
+            Event::Sent { msg, timing, .. } => self.record(msg, now, Some(timing)),
+            Event::SendFailed { msg, .. } => self.record(msg, now, None),
             Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
             Event::Message { .. }
             | Event::Fragment { .. }
@@ -200,6 +205,7 @@ impl Application for OpenLoopSender {
                         digest,
                         posted: Some(now),
                         acked: None,
+                        timing: None,
                         failed: false,
                     });
                     self.next = self.arrivals.next();
@@ -283,6 +289,7 @@ impl Workload for OpenLoop {
                     digest: m.posted.map(|_| Digest(m.digest)),
                     completed_ps: m.acked.map(Time::as_ps),
                     response: None,
+                    timing: m.timing,
                 })
                 .collect(),
             errors: s.errors.clone(),
@@ -305,6 +312,7 @@ impl Workload for OpenLoop {
                 digest: None,
                 completed_ps: None,
                 response: None,
+                timing: None,
             })
             .collect()
     }

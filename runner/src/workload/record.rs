@@ -59,6 +59,10 @@ pub struct SentRecord {
     pub completed_ps: Option<u64>,
     /// The response it asks for, if any.
     pub response: Option<Response>,
+    /// The sender's instants of it from xrdma ([`xrdma::SendTiming`]): one-way messages
+    /// that were ACKed; `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<xrdma::SendTiming>,
 }
 
 /// One sender's outcome: what the report needs from it, and what a rank of a multi-process
@@ -155,6 +159,14 @@ pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>) -> 
                 completed_ps: m.completed_ps,
                 delivered_ps: arrival.map(|a| a.at.as_ps()),
                 response_bytes: m.response.map(|r| r.bytes),
+                stages: m.timing.and_then(|t| {
+                    stages(
+                        m.intended_ps,
+                        &t,
+                        arrival.map(|a| a.at.as_ps()),
+                        m.completed_ps,
+                    )
+                }),
             });
         }
     }
@@ -165,6 +177,40 @@ pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>) -> 
         delivery: check,
         errors,
     }
+}
+
+/// A one-way message's completion time cut into stages at the sender's instants `t` and
+/// its delivery at the receiver (see [`rep::MessageStages`]); the stages add up to
+/// `completed − intended` exactly. `None` when it was not delivered, or when the instants are
+/// out of order (the receiver's clock is another process's) or the completion is not the
+/// ACK `t` ends with (an echo exchange completes on its response).
+pub fn stages(
+    intended_ps: u64,
+    t: &xrdma::SendTiming,
+    delivered_ps: Option<u64>,
+    completed_ps: Option<u64>,
+) -> Option<rep::MessageStages> {
+    let cuts = [
+        intended_ps,
+        t.accepted.as_ps(),
+        t.head.as_ps(),
+        t.ready().as_ps(),
+        t.last_post.as_ps(),
+        delivered_ps?,
+        t.acked.as_ps(),
+    ];
+    if completed_ps != Some(t.acked.as_ps()) || cuts.windows(2).any(|w| w[0] > w[1]) {
+        return None;
+    }
+    let d = |i: usize| cuts[i + 1] - cuts[i];
+    Some(rep::MessageStages {
+        app_ps: d(0),
+        queue_ps: d(1),
+        grant_ps: d(2),
+        send_ps: d(3),
+        network_ps: d(4),
+        ack_ps: d(5),
+    })
 }
 
 #[cfg(test)]
@@ -180,6 +226,7 @@ mod tests {
             digest: digest.map(Digest),
             completed_ps: Some(5),
             response,
+            timing: None,
         }
     }
 
@@ -288,5 +335,50 @@ mod tests {
         assert_eq!(serde_json::from_str::<Digest>(&text).unwrap(), d);
         assert!(serde_json::from_str::<Digest>("\"abc\"").is_err());
         assert!(serde_json::from_str::<Digest>("\"zz000000000000000000000000000000\"").is_err());
+    }
+
+    fn timing(ps: [u64; 5], granted: Option<u64>) -> xrdma::SendTiming {
+        let [accepted, head, last_post, _, acked] = ps;
+        xrdma::SendTiming {
+            accepted: Time::from_ps(accepted),
+            head: Time::from_ps(head),
+            granted: granted.map(Time::from_ps),
+            last_post: Time::from_ps(last_post),
+            acked: Time::from_ps(acked),
+        }
+    }
+
+    #[test]
+    fn stages_cut_the_completion_at_each_instant_and_add_up() {
+        // Intended 10, accepted 15, head 20, granted 35, last post 60, delivered 80, ACK 83.
+        let t = timing([15, 20, 60, 0, 83], Some(35));
+        let s = stages(10, &t, Some(80), Some(83)).expect("ordered");
+        assert_eq!(
+            s.values(),
+            [5, 5, 15, 25, 20, 3],
+            "app, queue, grant, send, network, ack"
+        );
+        assert_eq!(s.total_ps(), 83 - 10);
+        // A grant back before the head costs nothing.
+        let early = timing([15, 20, 60, 0, 83], Some(12));
+        assert_eq!(
+            stages(10, &early, Some(80), Some(83)).map(|s| s.grant_ps),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn out_of_order_instants_or_another_completion_give_no_stages() {
+        let t = timing([15, 20, 60, 0, 83], None);
+        // Delivered before its last fragment was posted: another process's clock.
+        assert_eq!(stages(10, &t, Some(50), Some(83)), None);
+        // Delivered after the ACK.
+        assert_eq!(stages(10, &t, Some(90), Some(83)), None);
+        // Never delivered.
+        assert_eq!(stages(10, &t, None, Some(83)), None);
+        // Completed on something else than this ACK (an echo's response).
+        assert_eq!(stages(10, &t, Some(80), Some(99)), None);
+        // Intended after it was accepted.
+        assert_eq!(stages(16, &t, Some(80), Some(83)), None);
     }
 }
