@@ -16,4 +16,5 @@ pub mod output;
 pub mod stat;
 pub mod sweep_cli;
 pub mod tools;
+pub mod trace_cli;
 pub mod window_bench;

@@ -63,6 +63,10 @@ enum Command {
         /// the end; not for one rank of a multi-process run).
         #[arg(long, value_name = "PATH")]
         stat_socket: Option<PathBuf>,
+        /// Keep every message's stage breakdown in the result (as `trace: true` in the
+        /// scenario): `xrdma trace` prints it, `stages.svg` plots it.
+        #[arg(long)]
+        trace: bool,
         #[command(flatten)]
         launch: xrdma_testbed::launch_cli::LaunchOptions,
     },
@@ -88,6 +92,9 @@ enum Command {
     /// connection: state, QP, bytes, messages, fragments, batching, retransmissions, RNR
     /// retries, ECN, window, what it holds) as a table, `--json` or `--prometheus` text.
     Stat(xrdma_testbed::stat::StatArgs),
+    /// Where a traced run's message completion time went, per stage: window, grant, send,
+    /// network, ACK (`xrdma run --trace` records them).
+    Trace(xrdma_testbed::trace_cli::TraceArgs),
     /// The simulator against a device: `measure` (ping and bw figures), `fit` (a host profile
     /// fitted to them, the simulator in the loop), `run` (a scenario on both, side by side,
     /// with the prediction error per figure).
@@ -329,6 +336,7 @@ fn real_main() -> Result<ExitCode> {
             backend,
             capture,
             stat_socket,
+            trace,
             launch,
         } => {
             backend.require()?;
@@ -339,6 +347,7 @@ fn real_main() -> Result<ExitCode> {
                 bail!("{flag} runs one process of a multi-process run: it needs --backend verbs");
             }
             let mut sc = xrdma_scenario::load(&scenario)?;
+            sc.trace |= trace;
             if let Some(seed) = seed {
                 let mut s = sc.sim_or_default();
                 s.seed = seed;
@@ -662,6 +671,7 @@ fn real_main() -> Result<ExitCode> {
         }
         Command::Sweep(args) => xrdma_testbed::sweep_cli::run(args),
         Command::Stat(args) => xrdma_testbed::stat::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Trace(args) => xrdma_testbed::trace_cli::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Calibrate(args) => xrdma_testbed::calibrate::run(args),
         Command::Compare {
             runs,

@@ -1,0 +1,39 @@
+//! `xrdma trace`: where a traced run's completion time went, per stage
+//! ([`xrdma_reports::stages`]): each stage's distribution, the message at each completion
+//! percentile split into stages, and which stage makes p99. A run is traced when its
+//! scenario says `trace: true` or it was run with `xrdma run --trace`.
+
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+
+/// `xrdma trace`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct TraceArgs {
+    /// A run directory holding `result.json`, or the file itself.
+    pub result: PathBuf,
+    /// Print the summary as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `xrdma trace` and prints its output.
+///
+/// # Errors
+/// The result does not load ([`crate::compare::load_run`]), or no message has stages (the
+/// run was not traced).
+pub fn run(args: &TraceArgs) -> Result<()> {
+    let (path, r) = crate::compare::load_run(&args.result)?;
+    let Some(s) = xrdma_reports::stages::summarize(&r) else {
+        bail!(
+            "{} has no message stages: rerun it with `xrdma run --trace` (or `trace: true` \
+             in the scenario)",
+            path.display()
+        );
+    };
+    if args.json {
+        crate::outln!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        crate::out!("{}", xrdma_reports::stages::stage_table(&s));
+    }
+    Ok(())
+}
