@@ -36,6 +36,8 @@
 #   stat socket     ci/softroce/stat.sh: `xrdma stat --socket` against a running verbs run
 #                   (the table under --watch, Prometheus, JSON): connections in RTS as the
 #                   device reports them, rxe0's hw_counters beside xrdma's
+#   trace           ci/softroce/trace.sh: incast-8.yaml with `xrdma run --trace` on rxe0; every
+#                   message split into stages (`xrdma trace`)
 #   rnr-stall       scenarios/rnr-stall.yaml on rxe0: RNR NAKs counted, every message intact
 #   rc attributes   scenarios/rc-attributes.yaml (an `rc:` block with perftest's values) on
 #                   rxe0 and on the simulator: both result.json files record the same RC QP
@@ -172,6 +174,7 @@ check "slurm launch" "$results/slurm-launch.log" \
   "$here/launch.sh" "$results/slurm-launch" "$xrdma"
 
 check "stat socket" "$results/stat-socket.log" "$here/stat.sh" "$results/stat-socket" "$xrdma"
+check trace "$results/trace.log" "$here/trace.sh" "$results/trace" "$xrdma"
 
 # RNR end to end on rxe: scenarios/rnr-stall.yaml unedited (no receive credits, 16 receives,
 # a 10 ms receiver stall): the stalled host's NIC answers RNR NAKs, and every message still
