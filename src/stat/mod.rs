@@ -9,6 +9,7 @@
 
 pub mod live;
 pub mod prometheus;
+pub mod replay;
 pub mod table;
 
 use anyhow::{bail, Context, Result};
@@ -55,9 +56,15 @@ pub fn decode(records: &[xrdma_reports::HostEndpoint]) -> Result<Vec<HostEndpoin
 /// `xrdma stat`'s arguments.
 #[derive(clap::Args, Debug)]
 pub struct StatArgs {
-    /// A finished run: a run directory holding `result.json`, or the file itself.
+    /// A finished run: a run directory holding `result.json`, or the file itself; with
+    /// --at, also a scenario file (`.yaml`).
     #[arg(required_unless_present = "socket", conflicts_with = "socket")]
     pub result: Option<PathBuf>,
+    /// Replay the simulator run (the scenario file, or the run the result recorded: same
+    /// scenario text and seed) and show the endpoints at these instants of it (e.g.
+    /// `5ms,10ms`): each taken after the first round of host turns at or after it.
+    #[arg(long, value_delimiter = ',', value_name = "TIMES", value_parser = parse_instant)]
+    pub at: Vec<xrdma::Time>,
     /// A running process instead: the Unix socket it answers on (`xrdma run --stat-socket
     /// PATH`); the device's own counters are shown beside xrdma's.
     #[arg(long, value_name = "PATH")]
@@ -79,6 +86,13 @@ pub struct StatArgs {
     /// Print the Prometheus text exposition format (version 0.0.4) instead of a table.
     #[arg(long)]
     pub prometheus: bool,
+}
+
+/// An instant of the run (`5ms`, `250us`).
+fn parse_instant(text: &str) -> Result<xrdma::Time, String> {
+    xrdma_scenario::units::parse_time(text)
+        .map(|s| xrdma::Time::ZERO + s)
+        .map_err(|e| e.to_string())
 }
 
 /// A `--watch` interval: seconds, at least 0.01 and at most a day.
@@ -174,6 +188,18 @@ pub fn run(args: StatArgs) -> Result<()> {
     let Some(result) = &args.result else {
         bail!("name a finished run (RESULT) or a running process (--socket PATH)");
     };
+    if !args.at.is_empty() {
+        return run_replay(result, &args, format);
+    }
+    if result
+        .extension()
+        .is_some_and(|e| e == "yaml" || e == "yml")
+    {
+        bail!(
+            "{} is a scenario: say at which instants of its run with --at (e.g. --at 5ms)",
+            result.display()
+        );
+    }
     let (path, r) = crate::compare::load_run(result)?;
     let Some(records) = r.endpoints.as_deref() else {
         bail!(
@@ -185,6 +211,46 @@ pub fn run(args: StatArgs) -> Result<()> {
     let all = decode(records).with_context(|| path.display().to_string())?;
     let chosen = select(&all, &args.host)?;
     crate::out!("{}", render(&chosen, format)?);
+    Ok(())
+}
+
+/// `xrdma stat SOURCE --at T,...`: each instant's endpoints in `format` (JSON: one line per
+/// instant), after a line saying when it was taken.
+fn run_replay(source: &std::path::Path, args: &StatArgs, format: Format) -> Result<()> {
+    let r = replay::replay(source, &args.at)?;
+    for (asked, taken, eps) in &r.at {
+        let chosen = select(eps, &args.host)?;
+        if format == Format::Json {
+            let line = serde_json::json!({
+                "asked-ps": asked.as_ps(),
+                "at-ps": taken.as_ps(),
+                "endpoints": chosen,
+            });
+            crate::outln!("{line}");
+            continue;
+        }
+        if format == Format::Table {
+            crate::outln!(
+                "at {:.3} µs of the simulated run (asked {:.3} µs)",
+                taken.as_ps() as f64 / 1e6,
+                asked.as_ps() as f64 / 1e6
+            );
+        }
+        crate::out!("{}", render(&chosen, format)?);
+        if format == Format::Table {
+            crate::outln!();
+        }
+    }
+    for t in &r.unreached {
+        eprintln!(
+            "note: --at {:.3} µs is after the run ended at {:.3} µs: nothing to show",
+            t.as_ps() as f64 / 1e6,
+            r.ended.as_ps() as f64 / 1e6
+        );
+    }
+    if r.at.is_empty() {
+        bail!("no instant asked with --at falls within the run");
+    }
     Ok(())
 }
 

@@ -78,3 +78,74 @@ fn json_round_trips_into_the_records() {
     let back: Vec<xrdma_reports::HostEndpoint> = serde_json::from_str(&text).expect("parses");
     assert_eq!(decode(&back).expect("decodes"), eps);
 }
+
+/// A scratch directory for one test.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("xrdma-stat-unit-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch");
+    d
+}
+
+/// Bytes the receiver has received over all its connections.
+fn received(eps: &[HostEndpoint]) -> u64 {
+    eps[0]
+        .snapshot
+        .connections
+        .iter()
+        .map(|c| c.stats.recv_bytes)
+        .sum()
+}
+
+#[test]
+fn a_replay_shows_the_run_at_each_instant_and_ends_as_it_did() {
+    use super::prometheus::tests::{small_result, SMALL};
+    use xrdma::{Span, Time};
+    let d = scratch("replay");
+    let yaml = d.join("s.yaml");
+    std::fs::write(&yaml, SMALL).expect("writes");
+    let r = small_result();
+    let end = Time::from_ps(r.sim.as_ref().expect("sim").simulated_ps);
+    let asked = [
+        Time::ZERO + Span::from_us(20),
+        Time::ZERO + Span::from_us(5),
+        end + Span::from_us(1),
+    ];
+    let rp = super::replay::replay(&yaml, &asked).expect("replays");
+    // Sorted, the instant past the end unreached.
+    assert_eq!(rp.unreached, [end + Span::from_us(1)]);
+    assert_eq!(rp.ended, end);
+    assert_eq!(rp.at.len(), 2);
+    let (a5, t5, e5) = &rp.at[0];
+    let (a20, t20, e20) = &rp.at[1];
+    assert_eq!((*a5, *a20), (asked[1], asked[0]));
+    assert!(t5 >= a5 && t20 >= a20, "taken at or after the instant");
+    assert!(received(e5) <= received(e20));
+    let final_eps = decode(r.endpoints.as_deref().expect("recorded")).expect("decodes");
+    assert!(received(e20) <= received(&final_eps));
+    assert_eq!(received(&final_eps), 2 * (3 * 1024 + 100 * 1024));
+}
+
+#[test]
+fn a_recorded_run_replays_from_its_result_and_a_different_one_is_refused() {
+    use super::prometheus::tests::small_result;
+    use xrdma::{Span, Time};
+    let d = scratch("recorded");
+    let mut r = small_result();
+    xrdma_reports::write_json(&d.join("result.json"), &r).expect("writes");
+    let at = [Time::ZERO + Span::from_us(10)];
+    let rp = super::replay::replay(&d, &at).expect("replays the recorded run");
+    assert_eq!(rp.at.len(), 1);
+    // A result whose trace hash this build does not reproduce.
+    if let Some(s) = r.sim.as_mut() {
+        s.trace_hash = "0000000000000000".into();
+    }
+    xrdma_reports::write_json(&d.join("result.json"), &r).expect("writes");
+    let e = super::replay::replay(&d, &at).expect_err("a different run");
+    assert!(e.to_string().contains("is not the recorded run's"), "{e}");
+    // One without its scenario text.
+    r.scenario_yaml = None;
+    xrdma_reports::write_json(&d.join("result.json"), &r).expect("writes");
+    let e = super::replay::replay(&d, &at).expect_err("nothing to replay");
+    assert!(e.to_string().contains("records no scenario text"), "{e}");
+}

@@ -6,7 +6,12 @@ use std::collections::BTreeSet;
 
 /// A two-sender incast's endpoints, as `xrdma stat` decodes them from its result.
 pub(crate) fn small_run() -> Vec<HostEndpoint> {
-    let yaml = "name: stat
+    let r = small_result();
+    decode(r.endpoints.as_deref().expect("recorded")).expect("decodes")
+}
+
+/// The scenario of [`small_run`].
+pub(crate) const SMALL: &str = "name: stat
 workload:
   incast:
     senders: 2
@@ -20,9 +25,13 @@ sim:
   pfc: {}
   sample-interval: off
 ";
-    let sc = xrdma_scenario::parse(yaml, std::path::Path::new("stat.yaml")).expect("parses");
-    let r = xrdma_runner::run::run_sim(&sc).expect("runs");
-    decode(r.endpoints.as_deref().expect("recorded")).expect("decodes")
+
+/// [`small_run`]'s whole result, with its scenario text as `xrdma run` records it.
+pub(crate) fn small_result() -> xrdma_reports::RunResult {
+    let sc = xrdma_scenario::parse(SMALL, std::path::Path::new("stat.yaml")).expect("parses");
+    let mut r = xrdma_runner::run::run_sim(&sc).expect("runs");
+    r.scenario_yaml = Some(SMALL.to_string());
+    r
 }
 
 #[test]
