@@ -5,7 +5,8 @@
 //!
 //! The turn loop asks the socket ([`Watch::due`]) after every round; it looks for a waiting
 //! client at most every [`POLL_EVERY`] of wall time (one non-blocking `accept`), so an
-//! unwatched socket costs a clock read per round. A client is answered at the first round
+//! unwatched socket costs a clock read per round, and after each answer it waits long enough
+//! that answering takes at most [`SHARE`] of the wall time, whatever the clients ask. A client is answered at the first round
 //! after it connected: within a few ms on a busy run; an idle verbs run answers at its next
 //! wake (the client's read timeout bounds the wait).
 
@@ -22,6 +23,11 @@ pub const POLL_EVERY: Duration = Duration::from_millis(5);
 
 /// How long an answer may take to write before the client is given up.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The most of the run's wall time answering may take: after an answer that took `d`, the
+/// socket looks for the next client no sooner than `d · (1 − SHARE) / SHARE` later, however
+/// many clients ask and however often (they wait instead).
+pub const SHARE: f64 = 0.1;
 
 /// Why the socket could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +55,8 @@ pub struct StatSocket {
     path: PathBuf,
     /// A client accepted and not yet answered.
     pending: Option<UnixStream>,
+    /// When `due` said yes to the pending client (the answer's cost runs from here).
+    since: Option<Instant>,
     next_poll: Instant,
     answered: u64,
     failed: u64,
@@ -81,6 +89,7 @@ impl StatSocket {
             listener,
             path: path.to_path_buf(),
             pending: None,
+            since: None,
             next_poll: Instant::now(),
             answered: 0,
             failed: 0,
@@ -125,6 +134,7 @@ impl Watch for StatSocket {
         match self.listener.accept() {
             Ok((stream, _)) => {
                 self.pending = Some(stream);
+                self.since = Some(now);
                 true
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => false,
@@ -141,6 +151,12 @@ impl Watch for StatSocket {
                 Ok(()) => self.answered += 1,
                 Err(_) => self.failed += 1,
             }
+            // Keep answering within SHARE of the wall time: the snapshot, its JSON and the
+            // write just took `cost`; the next client waits the rest.
+            let now = Instant::now();
+            let cost = self.since.take().map_or(Duration::ZERO, |t| now - t);
+            let gap = cost.mul_f64((1.0 - SHARE) / SHARE).max(POLL_EVERY);
+            self.next_poll = now + gap;
         }
     }
 }

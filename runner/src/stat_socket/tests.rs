@@ -93,3 +93,47 @@ fn a_missing_directory_is_an_io_error_naming_the_path() {
     let e = StatSocket::bind(&path).expect_err("no directory");
     assert!(e.to_string().contains("no-such-dir"), "{e}");
 }
+
+#[test]
+fn answering_takes_at_most_its_share_of_the_wall_time() {
+    use std::time::{Duration, Instant};
+    let path = scratch("share");
+    let mut sock = StatSocket::bind(&path).expect("binds");
+    let ask = |p: PathBuf| {
+        std::thread::spawn(move || {
+            let mut s = UnixStream::connect(&p).expect("connects");
+            let mut text = String::new();
+            s.read_to_string(&mut text).expect("reads");
+        })
+    };
+    let first = ask(path.clone());
+    let t0 = Instant::now();
+    while !sock.due(Time::ZERO) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "never due");
+    }
+    // A snapshot that costs 20 ms to build.
+    std::thread::sleep(Duration::from_millis(20));
+    sock.take(stat(1));
+    first.join().expect("first client");
+    let answered = Instant::now();
+    // A second client at once is not answered at once: 20 ms of answering buys 180 ms of
+    // run before the next.
+    let second = ask(path.clone());
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(!sock.due(Time::ZERO), "answered again within the budget");
+    while !sock.due(Time::ZERO) {
+        assert!(
+            answered.elapsed() < Duration::from_secs(10),
+            "never due again"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(
+        answered.elapsed() >= Duration::from_millis(170),
+        "{:?}",
+        answered.elapsed()
+    );
+    sock.take(stat(2));
+    second.join().expect("second client");
+    assert_eq!(sock.answered(), 2);
+}
