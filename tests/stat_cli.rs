@@ -159,3 +159,26 @@ fn stat_asks_a_running_process_through_its_socket() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("no xrdma process answers here"), "{err}");
 }
+
+#[test]
+fn watching_a_finished_run_or_counting_nothing_is_refused() {
+    let dir = run_dir("flags");
+    let w = stat(&dir, &["--watch", "1"]);
+    assert!(!w.status.success());
+    let err = String::from_utf8_lossy(&w.stderr);
+    assert!(err.contains("needs --socket"), "{err}");
+    let c = xrdma()
+        .args([
+            "stat",
+            "--socket",
+            "/nonexistent.sock",
+            "--watch",
+            "0.1",
+            "--count",
+            "0",
+        ])
+        .output()
+        .expect("runs");
+    assert!(!c.status.success());
+    assert!(String::from_utf8_lossy(&c.stderr).contains("--count"));
+}

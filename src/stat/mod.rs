@@ -66,15 +66,16 @@ pub struct StatArgs {
     #[arg(long, value_delimiter = ',', value_name = "TIMES", value_parser = parse_instant)]
     pub at: Vec<xrdma::Time>,
     /// A running process instead: the Unix socket it answers on (`xrdma run --stat-socket
-    /// PATH`); the device's own counters are shown beside xrdma's.
+    /// PATH`); the device's own counters are shown beside xrdma's. An answer not back within
+    /// 10 s is an error.
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
     /// With --socket: ask again every SECONDS (device counters then show their change and
     /// rate), until the process ends or --count answers were printed.
     #[arg(long, value_name = "SECONDS", requires = "socket", value_parser = parse_interval)]
     pub watch: Option<f64>,
-    /// With --watch: stop after this many answers.
-    #[arg(long, requires = "watch")]
+    /// With --watch: stop after this many answers (at least 1).
+    #[arg(long, requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// Only these hosts (e.g. `0,3`); default: every host with a connection.
     #[arg(long, value_delimiter = ',', value_name = "HOSTS")]
@@ -118,8 +119,8 @@ pub enum Format {
     Prometheus,
 }
 
-/// The endpoints of `all` that `hosts` names (every host with a connection record when
-/// `hosts` is empty), in host order.
+/// The endpoints of `all` that `hosts` names, each once (every host with a connection
+/// record when `hosts` is empty), in host order.
 ///
 /// # Errors
 /// A host in `hosts` that the run does not have.
@@ -130,17 +131,22 @@ pub fn select<'a>(all: &'a [HostEndpoint], hosts: &[u32]) -> Result<Vec<&'a Host
             .filter(|e| !e.snapshot.connections.is_empty())
             .collect());
     }
-    let mut out = Vec::with_capacity(hosts.len());
+    let mut out: Vec<&HostEndpoint> = Vec::with_capacity(hosts.len());
     for &h in hosts {
+        if out.iter().any(|o| o.host == h) {
+            continue; // named twice: shown once
+        }
         match all.iter().find(|e| e.host == h) {
             Some(e) => out.push(e),
+            None if all.is_empty() => bail!("--host {h}: the run recorded no endpoints"),
             None => bail!(
-                "--host {h}: the run has hosts 0..{} (it recorded {} endpoints)",
-                all.len(),
-                all.len()
+                "--host {h}: the run recorded the endpoints of hosts {}–{}",
+                all.iter().map(|e| e.host).min().unwrap_or(0),
+                all.iter().map(|e| e.host).max().unwrap_or(0)
             ),
         }
     }
+    out.sort_by_key(|e| e.host);
     Ok(out)
 }
 
@@ -174,6 +180,9 @@ pub fn run(args: StatArgs) -> Result<()> {
     } else {
         Format::Table
     };
+    if args.watch.is_some() && args.socket.is_none() {
+        bail!("--watch asks a running process again and again: it needs --socket PATH");
+    }
     if let Some(socket) = &args.socket {
         let interval = std::time::Duration::from_secs_f64(args.watch.unwrap_or(1.0));
         let count = if args.watch.is_some() {
@@ -262,13 +271,18 @@ fn render_live(
     hosts: &[u32],
     format: Format,
 ) -> Result<String> {
+    let all = live::endpoints(stat)?;
+    let chosen = select(&all, hosts)?;
     if format == Format::Json {
-        let mut s = serde_json::to_string(stat)?;
+        // The whole answer, but only the hosts asked for.
+        let mut only = stat.clone();
+        if !hosts.is_empty() {
+            only.endpoints.retain(|e| hosts.contains(&e.host));
+        }
+        let mut s = serde_json::to_string(&only)?;
         s.push('\n');
         return Ok(s);
     }
-    let all = live::endpoints(stat)?;
-    let chosen = select(&all, hosts)?;
     Ok(match format {
         Format::Prometheus => {
             let mut s = prometheus::render(&chosen);

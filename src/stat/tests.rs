@@ -19,7 +19,10 @@ fn an_unknown_host_is_an_error_naming_it() {
     let eps = small_run();
     let e = select(&eps, &[0, 7]).expect_err("host 7 does not exist");
     assert!(e.to_string().contains("--host 7"), "{e}");
-    assert!(e.to_string().contains("0..3"), "{e}");
+    assert!(e.to_string().contains("hosts 0–2"), "{e}");
+    // Named twice, shown once, in host order.
+    let twice = select(&eps, &[2, 0, 2]).expect("selects");
+    assert_eq!(twice.iter().map(|e| e.host).collect::<Vec<_>>(), [0, 2]);
 }
 
 #[test]
@@ -148,4 +151,49 @@ fn a_recorded_run_replays_from_its_result_and_a_different_one_is_refused() {
     xrdma_reports::write_json(&d.join("result.json"), &r).expect("writes");
     let e = super::replay::replay(&d, &at).expect_err("nothing to replay");
     assert!(e.to_string().contains("records no scenario text"), "{e}");
+}
+
+#[test]
+fn a_failed_connection_shows_no_qp_it_no_longer_has() {
+    // The link to one sender goes down for longer than the RC retries last: its connection
+    // fails, and its QP is reset for the QP cache.
+    let sc = xrdma_scenario::load(std::path::Path::new("scenarios/faults/link-down-long.yaml"))
+        .expect("loads");
+    let r = xrdma_runner::run::run_sim(&sc).expect("runs");
+    let eps = decode(r.endpoints.as_deref().expect("recorded")).expect("decodes");
+    let failed: Vec<_> = eps
+        .iter()
+        .flat_map(|e| &e.snapshot.connections)
+        .filter(|c| c.state == "failed")
+        .collect();
+    assert!(!failed.is_empty(), "the scenario fails a connection");
+    for c in failed {
+        assert_eq!(c.qp_state, None, "{c:?}");
+        assert_eq!(c.retransmitted_packets, None, "{c:?}");
+        assert_eq!(c.rnr_retries, None, "{c:?}");
+    }
+    // The live ones are still observed.
+    assert!(eps
+        .iter()
+        .flat_map(|e| &e.snapshot.connections)
+        .any(|c| c.state == "established" && c.qp_state.as_deref() == Some("RTS")));
+}
+
+#[test]
+fn a_live_json_answer_keeps_only_the_hosts_asked_for() {
+    let r = super::prometheus::tests::small_result();
+    let stat = xrdma_runner::watch::LiveStat {
+        pid: 1,
+        backend: xrdma_reports::Backend::Sim,
+        at_ps: 5,
+        endpoints: r.endpoints.expect("recorded"),
+        device: None,
+    };
+    let text = super::render_live(&stat, None, &[1], Format::Json).expect("renders");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let eps = v["endpoints"].as_array().expect("endpoints");
+    assert_eq!(eps.len(), 1);
+    assert_eq!(eps[0]["host"], 1);
+    // An unknown host is an error here too.
+    assert!(super::render_live(&stat, None, &[9], Format::Json).is_err());
 }

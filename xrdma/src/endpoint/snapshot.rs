@@ -24,7 +24,8 @@ pub struct ConnSnapshot {
     /// Its QP number (as [`crate::ConnSetup::qpn`]: all zero before the QP is connected).
     pub qpn: u32,
     /// The QP's state as the transport reports it (`RTS`, `ERR`, …); `None` when it
-    /// cannot tell.
+    /// cannot tell, and for an ended (failed or closed) connection, whose QP was reset for
+    /// reuse.
     pub qp_state: Option<String>,
     /// Its counters.
     #[serde(flatten)]
@@ -40,7 +41,8 @@ pub struct ConnSnapshot {
     /// Send WRs posted whose completion has not been seen.
     pub send_wrs_outstanding: u32,
     /// Request packets the transport sent again on this connection's QP (go-back-N
-    /// rewinds) since it was connected; `None` when the transport cannot observe it.
+    /// rewinds) since it was connected; `None` when the transport cannot observe it, and for
+    /// an ended connection.
     pub retransmitted_packets: Option<u64>,
     /// RNR NAKs the QP received (each an RNR retry); `None` when not observable.
     pub rnr_retries: Option<u64>,
@@ -90,7 +92,14 @@ impl Endpoint {
                 let stats = self.stats(id)?;
                 let u: ConnUsage = self.usage(id)?;
                 let qpn = c.setup.qpn;
-                let qp = t.observe_qp(qpn);
+                // An ended connection's QP went back to the QP cache (reset for the next
+                // connection) or was destroyed: what the transport says of that QPN now is
+                // not this connection's.
+                let qp = if c.state.is_ended() {
+                    crate::QpObservation::default()
+                } else {
+                    t.observe_qp(qpn)
+                };
                 Some(ConnSnapshot {
                     conn: id.to_string(),
                     peer: c.setup.peer,
