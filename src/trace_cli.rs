@@ -23,7 +23,35 @@ pub struct TraceArgs {
 /// run was not traced).
 pub fn run(args: &TraceArgs) -> Result<()> {
     let (path, r) = crate::compare::load_run(&args.result)?;
+    let bad: Vec<String> = r
+        .validate()
+        .into_iter()
+        .filter(|i| matches!(i, xrdma_reports::Inconsistency::StagesNotCompletion { .. }))
+        .map(|i| i.to_string())
+        .collect();
+    if !bad.is_empty() {
+        bail!("{}: {}", path.display(), bad.join("; "));
+    }
     let Some(s) = xrdma_reports::stages::summarize(&r) else {
+        let completed = r
+            .messages
+            .iter()
+            .filter(|m| m.completed_ps.is_some())
+            .count();
+        if completed == 0 {
+            bail!(
+                "{}: no message completed, so none has stages ({} did not finish)",
+                path.display(),
+                r.messages.len()
+            );
+        }
+        if r.messages.iter().any(|m| m.response_bytes.is_some()) {
+            bail!(
+                "{}: an echo exchange completes on its response, so it has no send-side \
+                 stages (trace a one-way workload: incast or open-loop)",
+                path.display()
+            );
+        }
         bail!(
             "{} has no message stages: rerun it with `xrdma run --trace` (or `trace: true` \
              in the scenario)",

@@ -150,3 +150,75 @@ fn the_trace_command_reads_a_traced_run_and_refuses_an_untraced_one() {
     assert!(!p.status.success());
     assert!(String::from_utf8_lossy(&p.stderr).contains("rerun it with `xrdma run --trace`"));
 }
+
+#[test]
+fn stages_that_do_not_add_up_are_an_inconsistency() {
+    let mut r = run(true);
+    assert!(r.validate().is_empty(), "{:?}", r.validate());
+    if let Some(s) = r.messages[3].stages.as_mut() {
+        s.send_ps += 1;
+    }
+    let (sender, index) = (r.messages[3].sender, r.messages[3].index);
+    let problems = r.validate();
+    assert!(
+        problems.iter().any(|p| matches!(
+            p,
+            xrdma_reports::Inconsistency::StagesNotCompletion { messages }
+                if messages == &[(sender, index)]
+        )),
+        "{problems:?}"
+    );
+    // Overflowing stages do not wrap into agreement.
+    if let Some(s) = r.messages[3].stages.as_mut() {
+        s.send_ps = u64::MAX;
+        s.ack_ps = u64::MAX;
+    }
+    assert!(!r.validate().is_empty());
+}
+
+#[test]
+fn trace_says_why_a_run_has_no_stages() {
+    let d = std::env::temp_dir().join(format!("xrdma-trace-why-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch");
+    let xrdma = || Command::new(env!("CARGO_BIN_EXE_xrdma"));
+    let echo = "name: echo-traced
+workload:
+  echo: { clients: 1, server: 0, requests: 4, request-size: 4KiB }
+trace: true
+";
+    let file = d.join("echo.yaml");
+    std::fs::write(&file, echo).expect("writes");
+    let o = xrdma()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(d.join("echo"))
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = xrdma()
+        .arg("trace")
+        .arg(d.join("echo"))
+        .output()
+        .expect("runs");
+    assert!(!t.status.success());
+    let err = String::from_utf8_lossy(&t.stderr);
+    assert!(err.contains("completes on its response"), "{err}");
+
+    // A traced result whose stages were edited: refused, naming the message.
+    let mut r = run(true);
+    if let Some(s) = r.messages[0].stages.as_mut() {
+        s.app_ps += 7;
+    }
+    std::fs::create_dir_all(d.join("edited")).expect("dir");
+    xrdma_reports::write_json(&d.join("edited/result.json"), &r).expect("writes");
+    let t = xrdma()
+        .arg("trace")
+        .arg(d.join("edited"))
+        .output()
+        .expect("runs");
+    assert!(!t.status.success());
+    let err = String::from_utf8_lossy(&t.stderr);
+    assert!(err.contains("do not add up"), "{err}");
+}

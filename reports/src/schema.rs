@@ -216,7 +216,8 @@ impl MessageStages {
 
     /// Their sum, ps: the message's completion time.
     pub fn total_ps(&self) -> u64 {
-        self.values().iter().sum()
+        // Saturating: a hand-edited record must not wrap into agreement.
+        self.values().iter().fold(0u64, |a, &b| a.saturating_add(b))
     }
 }
 
@@ -497,6 +498,12 @@ pub enum Inconsistency {
         /// Packets dropped.
         drops: u64,
     },
+    /// Messages whose stages do not add up to their completion time (or that have stages
+    /// without having completed): the breakdown is not of that message.
+    StagesNotCompletion {
+        /// `(sender, index)` of each, in message order.
+        messages: Vec<(u32, u32)>,
+    },
     /// `delivery.delivered + delivery.missing` differs from the number of message records.
     DeliveryCountMismatch {
         /// Number of message records.
@@ -533,6 +540,14 @@ impl std::fmt::Display for Inconsistency {
                 write!(
                     f,
                     "{} message(s) complete at the sender but never delivered: ",
+                    messages.len()
+                )?;
+                list_messages(f, messages)
+            }
+            Self::StagesNotCompletion { messages } => {
+                write!(
+                    f,
+                    "{} message(s) whose stages do not add up to their completion time: ",
                     messages.len()
                 )?;
                 list_messages(f, messages)
@@ -602,6 +617,20 @@ impl RunResult {
                 (None, Some(_)) => not_delivered.push((m.sender, m.index)),
                 _ => {}
             }
+        }
+        let bad_stages: Vec<(u32, u32)> = self
+            .messages
+            .iter()
+            .filter(|m| {
+                m.stages
+                    .is_some_and(|s| Some(s.total_ps()) != m.latency_ps())
+            })
+            .map(|m| (m.sender, m.index))
+            .collect();
+        if !bad_stages.is_empty() {
+            problems.push(Inconsistency::StagesNotCompletion {
+                messages: bad_stages,
+            });
         }
         if !not_completed.is_empty() {
             problems.push(Inconsistency::DeliveredNotCompleted {

@@ -66,6 +66,8 @@ pub struct StageSummary {
     pub messages: usize,
     /// Completed messages without stages (echo exchanges, or clocks out of order).
     pub untraced: usize,
+    /// Messages that did not complete: no latency, so no stages.
+    pub unfinished: usize,
     /// One row per stage, in [`MessageStages::NAMES`] order.
     pub rows: Vec<StageRow>,
     /// The breakdown at each of [`AT`].
@@ -155,6 +157,7 @@ pub fn summarize(r: &RunResult) -> Option<StageSummary> {
     Some(StageSummary {
         messages: traced.len(),
         untraced: completed - traced.len(),
+        unfinished: r.messages.len() - completed,
         rows,
         at,
         tail_dominant,
@@ -170,12 +173,17 @@ fn us(ps: u64) -> String {
 /// which stage dominates p99.
 pub fn stage_table(s: &StageSummary) -> String {
     let mut out = format!(
-        "stages of {} message(s){} (µs; app: held by the application, queue: behind earlier \
+        "stages of {} message(s){}{} (µs; app: held by the application, queue: behind earlier \
          messages in xrdma, grant: waiting for the CTS, send: window/credits between \
          fragments, network: last fragment posted to delivery, ack: delivery to the ACK)\n",
         s.messages,
         if s.untraced > 0 {
             format!(", {} completed without stages", s.untraced)
+        } else {
+            String::new()
+        },
+        if s.unfinished > 0 {
+            format!(", {} did not finish (no latency, no stages)", s.unfinished)
         } else {
             String::new()
         }
