@@ -92,8 +92,8 @@ enum Command {
     /// connection: state, QP, bytes, messages, fragments, batching, retransmissions, RNR
     /// retries, ECN, window, what it holds) as a table, `--json` or `--prometheus` text.
     Stat(xrdma_testbed::stat::StatArgs),
-    /// Where a traced run's message completion time went, per stage: window, grant, send,
-    /// network, ACK (`xrdma run --trace` records them).
+    /// Where a traced run's message completion time went, per stage: app, queue, grant,
+    /// send, network, ack (`xrdma run --trace` records them).
     Trace(xrdma_testbed::trace_cli::TraceArgs),
     /// The simulator against a device: `measure` (ping and bw figures), `fit` (a host profile
     /// fitted to them, the simulator in the loop), `run` (a scenario on both, side by side,
