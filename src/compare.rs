@@ -27,13 +27,20 @@ pub struct CompareRun {
 ///
 /// # Errors
 /// The file is missing or does not read as a run result (see
-/// [`xrdma_reports::read_json`]).
+/// [`xrdma_reports::read_json`]); a sweep's directory (it holds `points/`, not a result).
 pub fn load_run(arg: &Path) -> Result<(PathBuf, RunResult)> {
     let path = if arg.is_dir() {
         arg.join("result.json")
     } else {
         arg.to_path_buf()
     };
+    if arg.is_dir() && !path.exists() && arg.join("points").is_dir() {
+        bail!(
+            "{} is a sweep's directory: name one of its points ({}/points/<point>)",
+            arg.display(),
+            arg.display()
+        );
+    }
     let r = xrdma_reports::read_json(&path)?;
     Ok((path, r))
 }

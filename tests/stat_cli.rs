@@ -182,3 +182,14 @@ fn watching_a_finished_run_or_counting_nothing_is_refused() {
     assert!(!c.status.success());
     assert!(String::from_utf8_lossy(&c.stderr).contains("--count"));
 }
+
+#[test]
+fn a_sweep_directory_is_named_as_one() {
+    let d = std::env::temp_dir().join(format!("xrdma-stat-{}-sweepdir", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("points")).expect("scratch");
+    let o = stat(&d, &[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is a sweep's directory"), "{err}");
+}
