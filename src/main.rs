@@ -348,6 +348,12 @@ fn real_main() -> Result<ExitCode> {
             }
             let mut sc = xrdma_scenario::load(&scenario)?;
             sc.trace |= trace;
+            if sc.trace && matches!(sc.workload, xrdma_scenario::Workload::Echo(_)) {
+                eprintln!(
+                    "note: an echo exchange completes on its response: it has no send-side \
+                     stages to trace"
+                );
+            }
             if let Some(seed) = seed {
                 let mut s = sc.sim_or_default();
                 s.seed = seed;

@@ -99,7 +99,8 @@ pub fn replay(source: &Path, at: &[Time]) -> Result<Replay> {
     if let Some(h) = recorded_hash.filter(|h| *h != sim.trace_hash) {
         bail!(
             "{}: the replay's trace hash {} is not the recorded run's {h}: this build \
-             simulates it differently, so its instants would not be that run's",
+             simulates it differently (or the recorded scenario was edited), so its instants \
+             would not be that run's",
             source.display(),
             sim.trace_hash
         );
