@@ -324,11 +324,8 @@ pub fn collect<W: Workload, F: Fabric>(
     got: ReceiverView<'_>,
     wall_seconds: f64,
 ) -> rep::RunResult {
-    let mut t = tally(w.receiver_host(), senders, got);
-    if !sc.trace {
-        // Stages are kept on request only (`trace:`): six numbers per message.
-        t.messages.iter_mut().for_each(|m| m.stages = None);
-    }
+    // Stages are kept on request only (`trace:`): six numbers per message.
+    let t = tally(w.receiver_host(), senders, got, sc.trace);
     let workload = w.shape(&t.messages);
     let path = fabric.path();
     let ideal = if w.bounded_by_t_star() {

@@ -110,7 +110,9 @@ pub struct Tally {
 ///   arrived altered);
 /// - **missing**: it never arrived (or its response never did);
 /// - **duplicates**: second arrivals of a (sender, index), and arrivals no sender claims.
-pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>) -> Tally {
+///
+/// With `trace`, each one-way message that completed also gets its stages ([`stages`]).
+pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>, trace: bool) -> Tally {
     let mut arrivals: BTreeMap<(u32, u32), &Arrival> = BTreeMap::new();
     let mut duplicates = 0;
     for a in got.arrivals {
@@ -159,7 +161,7 @@ pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>) -> 
                 completed_ps: m.completed_ps,
                 delivered_ps: arrival.map(|a| a.at.as_ps()),
                 response_bytes: m.response.map(|r| r.bytes),
-                stages: m.timing.and_then(|t| {
+                stages: m.timing.filter(|_| trace).and_then(|t| {
                     stages(
                         m.intended_ps,
                         &t,
@@ -269,6 +271,7 @@ mod tests {
                 arrivals: &arrivals,
                 errors: &errors,
             },
+            false,
         );
         assert_eq!(
             t.delivery,
@@ -315,6 +318,7 @@ mod tests {
                 arrivals: &arrivals,
                 errors: &[],
             },
+            false,
         );
         assert_eq!(
             (
