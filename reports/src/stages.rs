@@ -8,6 +8,7 @@
 
 use crate::percentile::nearest_rank;
 use crate::schema::{MessageStages, RunResult};
+use crate::summary::format_us as us;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -162,11 +163,6 @@ pub fn summarize(r: &RunResult) -> Option<StageSummary> {
         at,
         tail_dominant,
     })
-}
-
-/// ps as µs with three decimals.
-fn us(ps: u64) -> String {
-    format!("{:.3}", ps as f64 / 1e6)
 }
 
 /// The summary as text: the per-stage distribution, the breakdown at each percentile, and

@@ -6,9 +6,9 @@
 //! The turn loop asks the socket ([`Watch::due`]) after every round; it looks for a waiting
 //! client at most every [`POLL_EVERY`] of wall time (one non-blocking `accept`), so an
 //! unwatched socket costs a clock read per round, and after each answer it waits long enough
-//! that answering takes at most [`SHARE`] of the wall time, whatever the clients ask. A client is answered at the first round
-//! after it connected: within a few ms on a busy run; an idle verbs run answers at its next
-//! wake (the client's read timeout bounds the wait).
+//! that answering takes at most [`SHARE`] of the wall time, whatever the clients ask. A
+//! client is answered at the first round after it connected: within a few ms on a busy run;
+//! an idle verbs run answers at its next wake (the client's read timeout bounds the wait).
 
 use crate::watch::{LiveStat, Watch};
 use std::io::{ErrorKind, Write};

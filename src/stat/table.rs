@@ -4,6 +4,7 @@
 //! before its first sample).
 
 use super::HostEndpoint;
+use xrdma_reports::format_us as us;
 
 /// Columns right-aligned under their headers, two spaces apart.
 fn grid(headers: &[&str], rows: &[Vec<String>]) -> String {
@@ -30,11 +31,6 @@ fn grid(headers: &[&str], rows: &[Vec<String>]) -> String {
 /// `v`, or `-` when unobserved.
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_string(), |v| v.to_string())
-}
-
-/// ps as µs with three decimals.
-fn us(ps: u64) -> String {
-    format!("{:.3}", ps as f64 / 1e6)
 }
 
 /// The endpoint table and the connection table of `endpoints`.
