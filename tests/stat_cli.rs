@@ -193,3 +193,32 @@ fn a_sweep_directory_is_named_as_one() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("is a sweep's directory"), "{err}");
 }
+
+#[test]
+fn an_instant_without_host_turns_says_the_endpoints_did_not_change() {
+    // The link to host 2 is down while its NIC retries: no host has a turn for milliseconds.
+    let d = std::env::temp_dir().join(format!("xrdma-stat-{}-gap", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    let o = xrdma()
+        .args(["run", "scenarios/faults/link-down-long.yaml", "--out"])
+        .arg(&d)
+        .output()
+        .expect("runs");
+    // Some messages never finish on this scenario (exit 2), the run itself completes.
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s = stat(&d, &["--at", "10us,500us", "--host", "2"]);
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let text = String::from_utf8_lossy(&s.stdout);
+    let banners: Vec<&str> = text.lines().filter(|l| l.starts_with("at ")).collect();
+    assert_eq!(banners.len(), 2, "{text}");
+    assert!(
+        banners[1].contains("no host had a turn in between"),
+        "{}",
+        banners[1]
+    );
+}

@@ -197,6 +197,12 @@ trace: true
         .output()
         .expect("runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Said at run time already.
+    let run_err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        run_err.contains("no send-side stages to trace"),
+        "{run_err}"
+    );
     let t = xrdma()
         .arg("trace")
         .arg(d.join("echo"))
