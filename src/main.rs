@@ -134,6 +134,10 @@ enum Command {
         /// `scenarios/window/` runs (not part of the default set).
         #[arg(long)]
         case: Option<String>,
+        /// With `--case window`: run each scenario at every seed of this range, `A-B` or one
+        /// seed `N` (default: each scenario's own `sim.seed`).
+        #[arg(long, value_parser = xrdma_testbed::window_bench::parse_seeds)]
+        seeds: Option<std::ops::RangeInclusive<u64>>,
     },
     /// Message latency through xrdma, like `ib_send_lat`: the client sends, the server echoes,
     /// half of each round trip is reported (fabric clock: virtual on the simulator, wall on a
@@ -470,16 +474,35 @@ fn real_main() -> Result<ExitCode> {
                 ExitCode::from(EXIT_RESULT_FAILED)
             })
         }
-        Command::Bench { case: Some(case) } if case == "window" => {
-            use xrdma_testbed::window_bench::WindowFigures;
+        Command::Bench {
+            case: Some(case),
+            seeds,
+        } if case == "window" => {
+            use xrdma_testbed::window_bench::{measure, WindowFigures, SCENARIOS};
             outln!("{}", WindowFigures::header());
-            for (name, yaml) in xrdma_testbed::window_bench::SCENARIOS {
-                let f = xrdma_testbed::window_bench::measure(name, yaml)?;
-                outln!("{}", f.line());
+            let mut missed = 0;
+            for (name, yaml) in SCENARIOS {
+                let runs: Vec<Option<u64>> = match &seeds {
+                    None => vec![None],
+                    Some(r) => r.clone().map(Some).collect(),
+                };
+                for seed in runs {
+                    let f = measure(name, yaml, seed)?;
+                    missed += usize::from(!f.met());
+                    outln!("{}", f.line());
+                }
+            }
+            if missed > 0 {
+                outln!("!!! TARGET MISSED in {missed} row(s) above");
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { case: Some(case) } => {
+        Command::Bench { seeds: Some(_), .. } => {
+            bail!("--seeds applies to `--case window` only")
+        }
+        Command::Bench {
+            case: Some(case), ..
+        } => {
             let f = xrdma_testbed::bench::run_case(&case)?;
             if std::env::var_os(BENCH_CHILD).is_none() {
                 outln!("{}", xrdma_testbed::bench::BenchFigures::header());
@@ -487,7 +510,7 @@ fn real_main() -> Result<ExitCode> {
             outln!("{}", f.line());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { case: None } => {
+        Command::Bench { case: None, .. } => {
             let exe = std::env::current_exe().context("locating this executable")?;
             outln!("{}", xrdma_testbed::bench::BenchFigures::header());
             for case in xrdma_testbed::bench::CASES {

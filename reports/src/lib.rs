@@ -34,6 +34,7 @@ pub mod sweep_html;
 pub mod sweep_plot;
 pub mod timeplot;
 mod transport_info;
+pub mod windowed;
 
 pub use environment::{DeviceInfo, DeviceKey, Environment, RankPlace};
 pub use error::ReportError;

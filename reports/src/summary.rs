@@ -245,6 +245,20 @@ pub fn summary_table(r: &RunResult) -> String {
              sender)"
         );
     }
+    if let Some(ws) = crate::windowed::windowed_sharing(
+        &r.messages,
+        crate::windowed::SKIP_PS,
+        crate::windowed::WINDOW_PS,
+    ) {
+        let _ = writeln!(
+            w,
+            "           worst 10 ms window: Jain {:.4}, lowest total {:.2} Gbps ({} windows after \
+             1 ms while every sender sends)",
+            ws.worst_jain,
+            ws.worst_total_bps / 1e9,
+            ws.windows
+        );
+    }
     if let Some(sd) = r
         .path
         .ideal(0)

@@ -12,14 +12,14 @@
 //!   makes `base` the path's fixed delay whatever fragment size set the minimum (a window that
 //!   once shrank below a fragment no longer makes every later full fragment look queued).
 //! * **Standing delay**: the delay judged is the smallest `d` among the samples of the last
-//!   two smoothed RTTs (at most the [`STANDING_SAMPLES`] newest), not the newest sample's
-//!   alone: a queue holds every sample up for as long as it stands, a host's jitter spike
+//!   two reaction intervals (see below; at most the [`STANDING_SAMPLES`] newest), not the
+//!   newest sample's alone: a queue holds every sample up for as long as it stands, a host's jitter spike
 //!   only one. Copa's "standing RTT" (Arun and Balakrishnan, NSDI 2018, §2.1) takes the
 //!   minimum over the last srtt/2 for the same reason; two RTTs here, so a connection that
 //!   has one message in flight at a time (one sample per RTT) still compares two samples.
 //!   A sample older than that is no evidence either way: after a quiet spell the newest
 //!   sample stands alone, as in Swift.
-//! * **Target** `T = target_delay + base/2 + ser(min(fragment_size, window)) + fs(window)`:
+//! * **Target** `T = target_delay + base/2 + ser(fragment_size) + fs(window)`:
 //!   - `target_delay` is Swift's base target, the queueing a single hop may hold;
 //!   - half the path's fixed delay (`base`, see above), the endpoints' share: the fixed
 //!     delay is mostly the two hosts' and NICs' own processing on a short path, and its
@@ -29,9 +29,16 @@
 //!     the window on an idle path 586 times in 2000 requests. It stands in for Swift's
 //!     per-hop term, which the endpoint cannot compute (no hop count in an RDMA ACK): a
 //!     longer path has both more fixed delay and more hops to queue at;
-//!   - one fragment's serialisation, because with two fragments in flight the second waits
-//!     behind the first at the sender's own NIC: on an idle path a window of a few fragments
-//!     already shows that much delay (64 KiB at 25 Gb/s is 21 µs, above a 10 µs base target);
+//!   - one full fragment's serialisation, because with two fragments in flight the second
+//!     waits behind the first at the sender's own NIC: on an idle path a window of a few
+//!     fragments already shows that much delay (64 KiB at 25 Gb/s is 21 µs, above a 10 µs
+//!     base target). It is the full fragment's whatever the window: connections that share
+//!     a queue must judge it against the same target, or the one with the lower target
+//!     yields to the other until it starves. With `ser(min(fragment_size, window))` a
+//!     window that had shrunk below a fragment (21 µs at 64 KiB and 25 Gb/s, 1.3 µs at
+//!     4 KiB) judged the shared queue against a lower target, shrank again, and so on down
+//!     to the minimum window, while its competitor grew (worst 10 ms Jain 0.56–0.65 at most
+//!     seeds of the two-sender scenarios);
 //!   - `fs(w) = clamp(fs_α/√w + fs_β, 0, flow_scaling_range)`, Swift's flow-based scaling:
 //!     many flows sharing a bottleneck each hold a small window yet together queue more, so
 //!     a small window earns a larger target. Swift's constants
@@ -47,13 +54,20 @@
 //!   `1 + alpha` per RTT at any size), a start-up in the manner of TCP's slow start
 //!   (RFC 5681) so a new connection finds the path's capacity in a few RTTs; the first
 //!   decrease ends it for the connection's life.
-//! * **Decrease on delay** when the standing `d ≥ T`, at most once per smoothed RTT:
+//! * **Reaction interval** `I = sfixed + ser(fragment_size)`, where `sfixed` is the EWMA (gain
+//!   1/8, as RFC 6298's `srtt`) of the samples' fixed parts `r − ser(s)`: the smoothed RTT of
+//!   a full fragment on this path now, the same for every connection that shares the path
+//!   whatever its window. Decreases are at most one per `I`. The raw `srtt` is shorter for a
+//!   smaller window (its fragments are smaller and do not wait behind one another), so a
+//!   connection that had shrunk was cut more often than its competitor: a second feedback
+//!   toward starvation. Without a link rate, `I` is the smoothed RTT.
+//! * **Decrease on delay** when the standing `d ≥ T`, at most once per reaction interval:
 //!   `window ← max(min_window, window · max(T/d, β))` — Swift's
 //!   `max(1 − β_s·(d − T)/d, 1 − max_mdf)` with gain `β_s = 1` (the cut that would bring a
 //!   queue the flow alone built back to the target) and `max_mdf = 1 − β`, so no single
 //!   decrease takes more than an ECN echo would.
 //! * **Decrease on ECN echo** (a CNP reported for the connection's QP), at most once per
-//!   smoothed RTT and not within one of a delay decrease: `window ← max(min_window,
+//!   reaction interval and not within one of a delay decrease: `window ← max(min_window,
 //!   β·window)` (DCTCP-style once-per-RTT reaction, SIGCOMM'10; β ∈ [0.5, 0.8] from the XRDMA
 //!   description).
 //! * RTT history: `min_rtt` is the smallest raw sample, `srtt` the RFC 6298 EWMA with gain 1/8.
@@ -66,7 +80,7 @@
 
 use crate::{Config, Span, Time};
 
-/// The most recent RTT samples the standing delay is taken over (within two smoothed RTTs).
+/// The most recent RTT samples the standing delay is taken over (within two reaction intervals).
 pub const STANDING_SAMPLES: usize = 8;
 
 /// The window's parameters, from [`Config`] (see the module docs for each one's role).
@@ -117,6 +131,7 @@ pub struct SendWindow {
     min_rtt: Option<Span>,
     base_delay: Option<Span>,
     srtt: Option<Span>,
+    sfixed: Option<Span>,
     last_decrease: Option<Time>,
     growth_credit: f64,
     decreases: u64,
@@ -145,6 +160,7 @@ impl SendWindow {
             min_rtt: None,
             base_delay: None,
             srtt: None,
+            sfixed: None,
             last_decrease: None,
             growth_credit: 0.0,
             decreases: 0,
@@ -177,6 +193,17 @@ impl SendWindow {
     /// Smoothed RTT (RFC 6298, gain 1/8).
     pub fn srtt(&self) -> Option<Span> {
         self.srtt
+    }
+
+    /// The reaction interval (see the module docs): `sfixed + ser(fragment_size)` with the link
+    /// rate known, else the smoothed RTT; `None` before any sample.
+    pub fn reaction_interval(&self) -> Option<Span> {
+        if self.p.link_rate_bps.is_some() {
+            self.sfixed
+                .map(|f| f + self.serialization(self.p.fragment_size))
+        } else {
+            self.srtt
+        }
     }
 
     /// Number of decreases applied so far, on ECN echoes and on delay.
@@ -216,10 +243,9 @@ impl SendWindow {
 
     /// The target queueing delay at the current window (see the module docs).
     pub fn target(&self) -> Span {
-        let in_flight_fragment = self.p.fragment_size.min(self.window);
         self.p.target_delay
             + self.endpoint_share()
-            + self.serialization(in_flight_fragment)
+            + self.serialization(self.p.fragment_size)
             + self.flow_scaling(self.window)
     }
 
@@ -231,11 +257,11 @@ impl SendWindow {
     }
 
     /// The standing queueing delay at `now`: the smallest of the recorded samples' queueing
-    /// delays among those no older than two smoothed RTTs (see the module docs); `None`
+    /// delays among those no older than two reaction intervals (see the module docs); `None`
     /// before any sample.
     pub fn standing_delay(&self, now: Time) -> Option<Span> {
         let base = self.base_delay?;
-        let horizon = self.srtt.map_or(Span::ZERO, |s| s + s);
+        let horizon = self.reaction_interval().map_or(Span::ZERO, |s| s + s);
         self.recent[..self.recent_len]
             .iter()
             .filter(|(t, _)| now.saturating_since(*t) <= horizon)
@@ -266,20 +292,15 @@ impl SendWindow {
 
     /// At `now`, `acked` bytes were ACKed; `rtt` is the sample of the newest of them, a frame
     /// or fragment of `sample_bytes` payload bytes. Grows the window while the standing delay
-    /// is below the target, shrinks it (at most once per smoothed RTT) at or above it.
+    /// is below the target, shrinks it (at most once per reaction interval) at or above it.
     pub fn on_ack(&mut self, now: Time, acked: u64, rtt: Span, sample_bytes: u64) {
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
         // Saturating: a measured RTT may undercut the modelled serialisation (see
         // `queueing_delay`); the fixed part is then zero, never negative.
         let fixed_part = rtt.saturating_sub(self.serialization(sample_bytes));
         self.base_delay = Some(self.base_delay.map_or(fixed_part, |b| b.min(fixed_part)));
-        self.srtt = Some(match self.srtt {
-            None => rtt,
-            // srtt ← 7/8·srtt + 1/8·rtt, in integer picoseconds.
-            Some(s) => {
-                Span::from_ps((s.as_ps() / 8) * 7 + (s.as_ps() % 8) * 7 / 8 + rtt.as_ps() / 8)
-            }
-        });
+        self.srtt = Some(self.srtt.map_or(rtt, |s| ewma(s, rtt)));
+        self.sfixed = Some(self.sfixed.map_or(fixed_part, |s| ewma(s, fixed_part)));
         self.record(now, fixed_part);
         if self.fixed {
             return;
@@ -310,7 +331,7 @@ impl SendWindow {
     }
 
     /// An ECN echo arrived at `now`. Applies `window ← max(min, β·window)` unless a decrease
-    /// already happened less than one smoothed RTT ago; returns whether it applied.
+    /// already happened less than one reaction interval ago; returns whether it applied.
     pub fn on_congestion(&mut self, now: Time) -> bool {
         if self.fixed || !self.may_decrease(now) {
             return false;
@@ -319,10 +340,10 @@ impl SendWindow {
         true
     }
 
-    /// Whether no decrease happened within one smoothed RTT before `now`.
+    /// Whether no decrease happened within one reaction interval before `now`.
     fn may_decrease(&self, now: Time) -> bool {
-        match (self.last_decrease, self.srtt) {
-            (Some(last), Some(srtt)) => now >= last + srtt,
+        match (self.last_decrease, self.reaction_interval()) {
+            (Some(last), Some(interval)) => now >= last + interval,
             _ => true,
         }
     }
@@ -334,6 +355,11 @@ impl SendWindow {
         self.growth_credit = 0.0;
         self.decreases += 1;
     }
+}
+
+/// `7/8·s + 1/8·x` in integer picoseconds: RFC 6298's smoothing with gain 1/8.
+fn ewma(s: Span, x: Span) -> Span {
+    Span::from_ps((s.as_ps() / 8) * 7 + (s.as_ps() % 8) * 7 / 8 + x.as_ps() / 8)
 }
 
 #[cfg(test)]
@@ -383,17 +409,19 @@ mod tests {
     }
 
     #[test]
-    fn decrease_is_floored_at_min_and_once_per_rtt() {
+    fn decrease_is_floored_at_min_and_once_per_reaction_interval() {
         let mut w = win(5000, 0.5);
-        w.on_ack(Time::ZERO, 0, Span::from_us(8), 0); // srtt = 8 us
+        w.on_ack(Time::ZERO, 0, Span::from_us(8), 0);
         assert!(w.on_congestion(at(100)));
         assert_eq!(w.bytes(), 4096); // 2500 floored to min 4096
         let mut w = win(65536, 0.5);
         w.on_ack(Time::ZERO, 0, Span::from_us(8), 0);
+        // Fixed part 8 us, plus a full fragment's 20.97152 us.
+        assert_eq!(w.reaction_interval(), Some(Span::from_us(8) + SER_64K));
         assert!(w.on_congestion(at(100)));
-        assert!(!w.on_congestion(at(107))); // within one srtt of 100 us
+        assert!(!w.on_congestion(at(128))); // within one interval of 100 us
         assert_eq!(w.bytes(), 32768);
-        assert!(w.on_congestion(at(108)));
+        assert!(w.on_congestion(at(129)));
         assert_eq!(w.bytes(), 16384);
         assert_eq!(w.smallest(), 16384);
         w.on_ack(at(200), 16384, Span::from_us(8), 16384);
@@ -419,9 +447,11 @@ mod tests {
     fn the_target_holds_one_fragments_serialisation() {
         let w = win(262_144, 0.5);
         assert_eq!(w.target(), Span::from_us(10) + SER_64K);
-        // A window below one fragment: fragments are window-sized, so is the term.
+        // A window below one fragment judges the queue it shares against the same target: a
+        // term that shrank with the window lowered the target of a window that had shrunk,
+        // which shrank it again, down to the minimum (two senders, most seeds).
         let w = win(16384, 0.5);
-        assert_eq!(w.target(), Span::from_us(10) + Span::from_ps(5_242_880));
+        assert_eq!(w.target(), Span::from_us(10) + SER_64K);
         // An unknown rate: the base target alone.
         let w = SendWindow::new(WindowParams {
             link_rate_bps: None,
@@ -653,6 +683,72 @@ mod tests {
         assert!(!w.on_congestion(at(100)));
         assert_eq!((w.bytes(), w.decreases()), (65536, 0));
         assert_eq!(w.min_rtt(), Some(Span::from_us(5)));
+    }
+
+    #[test]
+    fn the_reaction_interval_does_not_depend_on_the_window() {
+        // Two windows on one path (fixed delay 30 us): a large one whose samples are full
+        // fragments, a small one whose samples are 4 KiB. Their raw srtts differ by the
+        // serialisation (the small one's is ~20 us shorter, so it was cut more often); their
+        // reaction intervals are equal.
+        let mut big = win(262_144, 0.5);
+        let mut small = win(4096, 0.5);
+        let fixed = Span::from_us(30);
+        for k in 0..40 {
+            big.on_ack(at(50 * k), 65536, fixed + SER_64K, 65536);
+            small.on_ack(
+                at(50 * k),
+                4096,
+                fixed + Span::serialization(4096, G25),
+                4096,
+            );
+        }
+        assert!(
+            small.srtt() < big.srtt(),
+            "{:?} {:?}",
+            small.srtt(),
+            big.srtt()
+        );
+        assert_eq!(small.reaction_interval(), big.reaction_interval());
+        assert_eq!(big.reaction_interval(), Some(fixed + SER_64K));
+        // Without a link rate the law falls back to the smoothed RTT.
+        let mut w = SendWindow::new(WindowParams {
+            link_rate_bps: None,
+            ..params()
+        });
+        w.on_ack(Time::ZERO, 0, Span::from_us(8), 0);
+        assert_eq!(w.reaction_interval(), Some(Span::from_us(8)));
+    }
+
+    #[test]
+    fn a_shrunken_window_sharing_a_queue_is_not_starved() {
+        // A fluid model of two flows into one 25 Gb/s link that both see the same queue, one
+        // starting at the minimum window: each flow's RTT sample is its newest fragment's
+        // (a window below one fragment sends window-sized fragments), and each flow ACKs its
+        // window once per its own RTT. With the target and the decrease pace tied to the
+        // window, the small flow stayed at the minimum while the large one held the link.
+        let mut w = [win(262_144, 0.5), win(4096, 0.5)];
+        let base = Span::from_us(5);
+        let bdp = (G25 as f64 / 8.0 * 5e-6) as u64;
+        // Both know the path's fixed delay (an empty-path sample each).
+        for x in &mut w {
+            let frag = x.bytes().min(65536);
+            x.on_ack(Time::ZERO, 0, base + Span::serialization(frag, G25), frag);
+        }
+        let mut next = [Time::ZERO; 2];
+        let mut now = Time::ZERO;
+        while now < at(40_000) {
+            let i = if next[0] <= next[1] { 0 } else { 1 };
+            now = next[i];
+            let queue = (w[0].bytes() + w[1].bytes()).saturating_sub(bdp);
+            let frag = w[i].bytes().min(65536);
+            let rtt = base + Span::serialization(frag, G25) + Span::serialization(queue, G25);
+            let b = w[i].bytes();
+            w[i].on_ack(now, b, rtt, frag);
+            next[i] = now + rtt;
+        }
+        let (a, b) = (w[0].bytes() as f64, w[1].bytes() as f64);
+        assert!(a.min(b) / a.max(b) > 0.5, "{a} vs {b}");
     }
 
     #[test]
