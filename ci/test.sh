@@ -35,6 +35,9 @@ for s in "${shipped[@]}"; do
   "$bin" validate "$s" > /dev/null
 done
 ci/determinism.sh "$bin" "${shipped[@]}"
+# ... and the same as the commit says: a change that moves simulated events updates
+# ci/trace-hashes.txt in the same commit, or fails here.
+ci/trace-baseline.sh "$bin"
 "$bin" conformance
 # 1 M messages checked in order, then 10 000 close/connect cycles through the QP cache: QPs,
 # MRs and buffers must not grow.
