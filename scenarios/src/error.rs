@@ -80,14 +80,53 @@ impl ScenarioError {
     /// The located error for a deserialization error: serde_yaml_ng's own location (the key
     /// of an unknown or misplaced field, the value that does not read, the mapping that misses
     /// a key), the field path as serde_path_to_error records it, and serde_yaml_ng's message.
+    ///
+    /// Two errors are located anew from `text`: a syntax error that the typed reading did
+    /// not reach first (an unclosed `{` whose contents read as a bad value) is reported as
+    /// the syntax error, at the parser's place; a repeated key is reported at its second
+    /// occurrence, not at the mapping's start.
     pub(crate) fn from_serde(
         err: serde_path_to_error::Error<serde_yaml_ng::Error>,
+        text: &str,
         path: &Path,
     ) -> Self {
         let steps = FieldPath::from_serde(err.path());
         let err = err.into_inner();
-        let location = err.location().map(|l| (l.line(), l.column()));
+        let invalid = |line: Option<usize>, column, field, message| {
+            ScenarioError::Invalid(Box::new(Diagnostic {
+                path: path.to_path_buf(),
+                line,
+                column,
+                field,
+                message,
+            }))
+        };
+        let text_error = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text).err();
+        if let Some(syntax) = text_error.filter(|e| !e.to_string().contains("duplicate entry")) {
+            let location = syntax.location().map(|l| (l.line(), l.column()));
+            let (_, message) = serde_message(&syntax.to_string(), &FieldPath(Vec::new()), location);
+            return invalid(location.map(|l| l.0), location.map(|l| l.1), None, message);
+        }
+        let mut location = err.location().map(|l| (l.line(), l.column()));
         let (field, message) = serde_message(&err.to_string(), &steps, location);
+        if let Some(key) = duplicate_key(&message) {
+            // The mapping the message is about: the longest prefix of the path that names it.
+            let mapping = (0..=steps.0.len())
+                .rev()
+                .map(|n| steps.prefix(n))
+                .find(|p| field.as_deref().unwrap_or("") == p.to_string())
+                .unwrap_or(FieldPath(Vec::new()));
+            if let Some(m) = SpanIndex::new(text).repeated_key(&mapping, key) {
+                location = Some((m.line, m.column));
+                let field = Some(mapping.key(key).to_string());
+                let message = format!("`{key}` is written twice in this mapping (once is allowed)");
+                return invalid(location.map(|l| l.0), location.map(|l| l.1), field, message);
+            }
+        }
+        let message = match field.as_deref() {
+            Some(f) => without_refused_keys(f, message),
+            None => message,
+        };
         ScenarioError::Invalid(Box::new(Diagnostic {
             path: path.to_path_buf(),
             line: location.map(|l| l.0),
@@ -135,17 +174,51 @@ impl ScenarioError {
 /// key. Both parts are removed by exact match against what is known of them: the location as
 /// given and each prefix of `steps`, the longest first (a longer prefix would continue with
 /// `.` or `[` where the text has `: `). Returns the field (the matched path) and the message.
+/// The key of serde's "duplicate field `KEY`" (a struct's field) or serde_yaml_ng's
+/// "duplicate entry with key "KEY"" (a mapping read as a map) message.
+fn duplicate_key(message: &str) -> Option<&str> {
+    if let Some(rest) = message.strip_prefix("duplicate field `") {
+        return rest.split_once('`').map(|(k, _)| k);
+    }
+    message
+        .strip_prefix("duplicate entry with key \"")?
+        .split_once('"')
+        .map(|(k, _)| k)
+}
+
+/// Keys a mapping reads only to refuse them with a pointer to where they belong: an unknown
+/// key's list of expected keys must not offer them.
+const REFUSED_KEYS: [(&str, &[&str]); 1] = [("sim", &crate::sim_section::MOVED_TO_RC)];
+
+/// `message` without the [`REFUSED_KEYS`] of mapping `field` in its "expected one of" list.
+fn without_refused_keys(field: &str, message: String) -> String {
+    let Some((_, refused)) = REFUSED_KEYS.iter().find(|(f, _)| *f == field) else {
+        return message;
+    };
+    let marker = "expected one of ";
+    let Some(at) = message.find(marker) else {
+        return message;
+    };
+    let (head, list) = message.split_at(at + marker.len());
+    let kept: Vec<&str> = list
+        .split(", ")
+        .filter(|k| !refused.iter().any(|r| k.trim_matches('`') == *r))
+        .collect();
+    format!("{head}{}", kept.join(", "))
+}
+
 fn serde_message(
     text: &str,
     steps: &FieldPath,
     location: Option<(usize, usize)>,
 ) -> (Option<String>, String) {
-    let mut text = text;
+    let mut owned = text.to_string();
     if let Some((line, column)) = location {
-        text = text
-            .strip_suffix(&format!(" at line {line} column {column}"))
-            .unwrap_or(text);
+        // The place is given apart: take it out of the text, at its end or inside it (a
+        // parser's "... at line L column C, while parsing ...").
+        owned = owned.replacen(&format!(" at line {line} column {column}"), "", 1);
     }
+    let text = owned.as_str();
     for n in (1..=steps.0.len()).rev() {
         let field = steps.prefix(n).to_string();
         if let Some(message) = text

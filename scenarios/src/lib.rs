@@ -162,6 +162,19 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     };
     // Read at most one byte past the limit, so a device or a huge file is refused without
     // being read whole.
+    // A FIFO or a device would block or never end: only a regular file (or a link to one)
+    // is read.
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a FIFO, socket or device)"
+        };
+        return Err(read_err(std::io::Error::other(format!(
+            "{kind}; a scenario is a YAML file"
+        ))));
+    }
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_SCENARIO_BYTES + 1).read_to_string(&mut text))
@@ -178,6 +191,11 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 /// u64-picosecond clock (about 213 days) so every deadline after it fits.
 pub const MAX_START: xrdma::Time = xrdma::Time::from_ps(xrdma::Span::from_ms(3_600_000).as_ps());
 
+/// The longest scenario `name`, bytes: it names result directories, and a file name holds at
+/// most 255 bytes (Linux's `NAME_MAX`), less what the tool adds to it (a sweep point's
+/// suffix, a staging directory's prefix).
+pub const MAX_NAME_BYTES: usize = 200;
+
 /// The largest scenario file read, bytes: the shipped ones are a few KiB.
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 
@@ -190,6 +208,9 @@ pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 /// unit, and failed checks (e.g. receiver not a host, β outside [0.5, 0.8], min-window >
 /// initial-window, Kmin > Kmax, Pmax outside (0, 1], zero MTU).
 pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioError> {
+    // A UTF-8 byte order mark may start a YAML stream (YAML 1.2, §5.2); lines and columns
+    // count from the text after it, as an editor shows them.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let has_content = text.lines().any(|l| {
         let l = l.trim();
         !l.is_empty() && !l.starts_with('#') && l != "---" && l != "..."
@@ -207,7 +228,7 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
     }
     let raw: RawBody =
         serde_path_to_error::deserialize(serde_yaml_ng::Deserializer::from_str(text))
-            .map_err(|e| ScenarioError::from_serde(e, path_for_messages))?;
+            .map_err(|e| ScenarioError::from_serde(e, text, path_for_messages))?;
     let body =
         check_body(raw).map_err(|e| ScenarioError::from_check(e, text, path_for_messages))?;
     Ok(Scenario {
@@ -299,6 +320,16 @@ fn check_body(raw: RawBody) -> Result<Body, FieldError> {
             format!(
                 "{:?} contains `/`, `\\` or a control character; it names result directories",
                 body.name
+            ),
+        ));
+    }
+    if body.name.len() > MAX_NAME_BYTES {
+        return Err(field_error(
+            "name",
+            format!(
+                "is {} bytes long; it names result directories, so at most {MAX_NAME_BYTES} \
+                 bytes (a file name holds at most 255, and the tool adds to it)",
+                body.name.len()
             ),
         ));
     }

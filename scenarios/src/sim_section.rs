@@ -127,6 +127,16 @@ pub struct PfcSection {
 }
 
 /// The `sim:` mapping as written.
+/// The RC QP attributes `sim:` no longer takes (they moved to the top-level `rc:` block), in
+/// the order [`RawSim`] reads them: a scenario that still writes one gets a pointer to `rc:`,
+/// and an unknown key's list of expected keys does not offer them.
+pub(crate) const MOVED_TO_RC: [&str; 4] = [
+    "min-rnr-timer",
+    "rnr-retry",
+    "local-ack-timeout",
+    "retry-cnt",
+];
+
 #[derive(Deserialize)]
 #[serde(
     rename_all = "kebab-case",
@@ -144,7 +154,7 @@ pub(crate) struct RawSim {
     pfc: Option<RawPfc>,
     cnp_interval: Option<Span>,
     dcqcn: Option<RawDcqcn>,
-    /// The RC attributes that moved to the `rc:` block: read only to say so.
+    /// The RC attributes that moved to the `rc:` block ([`MOVED_TO_RC`]): read only to say so.
     min_rnr_timer: Option<IgnoredAny>,
     rnr_retry: Option<IgnoredAny>,
     local_ack_timeout: Option<IgnoredAny>,
@@ -277,13 +287,13 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         .map(check_capture)
         .transpose()
         .map_err(under("capture"))?;
-    let moved = [
-        ("min-rnr-timer", raw.min_rnr_timer.is_some()),
-        ("rnr-retry", raw.rnr_retry.is_some()),
-        ("local-ack-timeout", raw.local_ack_timeout.is_some()),
-        ("retry-cnt", raw.retry_cnt.is_some()),
+    let given = [
+        raw.min_rnr_timer.is_some(),
+        raw.rnr_retry.is_some(),
+        raw.local_ack_timeout.is_some(),
+        raw.retry_cnt.is_some(),
     ];
-    if let Some((key, _)) = moved.iter().find(|(_, given)| *given) {
+    if let Some((key, _)) = MOVED_TO_RC.iter().zip(given).find(|(_, given)| *given) {
         return Err(field_error(
             key,
             format!(

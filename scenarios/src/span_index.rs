@@ -199,6 +199,20 @@ impl SpanIndex {
         self.entry(id, key).map(|e| e.key_mark)
     }
 
+    /// Where `key` is written the second time in the mapping at `mapping`; `None` if it is
+    /// written at most once there.
+    pub fn repeated_key(&self, mapping: &FieldPath, key: &str) -> Option<Mark> {
+        let id = self.resolve(self.node(mapping)?);
+        match &self.nodes[id].kind {
+            Kind::Mapping(entries) => entries
+                .iter()
+                .filter(|e| e.key.as_deref() == Some(key))
+                .nth(1)
+                .map(|e| e.key_mark),
+            _ => None,
+        }
+    }
+
     /// Where the value at `path` starts (for a block mapping, its first key; for a flow one,
     /// its `{`); `None` if it is not written.
     pub fn value(&self, path: &FieldPath) -> Option<Mark> {

@@ -151,3 +151,78 @@ fn the_initial_window_outside_its_bounds_is_blamed_itself() {
          min-window (1048576 bytes): need min-window ≤ initial-window ≤ max-window"
     );
 }
+
+#[test]
+fn a_byte_order_mark_is_read_past_and_does_not_shift_places() {
+    // With a UTF-8 BOM the file read as no scenario at all ("missing field `workload`", 1:2).
+    let text = format!(
+        "\u{feff}{}",
+        with("sim:\n  ecn: { kmin: 2MB, kmax: 1MB }\n")
+    );
+    assert_eq!(
+        err(&text),
+        "scenarios/x.yaml:5:10: sim.ecn.kmin: Kmin (2097152 bytes) is above Kmax (1048576 \
+         bytes): need kmin ≤ kmax"
+    );
+    assert_eq!(ok(&format!("\u{feff}{}", with(""))).name, "t");
+}
+
+#[test]
+fn an_unclosed_flow_mapping_is_a_syntax_error_not_a_bad_value() {
+    // The next line was read into the mapping's last value, which was then blamed for a bad
+    // unit: "sim.ecn.kmax: `1MB seed` has unknown unit".
+    let e = err(&with("sim:\n  ecn: { kmin: 2MB, kmax: 1MB\n  seed: 3\n"));
+    assert_eq!(
+        e,
+        "scenarios/x.yaml:6:7: did not find expected ',' or '}', while parsing a flow mapping \
+         at line 5 column 8"
+    );
+}
+
+#[test]
+fn a_repeated_key_is_blamed_where_it_is_repeated() {
+    // Both were reported at the start of their mapping (1:1 for the top level).
+    assert_eq!(
+        err(&format!("{}name: u\n", with("sim:\n  seed: 3\n"))),
+        "scenarios/x.yaml:6:1: name: `name` is written twice in this mapping (once is allowed)"
+    );
+    assert_eq!(
+        err(&with("sim:\n  seed: 3\n  pfc: {}\n  seed: 4\n")),
+        "scenarios/x.yaml:7:3: sim.seed: `seed` is written twice in this mapping (once is \
+         allowed)"
+    );
+}
+
+#[test]
+fn a_name_too_long_for_a_directory_is_refused_by_validation() {
+    // 300 characters passed `validate` and failed at run time creating results/<name>.
+    let workload =
+        "workload:\n  incast: { senders: 2, receiver: 0, messages: [ { size: 4KiB } ] }\n";
+    let e = err(&format!("name: {}\n{workload}", "a".repeat(300)));
+    assert!(
+        e.starts_with(
+            "scenarios/x.yaml:1:1: name: is 300 bytes long; it names result directories, so \
+             at most 200 bytes"
+        ),
+        "{e}"
+    );
+    let most = "b".repeat(xrdma_scenario::MAX_NAME_BYTES);
+    ok(&format!("name: {most}\n{workload}"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_without_blocking() {
+    // Reading a FIFO as a scenario blocked forever waiting for a writer.
+    let dir = std::env::temp_dir().join(format!("xrdma-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let fifo = dir.join("s.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let e = xrdma_scenario::load(&fifo).expect_err("a FIFO is no scenario");
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(format!("{e:?}").contains("not a regular file"), "{e:?}");
+}

@@ -100,3 +100,23 @@ fn rc_keys_in_the_sim_block_say_where_they_went() {
         assert!(e.contains(&format!("write `rc: {{ {key}: ... }}`")), "{e}");
     }
 }
+
+#[test]
+fn an_unknown_sim_key_is_not_offered_the_rc_keys_sim_refuses() {
+    // The list of expected keys offered `rnr-retry` and the other RC attributes, which `sim:`
+    // then refused with a pointer to `rc:`.
+    let e = err(&with("sim:\n  bogus: 1\n"));
+    assert!(
+        e.starts_with("scenarios/x.yaml:5:3: sim: unknown field `bogus`, expected one of `seed`"),
+        "{e}"
+    );
+    for key in [
+        "min-rnr-timer",
+        "rnr-retry",
+        "local-ack-timeout",
+        "retry-cnt",
+    ] {
+        assert!(!e.contains(&format!("`{key}`")), "{key} offered: {e}");
+    }
+    assert!(e.contains("`faults`") && e.ends_with("`capture`"), "{e}");
+}
