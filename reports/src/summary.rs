@@ -176,8 +176,8 @@ pub fn summary_table(r: &RunResult) -> String {
     if !r.errors.is_empty() {
         let _ = writeln!(
             w,
-            "!!! the middleware reported {} error(s); the first listed (the receiving host's \
-             come first, then each sender's):",
+            "!!! the middleware reported {} error(s); the earliest (the root cause, as a rule; \
+             all are in result.json):",
             r.errors.len()
         );
         let _ = writeln!(w, "!!!   {}", r.errors[0]);

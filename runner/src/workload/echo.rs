@@ -10,8 +10,8 @@
 
 use super::receiver::Reassembly;
 use super::{
-    mean_shape, ArrivalLog, Digest, PayloadPool, ReceiverView, Response, SenderRecord, SentRecord,
-    Setup, Workload,
+    mean_shape, ArrivalLog, Digest, ErrorAt, PayloadPool, ReceiverView, Response, SenderRecord,
+    SentRecord, Setup, Workload,
 };
 use crate::role::Finish;
 use bytes::Bytes;
@@ -66,7 +66,7 @@ pub struct EchoClient {
     /// Every request issued so far, by index.
     pub exchanges: Vec<Exchange>,
     /// Errors xrdma reported, as text.
-    pub errors: Vec<String>,
+    pub errors: Vec<ErrorAt>,
 }
 
 impl EchoClient {
@@ -122,7 +122,7 @@ impl EchoClient {
         match ep.send(now, self.conn, data) {
             Ok(_) => self.outstanding.push_back(index as usize),
             Err(e) => {
-                self.errors.push(e.to_string());
+                self.errors.push(ErrorAt::new(now, e));
                 if let Some(x) = self.exchanges.last_mut() {
                     x.failed = true;
                 }
@@ -135,7 +135,7 @@ impl Application for EchoClient {
     fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
         match &event {
             Event::ConnectionFailed { error, .. } => {
-                self.errors.push(error.to_string());
+                self.errors.push(ErrorAt::new(now, error));
                 return;
             }
             Event::SendFailed { .. } => return,
@@ -211,7 +211,7 @@ impl Application for EchoServer {
         if let Err(e) = ep.send(now, conn, response) {
             self.log
                 .errors
-                .push(format!("answering host {client}: {e}"));
+                .push(ErrorAt::new(now, format!("answering host {client}: {e}")));
         }
     }
 

@@ -9,7 +9,7 @@
 //! from the intended send time, so the queueing this causes is measured, not hidden.
 
 use super::{
-    Digest, PayloadPool, Receiver, ReceiverView, SenderRecord, SentRecord, Setup, Workload,
+    Digest, ErrorAt, PayloadPool, Receiver, ReceiverView, SenderRecord, SentRecord, Setup, Workload,
 };
 use crate::role::Finish;
 use xrdma::driver::Application;
@@ -50,7 +50,7 @@ pub struct Sender {
     /// What was sent, by index.
     pub sent: Vec<SentMessage>,
     /// Errors xrdma reported (connection failures), as text.
-    pub errors: Vec<String>,
+    pub errors: Vec<ErrorAt>,
 }
 
 impl Sender {
@@ -101,7 +101,7 @@ impl Application for Sender {
         match event {
             Event::Sent { msg, timing, .. } => self.record_ack(msg, now, Some(timing)),
             Event::SendFailed { msg, .. } => self.record_ack(msg, now, None),
-            Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
+            Event::ConnectionFailed { error, .. } => self.errors.push(ErrorAt::new(now, error)),
             Event::Message { .. }
             | Event::Fragment { .. }
             | Event::PeerClosed { .. }
@@ -135,7 +135,7 @@ impl Application for Sender {
                     self.next += 1;
                 }
                 Err(e) => {
-                    self.errors.push(e.to_string());
+                    self.errors.push(ErrorAt::new(now, e));
                     self.next = self.sizes.len();
                 }
             }

@@ -6,8 +6,8 @@
 //! stalled receiver holds it (no coordinated omission): a backlog shows up in the tail.
 
 use super::{
-    mean_shape, Digest, PayloadPool, Receiver, ReceiverView, SenderRecord, SentRecord, Setup,
-    Workload,
+    mean_shape, Digest, ErrorAt, PayloadPool, Receiver, ReceiverView, SenderRecord, SentRecord,
+    Setup, Workload,
 };
 use crate::role::Finish;
 use rand::{Rng, SeedableRng};
@@ -121,7 +121,7 @@ pub struct OpenLoopSender {
     /// Every arrival so far, by index.
     pub messages: Vec<OpenLoopMessage>,
     /// Errors xrdma reported, as text.
-    pub errors: Vec<String>,
+    pub errors: Vec<ErrorAt>,
 }
 
 impl OpenLoopSender {
@@ -178,7 +178,7 @@ impl Application for OpenLoopSender {
         match event {
             Event::Sent { msg, timing, .. } => self.record(msg, now, Some(timing)),
             Event::SendFailed { msg, .. } => self.record(msg, now, None),
-            Event::ConnectionFailed { error, .. } => self.errors.push(error.to_string()),
+            Event::ConnectionFailed { error, .. } => self.errors.push(ErrorAt::new(now, error)),
             Event::Message { .. }
             | Event::Fragment { .. }
             | Event::PeerClosed { .. }
@@ -211,7 +211,7 @@ impl Application for OpenLoopSender {
                     self.next = self.arrivals.next();
                 }
                 Err(e) => {
-                    self.errors.push(e.to_string());
+                    self.errors.push(ErrorAt::new(now, e));
                     self.abandon_rest();
                     return;
                 }

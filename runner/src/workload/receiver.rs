@@ -65,8 +65,8 @@ pub struct ArrivalLog {
     per_conn: PerConn<u32>,
     /// Everything that arrived, in arrival order.
     pub arrivals: Vec<Arrival>,
-    /// Errors xrdma reported, as text.
-    pub errors: Vec<String>,
+    /// Errors xrdma reported, and when.
+    pub errors: Vec<super::record::ErrorAt>,
 }
 
 impl ArrivalLog {
@@ -79,7 +79,7 @@ impl ArrivalLog {
         event: &Event,
     ) -> Option<(ConnId, &Arrival)> {
         if let Event::ConnectionFailed { error, .. } = event {
-            self.errors.push(error.to_string());
+            self.errors.push(super::record::ErrorAt::new(now, error));
             return None;
         }
         let (conn, size, digest) = self.reassembly.whole(event)?;

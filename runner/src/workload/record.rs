@@ -3,6 +3,7 @@
 use super::Arrival;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
+use xrdma::Time;
 use xrdma_reports as rep;
 
 /// An XXH3-128 payload digest; serialised as 32 lowercase hex digits (JSON numbers cannot
@@ -74,12 +75,32 @@ pub struct SenderRecord {
     pub host: u32,
     /// Every message it intended, in index order, posted or not.
     pub messages: Vec<SentRecord>,
-    /// Errors xrdma reported on it, as text.
-    pub errors: Vec<String>,
+    /// Errors xrdma reported on it, and when.
+    pub errors: Vec<ErrorAt>,
     /// How its send windows moved (the runner adds it from the sender's endpoint after the
     /// run; [`crate::transport_info::add_windows`]); absent from a rank that did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<rep::WindowTally>,
+}
+
+/// An error xrdma reported on a host, and the instant it was reported.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ErrorAt {
+    /// When, picoseconds on the fabric's clock.
+    pub at_ps: u64,
+    /// What, as text.
+    pub what: String,
+}
+
+impl ErrorAt {
+    /// `what`, reported at `at`.
+    pub fn new(at: Time, what: impl std::fmt::Display) -> Self {
+        ErrorAt {
+            at_ps: at.as_ps(),
+            what: what.to_string(),
+        }
+    }
 }
 
 /// What the receiving side got: every arrival, in arrival order, and its errors.
@@ -87,8 +108,8 @@ pub struct SenderRecord {
 pub struct ReceiverView<'a> {
     /// Every whole message that arrived.
     pub arrivals: &'a [Arrival],
-    /// Errors xrdma reported at the receiving host, as text.
-    pub errors: &'a [String],
+    /// Errors xrdma reported at the receiving host, and when.
+    pub errors: &'a [ErrorAt],
 }
 
 /// The delivery tally of a run: one record per intended message, the check, and the errors.
@@ -98,7 +119,10 @@ pub struct Tally {
     pub messages: Vec<rep::MessageRecord>,
     /// Delivered, mismatched, duplicated and missing counts.
     pub delivery: rep::DeliveryCheck,
-    /// The receiving side's errors, then each sender's, each naming its host (`host H: ...`).
+    /// Every host's errors in the order they happened (at one instant the receiving side's
+    /// first, then each sender's), each naming its host and time (`host H: ... (at T µs)`):
+    /// the first is the earliest, which is the root cause as a rule (a sender's retry
+    /// exceeded before the receiver sees its connection end).
     pub errors: Vec<String>,
 }
 
@@ -120,14 +144,17 @@ pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>, tra
             duplicates += 1;
         }
     }
-    let mut errors: Vec<String> = got
-        .errors
-        .iter()
-        .map(|e| format!("host {receiver}: {e}"))
-        .collect();
+    let mut timed: Vec<(u64, u32, &ErrorAt)> =
+        got.errors.iter().map(|e| (e.at_ps, receiver, e)).collect();
     for s in senders {
-        errors.extend(s.errors.iter().map(|e| format!("host {}: {e}", s.host)));
+        timed.extend(s.errors.iter().map(|e| (e.at_ps, s.host, e)));
     }
+    // Stable: at one instant the receiving side's come first, then the senders' as given.
+    timed.sort_by_key(|(at, _, _)| *at);
+    let errors: Vec<String> = timed
+        .into_iter()
+        .map(|(at, host, e)| format!("host {host}: {} (at {})", e.what, Time::from_ps(at)))
+        .collect();
     let mut messages = Vec::with_capacity(senders.iter().map(|s| s.messages.len()).sum());
     let mut check = rep::DeliveryCheck {
         delivered: 0,
@@ -253,7 +280,7 @@ mod tests {
                 sent(3, None, None),    // never posted, yet something arrived
                 sent(4, None, None),    // never posted, nothing arrived
             ],
-            errors: vec!["boom".into()],
+            errors: vec![ErrorAt::new(Time::from_ps(5_000_000), "boom")],
             window: None,
         }];
         let arrivals = [
@@ -263,7 +290,7 @@ mod tests {
             arrival(1, 3, 1),
             arrival(2, 0, 7), // from a host that sent nothing
         ];
-        let errors = ["receiver trouble".to_string()];
+        let errors = [ErrorAt::new(Time::from_ps(5_000_000), "receiver trouble")];
         let t = tally(
             0,
             &senders,
@@ -285,7 +312,42 @@ mod tests {
         assert_eq!(t.messages.len(), 5);
         assert_eq!(t.messages[2].delivered_ps, None);
         assert_eq!(t.messages[0].delivered_ps, Some(3));
-        assert_eq!(t.errors, vec!["host 0: receiver trouble", "host 1: boom"]);
+        assert_eq!(
+            t.errors,
+            vec![
+                "host 0: receiver trouble (at 5.000 us)",
+                "host 1: boom (at 5.000 us)"
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_are_listed_in_the_order_they_happened() {
+        // A sender's retry exceeded (the root cause) and, later, the receiver's connection
+        // failing because of it: the receiver's came first and led the summary.
+        let senders = [SenderRecord {
+            host: 3,
+            messages: vec![],
+            errors: vec![ErrorAt::new(Time::from_ps(7_000_000), "RnrRetryExcErr")],
+            window: None,
+        }];
+        let errors = [ErrorAt::new(Time::from_ps(9_000_000), "peer went away")];
+        let t = tally(
+            0,
+            &senders,
+            ReceiverView {
+                arrivals: &[],
+                errors: &errors,
+            },
+            false,
+        );
+        assert_eq!(
+            t.errors,
+            vec![
+                "host 3: RnrRetryExcErr (at 7.000 us)",
+                "host 0: peer went away (at 9.000 us)"
+            ]
+        );
     }
 
     #[test]
