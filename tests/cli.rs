@@ -384,6 +384,18 @@ fn ping_verbs_print_perftests_columns_or_json_and_refuse_what_they_cannot_measur
             1,
             "--iters must be at least 1",
         ),
+        // Unbounded counts asked for the samples' memory at once and aborted (4 G round
+        // trips: a 32 GB allocation).
+        (
+            &["--warmup", "4000000000"],
+            1,
+            "4000000000 is not in 0..=10000000",
+        ),
+        (
+            &["--iters", "10000001"],
+            1,
+            "10000001 is not in 0..=10000000",
+        ),
         (
             &["--verb", "write", "--host-profile", "connectx6"],
             1,

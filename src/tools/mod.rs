@@ -23,6 +23,11 @@ pub mod verb_ping;
 
 use anyhow::{bail, Context, Result};
 use xrdma::driver::{self, Application, TurnScratch};
+
+/// The most iterations (round trips, messages, QP pairs) a tool runs, and the most warm-up
+/// round trips: each one's sample is kept in memory (8 bytes), so 10 M hold 80 MB, and larger
+/// counts asked for an allocation that aborted the process (4 G round trips, 32 GB).
+pub const MAX_ITERS: u32 = 10_000_000;
 use xrdma::{Config, ConnId, Endpoint, Time};
 use xrdma_runner::fabric::{Fabric, SimFabric};
 use xrdma_runner::host_cpu;
