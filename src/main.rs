@@ -14,7 +14,9 @@ use xrdma_runner::stat_socket::StatSocket;
 use xrdma_runner::watch::{NoWatch, Watch};
 #[cfg(not(feature = "verbs"))]
 use xrdma_testbed::output::no_verbs;
-use xrdma_testbed::output::{prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED};
+use xrdma_testbed::output::{
+    open_out_dir, prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED,
+};
 use xrdma_testbed::tools::two_process::{two_process, TwoProcess};
 use xrdma_testbed::{capture_cli, out, outln, tools};
 
@@ -387,13 +389,16 @@ fn real_main() -> Result<ExitCode> {
                 }
             }
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-            // Only the rank that writes the report touches the output directory.
-            if launched
+            // Only the rank that writes the report touches the output directory. It is
+            // locked before the run, so a second run into it is refused at once.
+            let run_dir = if launched
                 .as_ref()
                 .is_none_or(|l| xrdma_testbed::launch_cli::writes_report(&sc, l))
             {
-                prepare_out_dir(&out)?;
-            }
+                Some(open_out_dir(&out)?)
+            } else {
+                None
+            };
             let on = if backend == Backend::Sim {
                 "the simulator"
             } else {
@@ -431,11 +436,26 @@ fn real_main() -> Result<ExitCode> {
                     eprintln!("warning: {w}");
                 }
             }
-            // The summary first: a results directory that cannot be written (a full disk)
-            // still leaves the figures on the terminal.
-            let pcaps = capture_cli::write(&out, &mut result, &captures)?;
+            let Some(run_dir) = run_dir else {
+                bail!("this rank does not write the report, yet it holds the result");
+            };
+            // The captures are listed in the result, so they are staged first; the summary
+            // before the other files: a results directory that cannot be written (a full
+            // disk) still leaves the figures on the terminal.
+            let staged = capture_cli::write(&run_dir, &mut result, &captures);
             out!("{}", xrdma_reports::summary_table(&result));
-            let files = xrdma_reports::write_run_dir(&out, &result, csv)
+            let pcaps = staged
+                .and_then(|p| Ok((p, xrdma_reports::stage_run(&run_dir, &result, csv)?)))
+                .with_context(|| {
+                    format!(
+                        "writing results to {}: {}",
+                        out.display(),
+                        run_dir.unchanged_note()
+                    )
+                })?;
+            let (pcaps, files) = pcaps;
+            run_dir
+                .commit()
                 .with_context(|| format!("writing results to {}", out.display()))?;
             outln!("wrote {}", files.result_json.display());
             print_written(&files);
@@ -451,7 +471,14 @@ fn real_main() -> Result<ExitCode> {
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             };
             out!("{}", xrdma_reports::summary_table(&r));
-            let files = xrdma_reports::write_report(&out, &r, csv)
+            prepare_out_dir(&out)?;
+            // Redrawn beside its own result.json, that file (and its captures) stay.
+            let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            };
+            let beside = json.parent().is_some_and(|p| same(p, &out));
+            let files = xrdma_reports::write_report(&out, &r, csv, beside)
                 .with_context(|| format!("writing the report to {}", out.display()))?;
             print_written(&files);
             Ok(verdict(&r))
