@@ -3,7 +3,9 @@
 //!
 //! Exit status: 0 when the run finished and every message arrived intact; 2 when the run
 //! finished but its result shows a failure (a message undelivered, corrupted or duplicated,
-//! or an inconsistent result); 1 when nothing ran (bad scenario, unwritable output).
+//! or an inconsistent result); 1 when nothing ran (bad scenario, unwritable output, an output
+//! directory in use); 130 (143) when SIGINT (SIGTERM) stopped a command that writes a results
+//! directory, which then still holds the earlier run (`interrupt`).
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -329,6 +331,12 @@ fn real_main() -> Result<ExitCode> {
             });
         }
     };
+    if matches!(
+        cli.command,
+        Command::Run { .. } | Command::Report { .. } | Command::Sweep(_)
+    ) {
+        xrdma_testbed::interrupt::install();
+    }
     match cli.command {
         Command::Run {
             scenario,

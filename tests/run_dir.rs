@@ -1,6 +1,6 @@
 //! A results directory is one run's: a run locks it (a second is refused, naming the
-//! holder), builds its files aside and replaces the earlier run's as a whole; a failed run
-//! leaves the earlier one whole and says so; files no run wrote stay.
+//! holder), builds its files aside and replaces the earlier run's as a whole; an interrupted
+//! or failed run leaves the earlier one whole and says so; files no run wrote stay.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -177,10 +177,41 @@ fn a_second_run_into_a_directory_in_use_is_refused_naming_the_holder() {
         stderr(&o)
     );
     assert!(t.elapsed() < Duration::from_secs(30));
-    holder.interrupt();
+    let (code, said) = holder.interrupt();
+    assert_eq!(code, Some(130), "{said}");
     assert!(files(&out) == before, "neither run changed a file");
     ok(&run(&sc, &out, &["--seed", "2"]));
     assert_eq!(seed_of(&out), 2);
+}
+
+#[test]
+fn sigint_mid_run_leaves_the_earlier_run_whole_and_says_so() {
+    let d = scratch("sigint");
+    let small = scenario(&d, "s", SMALL);
+    let long = scenario(&d, "long", LONG);
+    let out = d.join("out");
+    ok(&run(&small, &out, &["--seed", "1", "--csv"]));
+    let before = files(&out);
+    let running = start(
+        &[run_arg(), long.as_os_str(), out_arg(), out.as_os_str()],
+        "running",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, text) = running.interrupt();
+    assert_eq!(code, Some(130), "{text}");
+    assert!(
+        text.contains(&format!(
+            "interrupted: {} still holds the earlier run",
+            out.display()
+        )),
+        "{text}"
+    );
+    assert!(files(&out) == before, "every file is the earlier run's");
+    assert_eq!(seed_of(&out), 1);
+    // The next run is not hindered by what the interrupted one left.
+    ok(&run(&small, &out, &["--seed", "2"]));
+    assert_eq!(seed_of(&out), 2);
+    assert!(!out.join(".xrdma").join("staging").exists());
 }
 
 #[test]
