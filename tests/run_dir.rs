@@ -323,3 +323,109 @@ fn report_redraws_beside_its_result_and_keeps_it() {
     assert!(!now.contains_key("result.json") && !now.contains_key("messages.csv"));
     assert!(now["report.html"] == before["report.html"]);
 }
+
+/// `xrdma sweep SCENARIO --axis fan-in=1,2 --out OUT`.
+fn sweep(sc: &Path, out: &Path) -> Output {
+    xrdma()
+        .arg("sweep")
+        .arg(sc)
+        .args(["--axis", "fan-in=1,2", "--jobs", "1", "--out"])
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_second_sweep_into_a_directory_in_use_is_refused_naming_the_holder() {
+    let d = scratch("sweep-busy");
+    let sc = scenario(&d, "s", SMALL);
+    let out = d.join("sweep");
+    // A sweep of a longer scenario holds the directory.
+    let long = scenario(&d, "long", LONG);
+    let holder = start(
+        &[
+            "sweep".as_ref(),
+            long.as_os_str(),
+            "--axis".as_ref(),
+            "seed=1".as_ref(),
+            out_arg(),
+            out.as_os_str(),
+        ],
+        "sweeping",
+    );
+    let o = sweep(&sc, &out);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let want = format!(
+        "{} is in use by xrdma pid {}",
+        out.display(),
+        holder.child.id()
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    let (code, said) = holder.interrupt();
+    assert_eq!(code, Some(130), "{said}");
+    assert!(
+        !out.join("index.json").exists() && !out.join("points").join("fan-in-1").exists(),
+        "neither sweep finished a file"
+    );
+    ok(&sweep(&sc, &out));
+}
+
+#[test]
+fn a_resume_removes_a_stale_partial_point() {
+    let d = scratch("sweep-partial");
+    let sc = scenario(&d, "s", SMALL);
+    let out = d.join("sweep");
+    ok(&sweep(&sc, &out));
+    // What an interrupted or concurrent sweep leaves beside a finished point.
+    let partial = out.join("points").join("fan-in-2.partial");
+    std::fs::create_dir_all(&partial).unwrap();
+    std::fs::write(partial.join("result.json"), "{").unwrap();
+    let o = sweep(&sc, &out);
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("2 resumed"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(!partial.exists(), "the stale .partial is gone");
+    assert!(out
+        .join("points")
+        .join("fan-in-2")
+        .join("result.json")
+        .exists());
+}
+
+#[test]
+fn a_point_being_written_elsewhere_is_not_written_again() {
+    let d = scratch("point-busy");
+    let sc = scenario(&d, "s", SMALL);
+    let out = d.join("sweep");
+    let points = out.join("points");
+    std::fs::create_dir_all(&points).unwrap();
+    // This process holds point fan-in-1 as a task of a job array would.
+    let held = xrdma_reports::run_dir::DirLock::acquire(
+        &points.join(".fan-in-1.lock"),
+        &points.join("fan-in-1"),
+    )
+    .unwrap();
+    let o = xrdma()
+        .arg("sweep")
+        .arg(&sc)
+        .args(["--axis", "fan-in=1,2", "--point", "fan-in-1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let want = format!("is in use by xrdma pid {}", std::process::id());
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    assert!(!points.join("fan-in-1").exists());
+    drop(held);
+    ok(&xrdma()
+        .arg("sweep")
+        .arg(&sc)
+        .args(["--axis", "fan-in=1,2", "--point", "fan-in-1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    assert!(points.join("fan-in-1").join("result.json").exists());
+}
