@@ -476,16 +476,14 @@ fn real_main() -> Result<ExitCode> {
                 Some(o) => o,
                 None => json
                     .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             };
             out!("{}", xrdma_reports::summary_table(&r));
             prepare_out_dir(&out)?;
             // Redrawn beside its own result.json, that file (and its captures) stay.
-            let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-                (Ok(a), Ok(b)) => a == b,
-                _ => false,
-            };
-            let beside = json.parent().is_some_and(|p| same(p, &out));
+            let canon = |p: &Path| p.canonicalize().ok();
+            let beside = canon(&json).is_some_and(|j| canon(&out.join("result.json")) == Some(j));
             let files = xrdma_reports::write_report(&out, &r, csv, beside)
                 .with_context(|| format!("writing the report to {}", out.display()))?;
             print_written(&files);

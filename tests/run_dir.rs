@@ -308,6 +308,14 @@ fn report_redraws_beside_its_result_and_keeps_it() {
     let o = xrdma().arg("report").arg(&out).output().unwrap();
     ok(&o);
     assert!(files(&out) == before, "redrawn byte for byte, nothing lost");
+    // The same, named as a file from inside the directory.
+    let o = xrdma()
+        .args(["report", "result.json"])
+        .current_dir(&out)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(files(&out) == before, "redrawn byte for byte, nothing lost");
     // Into another directory holding another run: that run's files give way to the report.
     let other = d.join("other");
     ok(&run(&sc, &other, &["--csv", "--seed", "7"]));
