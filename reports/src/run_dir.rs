@@ -66,7 +66,8 @@ pub struct DirLock {
 
 impl DirLock {
     /// Takes the lock on `lock_file` (created if missing) without waiting, on behalf of
-    /// `what` (the directory named in the error).
+    /// `what` (the directory named in the error). On a file system that has no locks, the
+    /// lock is not taken and this succeeds.
     ///
     /// # Errors
     /// [`ReportError::InUse`] when another process (or another lock in this one) holds it,
@@ -92,6 +93,9 @@ impl DirLock {
                     pid: text.trim().parse().ok(),
                 });
             }
+            // A file system without locks (some cluster file systems are mounted so): the
+            // directory is written unguarded, as it was before there were locks.
+            Err(fs4::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {}
             Err(fs4::TryLockError::Error(e)) => return Err(io_err(lock_file)(e)),
         }
         file.set_len(0).map_err(io_err(lock_file))?;
@@ -290,9 +294,10 @@ fn roll_forward(dir: &Path, state: &Path, j: &Journal) -> Result<(), ReportError
 /// list existed, what its `result.json` implies; empty when there is no run.
 fn earlier_files(dir: &Path, state: &Path) -> BTreeSet<String> {
     if let Ok(text) = std::fs::read_to_string(state.join("files")) {
+        // Plain file names only: a list edited by hand cannot reach outside the directory.
         return text
             .lines()
-            .filter(|l| !l.is_empty())
+            .filter(|l| Path::new(l).file_name().is_some_and(|n| n == *l))
             .map(String::from)
             .collect();
     }
