@@ -95,7 +95,7 @@ impl DirLock {
             }
             // A file system without locks (some cluster file systems are mounted so): the
             // directory is written unguarded, as it was before there were locks.
-            Err(fs4::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {}
+            Err(fs4::TryLockError::Error(e)) if no_locks_here(&e) => {}
             Err(fs4::TryLockError::Error(e)) => return Err(io_err(lock_file)(e)),
         }
         file.set_len(0).map_err(io_err(lock_file))?;
@@ -103,6 +103,16 @@ impl DirLock {
             .map_err(io_err(lock_file))?;
         Ok(DirLock { _file: file })
     }
+}
+
+/// Whether locking failed because the file system has no locks (ENOSYS, EOPNOTSUPP,
+/// ENOLCK), not because of the directory.
+fn no_locks_here(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::Unsupported
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::ENOSYS | libc::EOPNOTSUPP | libc::ENOLCK)
+        )
 }
 
 /// The journal of a commit (`.xrdma/commit`): what to remove, what to move in, the new list.
