@@ -1,10 +1,10 @@
 //! `xrdma run --capture HOSTS` and the scenario's `sim.capture`: run on the simulator with
 //! packet capture and write one pcap file per captured host link into the run's directory
-//! (atomically, like every result file), named in the result and its summary.
+//! (staged and committed with the run's other files), named in the result and its summary.
 
 use anyhow::{Context, Result};
-use std::path::{Path, PathBuf};
-use xrdma_reports::{CaptureFile, RunResult};
+use std::path::PathBuf;
+use xrdma_reports::{CaptureFile, RunDir, RunResult};
 use xrdma_scenario::Scenario;
 use xrdma_sim::{CaptureConfig, LinkCapture};
 
@@ -63,17 +63,19 @@ pub fn file_name(host: u32) -> String {
     CaptureFile::name_for(host)
 }
 
-/// Write each capture to `out/capture-host<H>.pcap` atomically and list it in `result`'s
-/// simulator section; the paths written.
+/// Stage each capture as `capture-host<H>.pcap` in `dir`'s staging directory (the commit of
+/// the run moves it in) and list it in `result`'s simulator section; the paths the files will
+/// have in the results directory.
 ///
 /// # Errors
 /// A file that cannot be written.
-pub fn write(out: &Path, result: &mut RunResult, caps: &[LinkCapture]) -> Result<Vec<PathBuf>> {
+pub fn write(dir: &RunDir, result: &mut RunResult, caps: &[LinkCapture]) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for c in caps {
         let name = file_name(c.host);
-        let path = out.join(&name);
-        xrdma_reports::write_atomic(&path, &c.pcap)
+        let staged = dir.staging().join(&name);
+        let path = dir.dir().join(&name);
+        xrdma_reports::write_atomic(&staged, &c.pcap)
             .with_context(|| format!("writing the capture {}", path.display()))?;
         if let Some(sim) = result.sim.as_mut() {
             sim.captures.push(CaptureFile {

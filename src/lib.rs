@@ -11,6 +11,7 @@ pub mod calibrate;
 pub mod capture_cli;
 pub mod compare;
 pub mod conformance;
+pub mod interrupt;
 pub mod launch_cli;
 pub mod output;
 pub mod stat;

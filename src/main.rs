@@ -3,7 +3,9 @@
 //!
 //! Exit status: 0 when the run finished and every message arrived intact; 2 when the run
 //! finished but its result shows a failure (a message undelivered, corrupted or duplicated,
-//! or an inconsistent result); 1 when nothing ran (bad scenario, unwritable output).
+//! or an inconsistent result); 1 when nothing ran (bad scenario, unwritable output, an output
+//! directory in use); 130 (143) when SIGINT (SIGTERM) stopped a command that writes a results
+//! directory, which then still holds the earlier run (`interrupt`).
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -14,7 +16,9 @@ use xrdma_runner::stat_socket::StatSocket;
 use xrdma_runner::watch::{NoWatch, Watch};
 #[cfg(not(feature = "verbs"))]
 use xrdma_testbed::output::no_verbs;
-use xrdma_testbed::output::{prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED};
+use xrdma_testbed::output::{
+    open_out_dir, prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED,
+};
 use xrdma_testbed::tools::two_process::{two_process, TwoProcess};
 use xrdma_testbed::{capture_cli, out, outln, tools};
 
@@ -332,6 +336,12 @@ fn real_main() -> Result<ExitCode> {
             });
         }
     };
+    if matches!(
+        cli.command,
+        Command::Run { .. } | Command::Report { .. } | Command::Sweep(_)
+    ) {
+        xrdma_testbed::interrupt::install();
+    }
     match cli.command {
         Command::Run {
             scenario,
@@ -392,13 +402,16 @@ fn real_main() -> Result<ExitCode> {
                 }
             }
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-            // Only the rank that writes the report touches the output directory.
-            if launched
+            // Only the rank that writes the report touches the output directory. It is
+            // locked before the run, so a second run into it is refused at once.
+            let run_dir = if launched
                 .as_ref()
                 .is_none_or(|l| xrdma_testbed::launch_cli::writes_report(&sc, l))
             {
-                prepare_out_dir(&out)?;
-            }
+                Some(open_out_dir(&out)?)
+            } else {
+                None
+            };
             let on = if backend == Backend::Sim {
                 "the simulator"
             } else {
@@ -436,11 +449,26 @@ fn real_main() -> Result<ExitCode> {
                     eprintln!("warning: {w}");
                 }
             }
-            // The summary first: a results directory that cannot be written (a full disk)
-            // still leaves the figures on the terminal.
-            let pcaps = capture_cli::write(&out, &mut result, &captures)?;
+            let Some(run_dir) = run_dir else {
+                bail!("this rank does not write the report, yet it holds the result");
+            };
+            // The captures are listed in the result, so they are staged first; the summary
+            // before the other files: a results directory that cannot be written (a full
+            // disk) still leaves the figures on the terminal.
+            let staged = capture_cli::write(&run_dir, &mut result, &captures);
             out!("{}", xrdma_reports::summary_table(&result));
-            let files = xrdma_reports::write_run_dir(&out, &result, csv)
+            let pcaps = staged
+                .and_then(|p| Ok((p, xrdma_reports::stage_run(&run_dir, &result, csv)?)))
+                .with_context(|| {
+                    format!(
+                        "writing results to {}: {}",
+                        out.display(),
+                        run_dir.unchanged_note()
+                    )
+                })?;
+            let (pcaps, files) = pcaps;
+            run_dir
+                .commit()
                 .with_context(|| format!("writing results to {}", out.display()))?;
             outln!("wrote {}", files.result_json.display());
             print_written(&files);
@@ -453,10 +481,15 @@ fn real_main() -> Result<ExitCode> {
                 Some(o) => o,
                 None => json
                     .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             };
             out!("{}", xrdma_reports::summary_table(&r));
-            let files = xrdma_reports::write_report(&out, &r, csv)
+            prepare_out_dir(&out)?;
+            // Redrawn beside its own result.json, that file (and its captures) stay.
+            let canon = |p: &Path| p.canonicalize().ok();
+            let beside = canon(&json).is_some_and(|j| canon(&out.join("result.json")) == Some(j));
+            let files = xrdma_reports::write_report(&out, &r, csv, beside)
                 .with_context(|| format!("writing the report to {}", out.display()))?;
             print_written(&files);
             Ok(verdict(&r))

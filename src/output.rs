@@ -104,6 +104,18 @@ pub fn prepare_out_dir(out: &Path) -> Result<()> {
         .with_context(|| format!("cannot create output directory {}", out.display()))
 }
 
+/// Create and lock the output directory before the run ([`xrdma_reports::RunDir`]): a path
+/// that is not a directory, cannot be created, or that another process is writing fails in
+/// a second, not after the simulation.
+///
+/// # Errors
+/// As [`prepare_out_dir`]; the directory is in use by another process ("DIR is in use by
+/// xrdma pid N"), or it cannot be locked.
+pub fn open_out_dir(out: &Path) -> Result<xrdma_reports::RunDir> {
+    prepare_out_dir(out)?;
+    Ok(xrdma_reports::RunDir::open(out)?)
+}
+
 #[cfg(not(feature = "verbs"))]
 /// Always: this build has no verbs backend (says how to build one).
 ///

@@ -4,10 +4,11 @@
 
 use crate::launch_cli::{self, LaunchOptions};
 use crate::outln;
-use crate::output::{prepare_out_dir, EXIT_RESULT_FAILED};
+use crate::output::{open_out_dir, prepare_out_dir, EXIT_RESULT_FAILED};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use xrdma_reports::RunDir;
 use xrdma_runner::sweep::{self, jobs, Plan, PointBackend, PointOutcome, PointStatus};
 
 /// The arguments of `xrdma sweep`.
@@ -88,7 +89,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     if args.collect {
         return collect(&plan, &out, args.allow_missing);
     }
-    prepare_out_dir(&out)?;
+    // Locked for the whole sweep: a second sweep into it is refused at once.
+    let dir = open_out_dir(&out)?;
     let jobs = args.jobs.unwrap_or_else(sweep::default_jobs);
     if jobs == 0 {
         bail!("--jobs must be at least 1");
@@ -104,7 +106,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     let progress = sweep::Progress::new(plan.points.len(), false);
     let outcomes = sweep::execute(&plan, &out, jobs, &sweep::default_runner, &progress)?;
     let resumed = outcomes.iter().filter(|o| o.resumed).count();
-    let bad = write_index(&plan, &out, &outcomes)?;
+    let bad = write_index(&plan, dir, &outcomes)?;
     outln!(
         "{} point(s): {} run, {resumed} resumed, {} not ok",
         outcomes.len(),
@@ -114,12 +116,15 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     Ok(judge(&bad))
 }
 
-/// Writes the index, table, plots and page of `outcomes`, prints the files, and returns the
-/// ids of the points that are not ok.
-fn write_index(plan: &Plan, out: &Path, outcomes: &[PointOutcome]) -> Result<Vec<String>> {
+/// Writes the index, table, plots and page of `outcomes` into the locked sweep directory
+/// `dir` (replacing the earlier ones as a whole), prints the files, and returns the ids of
+/// the points that are not ok.
+fn write_index(plan: &Plan, dir: RunDir, outcomes: &[PointOutcome]) -> Result<Vec<String>> {
     let index = sweep::report::index(plan, outcomes);
     let command: Vec<String> = std::env::args().collect();
-    let files = sweep::report::write_reports(out, plan, &index, &command.join(" "))?;
+    let files = sweep::report::stage_reports(&dir, plan, &index, &command.join(" "))
+        .with_context(|| dir.unchanged_note())?;
+    dir.commit()?;
     for f in [&files.index_json, &files.index_csv]
         .into_iter()
         .chain(&files.plots)
@@ -294,8 +299,9 @@ fn collect(plan: &Plan, out: &Path, allow_missing: bool) -> Result<ExitCode> {
             out.display()
         );
     }
+    let dir = open_out_dir(out)?;
     let c = jobs::collect(plan, out);
-    let bad = write_index(plan, out, &c.outcomes)?;
+    let bad = write_index(plan, dir, &c.outcomes)?;
     outln!(
         "{} point(s): {} finished, {} missing, {} not ok",
         plan.points.len(),

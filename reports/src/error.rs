@@ -40,6 +40,39 @@ pub enum ReportError {
     /// The embedded plot font could not be loaded.
     #[error("the embedded plot font could not be loaded")]
     Font,
+    /// Another process holds the lock of a results directory
+    /// ([`crate::run_dir::RunDir::open`]).
+    #[error("{} is in use by {}", dir.display(), holder_text(.pid))]
+    InUse {
+        /// The results directory.
+        dir: PathBuf,
+        /// The holder's process id, when its lock file says it.
+        pid: Option<u32>,
+    },
+    /// A commit into a results directory stopped halfway; its journal stays, and the next
+    /// writer of the directory finishes it ([`crate::run_dir::RunDir::commit`]).
+    #[error(
+        "the results in {} were replaced only in part: the next `xrdma run` or `xrdma \
+         report` there completes the replacement",
+        dir.display()
+    )]
+    Commit {
+        /// The results directory.
+        dir: PathBuf,
+        /// The step that failed.
+        #[source]
+        source: Box<ReportError>,
+    },
+    /// A run's files could not all be written, so none replaced the earlier run: `note` says
+    /// what the directory holds ("DIR still holds the earlier run").
+    #[error("{note}")]
+    Unchanged {
+        /// What the results directory holds.
+        note: String,
+        /// Why the run's files could not be written.
+        #[source]
+        source: Box<ReportError>,
+    },
     /// The plotting library reported an error while drawing.
     #[error("plot rendering failed: {0}")]
     Plot(String),
@@ -50,5 +83,13 @@ fn version_text(found: &Option<u64>) -> String {
     match found {
         Some(v) => format!("unsupported schema-version {v}"),
         None => "no integer `schema-version` key".to_string(),
+    }
+}
+
+/// Who holds a results directory, for [`ReportError::InUse`].
+fn holder_text(pid: &Option<u32>) -> String {
+    match pid {
+        Some(p) => format!("xrdma pid {p}"),
+        None => "another xrdma process".to_string(),
     }
 }

@@ -7,6 +7,7 @@ use crate::chart::write_svg_png;
 use crate::error::ReportError;
 use crate::html::{report_html, HtmlPlot};
 use crate::plot::{latency_svg, CompletionPerSender, LatencyCdf};
+use crate::run_dir::RunDir;
 use crate::schema::{RunResult, SCHEMA_VERSION};
 use crate::summary::summary_table;
 use crate::timeplot::{CongestionPlot, QueuePlot, ThroughputPlot, MAX_SENDER_LINES};
@@ -184,80 +185,94 @@ pub const PLOT_STEMS: [&str; 6] = [
     "stages",
 ];
 
-/// Creates `dir` (and its parents) and writes `result.json` plus everything
-/// [`write_report`] writes. Existing files are overwritten; a `messages.csv` of an earlier run
-/// is removed when `with_csv` is false, and so is every capture file
-/// ([`crate::CaptureFile::is_capture_name`]) that `r` does not list (the run's own are
-/// written before, by the caller).
+/// The plot stems `r` has, in [`PLOT_STEMS`] order: the CDF and the per-sender completions
+/// always, the time-series plots when it has a time series, the stages when it was traced.
+pub(crate) fn plot_stems_of(r: &RunResult) -> Vec<&'static str> {
+    let mut v = PLOT_STEMS[..2].to_vec();
+    if r.timeseries.is_some() {
+        v.extend_from_slice(&PLOT_STEMS[2..5]);
+    }
+    if crate::stages::summarize(r).is_some() {
+        v.push(PLOT_STEMS[5]);
+    }
+    v
+}
+
+/// Wraps an error of a run that did not commit with what `rd` still holds.
+fn unchanged(rd: &RunDir, e: ReportError) -> ReportError {
+    ReportError::Unchanged {
+        note: rd.unchanged_note(),
+        source: Box::new(e),
+    }
+}
+
+/// Writes `result.json` and everything [`write_report`] draws for `r` into the staging
+/// directory of `rd` (the caller commits it); the paths returned are those the files will
+/// have in the results directory.
 ///
 /// # Errors
-/// [`ReportError::Io`] naming the path that failed; errors of [`write_json`] and
-/// [`write_report`].
+/// As [`write_json`] and [`write_report`].
+pub fn stage_run(rd: &RunDir, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
+    write_json(&rd.staging().join("result.json"), r)?;
+    draw(rd.staging(), rd.dir(), r, with_csv)
+}
+
+/// Writes `r` as a run into `dir` (created with its parents if missing): `result.json` plus
+/// everything [`write_report`] draws, replacing the earlier run there as a whole
+/// ([`RunDir`]): the earlier run's files this one does not have are removed, files no run
+/// wrote stay.
+///
+/// # Errors
+/// [`ReportError::InUse`] when another process writes `dir`; [`ReportError::Unchanged`]
+/// (the earlier run stays whole) when a file cannot be written or drawn;
+/// [`ReportError::Commit`] or [`ReportError::Io`] from the replacement.
 pub fn write_run_dir(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
-    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    write_json(&dir.join("result.json"), r)?;
-    if !with_csv {
-        // A CSV of an earlier run in this directory would contradict the new result.json.
-        remove_stale(&dir.join("messages.csv"))?;
-    }
-    remove_stale_captures(dir, r)?;
-    write_report(dir, r, with_csv)
+    let rd = RunDir::open(dir)?;
+    let files = stage_run(&rd, r, with_csv).map_err(|e| unchanged(&rd, e))?;
+    rd.commit()?;
+    Ok(files)
 }
 
-/// Removes the capture files in `dir` that `r` does not list: an earlier run's pcap beside
-/// this result would be read as this run's traffic.
-fn remove_stale_captures(dir: &Path, r: &RunResult) -> Result<(), ReportError> {
-    let listed = |name: &str| {
-        r.sim
-            .as_ref()
-            .is_some_and(|s| s.captures.iter().any(|c| c.file == name))
-    };
-    for entry in std::fs::read_dir(dir).map_err(io_err(dir))? {
-        let entry = entry.map_err(io_err(dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if crate::CaptureFile::is_capture_name(name) && !listed(name) {
-            remove_stale(&entry.path())?;
-        }
-    }
-    Ok(())
-}
-
-/// Removes `path` when it exists (a file an earlier run wrote and this one does not).
-fn remove_stale(path: &Path) -> Result<(), ReportError> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(path)(e)),
-        _ => Ok(()),
-    }
-}
-
-/// Creates `dir` (and its parents) and redraws every table and plot of `r` into it:
+/// Redraws every table and plot of `r` into `dir` (created with its parents if missing):
 /// `summary.txt`, `latency.svg`, the plots of [`PLOT_STEMS`] as SVG and PNG, `report.html`
 /// (self-contained, SVGs inline), and `messages.csv` when `with_csv` is true. Does not write
 /// `result.json`. Every file is a pure function of `r`: redrawing from the saved JSON gives
-/// byte-identical files. Time-series plots an earlier run left in `dir` are removed when `r`
-/// has no time series.
+/// byte-identical files.
+///
+/// The files replace the earlier run in `dir` as a whole ([`RunDir`]). With `beside_result`
+/// (`dir/result.json` is the file `r` was read from) that run's `result.json`, its captures
+/// and its `messages.csv` stay as the redrawn run's; otherwise every file of the earlier run
+/// there goes. Plots `r` does not have (no time series, not traced) are removed.
 ///
 /// # Errors
-/// [`ReportError::Io`] naming the path that failed; [`ReportError::Plot`] or
-/// [`ReportError::Font`] from drawing; [`ReportError::Plot`] for a time series whose
-/// series lengths do not match its sample times.
-pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
-    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+/// [`ReportError::InUse`] when another process writes `dir`; [`ReportError::Unchanged`]
+/// (the earlier files stay whole) wrapping [`ReportError::Io`], [`ReportError::Plot`] or
+/// [`ReportError::Font`] from writing or drawing, or [`ReportError::Plot`] for a time series
+/// whose series lengths do not match its sample times; [`ReportError::Commit`] or
+/// [`ReportError::Io`] from the replacement.
+pub fn write_report(
+    dir: &Path,
+    r: &RunResult,
+    with_csv: bool,
+    beside_result: bool,
+) -> Result<RunFiles, ReportError> {
+    let mut rd = RunDir::open(dir)?;
+    if beside_result {
+        rd.keep("result.json");
+        rd.keep("messages.csv");
+        for c in r.sim.iter().flat_map(|s| &s.captures) {
+            rd.keep(&c.file);
+        }
+    }
+    let files = draw(rd.staging(), dir, r, with_csv).map_err(|e| unchanged(&rd, e))?;
+    rd.commit()?;
+    Ok(files)
+}
+
+/// Draws the tables and plots of `r` (see [`write_report`]) into `stage`; the paths returned
+/// are under `dir`, where the commit moves them.
+fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
     let stages = crate::stages::summarize(r);
-    if stages.is_none() {
-        for ext in ["svg", "png"] {
-            remove_stale(&dir.join(format!("{}.{ext}", PLOT_STEMS[5])))?;
-        }
-    }
-    if r.timeseries.is_none() {
-        // Time-series plots of an earlier run here would sit beside a result without them.
-        for stem in &PLOT_STEMS[2..5] {
-            for ext in ["svg", "png"] {
-                remove_stale(&dir.join(format!("{stem}.{ext}")))?;
-            }
-        }
-    }
     let mut files = RunFiles {
         dir: dir.to_path_buf(),
         result_json: dir.join("result.json"),
@@ -267,8 +282,8 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
         report_html: dir.join("report.html"),
         messages_csv: with_csv.then(|| dir.join("messages.csv")),
     };
-    write_file(&files.summary_txt, &summary_table(r))?;
-    latency_svg(r, &files.latency_svg)?;
+    write_file(&stage.join("summary.txt"), &summary_table(r))?;
+    latency_svg(r, &stage.join("latency.svg"))?;
     let mut html_plots = Vec::new();
     let mut emit = |stem: &str, svg: String, title: &str, caption: String| {
         files.plots.push(dir.join(format!("{stem}.svg")));
@@ -279,7 +294,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
             svg,
         });
     };
-    let svg = write_svg_png(&LatencyCdf(r), dir, PLOT_STEMS[0])?;
+    let svg = write_svg_png(&LatencyCdf(r), stage, PLOT_STEMS[0])?;
     emit(
         PLOT_STEMS[0],
         svg,
@@ -289,7 +304,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
          finish have no latency: the curve then ends below 1."
             .into(),
     );
-    let svg = write_svg_png(&CompletionPerSender(r), dir, PLOT_STEMS[1])?;
+    let svg = write_svg_png(&CompletionPerSender(r), stage, PLOT_STEMS[1])?;
     emit(
         PLOT_STEMS[1],
         svg,
@@ -300,7 +315,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
     );
     if let Some(ts) = &r.timeseries {
         ts.check().map_err(ReportError::Plot)?;
-        let svg = write_svg_png(&QueuePlot(r, ts), dir, PLOT_STEMS[2])?;
+        let svg = write_svg_png(&QueuePlot(r, ts), stage, PLOT_STEMS[2])?;
         emit(
             PLOT_STEMS[2],
             svg,
@@ -311,7 +326,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
                 ts.bottleneck
             ),
         );
-        let svg = write_svg_png(&ThroughputPlot(r, ts), dir, PLOT_STEMS[3])?;
+        let svg = write_svg_png(&ThroughputPlot(r, ts), stage, PLOT_STEMS[3])?;
         let per_sender = if ts.senders.len() <= MAX_SENDER_LINES {
             "one line per sender".to_string()
         } else {
@@ -330,7 +345,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
                  senders together (top) and per sender (bottom: {per_sender})."
             ),
         );
-        let svg = write_svg_png(&CongestionPlot(r, ts), dir, PLOT_STEMS[4])?;
+        let svg = write_svg_png(&CongestionPlot(r, ts), stage, PLOT_STEMS[4])?;
         emit(
             PLOT_STEMS[4],
             svg,
@@ -341,7 +356,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
         );
     }
     if let Some(st) = &stages {
-        let svg = write_svg_png(&crate::stageplot::StagePlot(r, st), dir, PLOT_STEMS[5])?;
+        let svg = write_svg_png(&crate::stageplot::StagePlot(r, st), stage, PLOT_STEMS[5])?;
         emit(
             PLOT_STEMS[5],
             svg,
@@ -352,9 +367,9 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
                 .into(),
         );
     }
-    write_file(&files.report_html, &report_html(r, &html_plots))?;
-    if let Some(csv) = &files.messages_csv {
-        write_file(csv, &messages_csv(r))?;
+    write_file(&stage.join("report.html"), &report_html(r, &html_plots))?;
+    if with_csv {
+        write_file(&stage.join("messages.csv"), &messages_csv(r))?;
     }
     Ok(files)
 }

@@ -25,6 +25,7 @@ pub mod metrics;
 mod path;
 pub mod percentile;
 pub mod plot;
+pub mod run_dir;
 mod schema;
 mod series;
 pub mod stageplot;
@@ -39,12 +40,13 @@ pub mod windowed;
 pub use environment::{DeviceInfo, DeviceKey, Environment, RankPlace};
 pub use error::ReportError;
 pub use io::{
-    commit_temp, messages_csv, read_json, temp_sibling, write_atomic, write_json, write_report,
-    write_run_dir, RunFiles, PLOT_STEMS,
+    commit_temp, messages_csv, read_json, stage_run, temp_sibling, write_atomic, write_json,
+    write_report, write_run_dir, RunFiles, PLOT_STEMS,
 };
 pub use kinds::{Backend, WorkloadKind};
 pub use path::PathModel;
 pub use plot::{latency_svg, latency_svg_string};
+pub use run_dir::RunDir;
 pub use schema::{
     CaptureFile, DeliveryCheck, HostEndpoint, HostModelInfo, IdealCompletion, Inconsistency,
     MessageRecord, MessageStages, NetworkCounters, RunResult, ScenarioInfo, SimInfo,

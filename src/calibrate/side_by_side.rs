@@ -79,18 +79,23 @@ pub fn with_host(sc: &Scenario, model: &HostModel) -> Scenario {
     sc
 }
 
-/// Writes `r` into `dir`: `result.json` and `summary.txt` (`xrdma report DIR` draws the
-/// rest).
+/// Writes `r` into the results directory `dir`: `result.json` and `summary.txt` (`xrdma
+/// report DIR` draws the rest), replacing the earlier run there as a whole
+/// ([`xrdma_reports::RunDir`]).
 ///
 /// # Errors
-/// A file that cannot be written.
+/// The directory is in use by another process; a file cannot be written (the earlier run
+/// stays whole then); the replacement fails.
 pub fn write_run(dir: &Path, r: &RunResult) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    xrdma_reports::write_json(&dir.join("result.json"), r)?;
-    write_atomic(
-        &dir.join("summary.txt"),
-        xrdma_reports::summary_table(r).as_bytes(),
-    )
+    let rd = xrdma_reports::RunDir::open(dir)?;
+    let staged = xrdma_reports::write_json(&rd.staging().join("result.json"), r).and_then(|()| {
+        xrdma_reports::write_atomic(
+            &rd.staging().join("summary.txt"),
+            xrdma_reports::summary_table(r).as_bytes(),
+        )
+    });
+    staged.with_context(|| rd.unchanged_note())?;
+    Ok(rd.commit()?)
 }
 
 /// The errors of every simulator run against the device runs (the first is the reference).

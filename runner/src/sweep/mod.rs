@@ -12,7 +12,10 @@
 //! | `sweep.html` | the self-contained page |
 //!
 //! A point is first written to `points/<id>.partial/` and renamed to `points/<id>/` once all
-//! its files are there, so `points/<id>/` is always complete. On a rerun a point whose
+//! its files are there, so `points/<id>/` is always complete. A sweep locks its directory for
+//! its whole run (a second sweep into it is refused), and every point is written under its
+//! own lock (`points/.<id>.lock`, for the tasks of a job array), under which a leftover
+//! `.partial` of that point is removed. On a rerun a point whose
 //! `point.json` carries the same scenario hash and whose `result.json` reads back is not run
 //! again ("resumed"); anything else (a leftover `.partial`, a truncated file, a changed
 //! scenario) is run afresh. Each point is a deterministic function of its scenario, so the
@@ -252,7 +255,23 @@ fn run_point<R>(out: &Path, plan: &Plan, point: &Point, runner: &R) -> PointOutc
 where
     R: Fn(PointBackend, &Scenario) -> Result<RunResult> + Sync,
 {
+    let error = |e: anyhow::Error| PointOutcome {
+        status: PointStatus::Error,
+        result: None,
+        resumed: false,
+        error: Some(format!("{e:#}")),
+    };
+    // Held until the point is written: another sweep or task on it is refused.
+    let _lock = match lock_point(out, &point.id) {
+        Ok(lock) => lock,
+        Err(e) => return error(e),
+    };
+    let partial = out.join("points").join(format!("{}.partial", point.id));
     if let Some(result) = finished(out, point) {
+        // Under the lock a `.partial` is nobody's: a leftover of an interrupted sweep.
+        if let Err(e) = remove_dir_if_any(&partial) {
+            return error(e);
+        }
         return PointOutcome {
             status: status_of(&result),
             result: Some(result),
@@ -262,7 +281,6 @@ where
     }
     let attempt = || -> Result<RunResult> {
         let dir = point_dir(out, &point.id);
-        let partial = out.join("points").join(format!("{}.partial", point.id));
         for d in [&dir, &partial] {
             if d.exists() {
                 std::fs::remove_dir_all(d).with_context(|| format!("removing {}", d.display()))?;
@@ -310,12 +328,33 @@ where
             resumed: false,
             error: None,
         },
-        Err(e) => PointOutcome {
-            status: PointStatus::Error,
-            result: None,
-            resumed: false,
-            error: Some(format!("{e:#}")),
-        },
+        Err(e) => error(e),
+    }
+}
+
+/// Locks point `id` of the sweep directory `out` for this process (`points/.ID.lock`): a
+/// whole sweep and a `--point` task, or two tasks, never write one point at once.
+///
+/// # Errors
+/// Another process holds it ("OUT/points/ID is in use by xrdma pid N"), or the lock file
+/// cannot be created.
+fn lock_point(out: &Path, id: &str) -> Result<xrdma_reports::run_dir::DirLock> {
+    let points = out.join("points");
+    std::fs::create_dir_all(&points)
+        .with_context(|| format!("cannot create {}", points.display()))?;
+    Ok(xrdma_reports::run_dir::DirLock::acquire(
+        &points.join(format!(".{id}.lock")),
+        &point_dir(out, id),
+    )?)
+}
+
+/// Removes the directory `d` with everything in it, if it exists.
+fn remove_dir_if_any(d: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(d) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", d.display()))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -4,13 +4,15 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use xrdma_reports::sweep_html::{sweep_html, SweepPage};
 use xrdma_reports::sweep_plot::{
     draw_fan_in, render_png, render_svg, FanInPoint, FanInScale, FanInSeries,
 };
-use xrdma_reports::{completion_span_ps, format_us, goodput_bps, LatencySummary, RunResult};
+use xrdma_reports::{
+    completion_span_ps, format_us, goodput_bps, LatencySummary, RunDir, RunResult,
+};
 
 use super::{write_atomic, AxisKind, Plan, PointOutcome, PointStatus};
 
@@ -261,17 +263,41 @@ pub struct SweepFiles {
     pub html: PathBuf,
 }
 
-/// Writes `index.json`, `index.csv`, the fan-in plots and `sweep.html` into `out`, each
-/// atomically. `command` is the command line shown on the page.
+/// Writes `index.json`, `index.csv`, the fan-in plots and `sweep.html` into the sweep
+/// directory `out`, replacing the earlier ones as a whole (see [`stage_reports`]).
+/// `command` is the command line shown on the page.
 ///
 /// # Errors
-/// A file cannot be written or a plot cannot be drawn.
+/// The directory is in use by another process; a file cannot be written or a plot cannot be
+/// drawn (the earlier files stay whole then); the replacement fails.
 pub fn write_reports(
     out: &Path,
     plan: &Plan,
     ix: &SweepIndex,
     command: &str,
 ) -> Result<SweepFiles> {
+    let dir = RunDir::open(out)?;
+    let files = stage_reports(&dir, plan, ix, command).with_context(|| dir.unchanged_note())?;
+    dir.commit()?;
+    Ok(files)
+}
+
+/// Writes `index.json`, `index.csv`, the fan-in plots and `sweep.html` into the staging
+/// directory of the sweep directory `dir` (the caller commits them: the earlier index files,
+/// plots and page are then replaced as a whole, and the points' directories are untouched);
+/// the paths returned are those the files will have in the sweep directory. `command` is the
+/// command line shown on the page.
+///
+/// # Errors
+/// A file cannot be written or a plot cannot be drawn.
+pub fn stage_reports(
+    dir: &RunDir,
+    plan: &Plan,
+    ix: &SweepIndex,
+    command: &str,
+) -> Result<SweepFiles> {
+    let out = dir.dir();
+    let stage = dir.staging();
     let mut files = SweepFiles {
         index_json: out.join("index.json"),
         index_csv: out.join("index.csv"),
@@ -279,8 +305,8 @@ pub fn write_reports(
         html: out.join("sweep.html"),
     };
     let json = serde_json::to_string_pretty(ix)? + "\n";
-    write_atomic(&files.index_json, json.as_bytes())?;
-    write_atomic(&files.index_csv, index_csv(ix).as_bytes())?;
+    write_atomic(&stage.join("index.json"), json.as_bytes())?;
+    write_atomic(&stage.join("index.csv"), index_csv(ix).as_bytes())?;
     let mut page = SweepPage {
         title: format!("sweep of {}", ix.scenario),
         tool_version: ix.tool_version.clone(),
@@ -346,12 +372,11 @@ pub fn write_reports(
             ] {
                 let title = format!("{}: message completion vs fan-in ({what})", ix.scenario);
                 let svg = render_svg(|a| draw_fan_in(a, &title, &series, scale))?;
-                let svg_path = out.join(format!("{stem}.svg"));
-                write_atomic(&svg_path, svg.as_bytes())?;
-                let png_path = out.join(format!("{stem}.png"));
-                render_png(&png_path, |a| draw_fan_in(a, &title, &series, scale))?;
-                files.plots.push(svg_path);
-                files.plots.push(png_path);
+                write_atomic(&stage.join(format!("{stem}.svg")), svg.as_bytes())?;
+                let png = stage.join(format!("{stem}.png"));
+                render_png(&png, |a| draw_fan_in(a, &title, &series, scale))?;
+                files.plots.push(out.join(format!("{stem}.svg")));
+                files.plots.push(out.join(format!("{stem}.png")));
                 page.figures.push((
                     format!("p50 / p99 / p99.9 message completion time vs fan-in, {what}"),
                     svg,
@@ -362,6 +387,6 @@ pub fn write_reports(
             .notes
             .push("No fan-in axis in this sweep: no fan-in plot.".into()),
     }
-    write_atomic(&files.html, sweep_html(&page).as_bytes())?;
+    write_atomic(&stage.join("sweep.html"), sweep_html(&page).as_bytes())?;
     Ok(files)
 }
