@@ -25,6 +25,7 @@ pub mod metrics;
 mod path;
 pub mod percentile;
 pub mod plot;
+pub mod scatter;
 mod schema;
 mod series;
 pub mod stageplot;
