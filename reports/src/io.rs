@@ -1,6 +1,7 @@
 //! Reading and writing run results and the per-run output directory.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::chart::write_svg_png;
@@ -65,17 +66,35 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 }
 
 /// Writes `r` to `path` as pretty-printed JSON (two-space indent, keys in schema declaration
-/// order, trailing newline). Equal inputs give byte-identical files.
+/// order, trailing newline). Equal inputs give byte-identical files. The text is streamed to
+/// a temporary sibling through a buffer, never held whole in memory, then renamed over
+/// `path` ([`commit_temp`]).
 ///
 /// # Errors
-/// [`ReportError::Io`] if the file cannot be written, [`ReportError::Json`] if serialization
-/// fails.
+/// [`ReportError::Io`] if the file cannot be written (the temporary file is removed),
+/// [`ReportError::Json`] if serialization fails.
 pub fn write_json(path: &Path, r: &RunResult) -> Result<(), ReportError> {
-    let json = r.to_json_string().map_err(|source| ReportError::Json {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    write_file(path, &json)
+    let tmp = temp_sibling(path);
+    let written = (|| {
+        let file = std::fs::File::create(&tmp).map_err(io_err(path))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        r.write_json_to(&mut w).map_err(|source| {
+            if source.is_io() {
+                io_err(path)(source.into())
+            } else {
+                ReportError::Json {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        })?;
+        w.flush().map_err(io_err(path))
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    commit_temp(&tmp, path)
 }
 
 /// Reads a run result written by [`write_json`].
@@ -93,10 +112,9 @@ pub fn read_json(path: &Path) -> Result<RunResult, ReportError> {
         path: path.to_path_buf(),
         source,
     };
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(json_err)?;
-    let found = value
-        .get("schema-version")
-        .and_then(serde_json::Value::as_u64);
+    let found = serde_json::from_str::<VersionProbe>(&text)
+        .map_err(json_err)?
+        .0;
     match found {
         Some(v) if v >= 1 && v <= u64::from(SCHEMA_VERSION) => {}
         _ => {
@@ -119,6 +137,69 @@ pub fn read_json(path: &Path) -> Result<RunResult, ReportError> {
         }
     }
     Ok(r)
+}
+
+/// The `schema-version` of a result's text, read without building the rest (a
+/// `serde_json::Value` of a million messages takes about a gigabyte): `None` when the key is
+/// missing or not an unsigned integer, or the text is not an object.
+struct VersionProbe(Option<u64>);
+
+impl<'de> serde::Deserialize<'de> for VersionProbe {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(VersionVisitor)
+    }
+}
+
+struct VersionVisitor;
+
+impl<'de> serde::de::Visitor<'de> for VersionVisitor {
+    type Value = VersionProbe;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a run result")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<VersionProbe, A::Error> {
+        use serde::de::IgnoredAny;
+        let mut found = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "schema-version" {
+                found = map.next_value::<serde_json::Value>()?.as_u64();
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(VersionProbe(found))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<VersionProbe, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
 }
 
 /// Per-message records as CSV with the header
