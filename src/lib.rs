@@ -13,6 +13,7 @@ pub mod compare;
 pub mod conformance;
 pub mod launch_cli;
 pub mod output;
+pub mod progress;
 pub mod stat;
 pub mod sweep_cli;
 pub mod tools;

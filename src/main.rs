@@ -15,6 +15,7 @@ use xrdma_runner::watch::{NoWatch, Watch};
 #[cfg(not(feature = "verbs"))]
 use xrdma_testbed::output::no_verbs;
 use xrdma_testbed::output::{prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED};
+use xrdma_testbed::progress::Progress;
 use xrdma_testbed::tools::two_process::{two_process, TwoProcess};
 use xrdma_testbed::{capture_cli, out, outln, tools};
 
@@ -413,6 +414,9 @@ fn real_main() -> Result<ExitCode> {
                 }
                 None => &mut NoWatch,
             };
+            // Progress shows once the command has run for two seconds (simulator runs only:
+            // a multi-process run's ranks print their own lines meanwhile).
+            let progress = (backend == Backend::Sim).then(|| Progress::start("simulating the run"));
             let mut result = match &launched {
                 None if backend == Backend::Sim => {
                     let (r, caps) = capture_cli::run(&sc, capture.as_ref(), watch)?;
@@ -426,23 +430,31 @@ fn real_main() -> Result<ExitCode> {
                 },
             };
             result.scenario_yaml = yaml;
+            let progress = progress.unwrap_or_else(|| Progress::start("reporting"));
             if let Some(sim) = &result.sim {
                 for w in check::unreached_faults(&sc, xrdma::Time::from_ps(sim.simulated_ps)) {
-                    eprintln!("warning: {w}");
+                    progress.suspend(|| eprintln!("warning: {w}"));
                 }
             }
             // The summary first: a results directory that cannot be written (a full disk)
             // still leaves the figures on the terminal.
+            progress.phase("writing the packet captures");
             let pcaps = capture_cli::write(&out, &mut result, &captures)?;
-            out!("{}", xrdma_reports::summary_table(&result));
-            let files = xrdma_reports::write_run_dir(&out, &result, csv)
-                .with_context(|| format!("writing results to {}", out.display()))?;
+            progress.phase("summarizing");
+            let summary = xrdma_reports::summary_table(&result);
+            progress.suspend(|| out!("{summary}"));
+            let files = xrdma_reports::write_run_dir_with(&out, &result, csv, &mut |f| {
+                progress.phase(&format!("writing {f}"))
+            })
+            .with_context(|| format!("writing results to {}", out.display()))?;
+            progress.finish();
             outln!("wrote {}", files.result_json.display());
             print_written(&files);
             pcaps.iter().for_each(|p| outln!("wrote {}", p.display()));
             Ok(verdict(&result))
         }
         Command::Report { result, out, csv } => {
+            let progress = Progress::start("reading the result");
             let (json, r) = xrdma_testbed::compare::load_run(&result)?;
             let out = match out {
                 Some(o) => o,
@@ -450,9 +462,14 @@ fn real_main() -> Result<ExitCode> {
                     .parent()
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             };
-            out!("{}", xrdma_reports::summary_table(&r));
-            let files = xrdma_reports::write_report(&out, &r, csv)
-                .with_context(|| format!("writing the report to {}", out.display()))?;
+            progress.phase("summarizing");
+            let summary = xrdma_reports::summary_table(&r);
+            progress.suspend(|| out!("{summary}"));
+            let files = xrdma_reports::write_report_with(&out, &r, csv, &mut |f| {
+                progress.phase(&format!("writing {f}"))
+            })
+            .with_context(|| format!("writing the report to {}", out.display()))?;
+            progress.finish();
             print_written(&files);
             Ok(verdict(&r))
         }

@@ -275,14 +275,29 @@ pub const PLOT_STEMS: [&str; 6] = [
 /// [`ReportError::Io`] naming the path that failed; errors of [`write_json`] and
 /// [`write_report`].
 pub fn write_run_dir(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
+    write_run_dir_with(dir, r, with_csv, &mut |_| {})
+}
+
+/// [`write_run_dir`], telling `step` what it writes next (`"result.json"`, then as
+/// [`write_report_with`]), for a progress display.
+///
+/// # Errors
+/// As [`write_run_dir`].
+pub fn write_run_dir_with(
+    dir: &Path,
+    r: &RunResult,
+    with_csv: bool,
+    step: &mut dyn FnMut(&str),
+) -> Result<RunFiles, ReportError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    step("result.json");
     write_json(&dir.join("result.json"), r)?;
     if !with_csv {
         // A CSV of an earlier run in this directory would contradict the new result.json.
         remove_stale(&dir.join("messages.csv"))?;
     }
     remove_stale_captures(dir, r)?;
-    write_report(dir, r, with_csv)
+    write_report_with(dir, r, with_csv, step)
 }
 
 /// Removes the capture files in `dir` that `r` does not list: an earlier run's pcap beside
@@ -324,6 +339,20 @@ fn remove_stale(path: &Path) -> Result<(), ReportError> {
 /// [`ReportError::Font`] from drawing; [`ReportError::Plot`] for a time series whose
 /// series lengths do not match its sample times.
 pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
+    write_report_with(dir, r, with_csv, &mut |_| {})
+}
+
+/// [`write_report`], telling `step` the name of each file (or plot stem) before it is
+/// written, for a progress display.
+///
+/// # Errors
+/// As [`write_report`].
+pub fn write_report_with(
+    dir: &Path,
+    r: &RunResult,
+    with_csv: bool,
+    step: &mut dyn FnMut(&str),
+) -> Result<RunFiles, ReportError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let stages = crate::stages::summarize(r);
     if stages.is_none() {
@@ -348,7 +377,9 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
         report_html: dir.join("report.html"),
         messages_csv: with_csv.then(|| dir.join("messages.csv")),
     };
+    step("summary.txt");
     write_file(&files.summary_txt, &summary_table(r))?;
+    step("latency.svg");
     latency_svg(r, &files.latency_svg)?;
     let mut html_plots = Vec::new();
     let mut emit = |stem: &str, svg: String, title: &str, caption: String| {
@@ -360,6 +391,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
             svg,
         });
     };
+    step(PLOT_STEMS[0]);
     let svg = write_svg_png(&LatencyCdf(r), dir, PLOT_STEMS[0])?;
     emit(
         PLOT_STEMS[0],
@@ -370,6 +402,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
          finish have no latency: the curve then ends below 1."
             .into(),
     );
+    step(PLOT_STEMS[1]);
     let svg = write_svg_png(&CompletionPerSender(r), dir, PLOT_STEMS[1])?;
     emit(
         PLOT_STEMS[1],
@@ -381,6 +414,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
     );
     if let Some(ts) = &r.timeseries {
         ts.check().map_err(ReportError::Plot)?;
+        step(PLOT_STEMS[2]);
         let svg = write_svg_png(&QueuePlot(r, ts), dir, PLOT_STEMS[2])?;
         emit(
             PLOT_STEMS[2],
@@ -392,6 +426,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
                 ts.bottleneck
             ),
         );
+        step(PLOT_STEMS[3]);
         let svg = write_svg_png(&ThroughputPlot(r, ts), dir, PLOT_STEMS[3])?;
         let per_sender = if ts.senders.len() <= MAX_SENDER_LINES {
             "one line per sender".to_string()
@@ -411,6 +446,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
                  senders together (top) and per sender (bottom: {per_sender})."
             ),
         );
+        step(PLOT_STEMS[4]);
         let svg = write_svg_png(&CongestionPlot(r, ts), dir, PLOT_STEMS[4])?;
         emit(
             PLOT_STEMS[4],
@@ -422,6 +458,7 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
         );
     }
     if let Some(st) = &stages {
+        step(PLOT_STEMS[5]);
         let svg = write_svg_png(&crate::stageplot::StagePlot(r, st), dir, PLOT_STEMS[5])?;
         emit(
             PLOT_STEMS[5],
@@ -433,8 +470,10 @@ pub fn write_report(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFile
                 .into(),
         );
     }
+    step("report.html");
     write_file(&files.report_html, &report_html(r, &html_plots))?;
     if let Some(csv) = &files.messages_csv {
+        step("messages.csv");
         write_file(csv, &messages_csv(r))?;
     }
     Ok(files)
