@@ -19,6 +19,7 @@ use xrdma_testbed::output::no_verbs;
 use xrdma_testbed::output::{
     open_out_dir, prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED,
 };
+use xrdma_testbed::progress::Progress;
 use xrdma_testbed::tools::two_process::{two_process, TwoProcess};
 use xrdma_testbed::{capture_cli, out, outln, tools};
 
@@ -431,6 +432,9 @@ fn real_main() -> Result<ExitCode> {
                 }
                 None => &mut NoWatch,
             };
+            // Progress shows once the command has run for two seconds (simulator runs only:
+            // a multi-process run's ranks print their own lines meanwhile).
+            let progress = (backend == Backend::Sim).then(|| Progress::start("simulating the run"));
             let mut result = match &launched {
                 None if backend == Backend::Sim => {
                     let (r, caps) = capture_cli::run(&sc, capture.as_ref(), watch)?;
@@ -444,9 +448,10 @@ fn real_main() -> Result<ExitCode> {
                 },
             };
             result.scenario_yaml = yaml;
+            let progress = progress.unwrap_or_else(|| Progress::start("reporting"));
             if let Some(sim) = &result.sim {
                 for w in check::unreached_faults(&sc, xrdma::Time::from_ps(sim.simulated_ps)) {
-                    eprintln!("warning: {w}");
+                    progress.suspend(|| eprintln!("warning: {w}"));
                 }
             }
             let Some(run_dir) = run_dir else {
@@ -455,10 +460,18 @@ fn real_main() -> Result<ExitCode> {
             // The captures are listed in the result, so they are staged first; the summary
             // before the other files: a results directory that cannot be written (a full
             // disk) still leaves the figures on the terminal.
+            progress.phase("writing the packet captures");
             let staged = capture_cli::write(&run_dir, &mut result, &captures);
-            out!("{}", xrdma_reports::summary_table(&result));
+            progress.phase("summarizing");
+            let summary = xrdma_reports::summary_table(&result);
+            progress.suspend(|| out!("{summary}"));
             let pcaps = staged
-                .and_then(|p| Ok((p, xrdma_reports::stage_run(&run_dir, &result, csv)?)))
+                .and_then(|p| {
+                    let files = xrdma_reports::stage_run(&run_dir, &result, csv, &mut |f| {
+                        progress.phase(&format!("writing {f}"))
+                    })?;
+                    Ok((p, files))
+                })
                 .with_context(|| {
                     format!(
                         "writing results to {}: {}",
@@ -470,12 +483,14 @@ fn real_main() -> Result<ExitCode> {
             run_dir
                 .commit()
                 .with_context(|| format!("writing results to {}", out.display()))?;
+            progress.finish();
             outln!("wrote {}", files.result_json.display());
             print_written(&files);
             pcaps.iter().for_each(|p| outln!("wrote {}", p.display()));
             Ok(verdict(&result))
         }
         Command::Report { result, out, csv } => {
+            let progress = Progress::start("reading the result");
             let (json, r) = xrdma_testbed::compare::load_run(&result)?;
             let out = match out {
                 Some(o) => o,
@@ -484,13 +499,18 @@ fn real_main() -> Result<ExitCode> {
                     .filter(|p| !p.as_os_str().is_empty())
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             };
-            out!("{}", xrdma_reports::summary_table(&r));
+            progress.phase("summarizing");
+            let summary = xrdma_reports::summary_table(&r);
+            progress.suspend(|| out!("{summary}"));
             prepare_out_dir(&out)?;
             // Redrawn beside its own result.json, that file (and its captures) stay.
             let canon = |p: &Path| p.canonicalize().ok();
             let beside = canon(&json).is_some_and(|j| canon(&out.join("result.json")) == Some(j));
-            let files = xrdma_reports::write_report(&out, &r, csv, beside)
-                .with_context(|| format!("writing the report to {}", out.display()))?;
+            let files = xrdma_reports::write_report_with(&out, &r, csv, beside, &mut |f| {
+                progress.phase(&format!("writing {f}"))
+            })
+            .with_context(|| format!("writing the report to {}", out.display()))?;
+            progress.finish();
             print_written(&files);
             Ok(verdict(&r))
         }

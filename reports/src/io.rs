@@ -1,6 +1,7 @@
 //! Reading and writing run results and the per-run output directory.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::chart::write_svg_png;
@@ -66,17 +67,35 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 }
 
 /// Writes `r` to `path` as pretty-printed JSON (two-space indent, keys in schema declaration
-/// order, trailing newline). Equal inputs give byte-identical files.
+/// order, trailing newline). Equal inputs give byte-identical files. The text is streamed to
+/// a temporary sibling through a buffer, never held whole in memory, then renamed over
+/// `path` ([`commit_temp`]).
 ///
 /// # Errors
-/// [`ReportError::Io`] if the file cannot be written, [`ReportError::Json`] if serialization
-/// fails.
+/// [`ReportError::Io`] if the file cannot be written (the temporary file is removed),
+/// [`ReportError::Json`] if serialization fails.
 pub fn write_json(path: &Path, r: &RunResult) -> Result<(), ReportError> {
-    let json = r.to_json_string().map_err(|source| ReportError::Json {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    write_file(path, &json)
+    let tmp = temp_sibling(path);
+    let written = (|| {
+        let file = std::fs::File::create(&tmp).map_err(io_err(path))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        r.write_json_to(&mut w).map_err(|source| {
+            if source.is_io() {
+                io_err(path)(source.into())
+            } else {
+                ReportError::Json {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        })?;
+        w.flush().map_err(io_err(path))
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    commit_temp(&tmp, path)
 }
 
 /// Reads a run result written by [`write_json`].
@@ -94,10 +113,9 @@ pub fn read_json(path: &Path) -> Result<RunResult, ReportError> {
         path: path.to_path_buf(),
         source,
     };
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(json_err)?;
-    let found = value
-        .get("schema-version")
-        .and_then(serde_json::Value::as_u64);
+    let found = serde_json::from_str::<VersionProbe>(&text)
+        .map_err(json_err)?
+        .0;
     match found {
         Some(v) if v >= 1 && v <= u64::from(SCHEMA_VERSION) => {}
         _ => {
@@ -120,6 +138,69 @@ pub fn read_json(path: &Path) -> Result<RunResult, ReportError> {
         }
     }
     Ok(r)
+}
+
+/// The `schema-version` of a result's text, read without building the rest (a
+/// `serde_json::Value` of a million messages takes about a gigabyte): `None` when the key is
+/// missing or not an unsigned integer, or the text is not an object.
+struct VersionProbe(Option<u64>);
+
+impl<'de> serde::Deserialize<'de> for VersionProbe {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(VersionVisitor)
+    }
+}
+
+struct VersionVisitor;
+
+impl<'de> serde::de::Visitor<'de> for VersionVisitor {
+    type Value = VersionProbe;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a run result")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<VersionProbe, A::Error> {
+        use serde::de::IgnoredAny;
+        let mut found = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "schema-version" {
+                found = map.next_value::<serde_json::Value>()?.as_u64();
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(VersionProbe(found))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<VersionProbe, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<VersionProbe, E> {
+        Ok(VersionProbe(None))
+    }
 }
 
 /// Per-message records as CSV with the header
@@ -212,9 +293,15 @@ fn unchanged(rd: &RunDir, e: ReportError) -> ReportError {
 ///
 /// # Errors
 /// As [`write_json`] and [`write_report`].
-pub fn stage_run(rd: &RunDir, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
+pub fn stage_run(
+    rd: &RunDir,
+    r: &RunResult,
+    with_csv: bool,
+    step: &mut dyn FnMut(&str),
+) -> Result<RunFiles, ReportError> {
+    step("result.json");
     write_json(&rd.staging().join("result.json"), r)?;
-    draw(rd.staging(), rd.dir(), r, with_csv)
+    draw(rd.staging(), rd.dir(), r, with_csv, step)
 }
 
 /// Writes `r` as a run into `dir` (created with its parents if missing): `result.json` plus
@@ -227,8 +314,22 @@ pub fn stage_run(rd: &RunDir, r: &RunResult, with_csv: bool) -> Result<RunFiles,
 /// (the earlier run stays whole) when a file cannot be written or drawn;
 /// [`ReportError::Commit`] or [`ReportError::Io`] from the replacement.
 pub fn write_run_dir(dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
+    write_run_dir_with(dir, r, with_csv, &mut |_| {})
+}
+
+/// [`write_run_dir`], telling `step` what it writes next (`"result.json"`, then as
+/// [`write_report_with`]), for a progress display.
+///
+/// # Errors
+/// As [`write_run_dir`].
+pub fn write_run_dir_with(
+    dir: &Path,
+    r: &RunResult,
+    with_csv: bool,
+    step: &mut dyn FnMut(&str),
+) -> Result<RunFiles, ReportError> {
     let rd = RunDir::open(dir)?;
-    let files = stage_run(&rd, r, with_csv).map_err(|e| unchanged(&rd, e))?;
+    let files = stage_run(&rd, r, with_csv, step).map_err(|e| unchanged(&rd, e))?;
     rd.commit()?;
     Ok(files)
 }
@@ -256,6 +357,21 @@ pub fn write_report(
     with_csv: bool,
     beside_result: bool,
 ) -> Result<RunFiles, ReportError> {
+    write_report_with(dir, r, with_csv, beside_result, &mut |_| {})
+}
+
+/// [`write_report`], telling `step` the name of each file (or plot stem) before it is
+/// written, for a progress display.
+///
+/// # Errors
+/// As [`write_report`].
+pub fn write_report_with(
+    dir: &Path,
+    r: &RunResult,
+    with_csv: bool,
+    beside_result: bool,
+    step: &mut dyn FnMut(&str),
+) -> Result<RunFiles, ReportError> {
     let mut rd = RunDir::open(dir)?;
     if beside_result {
         rd.keep("result.json");
@@ -264,14 +380,20 @@ pub fn write_report(
             rd.keep(&c.file);
         }
     }
-    let files = draw(rd.staging(), dir, r, with_csv).map_err(|e| unchanged(&rd, e))?;
+    let files = draw(rd.staging(), dir, r, with_csv, step).map_err(|e| unchanged(&rd, e))?;
     rd.commit()?;
     Ok(files)
 }
 
 /// Draws the tables and plots of `r` (see [`write_report`]) into `stage`; the paths returned
 /// are under `dir`, where the commit moves them.
-fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFiles, ReportError> {
+fn draw(
+    stage: &Path,
+    dir: &Path,
+    r: &RunResult,
+    with_csv: bool,
+    step: &mut dyn FnMut(&str),
+) -> Result<RunFiles, ReportError> {
     let stages = crate::stages::summarize(r);
     let mut files = RunFiles {
         dir: dir.to_path_buf(),
@@ -282,7 +404,9 @@ fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFi
         report_html: dir.join("report.html"),
         messages_csv: with_csv.then(|| dir.join("messages.csv")),
     };
+    step("summary.txt");
     write_file(&stage.join("summary.txt"), &summary_table(r))?;
+    step("latency.svg");
     latency_svg(r, &stage.join("latency.svg"))?;
     let mut html_plots = Vec::new();
     let mut emit = |stem: &str, svg: String, title: &str, caption: String| {
@@ -294,6 +418,7 @@ fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFi
             svg,
         });
     };
+    step(PLOT_STEMS[0]);
     let svg = write_svg_png(&LatencyCdf(r), stage, PLOT_STEMS[0])?;
     emit(
         PLOT_STEMS[0],
@@ -304,6 +429,7 @@ fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFi
          finish have no latency: the curve then ends below 1."
             .into(),
     );
+    step(PLOT_STEMS[1]);
     let svg = write_svg_png(&CompletionPerSender(r), stage, PLOT_STEMS[1])?;
     emit(
         PLOT_STEMS[1],
@@ -315,6 +441,7 @@ fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFi
     );
     if let Some(ts) = &r.timeseries {
         ts.check().map_err(ReportError::Plot)?;
+        step(PLOT_STEMS[2]);
         let svg = write_svg_png(&QueuePlot(r, ts), stage, PLOT_STEMS[2])?;
         emit(
             PLOT_STEMS[2],
@@ -326,6 +453,7 @@ fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFi
                 ts.bottleneck
             ),
         );
+        step(PLOT_STEMS[3]);
         let svg = write_svg_png(&ThroughputPlot(r, ts), stage, PLOT_STEMS[3])?;
         let per_sender = if ts.senders.len() <= MAX_SENDER_LINES {
             "one line per sender".to_string()
@@ -345,6 +473,7 @@ fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFi
                  senders together (top) and per sender (bottom: {per_sender})."
             ),
         );
+        step(PLOT_STEMS[4]);
         let svg = write_svg_png(&CongestionPlot(r, ts), stage, PLOT_STEMS[4])?;
         emit(
             PLOT_STEMS[4],
@@ -356,6 +485,7 @@ fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFi
         );
     }
     if let Some(st) = &stages {
+        step(PLOT_STEMS[5]);
         let svg = write_svg_png(&crate::stageplot::StagePlot(r, st), stage, PLOT_STEMS[5])?;
         emit(
             PLOT_STEMS[5],
@@ -367,8 +497,10 @@ fn draw(stage: &Path, dir: &Path, r: &RunResult, with_csv: bool) -> Result<RunFi
                 .into(),
         );
     }
+    step("report.html");
     write_file(&stage.join("report.html"), &report_html(r, &html_plots))?;
     if with_csv {
+        step("messages.csv");
         write_file(&stage.join("messages.csv"), &messages_csv(r))?;
     }
     Ok(files)

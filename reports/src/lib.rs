@@ -26,6 +26,7 @@ mod path;
 pub mod percentile;
 pub mod plot;
 pub mod run_dir;
+pub mod scatter;
 mod schema;
 mod series;
 pub mod stageplot;
@@ -41,7 +42,7 @@ pub use environment::{DeviceInfo, DeviceKey, Environment, RankPlace};
 pub use error::ReportError;
 pub use io::{
     commit_temp, messages_csv, read_json, stage_run, temp_sibling, write_atomic, write_json,
-    write_report, write_run_dir, RunFiles, PLOT_STEMS,
+    write_report, write_report_with, write_run_dir, write_run_dir_with, RunFiles, PLOT_STEMS,
 };
 pub use kinds::{Backend, WorkloadKind};
 pub use path::PathModel;

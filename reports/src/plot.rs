@@ -17,6 +17,7 @@ use crate::chart::{
 };
 use crate::error::ReportError;
 use crate::percentile::nearest_rank;
+use crate::scatter::PerSenderPoints;
 use crate::schema::RunResult;
 use crate::summary::{format_bytes, format_us};
 
@@ -31,9 +32,7 @@ pub const PANEL_SIZE_PX: (u32, u32) = (1000, 620);
 /// At most this many points are drawn on the CDF; larger sample sets are reduced to the
 /// nearest-rank quantiles at ranks `⌈k·n/MAX_CDF_POINTS⌉`, k = 1..MAX_CDF_POINTS.
 pub const MAX_CDF_POINTS: usize = 4096;
-/// At most this many messages are drawn in the per-sender panel; above it every k-th record
-/// (in record order) is drawn, with k the smallest stride that fits, and the title says so.
-pub const MAX_SCATTER_POINTS: usize = 20_000;
+pub use crate::scatter::MAX_SCATTER_POINTS;
 
 /// The percentiles marked on the CDF, with their legend names and colours.
 const MARKED: [(f64, &str, RGBColor); 3] = [
@@ -299,9 +298,8 @@ pub fn draw_per_sender<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
 ) -> Result<(), ReportError> {
     let msgs = &r.messages;
-    let start = msgs.iter().map(|m| m.intended_ps).min().unwrap_or(0);
-    let stride = msgs.len().div_ceil(MAX_SCATTER_POINTS).max(1);
-    let shown: Vec<_> = msgs.iter().step_by(stride).collect();
+    let plan = PerSenderPoints::of(msgs);
+    let (start, stride, shown) = (plan.start_ps, plan.stride, &plan.shown);
     let t_star_us = r.t_star_bound().map(|i| ps_to_us(i.t_star_ps));
     let data_max = shown
         .iter()
@@ -349,22 +347,16 @@ pub fn draw_per_sender<DB: DrawingBackend>(
         .draw()
         .map_err(plot_err)?;
 
-    let n_indices = msgs.iter().map(|m| m.index).max().map_or(0, |i| i + 1);
-    let legend_all = n_indices <= TAB10.len() as u32;
-    for index in 0..n_indices {
-        let color = index_color(index, n_indices);
-        let pts: Vec<(f64, f64)> = shown
-            .iter()
-            .filter(|m| m.index == index)
-            .filter_map(|m| {
-                m.completed_ps
-                    .map(|c| (f64::from(m.sender), ps_to_us(c.saturating_sub(start))))
-            })
-            .collect();
-        let series = chart
-            .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-            .map_err(plot_err)?;
-        if legend_all || index == 0 || index + 1 == n_indices {
+    // Ascending message index, so later indices lie on top; one call per run of indices.
+    let n_indices = plan.n_indices;
+    for s in &plan.series {
+        let pts = plan.of_series(s).iter().map(|p| {
+            let at = (f64::from(p.sender), ps_to_us(p.since_start_ps));
+            Circle::new(at, 3, index_color(p.index, n_indices).filled())
+        });
+        let series = chart.draw_series(pts).map_err(plot_err)?;
+        if let Some(index) = s.label {
+            let color = index_color(index, n_indices);
             series
                 .label(format!("message {index}"))
                 .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));

@@ -678,8 +678,19 @@ impl RunResult {
     /// # Errors
     /// Only if serde_json fails, which does not happen for this schema in practice.
     pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
-        let mut s = serde_json::to_string_pretty(self)?;
-        s.push('\n');
-        Ok(s)
+        let mut out = Vec::new();
+        self.write_json_to(&mut out)?;
+        // serde_json writes UTF-8 only.
+        String::from_utf8(out).map_err(|e| serde_json::Error::io(std::io::Error::other(e)))
+    }
+
+    /// Writes the record to `w` as [`RunResult::to_json_string`] gives it, without holding
+    /// the whole text in memory (a result of a million messages is about 200 MB of JSON).
+    ///
+    /// # Errors
+    /// serde_json's error, wrapping the writer's I/O error when writing fails.
+    pub fn write_json_to<W: std::io::Write>(&self, mut w: W) -> Result<(), serde_json::Error> {
+        serde_json::to_writer_pretty(&mut w, self)?;
+        w.write_all(b"\n").map_err(serde_json::Error::io)
     }
 }

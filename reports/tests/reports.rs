@@ -287,6 +287,21 @@ fn read_json_rejects_other_schema_versions() {
         Err(ReportError::UnsupportedSchema { found: None, .. })
     ));
 
+    // Not an object, or a version that is not a number: no version either.
+    for text in [
+        "[1, {\"schema-version\": 1}]",
+        "7",
+        "{\"schema-version\": \"1\"}",
+    ] {
+        std::fs::write(&p, text).unwrap();
+        assert!(
+            matches!(
+                read_json(&p),
+                Err(ReportError::UnsupportedSchema { found: None, .. })
+            ),
+            "{text}"
+        );
+    }
     std::fs::write(&p, "{\"schema-version\": 1, \"tool-version\": 3}").unwrap();
     let e = read_json(&p).unwrap_err();
     assert!(matches!(e, ReportError::Json { .. }));

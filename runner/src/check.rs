@@ -211,10 +211,11 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
     if let Some(avail) = available_memory() {
         if need > avail {
             bail!(
-                "{}: the run needs about {} of memory (per sender: a staging ring and receive \
-                 buffers at both ends, a landing buffer for the largest message and its copy \
-                 for the application), but only {} is available; use fewer senders, smaller \
-                 messages, xrdma.deliver-fragments or a smaller xrdma.max-window",
+                "{}: the run needs about {} of memory (per sender: a staging ring, receive \
+                 slots and a landing buffer for the largest message; the switch buffer; \
+                 {BYTES_PER_MESSAGE} bytes of records a message), but only {} is available; \
+                 use fewer senders or messages, smaller messages, xrdma.deliver-fragments or \
+                 a smaller xrdma.max-window",
                 sc.source_path.display(),
                 xrdma_reports::format_bytes(need),
                 xrdma_reports::format_bytes(avail)
@@ -449,31 +450,54 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
     w
 }
 
-/// Upper estimate of the bytes a simulated run touches: each connection has a staging ring
-/// and receive buffers at both ends and (unless fragments are delivered as they arrive) a copy
-/// of the whole message for the application; the receiver a landing buffer of the largest
-/// message's size class per connection, at most `landing-budget` of them at once; and the
-/// payload block is the largest message plus 1 MiB.
+/// Estimate of a simulated run's peak resident memory, bytes: what the run's buffers and
+/// records touch, not what they reserve (the simulator's memory regions are mapped lazily,
+/// so a receive slot or a landing buffer costs nothing until a frame lands in it).
+///
+/// - **the program**: [`BASE_BYTES`], and the payload block (the largest message plus 1 MiB);
+/// - **per connection**: the sender's staging ring, which every payload byte passes through
+///   ([`Config::ring_bytes`], touched whole once a ring's worth is sent); and the receive
+///   slots of the receiving end, one per message until every slot has had one
+///   (`min(recv-depth, messages) ×` [`Config::recv_slot_bytes`]); the ends that carry only
+///   control frames (the receiver's ring, the sender's slots) touch a page or so each. An
+///   echo sends both ways: both ends count a ring and slots;
+/// - **landing buffers**: one of the largest message's size class per connection, at most
+///   `landing-budget` of them, when messages are above `eager-limit` (they stay in the pool
+///   once used), and the application's copy of one whole message;
+/// - **the switch buffer** (`sim.switch-buffer`): packets queued at the bottleneck carry
+///   their payload, and an incast fills it;
+/// - **per message**: [`BYTES_PER_MESSAGE`] (the records alive at the peak, after the run);
+/// - **a capture**: up to `max-packets` frames a captured link.
+///
+/// Against the peak RSS measured by `/usr/bin/time -v` (release build): 392.5 MiB estimated
+/// for 404.5 MiB on `scenarios/incast-256.yaml` (−3 %), 395.6 MiB for 356.1 MiB on one
+/// sender's 1 M open-loop 64 B messages (+11 %, `ci/report-cost.sh`). Small runs are
+/// overestimated (the switch buffer term assumes a full buffer).
 pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
     let largest = sc.workload.largest_message();
+    let connections = u64::from(sc.workload.connections());
+    let messages = sc.workload.expected_messages();
+    let per_connection_messages = messages.div_ceil(connections.max(1));
+    let slots = u64::from(cfg.recv_depth)
+        .min(per_connection_messages)
+        .saturating_mul(cfg.recv_slot_bytes());
+    let ends = if matches!(sc.workload, Workload::Echo(_)) {
+        2
+    } else {
+        1
+    };
+    let per_connection = cfg.ring_bytes().saturating_add(slots).saturating_mul(ends);
     let landing = if largest > cfg.eager_limit {
         xrdma::landing::class_of(largest)
     } else {
         0
     };
-    let reassembly = if cfg.deliver_fragments { 0 } else { largest };
-    let per_sender = cfg
-        .ring_bytes()
-        .saturating_add(cfg.recv_buffer_bytes())
-        .saturating_mul(2)
-        .saturating_add(reassembly);
-    let connections = u64::from(sc.workload.connections());
     // Landing buffers in use at once are bounded by the budget (one always fits).
     let landing = landing
         .saturating_mul(connections)
         .min(cfg.landing_budget.max(landing));
-    // Each message's records: the sender's, the receiver's and the result's (about 256 bytes).
-    let records = sc.workload.expected_messages().saturating_mul(256);
+    let reassembly = if cfg.deliver_fragments { 0 } else { largest };
+    let records = messages.saturating_mul(BYTES_PER_MESSAGE);
     // A capture keeps its frames until the run ends: up to `max-packets` a captured link,
     // each at most an MTU of payload, its RoCEv2 headers and ICRC (78 bytes with a RETH) and
     // its pcap record header (16 bytes).
@@ -484,13 +508,30 @@ pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
             .saturating_mul(c.max_packets)
             .saturating_mul(frame)
     });
-    per_sender
-        .saturating_mul(connections)
+    BASE_BYTES
+        .saturating_add(per_connection.saturating_mul(connections))
         .saturating_add(landing)
+        .saturating_add(reassembly)
+        .saturating_add(section.switch_buffer_bytes)
         .saturating_add(records)
         .saturating_add(capture)
         .saturating_add(largest.saturating_add(1 << 20))
 }
+
+/// Resident memory of the program before any run-sized data: code, the plot font, the
+/// figure bitmaps (an incast of 8 peaks at 22 MB in all).
+pub const BASE_BYTES: u64 = 16 << 20;
+
+/// Bytes a message costs at a run's peak, which comes after the simulation, while the tally
+/// builds the result's records ([`crate::workload::tally`]): the receiver's arrival, the
+/// sender's record, the tally's hash entry (a key, a reference and a control byte, in a table
+/// up to twice as large as the arrivals), and the result's record. Echo exchanges keep a
+/// little more (the response), within the estimate's margin.
+pub const BYTES_PER_MESSAGE: u64 = (std::mem::size_of::<crate::workload::Arrival>()
+    + std::mem::size_of::<crate::workload::SentRecord>()
+    + 2 * (std::mem::size_of::<((u32, u32), &crate::workload::Arrival)>() + 1)
+    + std::mem::size_of::<xrdma_reports::MessageRecord>())
+    as u64;
 
 /// `MemAvailable` from `/proc/meminfo`, bytes; `None` where it cannot be read.
 pub fn available_memory() -> Option<u64> {
@@ -510,5 +551,34 @@ pub(crate) fn where_is(sc: &Scenario, path: &[&str]) -> String {
     match xrdma_scenario::locate_key(&text, path) {
         Some((line, column, _)) => format!("{file}:{line}:{column}"),
         None => file.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_loop(count: u32) -> Scenario {
+        let yaml = format!(
+            "name: m\nworkload:\n  open-loop: {{ senders: 1, receiver: 0, rate: 1M/s, \
+             count: {count}, size: 64B }}\n"
+        );
+        match xrdma_scenario::parse(&yaml, std::path::Path::new("m.yaml")) {
+            Ok(sc) => sc,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn the_estimate_grows_by_the_records_of_each_message() {
+        let cfg = Config::default();
+        let (n, m) = (open_loop(100_000), open_loop(400_000));
+        // Both have every receive slot touched: only the records differ.
+        let grew = memory_estimate(&m, &cfg) - memory_estimate(&n, &cfg);
+        assert_eq!(grew, 300_000 * BYTES_PER_MESSAGE);
+        assert!(
+            (300..=500).contains(&BYTES_PER_MESSAGE),
+            "{BYTES_PER_MESSAGE}"
+        );
     }
 }

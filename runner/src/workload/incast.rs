@@ -47,7 +47,7 @@ pub struct Sender {
     sizes: Vec<u64>,
     next: usize,
     in_flight: Vec<(MsgId, usize)>,
-    /// What was sent, by index.
+    /// What was sent, in index order from 0 (the message at position i has index i).
     pub sent: Vec<SentMessage>,
     /// Errors xrdma reported (connection failures), as text.
     pub errors: Vec<ErrorAt>,
@@ -184,7 +184,8 @@ impl Workload for Incast {
             .iter()
             .enumerate()
             .map(|(index, &size)| {
-                let sent = s.sent.iter().find(|m| m.index as usize == index);
+                // `sent` is in index order from 0: a message's position is its index.
+                let sent = s.sent.get(index).filter(|m| m.index as usize == index);
                 SentRecord {
                     index: index as u32,
                     size,
@@ -238,5 +239,55 @@ impl Workload for Incast {
     }
     fn bounded_by_t_star(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xrdma_scenario::MessageSpec;
+
+    #[test]
+    fn record_takes_each_message_from_its_position_and_lists_the_unsent() {
+        let w = Incast {
+            senders: 1,
+            receiver: 0,
+            start: Time::from_ps(5),
+            messages: vec![MessageSpec { size: 8, count: 4 }],
+        };
+        let mut s = Sender::new(
+            1,
+            ConnId::new(0, 0),
+            PayloadPool::new(1, 8),
+            w.start,
+            w.sizes(),
+        );
+        for index in 0..3 {
+            s.sent.push(SentMessage {
+                index,
+                size: 8,
+                digest: u128::from(index) + 100,
+                posted: Time::from_ps(6),
+                acked: (index != 1).then(|| Time::from_ps(50 + u64::from(index))),
+                timing: None,
+                failed: index == 1,
+            });
+        }
+        let r = w.record(&s);
+        let got: Vec<_> = r
+            .messages
+            .iter()
+            .map(|m| (m.index, m.digest.map(|d| d.0), m.completed_ps))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Some(100), Some(50)),
+                (1, Some(101), None),
+                (2, Some(102), Some(52)),
+                (3, None, None),
+            ]
+        );
+        assert!(r.messages.iter().all(|m| m.intended_ps == 5));
     }
 }

@@ -2,7 +2,7 @@
 
 use super::Arrival;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use xrdma::Time;
 use xrdma_reports as rep;
 
@@ -137,7 +137,8 @@ pub struct Tally {
 ///
 /// With `trace`, each one-way message that completed also gets its stages ([`stages`]).
 pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>, trace: bool) -> Tally {
-    let mut arrivals: BTreeMap<(u32, u32), &Arrival> = BTreeMap::new();
+    // Hashed, not ordered: only looked up and counted, so the tally stays linear.
+    let mut arrivals: HashMap<(u32, u32), &Arrival> = HashMap::with_capacity(got.arrivals.len());
     let mut duplicates = 0;
     for a in got.arrivals {
         if arrivals.insert((a.sender, a.index), a).is_some() {
