@@ -57,12 +57,14 @@ pub mod hostfile;
 pub mod hostlist;
 pub mod rendezvous;
 mod resolve;
+pub mod secret;
 mod start;
 
 pub use assign::{assign, describe, layout, report_rank};
 pub use hostfile::{HostSlots, Hostfile, HostfileError};
 pub use rendezvous::{rendezvous, Rendezvous, RendezvousError};
 pub use resolve::{parse_coordinator, resolve, LaunchError};
+pub use secret::{JobSecret, SecretError, SECRET_FILE_VAR, SECRET_VAR};
 pub use start::{start, Started};
 
 /// Rank 0's coordinator port when `HOST` names none: 18515, perftest's default port.
