@@ -112,6 +112,10 @@ enum Command {
         #[arg(long)]
         allow_different_workloads: bool,
     },
+    /// Make a fresh secret for one multi-process job and print it as hex (for
+    /// `export XRDMA_JOB_SECRET=$(xrdma job-secret)` before srun or mpirun), or write it to a
+    /// new owner-only file on the job's shared filesystem (for XRDMA_JOB_SECRET_FILE).
+    JobSecret(xrdma_testbed::launch_cli::JobSecretArgs),
     /// Check a scenario file (parse, units, ranges, PFC headroom, and the run's memory
     /// estimate against the memory available) without running it; prints the estimate.
     Validate {
@@ -733,6 +737,7 @@ fn real_main() -> Result<ExitCode> {
                 Ok(ExitCode::from(EXIT_RESULT_FAILED))
             }
         }
+        Command::JobSecret(args) => xrdma_testbed::launch_cli::job_secret(&args),
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;
             let checked = check::check(&sc)?;
