@@ -33,7 +33,8 @@
 //! 1 + local rank, so several ranks share a node; an OS-assigned port when the launcher gives
 //! no local rank). Rank 0 answers every rank with the whole table, and the bootstrap of
 //! [`crate::rank`] then runs unchanged over it, as if a `verbs.ranks` block had listed those
-//! addresses ([`rendezvous`]). The frames are the bootstrap's own (`join`, `table`).
+//! addresses ([`rendezvous`]). The frames are the bootstrap's own (`challenge`, `proof`, `join`,
+//! `table`).
 //!
 //! # Hosts
 //!

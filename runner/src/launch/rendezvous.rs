@@ -549,6 +549,13 @@ fn admit(
     let (size, address, mac) = match p.send(&proof).and_then(|()| p.expect_until("join", by)) {
         Ok(Frame::Join { size, address, mac }) => (size, address, mac),
         Ok(_) => unreachable!("expect returns the kind asked for"),
+        Err(BootstrapError::PeerClosed { .. }) => {
+            return refuse(
+                "closed the connection on rank 0's proof (a rank with another job secret \
+                 refuses it)"
+                    .into(),
+            )
+        }
         Err(e) => return refuse(why(e)),
     };
     let (s, a) = Transcript::join_fields(size, address);

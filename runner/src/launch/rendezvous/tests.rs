@@ -269,6 +269,26 @@ fn a_rank_with_a_wrong_secret_is_refused_by_rank_0_and_refuses_it() {
 }
 
 #[test]
+fn rank_0_giving_up_lists_whom_it_refused() {
+    let coord = bind_loopback();
+    let addr = coord.local_addr();
+    let t = Duration::from_millis(1200);
+    let zero = thread::spawn(move || serve(coord, &hello(0), &secret(), 2, 0, t));
+    let other = JobSecret::generate().unwrap();
+    let e = join(addr, &coordinator(), &hello(1), &other, 2, 0, T).unwrap_err();
+    assert!(matches!(e, RendezvousError::Impostor { .. }), "{e}");
+    let m = zero.join().unwrap().unwrap_err().to_string();
+    assert!(
+        m.contains("rank(s) [1] of 2 never joined; refused 127.0.0.1:"),
+        "{m}"
+    );
+    assert!(
+        m.contains("(claiming rank 1): closed the connection on rank 0's proof"),
+        "{m}"
+    );
+}
+
+#[test]
 fn a_silent_connection_times_out_without_stalling_the_rendezvous() {
     let limit = Duration::from_millis(300);
     let (addr, zero) = rank_0(limit);
