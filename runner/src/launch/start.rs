@@ -30,7 +30,7 @@ pub enum Started {
 
 /// Lay `sc` out for `launch`: with [`Peers::Scenario`] the block as written; with a
 /// rendezvous, meet the other ranks, proving `secret` (the job's, e.g.
-/// [`JobSecret::from_env`]; its error is reported only when a rendezvous needs it; waits
+/// [`JobSecret::from_env`]; its error is reported only when other ranks meet this one; waits
 /// bounded by the `verbs.run-timeout`) and give each rank its hosts ([`layout`]) at the
 /// address the rendezvous found.
 ///
@@ -63,7 +63,11 @@ pub fn start(
     let placeholder = vec![nowhere; launch.size as usize];
     layout(&sc.workload, &section, &placeholder)
         .map_err(|m| anyhow::anyhow!("{}: {m}", sc.source_path.display()))?;
-    let secret = secret.with_context(|| format!("rank {} of {}", launch.rank, launch.size))?;
+    // A lone rank admits no one, so it needs no secret of the job's: a throwaway one.
+    let secret = match secret {
+        Err(_) if launch.size == 1 => JobSecret::generate()?,
+        s => s.with_context(|| format!("rank {} of {}", launch.rank, launch.size))?,
+    };
     let hello = crate::rank::hello(sc, launch.rank)?;
     let timeout = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
     let met = rendezvous(launch, coordinator, &hello, &secret, timeout)
