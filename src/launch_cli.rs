@@ -65,6 +65,37 @@ impl LaunchOptions {
     }
 }
 
+/// `xrdma job-secret`: where the new secret goes.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct JobSecretArgs {
+    /// Write it to this new file (mode 0600; an existing file is kept) instead of printing
+    /// it; give the ranks XRDMA_JOB_SECRET_FILE=FILE.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+/// Make a job's secret ([`launch::JobSecret::generate`]) and print it as hex, or write it to
+/// `args.file` readable by its owner only.
+///
+/// # Errors
+/// The OS's random source fails, or the file cannot be created (e.g. it exists).
+pub fn job_secret(args: &JobSecretArgs) -> Result<std::process::ExitCode> {
+    let secret = launch::JobSecret::generate()?;
+    match &args.file {
+        Some(path) => {
+            secret.write_file(path)?;
+            eprintln!(
+                "wrote a job secret to {}: give every rank {}={}",
+                path.display(),
+                launch::SECRET_FILE_VAR,
+                path.display()
+            );
+        }
+        None => crate::outln!("{}", secret.to_hex()),
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// The variables a launcher names a process's rank with, in the order they are looked at:
 /// Slurm's, Open MPI's, PMI's (`xrdma_runner::launch` reads the same ones).
 const RANK_VARS: [&str; 3] = ["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"];
@@ -109,7 +140,8 @@ pub fn writes_report(sc: &Scenario, launch: &Launch) -> bool {
 pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunResult>> {
     use xrdma_runner::launch::Started;
     use xrdma_runner::rank::{run_rank_bound, RankOutcome};
-    let (scenario, rank, listener) = match launch::start(sc, launch)? {
+    let secret = launch::JobSecret::from_env();
+    let (scenario, rank, listener) = match launch::start(sc, launch, secret)? {
         Started::Single => {
             eprintln!("rank 0 of 1: every host in this process");
             return xrdma_runner::run::run_verbs(sc).map(Some);

@@ -43,7 +43,9 @@ enum Command {
     /// multi-process run: the ranks meet at rank 0 (--coordinator, XRDMA_COORDINATOR, Slurm's
     /// first node or the hostfile's first host; TCP port 18515), the receiver runs on rank 0
     /// and the senders in blocks on the others (or as a `verbs.ranks` block says), and the
-    /// receiver's rank writes the report. E.g. `srun -N 9 --ntasks-per-node=1 xrdma run
+    /// receiver's rank writes the report; every rank proves the job's secret there
+    /// (XRDMA_JOB_SECRET or XRDMA_JOB_SECRET_FILE, see `xrdma job-secret`). E.g.
+    /// `export XRDMA_JOB_SECRET=$(xrdma job-secret); srun -N 9 --ntasks-per-node=1 xrdma run
     /// --backend verbs scenarios/incast-8.yaml`.
     Run {
         /// The scenario file (YAML).
@@ -117,6 +119,10 @@ enum Command {
         #[arg(long)]
         allow_different_workloads: bool,
     },
+    /// Make a fresh secret for one multi-process job and print it as hex (for
+    /// `export XRDMA_JOB_SECRET=$(xrdma job-secret)` before srun or mpirun), or write it to a
+    /// new owner-only file on the job's shared filesystem (for XRDMA_JOB_SECRET_FILE).
+    JobSecret(xrdma_testbed::launch_cli::JobSecretArgs),
     /// Check a scenario file (parse, units, ranges, PFC headroom, and the run's memory
     /// estimate against the memory available) without running it; prints the estimate.
     Validate {
@@ -787,6 +793,7 @@ fn real_main() -> Result<ExitCode> {
                 Ok(ExitCode::from(EXIT_RESULT_FAILED))
             }
         }
+        Command::JobSecret(args) => xrdma_testbed::launch_cli::job_secret(&args),
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;
             let checked = check::check(&sc)?;

@@ -408,3 +408,38 @@ fn ping_verbs_print_perftests_columns_or_json_and_refuse_what_they_cannot_measur
         assert!(err.contains(needle), "{args:?}: {needle:?} not in {err:?}");
     }
 }
+
+#[test]
+fn job_secret_prints_a_fresh_secret_or_writes_an_owner_only_file() {
+    let secret = || {
+        let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+            .arg("job-secret")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    let (a, b) = (secret(), secret());
+    assert_eq!(a.len(), 64, "{a}");
+    assert!(a.chars().all(|c| c.is_ascii_hexdigit()), "{a}");
+    assert_ne!(a, b, "every job gets its own");
+    let file = scratch("job-secret").join("job.secret");
+    let write = || {
+        Command::new(env!("CARGO_BIN_EXE_xrdma"))
+            .args(["job-secret", "--file"])
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    let o = write();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.is_empty(), "the secret is not printed");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim().len(), 64);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    assert!(!write().status.success(), "an existing file is kept");
+}

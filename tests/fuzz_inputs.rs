@@ -192,15 +192,27 @@ fn frame() -> impl Strategy<Value = Frame> {
         }),
         Just(Frame::Start),
         Just(Frame::Bye),
-        (any::<u32>(), any::<[u8; 4]>(), any::<u16>()).prop_map(|(size, ip, port)| Frame::Join {
-            size,
-            address: std::net::SocketAddr::from((ip, port)),
-        }),
-        proptest::collection::vec((any::<[u8; 16]>(), any::<u16>()), 0..4).prop_map(|v| {
-            Frame::Table {
+        "[0-9a-f]{0,64}".prop_map(|nonce| Frame::Challenge { nonce }),
+        "[0-9a-f]{0,64}".prop_map(|mac| Frame::Proof { mac }),
+        (
+            any::<u32>(),
+            any::<[u8; 4]>(),
+            any::<u16>(),
+            "[0-9a-f]{0,64}"
+        )
+            .prop_map(|(size, ip, port, mac)| Frame::Join {
+                size,
+                address: std::net::SocketAddr::from((ip, port)),
+                mac,
+            }),
+        (
+            proptest::collection::vec((any::<[u8; 16]>(), any::<u16>()), 0..4),
+            "[0-9a-f]{0,64}"
+        )
+            .prop_map(|(v, mac)| Frame::Table {
                 ranks: v.into_iter().map(std::net::SocketAddr::from).collect(),
-            }
-        }),
+                mac,
+            }),
         any::<i64>().prop_map(|n| Frame::Records {
             records: serde_json::json!({ "n": n })
         }),

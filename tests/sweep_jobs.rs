@@ -122,6 +122,8 @@ fn multi_rank_verbs_points_run_as_job_steps_of_their_ranks() {
         "#SBATCH --nodes=2",
         "#SBATCH --ntasks-per-node=1",
         "#   1  fan-in-4  (verbs)",
+        "XRDMA_JOB_SECRET=\"$(/shared/bin/xrdma job-secret)\"",
+        "export XRDMA_JOB_SECRET",
     ] {
         assert!(lines.contains(&want), "{want:?} not in {script}");
     }
@@ -136,9 +138,10 @@ fn multi_rank_verbs_points_run_as_job_steps_of_their_ranks() {
     let cmds = jobs::commands(&p, &inv);
     assert_eq!(cmds.len(), 2);
     assert!(
-        cmds[1]
-            .starts_with("srun --nodes=2 --ntasks=2 --ntasks-per-node=1 /shared/bin/xrdma sweep ")
-            && cmds[1].ends_with("--point fan-in-4"),
+        cmds[1].starts_with(
+            "XRDMA_JOB_SECRET=\"$(/shared/bin/xrdma job-secret)\" srun --nodes=2 --ntasks=2 \
+                 --ntasks-per-node=1 /shared/bin/xrdma sweep "
+        ) && cmds[1].ends_with("--point fan-in-4"),
         "{}",
         cmds[1]
     );

@@ -7,7 +7,8 @@
 # Both processes run the same command line, `xrdma run --backend verbs incast-8.yaml --out
 # DIR/report`, with the Slurm variables set by hand: SLURM_NTASKS=2,
 # SLURM_JOB_NODELIST=localhost, SLURM_PROCID and SLURM_LOCALID 0 and 1 (two bootstrap ports on
-# one node: 18516 and 18517). They meet at rank 0 on localhost:18515, the receiver runs on
+# one node: 18516 and 18517) and one job secret (`xrdma job-secret`, in XRDMA_JOB_SECRET).
+# They meet at rank 0 on localhost:18515, the receiver runs on
 # rank 0 and the eight senders on rank 1, and rank 0 writes the report.
 # Passes when both exit 0, rank 0 printed that assignment, rank 1 handed its records to rank 0,
 # and DIR/report/result.json reports all 40 messages (8 senders x 5) delivered intact.
@@ -26,6 +27,10 @@ slurm_task() { # RANK
   SLURM_PROCID=$1 SLURM_LOCALID=$1 SLURM_NTASKS=2 SLURM_JOB_NODELIST=localhost \
     timeout 120 "$xrdma" run --backend verbs "$repo/scenarios/incast-8.yaml" --out "$dir/report"
 }
+
+# One secret for the job, as a launcher makes it; both ranks prove it at the rendezvous.
+XRDMA_JOB_SECRET=$("$xrdma" job-secret)
+export XRDMA_JOB_SECRET
 
 t0=$SECONDS
 rc=0

@@ -379,6 +379,16 @@ ranks_devices_check() { # RESULT_JSON
   figure incast_ranks_sent_pkts_rank1 "$r1"
 }
 
+# The job secret of check NAME: host a makes it into FILE on the share (as a launcher makes
+# one per job), then both sides meet, so b reads the same one.
+job_secret() { # NAME FILE
+  if [[ $me == a ]]; then
+    rm -f "$2"
+    "$xrdma" job-secret --file "$2" || return 1
+  fi
+  meet "$1.secret" 60
+}
+
 # A cluster launch dry run across the wire: scenarios/incast-8.yaml unedited, one rank per
 # guest started the way `srun -N 2` starts them (SLURM_PROCID 0 on a, 1 on b, SLURM_NTASKS=2,
 # SLURM_LOCALID=0, SLURM_JOB_NODELIST listing the two guests), with no --rank and no
@@ -391,7 +401,9 @@ slurm_check() {
   mkdir -p "$dir"
   log=$dir/rank$rank.log
   rm -rf "$dir/report.$me"
-  SLURM_PROCID=$rank SLURM_LOCALID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST="$client_ip,$server_ip" \
+  job_secret slurm-launch "$dir/job.secret" || return 1
+  XRDMA_JOB_SECRET=$(cat "$dir/job.secret") \
+    SLURM_PROCID=$rank SLURM_LOCALID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST="$client_ip,$server_ip" \
     timeout 300 "$xrdma" run --backend verbs "$repo/scenarios/incast-8.yaml" \
     --out "$dir/report.$me" > "$log" 2>&1 || rc=$?
   cat "$log"
@@ -421,8 +433,10 @@ sweep_check() {
   [[ $me == a ]] && rm -rf "$dir"
   meet sweep-ranks.clean 60 || return 1
   mkdir -p "$dir"
+  job_secret sweep-ranks "$dir/job.secret" || return 1
   for k in 0 1; do
-    SLURM_PROCID=$rank SLURM_LOCALID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST="$client_ip,$server_ip" \
+    XRDMA_JOB_SECRET=$(cat "$dir/job.secret") \
+      SLURM_PROCID=$rank SLURM_LOCALID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST="$client_ip,$server_ip" \
       timeout 300 "${sweep[@]}" --point "$k" > "$dir/point$k.$me.log" 2>&1 \
       || { cat "$dir/point$k.$me.log"; return 1; }
     cat "$dir/point$k.$me.log"

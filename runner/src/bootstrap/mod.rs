@@ -22,8 +22,10 @@ mod wire;
 pub use wire::{encode_frame, parse_frame, MAX_FRAME_BYTES};
 
 /// Version of this wire protocol; a peer with another one is refused (2: the rendezvous
-/// frames `join` and `table`; 3: the `device` frame a rank sends after `bye`).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// frames `join` and `table`; 3: the `device` frame a rank sends after `bye`; 4: the
+/// rendezvous proves the job secret, with `challenge` and `proof` frames and a MAC on `join`
+/// and `table`).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Pause between two connection attempts while the peer is not listening yet.
 pub const CONNECT_RETRY: Duration = Duration::from_millis(100);
@@ -148,18 +150,34 @@ pub enum Frame {
         /// The device and counters, serialized whole.
         device: serde_json::Value,
     },
-    /// Rendezvous ([`crate::launch::rendezvous`]): a rank tells rank 0 the rank count it was
-    /// launched with and where its bootstrap listener is bound (its rank is in its hello).
+    /// Rendezvous ([`crate::launch::rendezvous`]): a fresh random nonce, each side's
+    /// challenge to the other after the hellos.
+    Challenge {
+        /// The nonce, hex.
+        nonce: String,
+    },
+    /// Rendezvous: rank 0's answer to a rank's challenge, proving it holds the job secret.
+    Proof {
+        /// HMAC-SHA256 over the handshake, hex.
+        mac: String,
+    },
+    /// Rendezvous: a rank tells rank 0 the rank count it was launched with and where its
+    /// bootstrap listener is bound (its rank is in its hello), proving it holds the job
+    /// secret.
     Join {
         /// The rank count.
         size: u32,
         /// The bootstrap listener's address.
         address: SocketAddr,
+        /// HMAC-SHA256 over the handshake and this frame, hex.
+        mac: String,
     },
     /// Rendezvous: rank 0's answer, every rank's bootstrap address in rank order.
     Table {
         /// Rank `r`'s address is `ranks[r]`.
         ranks: Vec<SocketAddr>,
+        /// HMAC-SHA256 over the handshake and the table, hex.
+        mac: String,
     },
 }
 
@@ -172,6 +190,8 @@ impl Frame {
             Frame::Records { .. } => "records",
             Frame::Bye => "bye",
             Frame::Device { .. } => "device",
+            Frame::Challenge { .. } => "challenge",
+            Frame::Proof { .. } => "proof",
             Frame::Join { .. } => "join",
             Frame::Table { .. } => "table",
         }
@@ -520,6 +540,47 @@ impl Peer {
         }
     }
 
+    /// Wait for the next frame until `deadline` in all, however the peer spaces its bytes
+    /// (each read waits at most what is left); `what` says what we wait for, in errors.
+    ///
+    /// # Errors
+    /// [`BootstrapError::Timeout`] at the deadline, close, I/O error or a malformed frame.
+    pub fn recv_until(&mut self, what: &str, deadline: Instant) -> Result<Frame, BootstrapError> {
+        self.set_nonblocking(false)?;
+        let limit = deadline.saturating_duration_since(Instant::now());
+        let result = loop {
+            match self.parse_buffered() {
+                Ok(Some(f)) => break Ok(f),
+                Ok(None) => {}
+                Err(e) => break Err(e),
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break Err(BootstrapError::Timeout {
+                    peer: self.peer,
+                    what: what.into(),
+                    limit,
+                });
+            }
+            if let Err(e) = self.stream.set_read_timeout(Some(left)) {
+                break Err(self.io_error(what, e));
+            }
+            if let Err(e) = self.fill(what) {
+                break Err(match e {
+                    BootstrapError::Timeout { peer, what, .. } => {
+                        BootstrapError::Timeout { peer, what, limit }
+                    }
+                    e => e,
+                });
+            }
+        };
+        let t = Some(self.io_timeout.max(Duration::from_millis(1)));
+        self.stream
+            .set_read_timeout(t)
+            .map_err(|e| self.io_error(what, e))?;
+        result
+    }
+
     /// The next frame if one has arrived, without waiting.
     ///
     /// # Errors
@@ -537,6 +598,15 @@ impl Peer {
         Ok(None)
     }
 
+    /// The next frame, by `deadline` in all when one is given, else at most the I/O timeout
+    /// per read.
+    fn recv_by(&mut self, what: &str, deadline: Option<Instant>) -> Result<Frame, BootstrapError> {
+        match deadline {
+            Some(d) => self.recv_until(what, d),
+            None => self.recv(what),
+        }
+    }
+
     /// Send `ours`, read the peer's hello and check it: same protocol and tool version, same
     /// scenario name and hash. Returns the peer's hello.
     ///
@@ -544,8 +614,29 @@ impl Peer {
     /// [`BootstrapError::VersionMismatch`], [`BootstrapError::ScenarioMismatch`],
     /// [`BootstrapError::Unexpected`] when the first frame is no hello, or an I/O error.
     pub fn handshake(&mut self, ours: &Hello) -> Result<Hello, BootstrapError> {
+        self.handshake_by(ours, None)
+    }
+
+    /// [`Peer::handshake`], the peer's hello due by `deadline` (a stranger that connects and
+    /// says nothing is given up at the deadline).
+    ///
+    /// # Errors
+    /// As [`Peer::handshake`]; [`BootstrapError::Timeout`] at the deadline.
+    pub fn handshake_until(
+        &mut self,
+        ours: &Hello,
+        deadline: Instant,
+    ) -> Result<Hello, BootstrapError> {
+        self.handshake_by(ours, Some(deadline))
+    }
+
+    fn handshake_by(
+        &mut self,
+        ours: &Hello,
+        deadline: Option<Instant>,
+    ) -> Result<Hello, BootstrapError> {
         self.send(&Frame::Hello(ours.clone()))?;
-        let theirs = match self.recv("waiting for the peer's hello")? {
+        let theirs = match self.recv_by("waiting for the peer's hello", deadline)? {
             Frame::Hello(h) => h,
             other => {
                 return Err(BootstrapError::Unexpected {
@@ -572,13 +663,33 @@ impl Peer {
         Ok(theirs)
     }
 
-    /// Wait for a frame of kind `expected` (`conns`, `start`, `records`, `bye`, `join`,
-    /// `table`).
+    /// Wait for a frame of kind `expected` (`conns`, `start`, `records`, `bye`, `challenge`,
+    /// `proof`, `join`, `table`).
     ///
     /// # Errors
     /// [`BootstrapError::Unexpected`] for another kind, or [`Peer::recv`]'s errors.
     pub fn expect(&mut self, expected: &'static str) -> Result<Frame, BootstrapError> {
-        let f = self.recv(&format!("waiting for a `{expected}` frame"))?;
+        self.expect_by(expected, None)
+    }
+
+    /// [`Peer::expect`], the frame due by `deadline`.
+    ///
+    /// # Errors
+    /// As [`Peer::expect`]; [`BootstrapError::Timeout`] at the deadline.
+    pub fn expect_until(
+        &mut self,
+        expected: &'static str,
+        deadline: Instant,
+    ) -> Result<Frame, BootstrapError> {
+        self.expect_by(expected, Some(deadline))
+    }
+
+    fn expect_by(
+        &mut self,
+        expected: &'static str,
+        deadline: Option<Instant>,
+    ) -> Result<Frame, BootstrapError> {
+        let f = self.recv_by(&format!("waiting for a `{expected}` frame"), deadline)?;
         if f.kind() == expected {
             Ok(f)
         } else {

@@ -21,16 +21,20 @@
 //!
 //! # Rendezvous
 //!
-//! Rank 0 listens on the coordinator port ([`DEFAULT_COORDINATOR_PORT`], 18515 as perftest's
+//! Rank 0 listens on the coordinator's address (what its host name resolves to on rank 0's
+//! node, not every interface) and port ([`DEFAULT_COORDINATOR_PORT`], 18515 as perftest's
 //! default port, unless `HOST:PORT` says otherwise); every other rank connects to it (retrying
 //! until the scenario's `verbs.run-timeout`), checks the same [`crate::bootstrap::Hello`] the
-//! bootstrap does (tool, protocol, scenario name and file hash), and reports the address of its
+//! bootstrap does (tool, protocol, scenario name and file hash), proves with rank 0 that both
+//! hold the job's secret ([`secret`]: an HMAC over the handshake, each way; a connection that
+//! does not is refused, logged and dropped), and reports the address of its
 //! bootstrap listener: the local address of the socket it reached rank 0 with (so the
 //! interface that routes to rank 0 is chosen) and port [`bootstrap_port`] (coordinator port +
 //! 1 + local rank, so several ranks share a node; an OS-assigned port when the launcher gives
 //! no local rank). Rank 0 answers every rank with the whole table, and the bootstrap of
 //! [`crate::rank`] then runs unchanged over it, as if a `verbs.ranks` block had listed those
-//! addresses ([`rendezvous`]). The frames are the bootstrap's own (`join`, `table`).
+//! addresses ([`rendezvous`]). The frames are the bootstrap's own (`challenge`, `proof`, `join`,
+//! `table`).
 //!
 //! # Hosts
 //!
@@ -57,12 +61,14 @@ pub mod hostfile;
 pub mod hostlist;
 pub mod rendezvous;
 mod resolve;
+pub mod secret;
 mod start;
 
 pub use assign::{assign, describe, layout, report_rank};
 pub use hostfile::{HostSlots, Hostfile, HostfileError};
-pub use rendezvous::{rendezvous, Rendezvous, RendezvousError};
+pub use rendezvous::{rendezvous, Refusal, Rendezvous, RendezvousError, HANDSHAKE_LIMIT};
 pub use resolve::{parse_coordinator, resolve, LaunchError};
+pub use secret::{JobSecret, SecretError, SECRET_FILE_VAR, SECRET_VAR};
 pub use start::{start, Started};
 
 /// Rank 0's coordinator port when `HOST` names none: 18515, perftest's default port.

@@ -1,21 +1,43 @@
 //! The rendezvous at rank 0: every rank learns every rank's bootstrap address.
 //!
-//! Rank 0 listens on the coordinator port. Each other rank connects (retrying until the
-//! timeout: rank 0 may start later), both sides check each other's [`Hello`] as the bootstrap
-//! does, the rank binds its bootstrap listener on the local address of that connection (the
-//! interface that reaches rank 0) and sends [`Frame::Join`] with the rank count it was
-//! launched with and the listener's address. When every rank has joined, rank 0 binds its own
-//! listener and sends each of them [`Frame::Table`], every address in rank order; then the
-//! coordinator connections close. Frames are the bootstrap's ([`crate::bootstrap`]).
+//! Rank 0 listens on the coordinator's address and port, the address its name resolves to
+//! on rank 0's node (not every interface). Each other rank connects (retrying until the
+//! timeout: rank 0 may start later), and both sides check each other's [`Hello`] as the
+//! bootstrap does. The hello proves nothing (the scenario and its hash are no secret), so
+//! each side then proves it holds the [`JobSecret`]:
 //!
-//! Rank 0's own address in the table is the local address on which rank 1 reached it (its
-//! listener binds the unspecified address, so any interface works); a lone rank 0 lists
-//! loopback.
+//! 1. rank 0 sends [`Frame::Challenge`] with a fresh random nonce `n0`, the rank answers with
+//!    its own `n1`;
+//! 2. rank 0 sends [`Frame::Proof`], the HMAC-SHA256 (RFC 2104) of the transcript (both
+//!    nonces, the rank, the scenario and its hash) under the label `coordinator`; the rank
+//!    checks it before it says anything about itself, so an impostor at the coordinator's
+//!    port learns no address and gets no rank into its table;
+//! 3. the rank binds its bootstrap listener on the local address of that connection (the
+//!    interface that reaches rank 0) and sends [`Frame::Join`] with the rank count it was
+//!    launched with, the listener's address and the MAC of the transcript with both;
+//! 4. when every rank has joined, rank 0 binds its own listener and sends each of them
+//!    [`Frame::Table`], every address in rank order, with the MAC of the transcript and the
+//!    table, which the rank checks; then the coordinator connections close.
+//!
+//! MACs are compared in constant time and the secret never goes on the wire. A connection
+//! that fails before its join is proven (no or a wrong MAC, another version or scenario,
+//! garbage, silence past [`HANDSHAKE_LIMIT`]) is refused: rank 0 logs its address and the
+//! reason, drops it and goes on waiting for the real ranks. Frames are the bootstrap's
+//! ([`crate::bootstrap`]).
+//!
+//! Rank 0's own address in the table is the coordinator's address (its bootstrap listener
+//! binds it too); a lone rank 0 lists loopback.
 
+use super::secret::{from_hex, random_bytes, to_hex, JobSecret, SecretError, NONCE_BYTES};
 use super::{Coordinator, Launch};
 use crate::bootstrap::{BootstrapError, Frame, Hello, Listener, Peer};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
+
+/// Longest a connection to rank 0's coordinator may take from its accept to a proven join
+/// (5 s; a real rank answers in a few round trips), so a stranger that connects and says
+/// nothing holds the rendezvous up this long at most.
+pub const HANDSHAKE_LIMIT: Duration = Duration::from_secs(5);
 
 /// What a rank has after the rendezvous.
 #[derive(Debug)]
@@ -24,6 +46,38 @@ pub struct Rendezvous {
     pub table: Vec<SocketAddr>,
     /// This rank's bootstrap listener, bound at `table[rank]`'s port.
     pub listener: Listener,
+    /// On rank 0: the connections it refused, in order (each also logged when refused).
+    pub refused: Vec<Refusal>,
+}
+
+/// A connection rank 0 refused at the rendezvous.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// Where it came from.
+    pub peer: SocketAddr,
+    /// The rank its hello claimed, when it sent one.
+    pub claimed_rank: Option<u32>,
+    /// Why (`no valid MAC ...`, `timed out ...`, a version or scenario mismatch).
+    pub reason: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.peer)?;
+        if let Some(r) = self.claimed_rank {
+            write!(f, " (claiming rank {r})")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+/// `; refused: A (reason), B (reason)` when any was refused, else nothing.
+fn refused_note(refused: &[Refusal]) -> String {
+    if refused.is_empty() {
+        return String::new();
+    }
+    let all: Vec<String> = refused.iter().map(Refusal::to_string).collect();
+    format!("; refused {}", all.join("; "))
 }
 
 /// A rendezvous failure, naming the coordinator and how long it waited.
@@ -63,7 +117,8 @@ pub enum RendezvousError {
     /// Some ranks never joined.
     #[error(
         "rendezvous: rank 0's coordinator {addr} waited {waited:.1?}, and rank(s) {missing:?} \
-         of {size} never joined"
+         of {size} never joined{}",
+        refused_note(.refused)
     )]
     Missing {
         /// The coordinator's listening address.
@@ -74,7 +129,41 @@ pub enum RendezvousError {
         missing: Vec<u32>,
         /// The rank count.
         size: u32,
+        /// The connections refused meanwhile (a rank with another secret shows here).
+        refused: Vec<Refusal>,
     },
+    /// Rank 0 cannot listen on the coordinator's address.
+    #[error(
+        "rendezvous: rank 0 cannot listen on its coordinator {coordinator} ({addr}, from \
+         {from}): {source}; is this the node it names?"
+    )]
+    Bind {
+        /// `HOST:PORT`.
+        coordinator: String,
+        /// Where it came from.
+        from: &'static str,
+        /// The address it resolved to here.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The peer at the coordinator's address did not prove the job secret: this rank sent it
+    /// nothing about itself (or took no table from it).
+    #[error(
+        "rendezvous: rank {rank} refused {peer}, which answers at rank 0's coordinator but \
+         {reason}: it may be an impostor, or rank 0 runs with another job secret"
+    )]
+    Impostor {
+        /// This rank.
+        rank: u32,
+        /// The coordinator's address.
+        peer: SocketAddr,
+        /// What it failed to prove.
+        reason: String,
+    },
+    /// No job secret, or no random nonce.
+    #[error("rendezvous: {0}")]
+    Secret(#[from] SecretError),
     /// A rank launched with another rank count.
     #[error(
         "rendezvous: rank {rank} ({peer}) was launched as one of {theirs} ranks, rank 0 as one \
@@ -133,6 +222,18 @@ fn pick(addrs: &[SocketAddr]) -> Option<SocketAddr> {
         .copied()
 }
 
+/// The address rank 0 binds among those its coordinator's name resolves to on its node: as
+/// [`pick`] among the routable ones (a Debian `/etc/hosts` also maps the node's own name to
+/// `127.0.1.1`, which no other node can reach), else as [`pick`].
+fn pick_local(addrs: &[SocketAddr]) -> Option<SocketAddr> {
+    let routable: Vec<SocketAddr> = addrs
+        .iter()
+        .copied()
+        .filter(|a| !a.ip().is_loopback())
+        .collect();
+    pick(&routable).or_else(|| pick(addrs))
+}
+
 fn unspecified(like: IpAddr) -> IpAddr {
     match like {
         IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
@@ -140,8 +241,86 @@ fn unspecified(like: IpAddr) -> IpAddr {
     }
 }
 
-/// The rendezvous of `launch` at `coordinator`: rank 0 serves ([`serve`]), the others join
-/// ([`join`]); every wait is bounded by `timeout`.
+/// The labels of the three MACs, one per direction and frame, so none can stand for another.
+const LABEL_COORDINATOR: &str = "xrdma rendezvous 4: coordinator";
+const LABEL_JOIN: &str = "xrdma rendezvous 4: join";
+const LABEL_TABLE: &str = "xrdma rendezvous 4: table";
+
+/// What both sides of one coordinator connection MAC: the two nonces, the joining rank and
+/// the scenario both run.
+struct Transcript {
+    n0: [u8; NONCE_BYTES],
+    n1: [u8; NONCE_BYTES],
+    rank: [u8; 4],
+    scenario: String,
+    scenario_hash: String,
+}
+
+impl Transcript {
+    fn new(n0: [u8; NONCE_BYTES], n1: [u8; NONCE_BYTES], rank: u32, hello: &Hello) -> Self {
+        Transcript {
+            n0,
+            n1,
+            rank: rank.to_be_bytes(),
+            scenario: hello.scenario.clone(),
+            scenario_hash: hello.scenario_hash.clone(),
+        }
+    }
+
+    /// The transcript's fields, then `extra`.
+    fn fields<'a>(&'a self, extra: &[&'a [u8]]) -> Vec<&'a [u8]> {
+        let mut f: Vec<&[u8]> = vec![
+            &self.n0,
+            &self.n1,
+            &self.rank,
+            self.scenario.as_bytes(),
+            self.scenario_hash.as_bytes(),
+        ];
+        f.extend_from_slice(extra);
+        f
+    }
+
+    fn coordinator_mac(&self, secret: &JobSecret) -> String {
+        to_hex(&secret.mac(LABEL_COORDINATOR, &self.fields(&[])))
+    }
+
+    fn join_fields(size: u32, address: SocketAddr) -> (Vec<u8>, Vec<u8>) {
+        (
+            size.to_be_bytes().to_vec(),
+            address.to_string().into_bytes(),
+        )
+    }
+
+    fn join_mac(&self, secret: &JobSecret, size: u32, address: SocketAddr) -> String {
+        let (s, a) = Self::join_fields(size, address);
+        to_hex(&secret.mac(LABEL_JOIN, &self.fields(&[&s, &a])))
+    }
+
+    fn table_fields(ranks: &[SocketAddr]) -> Vec<Vec<u8>> {
+        ranks.iter().map(|a| a.to_string().into_bytes()).collect()
+    }
+
+    fn table_mac(&self, secret: &JobSecret, ranks: &[SocketAddr]) -> String {
+        let t = Self::table_fields(ranks);
+        let extra: Vec<&[u8]> = t.iter().map(Vec::as_slice).collect();
+        to_hex(&secret.mac(LABEL_TABLE, &self.fields(&extra)))
+    }
+
+    /// Whether `mac` (hex) is the MAC under `label` of the transcript and `extra`, compared
+    /// in constant time.
+    fn verify(&self, secret: &JobSecret, label: &str, extra: &[&[u8]], mac: &str) -> bool {
+        from_hex(mac).is_some_and(|m| secret.verify(label, &self.fields(extra), &m))
+    }
+}
+
+/// A nonce from the peer's `challenge` frame, `None` when it is not [`NONCE_BYTES`] of hex.
+fn nonce_of(hex: &str) -> Option<[u8; NONCE_BYTES]> {
+    from_hex(hex)?.try_into().ok()
+}
+
+/// The rendezvous of `launch` at `coordinator`: rank 0 binds the coordinator's address and
+/// serves ([`serve`]), the others join ([`join`]); each side proves it holds `secret`; every
+/// wait is bounded by `timeout`.
 ///
 /// # Errors
 /// See [`RendezvousError`].
@@ -149,6 +328,7 @@ pub fn rendezvous(
     launch: &Launch,
     coordinator: &Coordinator,
     hello: &Hello,
+    secret: &JobSecret,
     timeout: Duration,
 ) -> Result<Rendezvous, RendezvousError> {
     let resolved: Vec<SocketAddr> = (coordinator.host.as_str(), coordinator.port)
@@ -156,41 +336,91 @@ pub fn rendezvous(
         .map(Iterator::collect)
         .unwrap_or_else(|_| Vec::new());
     let port = launch.bootstrap_port();
-    if launch.rank == 0 {
-        // Any interface: the name may resolve to another address here than on the others.
-        let family = pick(&resolved).map_or(Ipv4Addr::UNSPECIFIED.into(), |a| a.ip());
-        let coord = Listener::bind(SocketAddr::new(unspecified(family), coordinator.port))?;
-        return serve(coord, hello, launch.size, port, timeout);
-    }
-    let Some(addr) = pick(&resolved) else {
+    let chosen = if launch.rank == 0 {
+        pick_local(&resolved)
+    } else {
+        pick(&resolved)
+    };
+    let Some(addr) = chosen else {
         return Err(RendezvousError::Resolve {
             coordinator: coordinator.to_string(),
             from: coordinator.from,
             reason: format!("{} has no address", coordinator.host),
         });
     };
-    join(addr, coordinator, hello, launch.size, port, timeout)
+    if launch.rank == 0 {
+        let coord = Listener::bind(addr).map_err(|e| match e {
+            BootstrapError::Listen { addr, source } => RendezvousError::Bind {
+                coordinator: coordinator.to_string(),
+                from: coordinator.from,
+                addr,
+                source,
+            },
+            e => e.into(),
+        })?;
+        let named_loopback = coordinator.host == "localhost"
+            || coordinator
+                .host
+                .parse::<IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        if addr.ip().is_loopback() && !named_loopback && launch.size > 1 {
+            eprintln!(
+                "rendezvous: warning: {} resolves to loopback ({}) on rank 0's node, so ranks \
+                 on other nodes cannot reach it; give --coordinator this node's address",
+                coordinator.host,
+                addr.ip()
+            );
+        }
+        return serve(coord, hello, secret, launch.size, port, timeout);
+    }
+    join(addr, coordinator, hello, secret, launch.size, port, timeout)
 }
 
 /// Rank 0's side over the bound coordinator listener `coord`: wait until ranks 1..size have
-/// joined (each checked against `hello` and `size`), bind this rank's bootstrap listener on
-/// port `port` (0: any), send the table to all.
+/// joined, each proving `secret` and checked against `hello` and `size`, refusing (and
+/// logging) any other connection; bind this rank's bootstrap listener on the coordinator's
+/// address and port `port` (0: any); send the table to all. Each connection has
+/// [`HANDSHAKE_LIMIT`] to prove its join.
 ///
 /// # Errors
-/// [`RendezvousError::Missing`] when a rank has not joined within `timeout`; a join with
-/// another rank count, an out-of-range or repeated rank; a hello that does not match.
+/// [`RendezvousError::Missing`] when a rank has not joined within `timeout`; a proven join
+/// with another rank count, an out-of-range or repeated rank.
 pub fn serve(
     coord: Listener,
     hello: &Hello,
+    secret: &JobSecret,
     size: u32,
     port: u16,
     timeout: Duration,
 ) -> Result<Rendezvous, RendezvousError> {
+    serve_within(coord, hello, secret, size, port, timeout, HANDSHAKE_LIMIT)
+}
+
+/// A join rank 0 accepted: its transcript, rank, rank count and listener address.
+struct Admitted {
+    transcript: Transcript,
+    rank: u32,
+    size: u32,
+    address: SocketAddr,
+}
+
+/// [`serve`] with `limit` for each connection's handshake.
+pub(crate) fn serve_within(
+    coord: Listener,
+    hello: &Hello,
+    secret: &JobSecret,
+    size: u32,
+    port: u16,
+    timeout: Duration,
+    limit: Duration,
+) -> Result<Rendezvous, RendezvousError> {
     let began = Instant::now();
     let deadline = began + timeout;
-    let mut joined: Vec<Option<(Peer, SocketAddr)>> = (0..size).map(|_| None).collect();
+    let mut joined: Vec<Option<(Peer, Admitted)>> = (0..size).map(|_| None).collect();
+    let mut refused = Vec::new();
     let mut reached_at: Option<(u32, IpAddr)> = None;
-    for _ in 1..size {
+    let mut count = 1;
+    while count < size {
         let mut p = match coord.accept(deadline, timeout) {
             Ok(p) => p,
             Err(BootstrapError::AcceptTimeout { addr, waited }) => {
@@ -202,24 +432,31 @@ pub fn serve(
                     waited,
                     missing,
                     size,
+                    refused,
                 });
             }
             Err(e) => return Err(e.into()),
         };
-        let theirs = p.handshake(hello)?;
-        let Frame::Join {
-            size: their_size,
-            address,
-        } = p.expect("join")?
-        else {
-            unreachable!("expect returns the kind asked for")
+        let by = (Instant::now() + limit).min(deadline);
+        let a = match admit(&mut p, hello, secret, by)? {
+            Ok(a) => a,
+            Err((claimed_rank, reason)) => {
+                let r = Refusal {
+                    peer: p.addr(),
+                    claimed_rank,
+                    reason,
+                };
+                eprintln!("rendezvous: rank 0 refused {r}");
+                refused.push(r);
+                continue;
+            }
         };
-        let rank = theirs.rank;
-        if their_size != size {
+        let rank = a.rank;
+        if a.size != size {
             return Err(RendezvousError::SizeMismatch {
                 rank,
                 peer: p.addr(),
-                theirs: their_size,
+                theirs: a.size,
                 ours: size,
             });
         }
@@ -241,25 +478,119 @@ pub fn serve(
         if reached_at.is_none_or(|seen| better_reach((rank, local), seen)) {
             reached_at = Some((rank, local));
         }
-        *slot = Some((p, address));
+        *slot = Some((p, a));
+        count += 1;
     }
-    let ip = reached_at.map_or(Ipv4Addr::LOCALHOST.into(), |(_, ip)| ip);
-    let listener = Listener::bind(SocketAddr::new(unspecified(ip), port))?;
+    let named = coord.local_addr().ip();
+    let ip = if named.is_unspecified() {
+        reached_at.map_or(Ipv4Addr::LOCALHOST.into(), |(_, ip)| ip)
+    } else {
+        named
+    };
+    let bind_ip = if named.is_unspecified() {
+        unspecified(ip)
+    } else {
+        ip
+    };
+    let listener = Listener::bind(SocketAddr::new(bind_ip, port))?;
     let mut table = vec![SocketAddr::new(ip, listener.local_addr().port())];
-    table.extend(joined.iter().skip(1).flatten().map(|(_, a)| *a));
-    for (p, _) in joined.iter_mut().flatten() {
+    table.extend(joined.iter().skip(1).flatten().map(|(_, a)| a.address));
+    for (p, a) in joined.iter_mut().flatten() {
+        let mac = a.transcript.table_mac(secret, &table);
         p.send(&Frame::Table {
             ranks: table.clone(),
+            mac,
         })?;
     }
-    Ok(Rendezvous { table, listener })
+    Ok(Rendezvous {
+        table,
+        listener,
+        refused,
+    })
+}
+
+/// Rank 0's verdict on one connection: admitted, or refused with the rank its hello claimed
+/// (if any) and why.
+type Verdict = Result<Admitted, (Option<u32>, String)>;
+
+/// Rank 0's handshake on one accepted connection, everything due by `by`: hellos, nonces,
+/// its proof, the peer's join and its MAC. `Ok(Err((claimed rank, reason)))`: refuse it.
+///
+/// # Errors
+/// Only this side's failure to draw a nonce.
+fn admit(
+    p: &mut Peer,
+    hello: &Hello,
+    secret: &JobSecret,
+    by: Instant,
+) -> Result<Verdict, RendezvousError> {
+    let n0 = random_bytes::<NONCE_BYTES>()?;
+    let why = |e: BootstrapError| match e {
+        BootstrapError::Timeout { what, limit, .. } => {
+            format!("timed out after {limit:.1?} {what}")
+        }
+        e => e.to_string(),
+    };
+    let theirs = match p.handshake_until(hello, by) {
+        Ok(h) => h,
+        Err(e) => return Ok(Err((None, why(e)))),
+    };
+    let claimed = Some(theirs.rank);
+    let refuse = |reason: String| Ok(Err((claimed, reason)));
+    let n1 = match exchange_nonces(p, n0, by) {
+        Ok(Some(n1)) => n1,
+        Ok(None) => return refuse("sent a malformed nonce".into()),
+        Err(e) => return refuse(why(e)),
+    };
+    let transcript = Transcript::new(n0, n1, theirs.rank, hello);
+    let proof = Frame::Proof {
+        mac: transcript.coordinator_mac(secret),
+    };
+    let (size, address, mac) = match p.send(&proof).and_then(|()| p.expect_until("join", by)) {
+        Ok(Frame::Join { size, address, mac }) => (size, address, mac),
+        Ok(_) => unreachable!("expect returns the kind asked for"),
+        Err(BootstrapError::PeerClosed { .. }) => {
+            return refuse(
+                "closed the connection on rank 0's proof (a rank with another job secret \
+                 refuses it)"
+                    .into(),
+            )
+        }
+        Err(e) => return refuse(why(e)),
+    };
+    let (s, a) = Transcript::join_fields(size, address);
+    if !transcript.verify(secret, LABEL_JOIN, &[&s, &a], &mac) {
+        return refuse(
+            "no valid MAC over the handshake: it does not hold this job's secret".into(),
+        );
+    }
+    Ok(Ok(Admitted {
+        transcript,
+        rank: theirs.rank,
+        size,
+        address,
+    }))
+}
+
+/// Send our nonce `n0` in a `challenge`, take the peer's (`None`: not a nonce), by `by`.
+fn exchange_nonces(
+    p: &mut Peer,
+    n0: [u8; NONCE_BYTES],
+    by: Instant,
+) -> Result<Option<[u8; NONCE_BYTES]>, BootstrapError> {
+    p.send(&Frame::Challenge { nonce: to_hex(&n0) })?;
+    let Frame::Challenge { nonce } = p.expect_until("challenge", by)? else {
+        unreachable!("expect returns the kind asked for")
+    };
+    Ok(nonce_of(&nonce))
 }
 
 /// Whether rank 0's address as reached by `candidate` (a joining rank and the local IP of its
-/// connection) is a better address for the table than `seen`: a routable address beats a
-/// loopback one (a rank on rank 0's own node may reach it through `127.0.1.1`, the address a
-/// Debian `/etc/hosts` gives the node's own name, which no other node can use), then the
-/// lowest rank wins, so the choice does not depend on the order of arrival.
+/// connection) is a better address for the table than `seen`, when the coordinator listens on
+/// every interface: a routable address beats a loopback one (a rank on rank 0's own node may
+/// reach it through `127.0.1.1`, the address a Debian `/etc/hosts` gives the node's own name,
+/// which no other node can use), then the lowest rank wins, so the choice does not depend on
+/// the order of arrival.
 fn better_reach(candidate: (u32, IpAddr), seen: (u32, IpAddr)) -> bool {
     match (candidate.1.is_loopback(), seen.1.is_loopback()) {
         (false, true) => true,
@@ -269,17 +600,20 @@ fn better_reach(candidate: (u32, IpAddr), seen: (u32, IpAddr)) -> bool {
 }
 
 /// The side of rank `hello.rank` (≥ 1): connect to rank 0's coordinator at `addr` (named
-/// `coordinator` in errors), retrying until `timeout`; check hellos; bind the bootstrap
-/// listener on the connection's local address and port `port` (0: any); join; take the
-/// table.
+/// `coordinator` in errors), retrying until `timeout`; check hellos; take rank 0's proof of
+/// `secret` before saying anything of itself; bind the bootstrap listener on the connection's
+/// local address and port `port` (0: any); join with its own proof; take the table and check
+/// its MAC.
 ///
 /// # Errors
 /// [`RendezvousError::Unreachable`] when rank 0 does not answer within `timeout`;
+/// [`RendezvousError::Impostor`] when the peer does not prove the secret;
 /// [`RendezvousError::BadTable`]; a hello that does not match; a listener that cannot bind.
 pub fn join(
     addr: SocketAddr,
     coordinator: &Coordinator,
     hello: &Hello,
+    secret: &JobSecret,
     size: u32,
     port: u16,
     timeout: Duration,
@@ -299,13 +633,41 @@ pub fn join(
         Err(e) => return Err(e.into()),
     };
     p.handshake(hello)?;
+    let impostor = |p: &Peer, reason: &str| RendezvousError::Impostor {
+        rank: hello.rank,
+        peer: p.addr(),
+        reason: reason.to_string(),
+    };
+    let Frame::Challenge { nonce } = p.expect("challenge")? else {
+        unreachable!("expect returns the kind asked for")
+    };
+    let n0 = nonce_of(&nonce).ok_or_else(|| impostor(&p, "sent a malformed nonce"))?;
+    let n1 = random_bytes::<NONCE_BYTES>()?;
+    p.send(&Frame::Challenge { nonce: to_hex(&n1) })?;
+    let transcript = Transcript::new(n0, n1, hello.rank, hello);
+    let Frame::Proof { mac } = p.expect("proof")? else {
+        unreachable!("expect returns the kind asked for")
+    };
+    if !transcript.verify(secret, LABEL_COORDINATOR, &[], &mac) {
+        return Err(impostor(
+            &p,
+            "gave no valid MAC over the handshake (it does not hold this job's secret); no \
+             address was sent to it",
+        ));
+    }
     let local = p.local_addr()?.ip();
     let listener = Listener::bind(SocketAddr::new(local, port))?;
     let address = SocketAddr::new(local, listener.local_addr().port());
-    p.send(&Frame::Join { size, address })?;
-    let Frame::Table { ranks } = p.expect("table")? else {
+    let mac = transcript.join_mac(secret, size, address);
+    p.send(&Frame::Join { size, address, mac })?;
+    let Frame::Table { ranks, mac } = p.expect("table")? else {
         unreachable!("expect returns the kind asked for")
     };
+    let t = Transcript::table_fields(&ranks);
+    let extra: Vec<&[u8]> = t.iter().map(Vec::as_slice).collect();
+    if !transcript.verify(secret, LABEL_TABLE, &extra, &mac) {
+        return Err(impostor(&p, "sent a table without a valid MAC"));
+    }
     let bad = |reason: String| RendezvousError::BadTable {
         peer: p.addr(),
         reason,
@@ -326,195 +688,9 @@ pub fn join(
     Ok(Rendezvous {
         table: ranks,
         listener,
+        refused: Vec::new(),
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::thread;
-
-    const T: Duration = Duration::from_secs(10);
-
-    fn coordinator() -> Coordinator {
-        Coordinator {
-            host: "127.0.0.1".into(),
-            port: 1,
-            from: "--coordinator",
-        }
-    }
-
-    fn hello(rank: u32) -> Hello {
-        Hello::new("incast-8", "0123", rank)
-    }
-
-    #[test]
-    fn rank_0_is_tabled_at_a_routable_address_over_a_loopback_one() {
-        let lo: IpAddr = Ipv4Addr::new(127, 0, 1, 1).into();
-        let eth: IpAddr = Ipv4Addr::new(10, 99, 0, 1).into();
-        // Rank 1 shares rank 0's node and reached it through loopback; rank 2 came over the
-        // network: rank 2's view of rank 0 goes in the table, whichever arrived first.
-        assert!(better_reach((2, eth), (1, lo)));
-        assert!(!better_reach((1, lo), (2, eth)));
-        // Between two of a kind, the lowest rank.
-        assert!(better_reach((1, eth), (3, eth)));
-        assert!(!better_reach((3, lo), (1, lo)));
-    }
-
-    /// `size` ranks on loopback, rank 0 on a coordinator at an OS-assigned port.
-    fn run(size: u32) -> Vec<Rendezvous> {
-        let coord = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = coord.local_addr();
-        let zero = thread::spawn(move || serve(coord, &hello(0), size, 0, T).unwrap());
-        let others: Vec<_> = (1..size)
-            .map(|r| {
-                thread::spawn(move || join(addr, &coordinator(), &hello(r), size, 0, T).unwrap())
-            })
-            .collect();
-        let mut all = vec![zero.join().unwrap()];
-        all.extend(others.into_iter().map(|t| t.join().unwrap()));
-        all
-    }
-
-    #[test]
-    fn every_rank_gets_the_same_table_of_bound_listeners() {
-        for size in [1, 2, 5] {
-            let all = run(size);
-            let table = all[0].table.clone();
-            assert_eq!(table.len(), size as usize);
-            for (r, rv) in all.iter().enumerate() {
-                assert_eq!(rv.table, table, "rank {r}");
-                assert_eq!(rv.listener.local_addr().port(), table[r].port(), "rank {r}");
-                assert!(table[r].ip().is_loopback(), "{}", table[r]);
-            }
-            let mut ports: Vec<u16> = table.iter().map(SocketAddr::port).collect();
-            ports.sort_unstable();
-            ports.dedup();
-            assert_eq!(ports.len(), size as usize, "{table:?}");
-        }
-    }
-
-    #[test]
-    fn a_rank_that_cannot_reach_rank_0_names_the_coordinator_and_the_wait() {
-        // A port nothing listens on: bind one, then close it.
-        let addr = Listener::bind("127.0.0.1:0".parse().unwrap())
-            .unwrap()
-            .local_addr();
-        let c = Coordinator {
-            host: "node01".into(),
-            port: addr.port(),
-            from: "SLURM_JOB_NODELIST",
-        };
-        let t = Duration::from_millis(400);
-        let e = join(addr, &c, &hello(3), 4, 0, t).unwrap_err();
-        let RendezvousError::Unreachable { waited, .. } = &e else {
-            panic!("{e}")
-        };
-        assert!(*waited >= Duration::from_millis(250), "{waited:?}");
-        let m = e.to_string();
-        assert!(
-            m.contains(&format!(
-                "rank 3 could not reach rank 0's coordinator node01:{}",
-                addr.port()
-            )),
-            "{m}"
-        );
-        assert!(
-            m.contains("from SLURM_JOB_NODELIST") && m.contains("within"),
-            "{m}"
-        );
-    }
-
-    #[test]
-    fn rank_0_names_the_ranks_that_never_joined() {
-        let coord = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = coord.local_addr();
-        let zero =
-            thread::spawn(move || serve(coord, &hello(0), 4, 0, Duration::from_millis(1500)));
-        let two = join(addr, &coordinator(), &hello(2), 4, 0, T);
-        let e = zero.join().unwrap().unwrap_err();
-        assert!(
-            matches!(&e, RendezvousError::Missing { missing, size: 4, .. } if *missing == vec![1, 3]),
-            "{e}"
-        );
-        assert!(
-            e.to_string().contains("rank(s) [1, 3] of 4 never joined"),
-            "{e}"
-        );
-        // Rank 2 joined but got no table: rank 0 closed.
-        assert!(two.is_err());
-    }
-
-    #[test]
-    fn joins_with_another_count_a_bad_rank_or_twice_are_refused() {
-        let case = |size0: u32, joins: Vec<(u32, u32)>| -> String {
-            let coord = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-            let addr = coord.local_addr();
-            let zero = thread::spawn(move || serve(coord, &hello(0), size0, 0, T));
-            for (rank, size) in joins {
-                // Sequential: each join either fails at once or waits for a table that
-                // never comes (rank 0 fails first); a short timeout bounds the wait.
-                let _ = join(
-                    addr,
-                    &coordinator(),
-                    &hello(rank),
-                    size,
-                    0,
-                    Duration::from_millis(300),
-                );
-            }
-            zero.join().unwrap().unwrap_err().to_string()
-        };
-        let e = case(3, vec![(1, 4)]);
-        assert!(
-            e.contains("rank 1") && e.contains("one of 4 ranks, rank 0 as one of 3"),
-            "{e}"
-        );
-        let e = case(3, vec![(5, 3)]);
-        assert!(
-            e.contains("joined as rank 5, which is not one of 1..3"),
-            "{e}"
-        );
-        let e = case(3, vec![(0, 3)]);
-        assert!(e.contains("joined as rank 0"), "{e}");
-        let e = case(3, vec![(1, 3), (1, 3)]);
-        assert!(e.contains("rank 1 joined twice"), "{e}");
-    }
-
-    #[test]
-    fn another_scenario_is_refused_at_the_rendezvous() {
-        let coord = Listener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = coord.local_addr();
-        let zero = thread::spawn(move || serve(coord, &hello(0), 2, 0, T));
-        let other = Hello::new("incast-8", "ffff", 1);
-        let e = join(addr, &coordinator(), &other, 2, 0, T).unwrap_err();
-        assert!(e.to_string().contains("scenario mismatch"), "{e}");
-        assert!(zero.join().unwrap().is_err());
-    }
-
-    #[test]
-    fn rendezvous_resolves_the_coordinator_by_name() {
-        let port = Listener::bind("127.0.0.1:0".parse().unwrap())
-            .unwrap()
-            .local_addr()
-            .port();
-        let launch = |rank| Launch {
-            rank,
-            size: 2,
-            local_rank: None,
-            source: super::super::Source::Slurm,
-            peers: super::super::Peers::Scenario,
-        };
-        let c = Coordinator {
-            host: "localhost".into(),
-            port,
-            from: "SLURM_JOB_NODELIST",
-        };
-        let c1 = c.clone();
-        let zero = thread::spawn(move || rendezvous(&launch(0), &c1, &hello(0), T).unwrap());
-        let one = rendezvous(&launch(1), &c, &hello(1), T).unwrap();
-        let zero = zero.join().unwrap();
-        assert_eq!(zero.table, one.table);
-        assert!(one.table[1].ip().is_loopback());
-    }
-}
+mod tests;

@@ -1,7 +1,7 @@
 //! From a [`Launch`] to a rank ready to run: the rendezvous, the hosts of each rank, and the
 //! scenario with its `verbs.ranks` laid out, for [`crate::rank`]'s bootstrap to run over.
 
-use super::{describe, layout, rendezvous, Launch, Peers};
+use super::{describe, layout, rendezvous, JobSecret, Launch, Peers, SecretError};
 use crate::bootstrap::Listener;
 use anyhow::{Context, Result};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -29,13 +29,20 @@ pub enum Started {
 }
 
 /// Lay `sc` out for `launch`: with [`Peers::Scenario`] the block as written; with a
-/// rendezvous, meet the other ranks (waits bounded by the `verbs.run-timeout`) and give each
-/// rank its hosts ([`layout`]) at the address the rendezvous found.
+/// rendezvous, meet the other ranks, proving `secret` (the job's, e.g.
+/// [`JobSecret::from_env`]; its error is reported only when other ranks meet this one; waits
+/// bounded by the `verbs.run-timeout`) and give each rank its hosts ([`layout`]) at the
+/// address the rendezvous found.
 ///
 /// # Errors
 /// A rank count the workload or the `verbs.ranks` block cannot take (said before any wait),
-/// an unreadable scenario file, or a [`super::RendezvousError`].
-pub fn start(sc: &Scenario, launch: &Launch) -> Result<Started> {
+/// an unreadable scenario file, no job secret ([`SecretError`], saying how to give one), or a
+/// [`super::RendezvousError`].
+pub fn start(
+    sc: &Scenario,
+    launch: &Launch,
+    secret: Result<JobSecret, SecretError>,
+) -> Result<Started> {
     let mut section = sc.verbs.clone().unwrap_or_default();
     let receiver = sc.workload.receiver();
     let coordinator = match &launch.peers {
@@ -56,9 +63,14 @@ pub fn start(sc: &Scenario, launch: &Launch) -> Result<Started> {
     let placeholder = vec![nowhere; launch.size as usize];
     layout(&sc.workload, &section, &placeholder)
         .map_err(|m| anyhow::anyhow!("{}: {m}", sc.source_path.display()))?;
+    // A lone rank admits no one, so it needs no secret of the job's: a throwaway one.
+    let secret = match secret {
+        Err(_) if launch.size == 1 => JobSecret::generate()?,
+        s => s.with_context(|| format!("rank {} of {}", launch.rank, launch.size))?,
+    };
     let hello = crate::rank::hello(sc, launch.rank)?;
     let timeout = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
-    let met = rendezvous(launch, coordinator, &hello, timeout)
+    let met = rendezvous(launch, coordinator, &hello, &secret, timeout)
         .with_context(|| format!("rank {} of {}", launch.rank, launch.size))?;
     let specs = layout(&sc.workload, &section, &met.table)
         .map_err(|m| anyhow::anyhow!("{}: {m}", sc.source_path.display()))?;
@@ -102,25 +114,37 @@ mod tests {
         let text = "name: s\nworkload:\n  incast: { senders: 4, receiver: 0, messages: [ { size: 1 } ] }\nverbs: { run-timeout: 10s }\n";
         std::fs::write(&path, text).unwrap();
         let sc = xrdma_scenario::load(&path).unwrap();
-        // One rank: a single-process run, no rendezvous.
+        let secret = JobSecret::generate().unwrap();
+        // One rank: a single-process run, no rendezvous, no secret needed.
         assert!(matches!(
-            start(&sc, &launch(0, 1, 1)).unwrap(),
+            start(&sc, &launch(0, 1, 1), Err(SecretError::Missing)).unwrap(),
             Started::Single
         ));
         // Too many ranks: refused before any wait.
-        let e = start(&sc, &launch(1, 6, 1)).unwrap_err().to_string();
+        let e = start(&sc, &launch(1, 6, 1), Ok(secret.clone()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("6 ranks, but the workload has 5 hosts"), "{e}");
+        // No secret: refused before any wait, saying how to give one.
+        let e = format!(
+            "{:#}",
+            start(&sc, &launch(1, 3, 1), Err(SecretError::Missing)).unwrap_err()
+        );
+        assert!(
+            e.contains("rank 1 of 3") && e.contains("XRDMA_JOB_SECRET"),
+            "{e}"
+        );
         let port = Listener::bind("127.0.0.1:0".parse().unwrap())
             .unwrap()
             .local_addr()
             .port();
         let others: Vec<_> = (1..3)
             .map(|r| {
-                let sc = sc.clone();
-                thread::spawn(move || start(&sc, &launch(r, 3, port)).unwrap())
+                let (sc, secret) = (sc.clone(), secret.clone());
+                thread::spawn(move || start(&sc, &launch(r, 3, port), Ok(secret)).unwrap())
             })
             .collect();
-        let mut all = vec![start(&sc, &launch(0, 3, port)).unwrap()];
+        let mut all = vec![start(&sc, &launch(0, 3, port), Ok(secret)).unwrap()];
         all.extend(others.into_iter().map(|t| t.join().unwrap()));
         let mut layouts = Vec::new();
         for (r, s) in all.into_iter().enumerate() {

@@ -145,11 +145,15 @@ pub fn array_ranges(indices: &[usize]) -> String {
 
 /// One command per point, in plan order, each naming its point by id; with verbs points
 /// over more than one rank ([`step_ranks`]), each a job step of that many tasks, one per
-/// node (`srun --nodes=R --ntasks=R --ntasks-per-node=1 ...`).
+/// node, with a fresh job secret its ranks prove at the rendezvous
+/// (`XRDMA_JOB_SECRET=$(xrdma job-secret) srun --nodes=R --ntasks=R --ntasks-per-node=1 ...`).
 pub fn commands(plan: &Plan, inv: &Invocation) -> Vec<String> {
     let ranks = step_ranks(plan, inv);
     let step = if ranks > 1 {
-        format!("srun --nodes={ranks} --ntasks={ranks} --ntasks-per-node=1 ")
+        format!(
+            "{} srun --nodes={ranks} --ntasks={ranks} --ntasks-per-node=1 ",
+            secret_assignment(inv)
+        )
     } else {
         String::new()
     };
@@ -159,11 +163,22 @@ pub fn commands(plan: &Plan, inv: &Invocation) -> Vec<String> {
         .collect()
 }
 
+/// `XRDMA_JOB_SECRET="$(EXE job-secret)"`: a fresh secret for one job step, which `srun`
+/// passes on to its ranks ([`crate::launch::secret`]).
+fn secret_assignment(inv: &Invocation) -> String {
+    format!(
+        "{}=\"$({} job-secret)\"",
+        crate::launch::SECRET_VAR,
+        shell_quote(&inv.exe)
+    )
+}
+
 /// The Slurm batch script of the sweep: a job array with one task per point (`#SBATCH
 /// --array=0-N`), each task running `--point $SLURM_ARRAY_TASK_ID`, its output in
 /// `OUT/slurm/JOB_TASK.out`. With verbs points over R > 1 ranks ([`step_ranks`]) each task
 /// holds R nodes (`--nodes=R --ntasks-per-node=1`) and runs the point as a job step of R
-/// processes (`srun`), the receiver's rank writing it. The comments list every point by index
+/// processes (`srun`), the receiver's rank writing it, after exporting a fresh job secret
+/// the ranks prove at their rendezvous. The comments list every point by index
 /// and say where the results land and how to collect them.
 ///
 /// # Errors
@@ -261,6 +276,17 @@ pub fn slurm_script(plan: &Plan, inv: &Invocation) -> Result<String> {
     let _ = writeln!(o, "#SBATCH --output={}/slurm/%A_%a.out", inv.out);
     let _ = writeln!(o, "set -euo pipefail");
     let step = if ranks > 1 { "srun " } else { "" };
+    if ranks > 1 {
+        let _ = writeln!(
+            o,
+            "# One secret per task, passed by srun to its ranks: their rendezvous admits no \
+             one else."
+        );
+        // Assigned, then exported: `export V="$(...)"` would hide a failing command from
+        // `set -e`.
+        let _ = writeln!(o, "{}", secret_assignment(inv));
+        let _ = writeln!(o, "export {}", crate::launch::SECRET_VAR);
+    }
     let _ = writeln!(
         o,
         "exec {step}{}",
