@@ -80,12 +80,55 @@ pub fn load_runs(args: &[PathBuf]) -> Result<Vec<CompareRun>> {
     Ok(runs)
 }
 
+/// `xrdma compare RUN...`: the table, the overlaid CDF (`out`, default `results/compare`),
+/// and exit status 2 when a run did not finish or failed its checks.
+///
+/// # Errors
+/// A run that cannot be read, runs of different workloads (unless `allow_different_workloads`),
+/// or an output file that cannot be written.
+pub fn run(
+    runs: &[PathBuf],
+    out: Option<PathBuf>,
+    allow_different_workloads: bool,
+) -> Result<std::process::ExitCode> {
+    let runs = load_runs(runs)?;
+    if !allow_different_workloads {
+        check_same_workload(
+            &runs,
+            "compare runs of the same workload, or pass --allow-different-workloads",
+        )?;
+    }
+    crate::out!("{}", compare_table(&runs));
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join("compare"));
+    let files = write_compare(&out, &runs)?;
+    for f in [&files.table, &files.svg, &files.png] {
+        crate::outln!("wrote {}", f.display());
+    }
+    let failed: Vec<&str> = runs
+        .iter()
+        .filter(|r| run_failed(&r.result))
+        .map(|r| r.label.as_str())
+        .collect();
+    if failed.is_empty() {
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "FAILED: run(s) {} did not finish or failed their checks: their figures cover only the \
+         messages that completed (see the `completed` row)",
+        failed.join(", ")
+    );
+    Ok(std::process::ExitCode::from(
+        crate::output::EXIT_RESULT_FAILED,
+    ))
+}
+
 /// Checks that every run has the first run's workload (kind, senders, bytes and messages per
 /// sender): the figures of different workloads are not comparable.
 ///
 /// # Errors
-/// The first run whose workload differs, naming both workloads.
-pub fn check_same_workload(runs: &[CompareRun]) -> Result<()> {
+/// The first run whose workload differs, naming both workloads and ending with `remedy`
+/// (what the caller's user can do: each command offers only its own options).
+pub fn check_same_workload(runs: &[CompareRun], remedy: &str) -> Result<()> {
     let Some(first) = runs.first() else {
         return Ok(());
     };
@@ -105,8 +148,7 @@ pub fn check_same_workload(runs: &[CompareRun]) -> Result<()> {
                 && w.messages_per_sender == w0.messages_per_sender);
         if w.kind != w0.kind || w.senders != w0.senders || !same_shape {
             bail!(
-                "{} has a different workload ({}) than {} ({}); compare runs of the same \
-                 workload, or pass --allow-different-workloads",
+                "{} has a different workload ({}) than {} ({}); {remedy}",
                 r.path.display(),
                 describe(w),
                 first.path.display(),

@@ -537,26 +537,7 @@ fn real_main() -> Result<ExitCode> {
         Command::Bench {
             case: Some(case),
             seeds,
-        } if case == "window" => {
-            use xrdma_testbed::window_bench::{measure, WindowFigures, SCENARIOS};
-            outln!("{}", WindowFigures::header());
-            let mut missed = 0;
-            for (name, yaml) in SCENARIOS {
-                let runs: Vec<Option<u64>> = match &seeds {
-                    None => vec![None],
-                    Some(r) => r.clone().map(Some).collect(),
-                };
-                for seed in runs {
-                    let f = measure(name, yaml, seed)?;
-                    missed += usize::from(!f.met());
-                    outln!("{}", f.line());
-                }
-            }
-            if missed > 0 {
-                outln!("!!! TARGET MISSED in {missed} row(s) above");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } if case == "window" => xrdma_testbed::window_bench::print_table(seeds),
         Command::Bench { seeds: Some(_), .. } => {
             bail!("--seeds applies to `--case window` only")
         }
@@ -766,33 +747,7 @@ fn real_main() -> Result<ExitCode> {
             runs,
             out,
             allow_different_workloads,
-        } => {
-            let runs = xrdma_testbed::compare::load_runs(&runs)?;
-            if !allow_different_workloads {
-                xrdma_testbed::compare::check_same_workload(&runs)?;
-            }
-            out!("{}", xrdma_testbed::compare::compare_table(&runs));
-            let out = out.unwrap_or_else(|| PathBuf::from("results").join("compare"));
-            let files = xrdma_testbed::compare::write_compare(&out, &runs)?;
-            for f in [&files.table, &files.svg, &files.png] {
-                outln!("wrote {}", f.display());
-            }
-            let failed: Vec<&str> = runs
-                .iter()
-                .filter(|r| xrdma_testbed::compare::run_failed(&r.result))
-                .map(|r| r.label.as_str())
-                .collect();
-            if failed.is_empty() {
-                Ok(ExitCode::SUCCESS)
-            } else {
-                eprintln!(
-                    "FAILED: run(s) {} did not finish or failed their checks: their figures \
-                     cover only the messages that completed (see the `completed` row)",
-                    failed.join(", ")
-                );
-                Ok(ExitCode::from(EXIT_RESULT_FAILED))
-            }
-        }
+        } => xrdma_testbed::compare::run(&runs, out, allow_different_workloads),
         Command::JobSecret(args) => xrdma_testbed::launch_cli::job_secret(&args),
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;

@@ -252,7 +252,7 @@ fn compare_shows_ratios_to_the_first_run_and_refuses_other_workloads() {
     let slow_path = dir.join("slow.json");
     xrdma_reports::write_json(&slow_path, &slow).unwrap();
     let runs = compare::load_runs(&[a.clone(), slow_path]).unwrap();
-    compare::check_same_workload(&runs).unwrap();
+    compare::check_same_workload(&runs, "").unwrap();
     let table = compare::compare_table(&runs);
     let p50 = table.lines().find(|l| l.starts_with("p50 µs")).unwrap();
     // Every latency doubled, so p50 doubles: ratio ×2.000.
@@ -294,7 +294,9 @@ fn compare_shows_ratios_to_the_first_run_and_refuses_other_workloads() {
     // Fan-in 4 is another workload.
     let b = sweep::point_dir(&out, &p.points[1].id);
     let runs = compare::load_runs(&[a, b]).unwrap();
-    let e = compare::check_same_workload(&runs).unwrap_err().to_string();
+    let e = compare::check_same_workload(&runs, "REMEDY")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("incast 4:1") && e.contains("incast 2:1"), "{e}");
     assert!(compare::load_runs(&[dir.join("slow.json")]).is_err());
 }

@@ -262,7 +262,10 @@ pub fn write(
     // Read back as `xrdma compare` reads them, and refused as it refuses them.
     let compared: Vec<CompareRun> = if runs.len() >= 2 {
         let compared = load_runs(&runs)?;
-        check_same_workload(&compared)?;
+        check_same_workload(
+            &compared,
+            "give a --device-result of a run of the same scenario on the device",
+        )?;
         compared
     } else {
         Vec::new()
