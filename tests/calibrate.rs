@@ -125,6 +125,24 @@ fn the_fit_refuses_what_it_cannot_fit() {
     bad.bw[0].bytes_per_second = 0.0;
     let e = fit::fit(&bad, &FitOptions::new(rxe())).unwrap_err();
     assert!(e.to_string().contains("must be positive"), "{e}");
+    // A stream faster than any link of the fitted fabric: it was fitted with every cost 0.
+    let mut bad = m.clone();
+    bad.bw[0].bytes_per_second = 1e30;
+    let e = fit::fit(&bad, &FitOptions::new(rxe())).unwrap_err();
+    assert!(
+        e.to_string().contains("above the 1.2500e10 B/s line rate"),
+        "{e}"
+    );
+    // Two observations for four parameters: under-determined, it exited 0 with costs of 0.
+    let mut few = m.clone();
+    few.ping.truncate(1);
+    few.bw.truncate(1);
+    let e = fit::fit(&few, &FitOptions::new(rxe())).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("2 distinct observation(s) cannot fit 4 parameters"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -256,6 +274,24 @@ fn the_command_line_measures_fits_and_runs_side_by_side() {
     std::fs::write(&sim_block, text).unwrap();
     run_truth[1] = &sim_block;
     ok(&run_truth);
+    // A simulator run is no device result: it was taken as one and gave 0.0000 error.
+    let refused = std::process::Command::new(exe)
+        .args(&args)
+        .output()
+        .unwrap();
+    let err_text = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err_text}");
+    assert!(
+        err_text.contains("is a run on the sim backend: --device-result takes a run"),
+        "{err_text}"
+    );
+    // This machine has no device: the truth's run, relabelled as a device's, stands in for
+    // one (the labelling is all the check reads; the figures are the truth's).
+    let json = dir.join("device/result.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    v["scenario"]["backend"] = "verbs".into();
+    std::fs::write(&json, serde_json::to_string_pretty(&v).unwrap()).unwrap();
     let text = ok(&args);
     assert!(text.contains("sim rxe-fitted (ratio, error)"), "{text}");
     for f in [
@@ -279,6 +315,37 @@ fn the_command_line_measures_fits_and_runs_side_by_side() {
     // The fitted profile predicts the run of its truth closely; the ideal host does not.
     assert!(err("rxe_fitted_p50_error=") < 0.05, "{env}");
     assert!(err("ideal_p50_error=") > 0.5, "{env}");
+    // A device result of another workload is refused with what `calibrate run` offers: the
+    // error named --allow-different-workloads, an option of `compare` only.
+    let other = d("other.yaml");
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(&sim_block)
+            .unwrap()
+            .replace("senders: 2", "senders: 3"),
+    )
+    .unwrap();
+    let other_run = d("device-other");
+    ok(&["run", &other, "--out", &other_run]);
+    let json = dir.join("device-other/result.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    v["scenario"]["backend"] = "verbs".into();
+    std::fs::write(&json, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let side2 = d("side2");
+    let refused = std::process::Command::new(exe)
+        .args(["calibrate", "run", &scenario, "--device-result", &other_run])
+        .args(["--out", &side2])
+        .output()
+        .unwrap();
+    let err_text = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err_text}");
+    assert!(err_text.contains("has a different workload"), "{err_text}");
+    assert!(err_text.contains("give a --device-result of a run of the same scenario"));
+    assert!(
+        !err_text.contains("--allow-different-workloads"),
+        "{err_text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

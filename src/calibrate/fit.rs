@@ -231,11 +231,70 @@ fn observed(m: &Measurements) -> Vec<f64> {
         .collect()
 }
 
+/// Refuses measurements the fit cannot honestly explain: fewer distinct observations than
+/// [`PARAMS`] (the fit would be under-determined: any of infinitely many profiles matches,
+/// and the one returned says nothing), and figures outside what the fit's simulated fabric
+/// can show whatever the host costs (a stream above its payload line rate, a half round trip
+/// below its propagation delay).
+///
+/// # Errors
+/// Each case, naming the figure or the count and what is needed.
+fn check_identifiable(m: &Measurements) -> Result<()> {
+    let cfg = SimConfig::default();
+    let line_bytes_per_s = cfg.link_rate_bps as f64 / 8.0;
+    for b in &m.bw {
+        if b.bytes_per_second > line_bytes_per_s {
+            bail!(
+                "the bw figure at {} is {:.4e} B/s, above the {:.4e} B/s line rate of the \
+                 fabric the fit simulates ({} b/s links): no host costs give it; check the \
+                 measurement",
+                size_name(b.size),
+                b.bytes_per_second,
+                line_bytes_per_s,
+                cfg.link_rate_bps
+            );
+        }
+    }
+    // A half round trip crosses two links (host, switch, host) at least once.
+    let propagation = 2 * cfg.link_delay.as_ps();
+    for p in &m.ping {
+        if p.p50_ps < propagation {
+            bail!(
+                "the ping figure at {} is {} ps, below the {propagation} ps the fit's fabric \
+                 takes to propagate one way: no host costs give it; check the measurement",
+                size_name(p.size),
+                p.p50_ps
+            );
+        }
+    }
+    let mut distinct: Vec<(bool, u64)> = m
+        .ping
+        .iter()
+        .map(|p| (true, p.size))
+        .chain(m.bw.iter().map(|b| (false, b.size)))
+        .collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() < PARAMS.len() {
+        bail!(
+            "{} distinct observation(s) cannot fit {} parameters ({}): the fit would be \
+             under-determined; measure at least {} (the default plan: ping at 64 B, 1000 B and \
+             4 KiB, bw at 64 B and 64 KiB)",
+            distinct.len(),
+            PARAMS.len(),
+            PARAMS.join(", "),
+            PARAMS.len()
+        );
+    }
+    Ok(())
+}
+
 /// Fits a profile to `m` (see the module doc).
 ///
 /// # Errors
-/// No observation, a non-positive observation, a base without CPU costs or NIC latencies
-/// (the scales would have nothing to scale), or a simulated run that fails.
+/// No observation, a non-positive observation, fewer distinct observations than parameters
+/// or one no host costs can give ([`check_identifiable`]), a base without CPU costs or NIC
+/// latencies (the scales would have nothing to scale), or a simulated run that fails.
 pub fn fit(m: &Measurements, opts: &FitOptions) -> Result<Fit> {
     let obs = observed(m);
     if obs.is_empty() {
@@ -244,6 +303,7 @@ pub fn fit(m: &Measurements, opts: &FitOptions) -> Result<Fit> {
     if let Some(v) = obs.iter().find(|v| !(**v > 0.0 && v.is_finite())) {
         bail!("a measured figure is {v}: every figure must be positive");
     }
+    check_identifiable(m)?;
     for (group, keys) in [
         ("latency costs", LATENCY_COSTS),
         ("per-message costs", APP_COSTS),

@@ -327,10 +327,21 @@ fn side_by_side_run(
     let device: Vec<RunResult> = if device_results.is_empty() {
         run_device(&sc, device_warmup, device_runs, yaml.as_deref())?
     } else {
-        device_results
-            .iter()
-            .map(|p| crate::compare::load_run(p).map(|(_, r)| r))
-            .collect::<Result<_>>()?
+        let mut runs = Vec::new();
+        for p in device_results {
+            let (_, r) = crate::compare::load_run(p)?;
+            if r.scenario.backend != xrdma_reports::Backend::Verbs {
+                bail!(
+                    "{} is a run on the {} backend: --device-result takes a run of the \
+                     scenario on an RDMA device (`xrdma run --backend verbs`), the reference \
+                     the simulator is calibrated against",
+                    p.display(),
+                    r.scenario.backend
+                );
+            }
+            runs.push(r);
+        }
+        runs
     };
     let w = side_by_side::write(out, &sc.name, &device, &sims)?;
     crate::out!("{}", side_by_side::render(&w.calibration));
