@@ -282,7 +282,11 @@ fn run_rank_of<W: Workload>(
                 senders.push(SenderRecord {
                     host: h,
                     messages: w.planned(seed, h),
-                    errors: vec!["its rank sent no records".into()],
+                    // Found when the records are gathered, after the run: its place in time.
+                    errors: vec![workload::ErrorAt::new(
+                        fabric.now(),
+                        "its rank sent no records",
+                    )],
                     window: None,
                 });
             }
