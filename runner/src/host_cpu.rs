@@ -214,6 +214,9 @@ impl<T: Transport + HostCpu + ?Sized> Transport for Charging<'_, T> {
     fn poll_congestion(&mut self) -> Option<QpNum> {
         self.inner.poll_congestion()
     }
+    fn poll_port_cnps(&mut self, now: Time) -> u64 {
+        self.inner.poll_port_cnps(now)
+    }
     fn rc_params(&self) -> RcParams {
         self.inner.rc_params()
     }
@@ -222,5 +225,44 @@ impl<T: Transport + HostCpu + ?Sized> Transport for Charging<'_, T> {
     }
     fn observe_qp(&self, qpn: QpNum) -> xrdma::QpObservation {
         self.inner.observe_qp(qpn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xrdma_conformance::forwarding::{assert_forwards_every_call, Probe};
+
+    /// A host whose model charges, with nothing pending: the charging wrapper is neutral.
+    impl HostCpu for Probe {
+        fn charges(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn charging_reports_the_port_cnps_of_the_transport_it_wraps() {
+        let now = Time::from_ps(42_000);
+        let counted = Probe::default().poll_port_cnps(now);
+        assert_ne!(counted, 0);
+        let mut probe = Probe::default();
+        let pending = Pending::default();
+        let mut charging = Charging {
+            inner: &mut probe,
+            pending: &pending,
+        };
+        assert_eq!(charging.poll_port_cnps(now), counted);
+    }
+
+    #[test]
+    fn charging_passes_every_call_on() {
+        let mut probe = Probe::default();
+        let log = probe.log();
+        let pending = Pending::default();
+        let mut charging = Charging {
+            inner: &mut probe,
+            pending: &pending,
+        };
+        assert_forwards_every_call(&mut charging, &log);
     }
 }

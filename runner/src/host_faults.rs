@@ -248,3 +248,25 @@ impl<A: Application + ?Sized> Application for Observed<'_, A> {
         self.app.next_wake()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xrdma_conformance::forwarding::{assert_forwards_every_call, Probe};
+
+    #[test]
+    fn holding_outside_its_window_passes_every_call_on() {
+        let mut probe = Probe::default();
+        let log = probe.log();
+        let (mut held, mut count) = (Vec::new(), 0);
+        let mut holding = Holding {
+            inner: &mut probe,
+            holding: false,
+            held: &mut held,
+            count: &mut count,
+        };
+        assert_forwards_every_call(&mut holding, &log);
+        assert!(held.is_empty());
+        assert_eq!(count, 0);
+    }
+}
