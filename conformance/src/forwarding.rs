@@ -7,9 +7,10 @@
 //! nothing observed) matches. [`assert_forwards_every_call`] makes one call of every method
 //! through the wrapper and compares both.
 //!
-//! A method added to either trait is recorded as a new [`Call`]; that variant must be performed
-//! by the check (its `match` is exhaustive) and sampled (the check fails unless
-//! [`Call::samples`] holds [`METHODS`] different calls).
+//! The check cannot fall behind the traits: a method added to either trait must be implemented
+//! by [`Probe`] (the traits provide no bodies), which records it as a new [`Call`]; that
+//! variant must be performed by the check (its `match` is exhaustive) and sampled (the check
+//! fails unless [`Call::samples`] holds [`METHODS`] different calls).
 
 use bytes::Bytes;
 use std::cell::RefCell;

@@ -273,6 +273,9 @@ pub enum TransportError {
 /// range the device is still writing gives unspecified (stale or mixed) bytes but is never
 /// undefined behaviour; the core reads a range only after polling the completion that ends
 /// the device's writes to it, and writes only ranges it has not handed to the device.
+///
+/// No method has a provided body, as for [`Transport`]: a wrapper of a transport that took a
+/// provided `read_bytes` would read through `read_into` instead of the backend's own copy.
 pub trait LocalMemory {
     /// Copy the `out.len()` bytes at `addr` into `out`.
     ///
@@ -284,16 +287,12 @@ pub trait LocalMemory {
     /// The `len` bytes at `addr`, copied into a new buffer: one allocation of `len` bytes and
     /// one copy, for callers that keep the bytes (the core's delivered messages).
     ///
-    /// The provided version zeroes a buffer and fills it with [`LocalMemory::read_into`];
-    /// backends override it to copy straight into the new allocation.
+    /// A backend copies straight into the new allocation; a memory without such a path
+    /// answers [`read_bytes_through`] (a zeroed buffer filled by [`LocalMemory::read_into`]).
     ///
     /// # Errors
     /// [`TransportError::BadAddress`] as for [`LocalMemory::read_into`].
-    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
-        let mut buf = vec![0u8; len];
-        self.read_into(addr, &mut buf)?;
-        Ok(Bytes::from(buf))
-    }
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError>;
 
     /// Copy `data` to `addr`.
     ///
@@ -307,6 +306,11 @@ pub trait LocalMemory {
 /// All calls are non-blocking. Control-path calls (`register_memory`, `create_qp`,
 /// `connect_qp`, `reset_qp`) may be slow on real hardware; the data path (`post_*`,
 /// `poll_cq`) must not allocate per call in a backend that wants to be fast.
+///
+/// No method has a provided body. A wrapper that did not write one out would silently run
+/// the provided body in place of the wrapped transport's; without them, every implementation
+/// spells out every method (a backend that cannot observe something answers the neutral value
+/// the method names), and a method added here fails to compile wherever it is missing.
 pub trait Transport: LocalMemory {
     /// The transport's notion of now. The simulator returns virtual time; the verbs backend a
     /// monotonic clock. Only drivers call this; the core never does.
@@ -352,18 +356,10 @@ pub trait Transport: LocalMemory {
     /// posting each WR with [`Transport::post_send`] in turn: the WRs before the first one
     /// that fails are posted, that one and those after it are not.
     ///
-    /// The provided version loops over [`Transport::post_send`].
-    ///
     /// # Errors
     /// [`ChainError`]: how many WRs were posted and why the next one was not (the errors of
     /// [`Transport::post_send`]).
-    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
-        for (posted, wr) in wrs.iter().enumerate() {
-            self.post_send(qpn, wr)
-                .map_err(|error| ChainError { posted, error })?;
-        }
-        Ok(())
-    }
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError>;
 
     /// Post one receive WR (`ibv_post_recv`); allowed from INIT on.
     ///
@@ -385,12 +381,8 @@ pub trait Transport: LocalMemory {
     /// CNPs the port received as a DCQCN reaction point since the last call, at `now` on the
     /// driver's clock (a backend may read its counter only every so often and return 0 in
     /// between). Only a backend that declares [`Capabilities::cnp_per_port`] counts them;
-    /// the default returns 0, and the generic driver calls it only on such a backend. A
-    /// wrapper of another transport must pass it on.
-    fn poll_port_cnps(&mut self, now: Time) -> u64 {
-        let _ = now;
-        0
-    }
+    /// another one returns 0, and the generic driver calls it only on such a backend.
+    fn poll_port_cnps(&mut self, now: Time) -> u64;
 
     /// The RC attributes this transport applies to every QP it connects, as applied: the
     /// configured [`RcParams`] with the path MTU lowered to the port's MTU where that is
@@ -403,12 +395,9 @@ pub trait Transport: LocalMemory {
 
     /// What the transport can tell of QP `qpn` for the `stat` tool: its state and the
     /// requester's retransmissions and RNR retries since the QP was last connected. Every
-    /// field it cannot observe is `None`; the default observes nothing. A wrapper of another
-    /// transport must pass it on.
-    fn observe_qp(&self, qpn: QpNum) -> QpObservation {
-        let _ = qpn;
-        QpObservation::default()
-    }
+    /// field it cannot observe is `None` (a backend that observes nothing answers
+    /// [`QpObservation::default`]).
+    fn observe_qp(&self, qpn: QpNum) -> QpObservation;
 }
 
 /// One QP as its transport observes it ([`Transport::observe_qp`]); `None` where it cannot.
@@ -421,6 +410,22 @@ pub struct QpObservation {
     pub retransmitted_packets: Option<u64>,
     /// RNR NAKs the requester received and waited out (each one RNR retry).
     pub rnr_retries: Option<u64>,
+}
+
+/// The `len` bytes at `addr` of `mem`, read into a zeroed buffer with
+/// [`LocalMemory::read_into`]: the [`LocalMemory::read_bytes`] of a memory that cannot copy
+/// straight into a new allocation.
+///
+/// # Errors
+/// [`TransportError::BadAddress`] as for [`LocalMemory::read_into`].
+pub fn read_bytes_through<M: LocalMemory + ?Sized>(
+    mem: &M,
+    addr: u64,
+    len: usize,
+) -> Result<Bytes, TransportError> {
+    let mut buf = vec![0u8; len];
+    mem.read_into(addr, &mut buf)?;
+    Ok(Bytes::from(buf))
 }
 
 /// A chain of send WRs posted only in part ([`Transport::post_send_chain`]).
@@ -496,8 +501,7 @@ impl<T: Transport + ?Sized> Transport for &mut T {
 mod tests {
     use super::*;
 
-    /// One MR of `bytes.len()` bytes at `base`; only the required methods, so the test
-    /// exercises the provided `read_bytes`.
+    /// One MR of `bytes.len()` bytes at `base`, read by [`read_bytes_through`].
     struct Flat {
         base: u64,
         bytes: Vec<u8>,
@@ -521,6 +525,9 @@ mod tests {
         }
         fn write(&mut self, _addr: u64, _data: &[u8]) -> Result<(), TransportError> {
             unreachable!("not used")
+        }
+        fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
+            read_bytes_through(self, addr, len)
         }
     }
 
