@@ -438,65 +438,6 @@ pub struct ChainError {
     pub error: TransportError,
 }
 
-impl<M: LocalMemory + ?Sized> LocalMemory for &mut M {
-    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
-        (**self).read_into(addr, out)
-    }
-    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
-        (**self).read_bytes(addr, len)
-    }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        (**self).write(addr, data)
-    }
-}
-
-/// A mutable borrow of a transport is a transport, so a driver can hold `&mut T` where a
-/// backend hands out its transports by reference.
-impl<T: Transport + ?Sized> Transport for &mut T {
-    fn now(&self) -> Time {
-        (**self).now()
-    }
-    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
-        (**self).register_memory(len)
-    }
-    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError> {
-        (**self).create_qp(caps)
-    }
-    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
-        (**self).connect_qp(qpn, remote)
-    }
-    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
-        (**self).reset_qp(qpn)
-    }
-    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
-        (**self).post_send(qpn, wr)
-    }
-    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
-        (**self).post_send_chain(qpn, wrs)
-    }
-    fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
-        (**self).post_recv(qpn, wr)
-    }
-    fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
-        (**self).poll_cq(out, max)
-    }
-    fn poll_congestion(&mut self) -> Option<QpNum> {
-        (**self).poll_congestion()
-    }
-    fn poll_port_cnps(&mut self, now: Time) -> u64 {
-        (**self).poll_port_cnps(now)
-    }
-    fn rc_params(&self) -> RcParams {
-        (**self).rc_params()
-    }
-    fn capabilities(&self) -> Capabilities {
-        (**self).capabilities()
-    }
-    fn observe_qp(&self, qpn: QpNum) -> QpObservation {
-        (**self).observe_qp(qpn)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -539,11 +480,6 @@ mod tests {
         };
         assert_eq!(mem.read_bytes(0x1004, 3).unwrap(), &[4u8, 5, 6][..]);
         assert_eq!(mem.read_bytes(0x1010, 0).unwrap(), &[][..]);
-        let via_ref = &mut &mut Flat {
-            base: 0,
-            bytes: vec![9; 4],
-        };
-        assert_eq!(via_ref.read_bytes(1, 2).unwrap(), &[9u8, 9][..]);
         for (addr, len) in [(0x0fff, 1), (0x100f, 2), (0x1010, 1)] {
             assert!(
                 matches!(
