@@ -310,7 +310,9 @@ pub trait LocalMemory {
 /// No method has a provided body. A wrapper that did not write one out would silently run
 /// the provided body in place of the wrapped transport's; without them, every implementation
 /// spells out every method (a backend that cannot observe something answers the neutral value
-/// the method names), and a method added here fails to compile wherever it is missing.
+/// the method names), and a method added here fails to compile wherever it is missing. A
+/// wrapper of another transport implements [`crate::layer::TransportLayer`] instead, whose one
+/// blanket implementation of this trait forwards every call the wrapper does not intercept.
 pub trait Transport: LocalMemory {
     /// The transport's notion of now. The simulator returns virtual time; the verbs backend a
     /// monotonic clock. Only drivers call this; the core never does.
