@@ -355,6 +355,11 @@ impl Transport for HostTransport<'_> {
         self.sim.hosts[h].congestion.pop_front()
     }
 
+    /// 0: the simulator reports CNPs per QP ([`Transport::poll_congestion`]), not per port.
+    fn poll_port_cnps(&mut self, _now: Time) -> u64 {
+        0
+    }
+
     /// The simulation's [`crate::SimConfig::rc`], with the path MTU it applies
     /// ([`crate::SimConfig::path_mtu`]).
     fn rc_params(&self) -> RcParams {

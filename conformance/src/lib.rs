@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod cases;
+pub mod forwarding;
 pub mod harness;
 pub mod mem;
 mod mem_harness;

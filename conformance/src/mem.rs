@@ -25,6 +25,7 @@
 //!
 //! Knobs for the core's tests drop traffic (to test timeouts) and cap registrations.
 
+use bytes::Bytes;
 use std::collections::VecDeque;
 use xrdma::*;
 
@@ -379,7 +380,8 @@ impl MemTransport<'_> {
     }
 }
 
-/// Only the required methods: the core's tests run the provided `read_bytes`.
+/// `read_bytes` goes through `read_into` ([`xrdma::read_bytes_through`]), so the core's tests
+/// run that path.
 impl LocalMemory for MemTransport<'_> {
     fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
         let host = &self.pair.hosts[self.h];
@@ -392,6 +394,10 @@ impl LocalMemory for MemTransport<'_> {
         )?;
         out.copy_from_slice(host.bytes(at, out.len()));
         Ok(())
+    }
+
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
+        xrdma::read_bytes_through(self, addr, len)
     }
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
@@ -546,6 +552,11 @@ impl Transport for MemTransport<'_> {
         RcParams::default()
     }
 
+    /// No port-level CNP count: congestion is reported per QP.
+    fn poll_port_cnps(&mut self, _now: Time) -> u64 {
+        0
+    }
+
     /// Congestion notifications come from the pair's `congestion` queues; no network is
     /// modelled.
     fn capabilities(&self) -> Capabilities {
@@ -553,5 +564,10 @@ impl Transport for MemTransport<'_> {
             cnp_per_qp: true,
             ..Capabilities::NONE
         }
+    }
+
+    /// Nothing: the in-memory QPs keep no state or counters worth reporting.
+    fn observe_qp(&self, _qpn: QpNum) -> QpObservation {
+        QpObservation::default()
     }
 }

@@ -13,9 +13,10 @@
 
 use std::cell::Cell;
 use xrdma::driver::{self, Application, TurnScratch};
+use xrdma::layer::TransportLayer;
 use xrdma::{
-    Capabilities, ChainError, Endpoint, Event, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum,
-    RcParams, RecvWr, SendWr, Time, Transport, TransportError, WorkCompletion,
+    ChainError, Endpoint, Event, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendWr, Time,
+    Transport, TransportError, WorkCompletion,
 };
 
 /// A host transport's side of the host model. Default: nothing (a real host).
@@ -162,22 +163,20 @@ impl<T: HostCpu + ?Sized> Charging<'_, T> {
     }
 }
 
-impl<T: Transport + HostCpu + ?Sized> LocalMemory for Charging<'_, T> {
-    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
-        self.inner.read_into(addr, out)
+/// Settles what the application handled before each call that may cost host CPU time on the
+/// wrapped transport (memory writes, control-path calls, posts, polling the CQ); the
+/// observations (the clock, reads, congestion, CNPs, parameters) go straight through.
+impl<T: Transport + HostCpu + ?Sized> TransportLayer for Charging<'_, T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        self.inner
     }
-    fn read_bytes(&self, addr: u64, len: usize) -> Result<bytes::Bytes, TransportError> {
-        self.inner.read_bytes(addr, len)
+    fn inner_mut(&mut self) -> &mut T {
+        self.inner
     }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
         self.settle();
         self.inner.write(addr, data)
-    }
-}
-
-impl<T: Transport + HostCpu + ?Sized> Transport for Charging<'_, T> {
-    fn now(&self) -> Time {
-        self.inner.now()
     }
     fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
         self.settle();
@@ -211,16 +210,43 @@ impl<T: Transport + HostCpu + ?Sized> Transport for Charging<'_, T> {
         self.settle();
         self.inner.poll_cq(out, max)
     }
-    fn poll_congestion(&mut self) -> Option<QpNum> {
-        self.inner.poll_congestion()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xrdma_conformance::forwarding::{assert_forwards_every_call, Probe};
+
+    /// A host whose model charges, with nothing pending: the charging wrapper is neutral.
+    impl HostCpu for Probe {
+        fn charges(&self) -> bool {
+            true
+        }
     }
-    fn rc_params(&self) -> RcParams {
-        self.inner.rc_params()
+
+    #[test]
+    fn charging_reports_the_port_cnps_of_the_transport_it_wraps() {
+        let now = Time::from_ps(42_000);
+        let counted = Probe::default().poll_port_cnps(now);
+        assert_ne!(counted, 0);
+        let mut probe = Probe::default();
+        let pending = Pending::default();
+        let mut charging = Charging {
+            inner: &mut probe,
+            pending: &pending,
+        };
+        assert_eq!(Transport::poll_port_cnps(&mut charging, now), counted);
     }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    fn observe_qp(&self, qpn: QpNum) -> xrdma::QpObservation {
-        self.inner.observe_qp(qpn)
+
+    #[test]
+    fn charging_passes_every_call_on() {
+        let mut probe = Probe::default();
+        let log = probe.log();
+        let pending = Pending::default();
+        let mut charging = Charging {
+            inner: &mut probe,
+            pending: &pending,
+        };
+        assert_forwards_every_call(&mut charging, &log);
     }
 }

@@ -12,9 +12,9 @@
 //!   processing them); its NIC keeps receiving and ACKing meanwhile.
 
 use xrdma::driver::Application;
+use xrdma::layer::TransportLayer;
 use xrdma::{
-    Capabilities, ChainError, Endpoint, Event, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum,
-    RcParams, RecvWr, SendWr, Span, Time, Transport, TransportError, WorkCompletion, XrdmaError,
+    Endpoint, Event, QpAddress, QpNum, RecvWr, Span, Time, Transport, TransportError, XrdmaError,
 };
 use xrdma_scenario::{FaultsSection, SlowReceiver, Stall};
 
@@ -136,41 +136,20 @@ pub(crate) struct Holding<'a, T> {
     pub count: &'a mut u64,
 }
 
-impl<T: Transport> LocalMemory for Holding<'_, T> {
-    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
-        self.inner.read_into(addr, out)
+/// Intercepts `post_recv` (held while `holding`) and `reset_qp` (which drops the QP's held
+/// receives); every other call goes to the inner transport.
+impl<T: Transport> TransportLayer for Holding<'_, T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        &self.inner
     }
-    fn read_bytes(&self, addr: u64, len: usize) -> Result<bytes::Bytes, TransportError> {
-        self.inner.read_bytes(addr, len)
-    }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        self.inner.write(addr, data)
-    }
-}
-
-impl<T: Transport> Transport for Holding<'_, T> {
-    fn now(&self) -> Time {
-        self.inner.now()
-    }
-    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
-        self.inner.register_memory(len)
-    }
-    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError> {
-        self.inner.create_qp(caps)
-    }
-    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
-        self.inner.connect_qp(qpn, remote)
+    fn inner_mut(&mut self) -> &mut T {
+        &mut self.inner
     }
     fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
         // A reset QP loses its posted receives; so do the ones held for it.
         self.held.retain(|(q, _)| *q != qpn);
         self.inner.reset_qp(qpn)
-    }
-    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
-        self.inner.post_send(qpn, wr)
-    }
-    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
-        self.inner.post_send_chain(qpn, wrs)
     }
     fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
         if self.holding {
@@ -179,24 +158,6 @@ impl<T: Transport> Transport for Holding<'_, T> {
             return Ok(());
         }
         self.inner.post_recv(qpn, wr)
-    }
-    fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
-        self.inner.poll_cq(out, max)
-    }
-    fn poll_congestion(&mut self) -> Option<QpNum> {
-        self.inner.poll_congestion()
-    }
-    fn poll_port_cnps(&mut self, now: Time) -> u64 {
-        self.inner.poll_port_cnps(now)
-    }
-    fn rc_params(&self) -> RcParams {
-        self.inner.rc_params()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    fn observe_qp(&self, qpn: QpNum) -> xrdma::QpObservation {
-        self.inner.observe_qp(qpn)
     }
 }
 
@@ -246,5 +207,27 @@ impl<A: Application + ?Sized> Application for Observed<'_, A> {
     }
     fn next_wake(&self) -> Option<Time> {
         self.app.next_wake()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xrdma_conformance::forwarding::{assert_forwards_every_call, Probe};
+
+    #[test]
+    fn holding_outside_its_window_passes_every_call_on() {
+        let mut probe = Probe::default();
+        let log = probe.log();
+        let (mut held, mut count) = (Vec::new(), 0);
+        let mut holding = Holding {
+            inner: &mut probe,
+            holding: false,
+            held: &mut held,
+            count: &mut count,
+        };
+        assert_forwards_every_call(&mut holding, &log);
+        assert!(held.is_empty());
+        assert_eq!(count, 0);
     }
 }

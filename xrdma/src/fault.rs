@@ -34,10 +34,10 @@
 //! [`XrdmaError::WorkCompletion`]: crate::XrdmaError::WorkCompletion
 //! [`XrdmaError::Post`]: crate::XrdmaError::Post
 
+use crate::layer::TransportLayer;
 use crate::{
-    Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RcParams,
-    RecvWr, SendOpcode, SendWr, Time, Transport, TransportError, WcOpcode, WcStatus,
-    WorkCompletion,
+    ChainError, QpAddress, QpNum, RecvWr, SendOpcode, SendWr, Transport, TransportError, WcOpcode,
+    WcStatus, WorkCompletion,
 };
 use std::collections::{BTreeSet, VecDeque};
 
@@ -320,44 +320,12 @@ impl<T: Transport> FaultInjector<T> {
     }
 }
 
-impl<T: Transport> LocalMemory for FaultInjector<T> {
-    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
-        self.inner.read_into(addr, out)
-    }
-    fn read_bytes(&self, addr: u64, len: usize) -> Result<bytes::Bytes, TransportError> {
-        self.inner.read_bytes(addr, len)
-    }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        self.inner.write(addr, data)
-    }
-}
-
-impl<T: Transport> Transport for FaultInjector<T> {
-    fn now(&self) -> Time {
-        self.inner.now()
-    }
-    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
-        self.inner.register_memory(len)
-    }
-    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError> {
-        self.inner.create_qp(caps)
-    }
-    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
-        self.inner.connect_qp(qpn, remote)
-    }
-    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
-        // RESET leaves the error state; completions already reported or held stay.
-        self.state.errored_qps.remove(&qpn);
-        self.inner.reset_qp(qpn)
-    }
-    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
-        self.post_send_chain(qpn, std::slice::from_ref(wr))
-            .map_err(|e| e.error)
-    }
-    /// Draws a refusal for each WR in order, as posting them one by one would; the WRs before
-    /// the first refused one go to the inner transport as one chain (or, on a QP in error,
-    /// complete at once with [`WcStatus::WrFlushErr`], signaled or not, as verbs flushes).
-    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+impl<T: Transport> FaultInjector<T> {
+    /// Draws a refusal for each of `wrs` in order, as posting them one by one would, up to the
+    /// first refused one; on a QP in error the WRs before it complete at once with
+    /// [`WcStatus::WrFlushErr`], signaled or not, as verbs flushes. Returns how many WRs
+    /// from the start go to the inner transport, and the index of the refused one.
+    fn admit_sends(&mut self, qpn: QpNum, wrs: &[SendWr]) -> (usize, Option<usize>) {
         let refused_at = (0..wrs.len()).find(|_| {
             let refuse = self.state.chance(self.state.cfg.refuse_send);
             if refuse {
@@ -366,19 +334,52 @@ impl<T: Transport> Transport for FaultInjector<T> {
             refuse
         });
         let accepted = &wrs[..refused_at.unwrap_or(wrs.len())];
-        if self.state.errored_qps.contains(&qpn) {
-            for wr in accepted {
-                let opcode = match wr.opcode {
-                    SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
-                    SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
-                    SendOpcode::RdmaRead => WcOpcode::RdmaRead,
-                };
-                self.state.counts.flushed += 1;
-                let wc = WorkCompletion::flushed(wr.wr_id, opcode, qpn);
-                self.state.ready.push_back(wc);
-            }
-        } else if !accepted.is_empty() {
-            self.inner.post_send_chain(qpn, accepted)?;
+        if !self.state.errored_qps.contains(&qpn) {
+            return (accepted.len(), refused_at);
+        }
+        for wr in accepted {
+            let opcode = match wr.opcode {
+                SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
+                SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+                SendOpcode::RdmaRead => WcOpcode::RdmaRead,
+            };
+            self.state.counts.flushed += 1;
+            let wc = WorkCompletion::flushed(wr.wr_id, opcode, qpn);
+            self.state.ready.push_back(wc);
+        }
+        (0, refused_at)
+    }
+}
+
+/// Intercepts the posts (refusals, flushes on a QP in error), the completions (the faults)
+/// and `reset_qp` (which ends a QP's error state); every other call goes to the inner
+/// transport unchanged.
+impl<T: Transport> TransportLayer for FaultInjector<T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
+        // RESET leaves the error state; completions already reported or held stay.
+        self.state.errored_qps.remove(&qpn);
+        self.inner.reset_qp(qpn)
+    }
+    /// As a chain of one WR; an admitted WR goes to the inner transport's `post_send`.
+    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
+        match self.admit_sends(qpn, std::slice::from_ref(wr)) {
+            (_, Some(_)) => Err(refused("ibv_post_send")),
+            (0, None) => Ok(()),
+            (_, None) => self.inner.post_send(qpn, wr),
+        }
+    }
+    /// The WRs before the first refused one go to the inner transport as one chain.
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
+        let (accepted, refused_at) = self.admit_sends(qpn, wrs);
+        if accepted > 0 {
+            self.inner.post_send_chain(qpn, &wrs[..accepted])?;
         }
         match refused_at {
             Some(posted) => Err(ChainError {
@@ -417,21 +418,6 @@ impl<T: Transport> Transport for FaultInjector<T> {
         let n = s.ready.len().min(max);
         out.extend(s.ready.drain(..n));
         n
-    }
-    fn poll_congestion(&mut self) -> Option<QpNum> {
-        self.inner.poll_congestion()
-    }
-    fn poll_port_cnps(&mut self, now: Time) -> u64 {
-        self.inner.poll_port_cnps(now)
-    }
-    fn rc_params(&self) -> RcParams {
-        self.inner.rc_params()
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    fn observe_qp(&self, qpn: QpNum) -> crate::QpObservation {
-        self.inner.observe_qp(qpn)
     }
 }
 

@@ -36,6 +36,7 @@ pub mod event;
 pub mod fault;
 pub mod fragment;
 pub mod landing;
+pub mod layer;
 pub mod mr_pool;
 pub mod qp_cache;
 pub mod ring;

@@ -273,6 +273,9 @@ pub enum TransportError {
 /// range the device is still writing gives unspecified (stale or mixed) bytes but is never
 /// undefined behaviour; the core reads a range only after polling the completion that ends
 /// the device's writes to it, and writes only ranges it has not handed to the device.
+///
+/// No method has a provided body, as for [`Transport`]: a wrapper of a transport that took a
+/// provided `read_bytes` would read through `read_into` instead of the backend's own copy.
 pub trait LocalMemory {
     /// Copy the `out.len()` bytes at `addr` into `out`.
     ///
@@ -284,16 +287,12 @@ pub trait LocalMemory {
     /// The `len` bytes at `addr`, copied into a new buffer: one allocation of `len` bytes and
     /// one copy, for callers that keep the bytes (the core's delivered messages).
     ///
-    /// The provided version zeroes a buffer and fills it with [`LocalMemory::read_into`];
-    /// backends override it to copy straight into the new allocation.
+    /// A backend copies straight into the new allocation; a memory without such a path
+    /// answers [`read_bytes_through`] (a zeroed buffer filled by [`LocalMemory::read_into`]).
     ///
     /// # Errors
     /// [`TransportError::BadAddress`] as for [`LocalMemory::read_into`].
-    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
-        let mut buf = vec![0u8; len];
-        self.read_into(addr, &mut buf)?;
-        Ok(Bytes::from(buf))
-    }
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError>;
 
     /// Copy `data` to `addr`.
     ///
@@ -307,6 +306,13 @@ pub trait LocalMemory {
 /// All calls are non-blocking. Control-path calls (`register_memory`, `create_qp`,
 /// `connect_qp`, `reset_qp`) may be slow on real hardware; the data path (`post_*`,
 /// `poll_cq`) must not allocate per call in a backend that wants to be fast.
+///
+/// No method has a provided body. A wrapper that did not write one out would silently run
+/// the provided body in place of the wrapped transport's; without them, every implementation
+/// spells out every method (a backend that cannot observe something answers the neutral value
+/// the method names), and a method added here fails to compile wherever it is missing. A
+/// wrapper of another transport implements [`crate::layer::TransportLayer`] instead, whose one
+/// blanket implementation of this trait forwards every call the wrapper does not intercept.
 pub trait Transport: LocalMemory {
     /// The transport's notion of now. The simulator returns virtual time; the verbs backend a
     /// monotonic clock. Only drivers call this; the core never does.
@@ -352,18 +358,10 @@ pub trait Transport: LocalMemory {
     /// posting each WR with [`Transport::post_send`] in turn: the WRs before the first one
     /// that fails are posted, that one and those after it are not.
     ///
-    /// The provided version loops over [`Transport::post_send`].
-    ///
     /// # Errors
     /// [`ChainError`]: how many WRs were posted and why the next one was not (the errors of
     /// [`Transport::post_send`]).
-    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
-        for (posted, wr) in wrs.iter().enumerate() {
-            self.post_send(qpn, wr)
-                .map_err(|error| ChainError { posted, error })?;
-        }
-        Ok(())
-    }
+    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError>;
 
     /// Post one receive WR (`ibv_post_recv`); allowed from INIT on.
     ///
@@ -385,12 +383,8 @@ pub trait Transport: LocalMemory {
     /// CNPs the port received as a DCQCN reaction point since the last call, at `now` on the
     /// driver's clock (a backend may read its counter only every so often and return 0 in
     /// between). Only a backend that declares [`Capabilities::cnp_per_port`] counts them;
-    /// the default returns 0, and the generic driver calls it only on such a backend. A
-    /// wrapper of another transport must pass it on.
-    fn poll_port_cnps(&mut self, now: Time) -> u64 {
-        let _ = now;
-        0
-    }
+    /// another one returns 0, and the generic driver calls it only on such a backend.
+    fn poll_port_cnps(&mut self, now: Time) -> u64;
 
     /// The RC attributes this transport applies to every QP it connects, as applied: the
     /// configured [`RcParams`] with the path MTU lowered to the port's MTU where that is
@@ -403,12 +397,9 @@ pub trait Transport: LocalMemory {
 
     /// What the transport can tell of QP `qpn` for the `stat` tool: its state and the
     /// requester's retransmissions and RNR retries since the QP was last connected. Every
-    /// field it cannot observe is `None`; the default observes nothing. A wrapper of another
-    /// transport must pass it on.
-    fn observe_qp(&self, qpn: QpNum) -> QpObservation {
-        let _ = qpn;
-        QpObservation::default()
-    }
+    /// field it cannot observe is `None` (a backend that observes nothing answers
+    /// [`QpObservation::default`]).
+    fn observe_qp(&self, qpn: QpNum) -> QpObservation;
 }
 
 /// One QP as its transport observes it ([`Transport::observe_qp`]); `None` where it cannot.
@@ -423,6 +414,22 @@ pub struct QpObservation {
     pub rnr_retries: Option<u64>,
 }
 
+/// The `len` bytes at `addr` of `mem`, read into a zeroed buffer with
+/// [`LocalMemory::read_into`]: the [`LocalMemory::read_bytes`] of a memory that cannot copy
+/// straight into a new allocation.
+///
+/// # Errors
+/// [`TransportError::BadAddress`] as for [`LocalMemory::read_into`].
+pub fn read_bytes_through<M: LocalMemory + ?Sized>(
+    mem: &M,
+    addr: u64,
+    len: usize,
+) -> Result<Bytes, TransportError> {
+    let mut buf = vec![0u8; len];
+    mem.read_into(addr, &mut buf)?;
+    Ok(Bytes::from(buf))
+}
+
 /// A chain of send WRs posted only in part ([`Transport::post_send_chain`]).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("{posted} WRs of the chain were posted; the next one was not: {error}")]
@@ -433,71 +440,11 @@ pub struct ChainError {
     pub error: TransportError,
 }
 
-impl<M: LocalMemory + ?Sized> LocalMemory for &mut M {
-    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
-        (**self).read_into(addr, out)
-    }
-    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
-        (**self).read_bytes(addr, len)
-    }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        (**self).write(addr, data)
-    }
-}
-
-/// A mutable borrow of a transport is a transport, so a driver can hold `&mut T` where a
-/// backend hands out its transports by reference.
-impl<T: Transport + ?Sized> Transport for &mut T {
-    fn now(&self) -> Time {
-        (**self).now()
-    }
-    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
-        (**self).register_memory(len)
-    }
-    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError> {
-        (**self).create_qp(caps)
-    }
-    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
-        (**self).connect_qp(qpn, remote)
-    }
-    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
-        (**self).reset_qp(qpn)
-    }
-    fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
-        (**self).post_send(qpn, wr)
-    }
-    fn post_send_chain(&mut self, qpn: QpNum, wrs: &[SendWr]) -> Result<(), ChainError> {
-        (**self).post_send_chain(qpn, wrs)
-    }
-    fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
-        (**self).post_recv(qpn, wr)
-    }
-    fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
-        (**self).poll_cq(out, max)
-    }
-    fn poll_congestion(&mut self) -> Option<QpNum> {
-        (**self).poll_congestion()
-    }
-    fn poll_port_cnps(&mut self, now: Time) -> u64 {
-        (**self).poll_port_cnps(now)
-    }
-    fn rc_params(&self) -> RcParams {
-        (**self).rc_params()
-    }
-    fn capabilities(&self) -> Capabilities {
-        (**self).capabilities()
-    }
-    fn observe_qp(&self, qpn: QpNum) -> QpObservation {
-        (**self).observe_qp(qpn)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// One MR of `bytes.len()` bytes at `base`; only the required methods, so the test
-    /// exercises the provided `read_bytes`.
+    /// One MR of `bytes.len()` bytes at `base`, read by [`read_bytes_through`].
     struct Flat {
         base: u64,
         bytes: Vec<u8>,
@@ -522,6 +469,9 @@ mod tests {
         fn write(&mut self, _addr: u64, _data: &[u8]) -> Result<(), TransportError> {
             unreachable!("not used")
         }
+        fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
+            read_bytes_through(self, addr, len)
+        }
     }
 
     #[test]
@@ -532,11 +482,6 @@ mod tests {
         };
         assert_eq!(mem.read_bytes(0x1004, 3).unwrap(), &[4u8, 5, 6][..]);
         assert_eq!(mem.read_bytes(0x1010, 0).unwrap(), &[][..]);
-        let via_ref = &mut &mut Flat {
-            base: 0,
-            bytes: vec![9; 4],
-        };
-        assert_eq!(via_ref.read_bytes(1, 2).unwrap(), &[9u8, 9][..]);
         for (addr, len) in [(0x0fff, 1), (0x100f, 2), (0x1010, 1)] {
             assert!(
                 matches!(

@@ -104,6 +104,9 @@ impl LocalMemory for NoMemory {
             key: 0,
         })
     }
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
+        read_bytes_through(self, addr, len)
+    }
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
         Err(TransportError::BadAddress {
             addr,

@@ -3,8 +3,8 @@
 //! every turn.
 
 use super::world::World;
-use bytes::Bytes;
 use xrdma::driver;
+use xrdma::layer::TransportLayer;
 use xrdma::*;
 
 /// What one host posted and polled.
@@ -43,33 +43,15 @@ pub struct Logged<'a, T> {
     pub log: &'a mut Log,
 }
 
-impl<T: Transport> LocalMemory for Logged<'_, T> {
-    fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
-        self.inner.read_into(addr, out)
+/// Logs the send posts, the completions and the congestion polls, and declares `log.declare`
+/// when set; every other call goes to the inner transport.
+impl<T: Transport> TransportLayer for Logged<'_, T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        &self.inner
     }
-    fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
-        self.inner.read_bytes(addr, len)
-    }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        self.inner.write(addr, data)
-    }
-}
-
-impl<T: Transport> Transport for Logged<'_, T> {
-    fn now(&self) -> Time {
-        self.inner.now()
-    }
-    fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
-        self.inner.register_memory(len)
-    }
-    fn create_qp(&mut self, caps: QpCaps) -> Result<QpAddress, TransportError> {
-        self.inner.create_qp(caps)
-    }
-    fn connect_qp(&mut self, qpn: QpNum, remote: &QpAddress) -> Result<(), TransportError> {
-        self.inner.connect_qp(qpn, remote)
-    }
-    fn reset_qp(&mut self, qpn: QpNum) -> Result<QpAddress, TransportError> {
-        self.inner.reset_qp(qpn)
+    fn inner_mut(&mut self) -> &mut T {
+        &mut self.inner
     }
     fn post_send(&mut self, qpn: QpNum, wr: &SendWr) -> Result<(), TransportError> {
         self.inner.post_send(qpn, wr)?;
@@ -84,9 +66,6 @@ impl<T: Transport> Transport for Logged<'_, T> {
             .posted
             .extend(wrs[..posted].iter().map(|wr| (qpn, *wr)));
         r
-    }
-    fn post_recv(&mut self, qpn: QpNum, wr: &RecvWr) -> Result<(), TransportError> {
-        self.inner.post_recv(qpn, wr)
     }
     fn poll_cq(&mut self, out: &mut Vec<WorkCompletion>, max: usize) -> usize {
         let from = out.len();
@@ -112,16 +91,10 @@ impl<T: Transport> Transport for Logged<'_, T> {
         self.log.port_polls += 1;
         std::mem::take(&mut self.log.port_cnps) + self.inner.poll_port_cnps(now)
     }
-    fn rc_params(&self) -> RcParams {
-        self.inner.rc_params()
-    }
     fn capabilities(&self) -> Capabilities {
         self.log
             .declare
             .unwrap_or_else(|| self.inner.capabilities())
-    }
-    fn observe_qp(&self, qpn: QpNum) -> QpObservation {
-        self.inner.observe_qp(qpn)
     }
 }
 
