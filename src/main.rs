@@ -415,7 +415,7 @@ fn real_main() -> Result<ExitCode> {
                 .as_ref()
                 .is_none_or(|l| xrdma_testbed::launch_cli::writes_report(&sc, l))
             {
-                Some(open_out_dir(&out)?)
+                Some(open_out_dir(&out, xrdma_reports::run_dir::Holds::Run)?)
             } else {
                 None
             };
@@ -512,6 +512,14 @@ fn real_main() -> Result<ExitCode> {
             // Redrawn beside its own result.json, that file (and its captures) stay.
             let canon = |p: &Path| p.canonicalize().ok();
             let beside = canon(&json).is_some_and(|j| canon(&out.join("result.json")) == Some(j));
+            if !beside && out.join("result.json").exists() {
+                bail!(
+                    "{} holds another run (its own result.json), which a report from {} would \
+                     replace: redraw into an empty directory, or into the run's own",
+                    out.display(),
+                    json.display()
+                );
+            }
             let files = xrdma_reports::write_report_with(&out, &r, csv, beside, &mut |f| {
                 progress.phase(&format!("writing {f}"))
             })

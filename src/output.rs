@@ -108,12 +108,17 @@ pub fn prepare_out_dir(out: &Path) -> Result<()> {
 /// that is not a directory, cannot be created, or that another process is writing fails in
 /// a second, not after the simulation.
 ///
+/// `holds` is what is written there (a run, a sweep).
+///
 /// # Errors
 /// As [`prepare_out_dir`]; the directory is in use by another process ("DIR is in use by
-/// xrdma pid N"), or it cannot be locked.
-pub fn open_out_dir(out: &Path) -> Result<xrdma_reports::RunDir> {
+/// xrdma pid N"), holds the other kind of results, or cannot be locked.
+pub fn open_out_dir(
+    out: &Path,
+    holds: xrdma_reports::run_dir::Holds,
+) -> Result<xrdma_reports::RunDir> {
     prepare_out_dir(out)?;
-    Ok(xrdma_reports::RunDir::open(out)?)
+    Ok(xrdma_reports::RunDir::open(out, holds)?)
 }
 
 #[cfg(not(feature = "verbs"))]

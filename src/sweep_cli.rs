@@ -90,7 +90,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         return collect(&plan, &out, args.allow_missing);
     }
     // Locked for the whole sweep: a second sweep into it is refused at once.
-    let dir = open_out_dir(&out)?;
+    let dir = open_out_dir(&out, xrdma_reports::run_dir::Holds::Sweep)?;
     let jobs = args.jobs.unwrap_or_else(sweep::default_jobs);
     if jobs == 0 {
         bail!("--jobs must be at least 1");
@@ -299,7 +299,7 @@ fn collect(plan: &Plan, out: &Path, allow_missing: bool) -> Result<ExitCode> {
             out.display()
         );
     }
-    let dir = open_out_dir(out)?;
+    let dir = open_out_dir(out, xrdma_reports::run_dir::Holds::Sweep)?;
     let c = jobs::collect(plan, out);
     let bad = write_index(plan, dir, &c.outcomes)?;
     outln!(

@@ -266,6 +266,22 @@ fn a_run_removes_only_the_files_an_earlier_run_listed_as_its_own() {
             "{m} is not the run's"
         );
     }
+    // A run that would write files of those names is refused whole: the user's were
+    // overwritten, then deleted by the next run as the tool's own.
+    let o = run(&sc, &out, &["--csv", "--trace"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("messages.csv, stages.png, stages.svg that this tool did not write"),
+        "{e}"
+    );
+    for m in mine {
+        assert_eq!(
+            std::fs::read_to_string(out.join(m)).unwrap(),
+            format!("the user's {m}"),
+            "{m} is not the run's"
+        );
+    }
     // A run with a CSV, captures and stages, then one without: the earlier run's own
     // files go, the user's stay.
     let out = d.join("out2");
@@ -316,9 +332,11 @@ fn report_redraws_beside_its_result_and_keeps_it() {
         .unwrap();
     ok(&o);
     assert!(files(&out) == before, "redrawn byte for byte, nothing lost");
-    // Into another directory holding another run: that run's files give way to the report.
+    // Into another directory holding another run: refused, that run stays whole (its
+    // result.json, the one file a report cannot redraw, was deleted).
     let other = d.join("other");
     ok(&run(&sc, &other, &["--csv", "--seed", "7"]));
+    let theirs = files(&other);
     let o = xrdma()
         .arg("report")
         .arg(&out)
@@ -326,10 +344,50 @@ fn report_redraws_beside_its_result_and_keeps_it() {
         .arg(&other)
         .output()
         .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds another run"), "{}", stderr(&o));
+    assert!(files(&other) == theirs, "the other run is untouched");
+    // Into an empty directory it draws the run's report.
+    let fresh = d.join("fresh");
+    let o = xrdma()
+        .arg("report")
+        .arg(&out)
+        .arg("--out")
+        .arg(&fresh)
+        .output()
+        .unwrap();
     ok(&o);
-    let now = files(&other);
-    assert!(!now.contains_key("result.json") && !now.contains_key("messages.csv"));
-    assert!(now["report.html"] == before["report.html"]);
+    assert!(files(&fresh)["report.html"] == before["report.html"]);
+}
+
+#[test]
+fn a_run_and_a_sweep_do_not_replace_each_other() {
+    // A sweep into a run's directory deleted the run's files; a run into a sweep's deleted
+    // its index and left its points beside the run.
+    let d = scratch("kinds");
+    let sc = scenario(&d, "s", SMALL);
+    let ran = d.join("ran");
+    ok(&run(&sc, &ran, &[]));
+    let before = files(&ran);
+    let o = sweep(&sc, &ran);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds a run, not a sweep"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(files(&ran) == before);
+    let swept = d.join("swept");
+    ok(&sweep(&sc, &swept));
+    let before = files(&swept);
+    let o = run(&sc, &swept, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds a sweep, not a run"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(files(&swept) == before);
 }
 
 /// `xrdma sweep SCENARIO --axis fan-in=1,2 --out OUT`.

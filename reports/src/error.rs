@@ -49,6 +49,34 @@ pub enum ReportError {
         /// The holder's process id, when its lock file says it.
         pid: Option<u32>,
     },
+    /// A results directory holds the other kind of results than the writer's: a sweep where
+    /// a run is written, or a run where a sweep is ([`crate::run_dir::Holds`]).
+    #[error(
+        "{} holds {holds}, not {wants}: write {wants} into a directory of its own",
+        dir.display()
+    )]
+    OtherKind {
+        /// The results directory.
+        dir: PathBuf,
+        /// What it holds ("a run", "a sweep").
+        holds: &'static str,
+        /// What was to be written there.
+        wants: &'static str,
+    },
+    /// Files in a results directory that no run of ours wrote have the names of files this
+    /// run writes: they are not replaced, and nothing in the directory changed.
+    #[error(
+        "{} holds {} that this tool did not write, under names this run writes: they stay, \
+         and nothing was replaced; move them or write the run elsewhere",
+        dir.display(),
+        names.join(", ")
+    )]
+    Foreign {
+        /// The results directory.
+        dir: PathBuf,
+        /// The files' names.
+        names: Vec<String>,
+    },
     /// A commit into a results directory stopped halfway; its journal stays, and the next
     /// writer of the directory finishes it ([`crate::run_dir::RunDir::commit`]).
     #[error(

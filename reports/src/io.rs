@@ -328,7 +328,7 @@ pub fn write_run_dir_with(
     with_csv: bool,
     step: &mut dyn FnMut(&str),
 ) -> Result<RunFiles, ReportError> {
-    let rd = RunDir::open(dir)?;
+    let rd = RunDir::open(dir, crate::run_dir::Holds::Run)?;
     let files = stage_run(&rd, r, with_csv, step).map_err(|e| unchanged(&rd, e))?;
     rd.commit()?;
     Ok(files)
@@ -372,7 +372,7 @@ pub fn write_report_with(
     beside_result: bool,
     step: &mut dyn FnMut(&str),
 ) -> Result<RunFiles, ReportError> {
-    let mut rd = RunDir::open(dir)?;
+    let mut rd = RunDir::open(dir, crate::run_dir::Holds::Run)?;
     if beside_result {
         rd.keep("result.json");
         rd.keep("messages.csv");

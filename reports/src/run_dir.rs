@@ -126,6 +126,40 @@ struct Journal {
     own: Vec<String>,
 }
 
+/// What a results directory holds: one run's files, or a sweep's index beside its points.
+/// A directory holds one of them; a writer of the other kind is refused
+/// ([`ReportError::OtherKind`]), since replacing one by the other would leave the sweep's
+/// points beside a run, or delete a run's `result.json` for a sweep's index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holds {
+    /// `xrdma run`, `xrdma report`, a sweep point, a calibration run: `result.json` and its
+    /// report.
+    Run,
+    /// A sweep's index (`index.json`, its table, plots and page) beside `points/`.
+    Sweep,
+}
+
+impl Holds {
+    /// What the earlier run's files (`earlier`) show the directory holds; `None` when empty.
+    fn of(earlier: &BTreeSet<String>) -> Option<Holds> {
+        if earlier.contains("index.json") {
+            Some(Holds::Sweep)
+        } else if earlier.contains("result.json") {
+            Some(Holds::Run)
+        } else {
+            None
+        }
+    }
+
+    /// "a run" or "a sweep".
+    pub fn name(self) -> &'static str {
+        match self {
+            Holds::Run => "a run",
+            Holds::Sweep => "a sweep",
+        }
+    }
+}
+
 /// An open results directory, locked for this process: see the module docs.
 #[derive(Debug)]
 pub struct RunDir {
@@ -154,11 +188,15 @@ impl RunDir {
     /// process left halfway, discards files an interrupted run left staged, and starts an
     /// empty staging directory.
     ///
+    /// `holds` is what the writer puts there: a directory that holds the other kind is
+    /// refused before anything is written.
+    ///
     /// # Errors
-    /// [`ReportError::InUse`] when another process writes `dir`; [`ReportError::Io`] when it
-    /// cannot be created (e.g. it is a file), locked or cleaned; [`ReportError::Json`] for a
-    /// journal that does not read back.
-    pub fn open(dir: &Path) -> Result<RunDir, ReportError> {
+    /// [`ReportError::InUse`] when another process writes `dir`; [`ReportError::OtherKind`]
+    /// when it holds a sweep and a run is written, or the other way round;
+    /// [`ReportError::Io`] when it cannot be created (e.g. it is a file), locked or cleaned;
+    /// [`ReportError::Json`] for a journal that does not read back.
+    pub fn open(dir: &Path, holds: Holds) -> Result<RunDir, ReportError> {
         let state = dir.join(STATE_DIR);
         std::fs::create_dir_all(&state).map_err(io_err(dir))?;
         let lock = DirLock::acquire(&state.join("lock"), dir)?;
@@ -177,6 +215,14 @@ impl RunDir {
         }
         std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
         let earlier = earlier_files(dir, &state);
+        if let Some(found) = Holds::of(&earlier).filter(|h| *h != holds) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(ReportError::OtherKind {
+                dir: dir.to_path_buf(),
+                holds: found.name(),
+                wants: holds.name(),
+            });
+        }
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         open_list().push((id, dir.to_path_buf(), staging.clone(), !earlier.is_empty()));
         Ok(RunDir {
@@ -223,9 +269,13 @@ impl RunDir {
     /// Replaces the earlier run's files by the staged ones (see the module docs): after it
     /// returns, the directory holds the new run, and only it, beside files no run wrote.
     ///
+    /// A staged file whose name a file in the directory already has, one that no run of
+    /// ours wrote (a user's `messages.csv` or `stages.png`), is not replaced: the commit is
+    /// refused and nothing changes ([`ReportError::Foreign`]).
+    ///
     /// # Errors
-    /// [`ReportError::Io`] when the journal cannot be written (nothing changed then), or
-    /// when a step of the commit fails ([`ReportError::Commit`]: the journal stays, and the
+    /// [`ReportError::Foreign`] for such files; [`ReportError::Io`] when the journal cannot
+    /// be written (nothing changed then), or when a step of the commit fails ([`ReportError::Commit`]: the journal stays, and the
     /// next open of the directory finishes the commit).
     pub fn commit(self) -> Result<(), ReportError> {
         let _one = COMMIT.lock().unwrap_or_else(PoisonError::into_inner);
@@ -238,6 +288,17 @@ impl RunDir {
             }
         }
         add.sort();
+        let foreign: Vec<String> = add
+            .iter()
+            .filter(|n| !self.earlier.contains(*n) && self.dir.join(n).exists())
+            .cloned()
+            .collect();
+        if !foreign.is_empty() {
+            return Err(ReportError::Foreign {
+                dir: self.dir.clone(),
+                names: foreign,
+            });
+        }
         let own: BTreeSet<String> = add.iter().cloned().chain(self.keep.clone()).collect();
         let j = Journal {
             remove: self.earlier.difference(&own).cloned().collect(),

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use xrdma_reports::run_dir::Holds;
 use xrdma_reports::*;
 
 mod common;
@@ -28,8 +29,8 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 #[test]
 fn a_second_writer_is_refused_naming_the_holder() {
     let d = tmp_dir("rundir-lock");
-    let held = RunDir::open(&d).unwrap();
-    let e = RunDir::open(&d).unwrap_err();
+    let held = RunDir::open(&d, Holds::Run).unwrap();
+    let e = RunDir::open(&d, Holds::Run).unwrap_err();
     assert!(
         matches!(e, ReportError::InUse { pid: Some(p), .. } if p == std::process::id()),
         "{e:?}"
@@ -107,7 +108,7 @@ fn a_commit_cut_short_is_finished_by_the_next_writer() {
     assert!(e.to_string().contains("replaced only in part"), "{e}");
     std::fs::remove_dir_all(d.join("summary.txt")).unwrap();
     // The next writer finishes the commit before anything else.
-    drop(RunDir::open(&d).unwrap());
+    drop(RunDir::open(&d, Holds::Run).unwrap());
     let fresh = tmp_dir("rundir-journal-fresh");
     write_run_dir(&fresh, &r, false).unwrap();
     assert!(files(&d) == files(&fresh), "the new run whole");

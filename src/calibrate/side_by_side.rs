@@ -87,7 +87,7 @@ pub fn with_host(sc: &Scenario, model: &HostModel) -> Scenario {
 /// The directory is in use by another process; a file cannot be written (the earlier run
 /// stays whole then); the replacement fails.
 pub fn write_run(dir: &Path, r: &RunResult) -> Result<()> {
-    let rd = xrdma_reports::RunDir::open(dir)?;
+    let rd = xrdma_reports::RunDir::open(dir, xrdma_reports::run_dir::Holds::Run)?;
     let staged = xrdma_reports::write_json(&rd.staging().join("result.json"), r).and_then(|()| {
         xrdma_reports::write_atomic(
             &rd.staging().join("summary.txt"),

@@ -276,7 +276,7 @@ pub fn write_reports(
     ix: &SweepIndex,
     command: &str,
 ) -> Result<SweepFiles> {
-    let dir = RunDir::open(out)?;
+    let dir = RunDir::open(out, xrdma_reports::run_dir::Holds::Sweep)?;
     let files = stage_reports(&dir, plan, ix, command).with_context(|| dir.unchanged_note())?;
     dir.commit()?;
     Ok(files)
