@@ -245,11 +245,18 @@ pub fn summary_table(r: &RunResult) -> String {
              sender)"
         );
     }
-    if let Some(ws) = crate::windowed::windowed_sharing(
-        &r.messages,
-        crate::windowed::SKIP_PS,
-        crate::windowed::WINDOW_PS,
-    ) {
+    // Only an incast's senders are backlogged from the start; an open loop's or an echo's
+    // idle between arrivals, where a window's shares say nothing of fairness.
+    let windowed = (r.workload.kind == WorkloadKind::Incast)
+        .then(|| {
+            crate::windowed::windowed_sharing(
+                &r.messages,
+                crate::windowed::SKIP_PS,
+                crate::windowed::WINDOW_PS,
+            )
+        })
+        .flatten();
+    if let Some(ws) = windowed {
         let _ = writeln!(
             w,
             "           worst 10 ms window: Jain {:.4}, lowest total {:.2} Gbps ({} windows after \

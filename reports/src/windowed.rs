@@ -111,14 +111,18 @@ pub struct WindowedSharing {
     pub mean_total_bps: f64,
 }
 
-/// The worst windows of `records` ([`windowed_bytes`] with `skip_ps` and `window_ps`); `None`
-/// with fewer than two senders or no whole window.
+/// The worst windows of `records` ([`windowed_bytes`] with `skip_ps` and `window_ps`, less
+/// the windows in which nothing moved); `None` with fewer than two senders or no such window.
 pub fn windowed_sharing(
     records: &[MessageRecord],
     skip_ps: u64,
     window_ps: u64,
 ) -> Option<WindowedSharing> {
-    let w = windowed_bytes(records, skip_ps, window_ps);
+    // A window in which nothing moved has no index (0/0): it is left out, not read as 0.
+    let w: Vec<Vec<f64>> = windowed_bytes(records, skip_ps, window_ps)
+        .into_iter()
+        .filter(|row| row.iter().sum::<f64>() > 0.0)
+        .collect();
     if w.is_empty() || w[0].len() < 2 {
         return None;
     }
@@ -183,6 +187,22 @@ mod tests {
         let s = windowed_sharing(&r, 0, 10).expect("three senders, one window");
         assert_eq!(s.windows, 1);
         assert!((s.worst_jain - 250.0 * 250.0 / (3.0 * 22500.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_window_in_which_nothing_moved_is_left_out() {
+        // Two messages each, 0..10 and 30..40 (idle from 10 to 30): the window 10..20 has no
+        // index, which read as Jain 0 (below its floor 1/n).
+        let r = [
+            rec(1, 0, 10, 100),
+            rec(1, 30, 40, 100),
+            rec(2, 0, 10, 100),
+            rec(2, 30, 40, 100),
+        ];
+        assert_eq!(windowed_bytes(&r, 0, 10).len(), 4);
+        let s = windowed_sharing(&r, 0, 10).expect("two senders");
+        assert_eq!(s.windows, 2);
+        assert_eq!(s.worst_jain, 1.0);
     }
 
     #[test]
