@@ -105,10 +105,12 @@ impl ScenarioError {
         if let Some(syntax) = text_error.filter(|e| !e.to_string().contains("duplicate entry")) {
             let location = syntax.location().map(|l| (l.line(), l.column()));
             let (_, message) = serde_message(&syntax.to_string(), &FieldPath(Vec::new()), location);
+            let message = without_long_quotes(&message);
             return invalid(location.map(|l| l.0), location.map(|l| l.1), None, message);
         }
         let mut location = err.location().map(|l| (l.line(), l.column()));
         let (field, message) = serde_message(&err.to_string(), &steps, location);
+        let message = without_long_quotes(&message);
         if let Some(key) = duplicate_key(&message) {
             // The mapping the message is about: the longest prefix of the path that names it.
             let mapping = (0..=steps.0.len())
@@ -174,6 +176,37 @@ impl ScenarioError {
 /// key. Both parts are removed by exact match against what is known of them: the location as
 /// given and each prefix of `steps`, the longest first (a longer prefix would continue with
 /// `.` or `[` where the text has `: `). Returns the field (the matched path) and the message.
+/// The longest quoted text an error repeats from a file, characters.
+pub const MAX_ECHOED_CHARS: usize = 24;
+
+/// `message` with every double-quoted text longer than [`MAX_ECHOED_CHARS`] replaced by its
+/// length: an error about a file that is not a scenario (a job secret, `/etc/passwd`) must
+/// not print its contents into a terminal or a CI log. Shorter texts (a mistyped unit,
+/// `1MB seed`) stay, since they show the mistake.
+pub fn without_long_quotes(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(open) = rest.find('"') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('"') else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        let quoted = &after[..close];
+        let n = quoted.chars().count();
+        if n > MAX_ECHOED_CHARS {
+            out.push_str(&format!("<{n} characters, not shown>"));
+        } else {
+            out.push('"');
+            out.push_str(quoted);
+            out.push('"');
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The key of serde's "duplicate field `KEY`" (a struct's field) or serde_yaml_ng's
 /// "duplicate entry with key "KEY"" (a mapping read as a map) message.
 fn duplicate_key(message: &str) -> Option<&str> {

@@ -66,7 +66,7 @@ mod xrdma_section;
 
 pub use dcqcn_section::DcqcnSection;
 pub use echo::{Echo, ResponseSize, DEFAULT_TIME_LIMIT};
-pub use error::{Diagnostic, ScenarioError};
+pub use error::{without_long_quotes, Diagnostic, ScenarioError, MAX_ECHOED_CHARS};
 pub use faults_section::{
     FaultDirection, FaultLink, FaultsSection, LinkDownFault, LinkRateFault, SlowReceiver,
 };

@@ -226,3 +226,15 @@ fn a_fifo_is_refused_without_blocking() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(format!("{e:?}").contains("not a regular file"), "{e:?}");
 }
+
+#[test]
+fn a_file_that_is_no_scenario_is_not_printed_back() {
+    // A job secret given as the scenario was printed whole in the error, into CI logs.
+    let secret = "226643d09f1d2c49f4d2db42ee959ce05dd773a8f71c07be6631521b2299971f";
+    let e = err(&format!("{secret}\n"));
+    assert!(!e.contains(&secret[..16]), "{e}");
+    assert!(e.contains("<64 characters, not shown>"), "{e}");
+    // A short text stays: it shows the mistake.
+    let e = err(&with("sim:\n  ecn: { kmin: 1MB seed }\n"));
+    assert!(e.contains("1MB seed"), "{e}");
+}

@@ -73,8 +73,12 @@ pub fn to_yaml(model: &HostModel, header: &[String]) -> String {
 /// Not YAML of the file's shape, an unknown profile or cost, a cost without a unit or above
 /// [`xrdma_sim::MAX_COST`].
 pub fn from_yaml(text: &str, what: &str) -> Result<HostModel> {
-    let file: ProfileFile = serde_yaml_ng::from_str(text)
-        .with_context(|| format!("{what}: not a host profile file (`sim: {{ host: ... }}`)"))?;
+    let file: ProfileFile = serde_yaml_ng::from_str(text).map_err(|e| {
+        anyhow::anyhow!(
+            "{what}: not a host profile file (`sim: {{ host: ... }}`): {}",
+            xrdma_scenario::without_long_quotes(&e.to_string())
+        )
+    })?;
     let mut costs = file.sim.host;
     let name = match costs.remove("profile") {
         Some(serde_yaml_ng::Value::String(s)) => s,
