@@ -463,10 +463,11 @@ fn real_main() -> Result<ExitCode> {
             let Some(run_dir) = run_dir else {
                 bail!("this rank does not write the report, yet it holds the result");
             };
-            // The captures are listed in the result, so they are staged first; the summary
-            // before the other files: a results directory that cannot be written (a full
-            // disk) still leaves the figures on the terminal.
-            progress.phase("writing the packet captures");
+            // Captures first (the result lists them), then the summary: a directory that
+            // cannot be written (a full disk) still leaves the figures on the terminal.
+            if !captures.is_empty() {
+                progress.phase("writing the packet captures");
+            }
             let staged = capture_cli::write(&run_dir, &mut result, &captures);
             progress.phase("summarizing");
             let summary = xrdma_reports::summary_table(&result);
@@ -513,12 +514,8 @@ fn real_main() -> Result<ExitCode> {
             let canon = |p: &Path| p.canonicalize().ok();
             let beside = canon(&json).is_some_and(|j| canon(&out.join("result.json")) == Some(j));
             if !beside && out.join("result.json").exists() {
-                bail!(
-                    "{} holds another run (its own result.json), which a report from {} would \
-                     replace: redraw into an empty directory, or into the run's own",
-                    out.display(),
-                    json.display()
-                );
+                let (o, j) = (out.display(), json.display());
+                bail!("{o} holds another run (its own result.json): redraw {j} elsewhere");
             }
             let files = xrdma_reports::write_report_with(&out, &r, csv, beside, &mut |f| {
                 progress.phase(&format!("writing {f}"))

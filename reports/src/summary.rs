@@ -259,11 +259,12 @@ pub fn summary_table(r: &RunResult) -> String {
     if let Some(ws) = windowed {
         let _ = writeln!(
             w,
-            "           worst 10 ms window: Jain {:.4}, lowest total {:.2} Gbps ({} windows after \
-             1 ms while every sender sends)",
+            "           worst 10 ms window: Jain {:.4}, lowest total {:.2} Gbps ({} window{} \
+             after 1 ms while every sender sends)",
             ws.worst_jain,
             ws.worst_total_bps / 1e9,
-            ws.windows
+            ws.windows,
+            if ws.windows == 1 { "" } else { "s" }
         );
     }
     if let Some(sd) = r
