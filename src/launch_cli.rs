@@ -84,6 +84,8 @@ pub fn job_secret(args: &JobSecretArgs) -> Result<std::process::ExitCode> {
     match &args.file {
         Some(path) => {
             secret.write_file(path)?;
+            // Absolute: the ranks start in other directories, on other nodes.
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
             eprintln!(
                 "wrote a job secret to {}: give every rank {}={}",
                 path.display(),

@@ -66,7 +66,7 @@ pub enum SecretError {
         reason: String,
     },
     /// The file cannot be read or written.
-    #[error("job secret file {path}: {source}")]
+    #[error("job secret file {path}")]
     File {
         /// The file.
         path: PathBuf,
