@@ -195,6 +195,15 @@ fn side_by_side_errors_are_relative_to_the_first_device_run() {
     assert!(env.contains("slow_p99_9_error=0.0000\n"), "{env}");
 }
 
+/// Marks the simulator run `json` as a run on the verbs backend: this machine has no device,
+/// and the backend is all `calibrate run --device-result` checks of where a run was made.
+fn relabel_as_device(json: &Path) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    v["scenario"]["backend"] = "verbs".into();
+    std::fs::write(json, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
 #[test]
 fn the_command_line_measures_fits_and_runs_side_by_side() {
     let exe = env!("CARGO_BIN_EXE_xrdma");
@@ -287,11 +296,7 @@ fn the_command_line_measures_fits_and_runs_side_by_side() {
     );
     // This machine has no device: the truth's run, relabelled as a device's, stands in for
     // one (the labelling is all the check reads; the figures are the truth's).
-    let json = dir.join("device/result.json");
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    v["scenario"]["backend"] = "verbs".into();
-    std::fs::write(&json, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    relabel_as_device(&dir.join("device/result.json"));
     let text = ok(&args);
     assert!(text.contains("sim rxe-fitted (ratio, error)"), "{text}");
     for f in [
@@ -327,11 +332,7 @@ fn the_command_line_measures_fits_and_runs_side_by_side() {
     .unwrap();
     let other_run = d("device-other");
     ok(&["run", &other, "--out", &other_run]);
-    let json = dir.join("device-other/result.json");
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    v["scenario"]["backend"] = "verbs".into();
-    std::fs::write(&json, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    relabel_as_device(&dir.join("device-other/result.json"));
     let side2 = d("side2");
     let refused = std::process::Command::new(exe)
         .args(["calibrate", "run", &scenario, "--device-result", &other_run])
