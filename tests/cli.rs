@@ -441,5 +441,23 @@ fn job_secret_prints_a_fresh_secret_or_writes_an_owner_only_file() {
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    assert!(!write().status.success(), "an existing file is kept");
+    let o = write();
+    assert!(!o.status.success(), "an existing file is kept");
+    // The OS error was printed twice ("File exists (os error 17): File exists (os error 17)").
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.matches("os error").count(), 1, "{e}");
+    // The file is named for the ranks by its absolute path, whatever directory ran it.
+    let dir = scratch("job-secret-rel");
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .args(["job-secret", "--file", "rel.secret"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    let abs = std::path::absolute(dir.join("rel.secret")).unwrap();
+    assert!(
+        e.contains(&format!("XRDMA_JOB_SECRET_FILE={}", abs.display())),
+        "{e}"
+    );
 }
