@@ -161,11 +161,11 @@ enum Command {
         #[arg(long, default_value = "64B", value_parser = parse_size)]
         size: u64,
         /// Round trips measured (at most 10 M).
-        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(0..=i64::from(tools::MAX_ITERS)))]
+        #[arg(long, default_value_t = 10_000, value_parser = tools::parse_iters)]
         iters: u32,
         /// Round trips run first and not measured, at most 10 M [default: 1000, or `--iters`
         /// when fewer].
-        #[arg(long, value_parser = clap::value_parser!(u32).range(0..=i64::from(tools::MAX_ITERS)))]
+        #[arg(long, value_parser = tools::parse_iters)]
         warmup: Option<u32>,
         /// What to ping: xrdma messages through the core, or verbs-level SEND, RDMA WRITE or
         /// RDMA READ like `ib_send_lat`, `ib_write_lat`, `ib_read_lat` (READ not halved).
@@ -196,7 +196,7 @@ enum Command {
         #[arg(long, default_value = "64KiB", value_parser = parse_size)]
         size: u64,
         /// Messages sent (at most 10 M).
-        #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u32).range(0..=i64::from(tools::MAX_ITERS)))]
+        #[arg(long, default_value_t = 5_000, value_parser = tools::parse_iters)]
         iters: u32,
         /// Pin the send window at this size (not adaptive) [default: xrdma's adaptive window,
         /// 64 KiB growing to 256 KiB].
@@ -245,7 +245,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Backend::Verbs)]
         backend: Backend,
         /// Pairs set up each way (at most 10 M).
-        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=i64::from(tools::MAX_ITERS)))]
+        #[arg(long, default_value_t = 100, value_parser = tools::parse_iters)]
         iters: u32,
     },
 }

@@ -275,8 +275,9 @@ impl RunDir {
     ///
     /// # Errors
     /// [`ReportError::Foreign`] for such files; [`ReportError::Io`] when the journal cannot
-    /// be written (nothing changed then), or when a step of the commit fails ([`ReportError::Commit`]: the journal stays, and the
-    /// next open of the directory finishes the commit).
+    /// be written (nothing changed then), or when a step of the commit fails
+    /// ([`ReportError::Commit`]: the journal stays, and the next open of the directory
+    /// finishes the commit).
     pub fn commit(self) -> Result<(), ReportError> {
         let _one = COMMIT.lock().unwrap_or_else(PoisonError::into_inner);
         let mut add = Vec::new();

@@ -19,8 +19,9 @@ pub const WINDOW_PS: u64 = 10_000_000_000;
 type Sent = (u64, u64, u64);
 
 /// Payload bytes each sender moved in each window: `result[w][s]` for window `w` and the `s`-th
-/// sender in ascending host order. Window `w` spans `[from + w·window_ps, from + (w+1)·window_ps)`
-/// with `from = max(skip_ps, the latest sender's first intended send time)`; only windows that
+/// sender in ascending host order. Window `w` spans
+/// `[from + w·window_ps, from + (w+1)·window_ps)` with
+/// `from = max(skip_ps, the latest sender's first intended send time)`; only windows that
 /// end by the earliest sender's last completion count, so every sender sends throughout each
 /// one. Empty when a message did not complete (no sender's end is known) or no whole window
 /// fits.

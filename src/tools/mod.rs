@@ -28,6 +28,22 @@ use xrdma::driver::{self, Application, TurnScratch};
 /// round trips: each one's sample is kept in memory (8 bytes), so 10 M hold 80 MB, and larger
 /// counts asked for an allocation that aborted the process (4 G round trips, 32 GB).
 pub const MAX_ITERS: u32 = 10_000_000;
+
+/// Parses an iteration or warm-up count of a tool's command line: a whole number at most
+/// [`MAX_ITERS`] (the tool itself says when it needs at least 1).
+///
+/// # Errors
+/// Not a whole number, or above [`MAX_ITERS`]; the message says which.
+pub fn parse_iters(s: &str) -> std::result::Result<u32, String> {
+    let n: u64 = s
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{s}` is not a count (a whole number >= 0): {e}"))?;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| *n <= MAX_ITERS)
+        .ok_or_else(|| format!("{n} is not in 0..={MAX_ITERS}"))
+}
 use xrdma::{Config, ConnId, Endpoint, Time};
 use xrdma_runner::fabric::{Fabric, SimFabric};
 use xrdma_runner::host_cpu;

@@ -13,10 +13,11 @@
 //!   once shrank below a fragment no longer makes every later full fragment look queued).
 //! * **Standing delay**: the delay judged is the smallest `d` among the samples of the last
 //!   two reaction intervals (see below; at most the [`STANDING_SAMPLES`] newest), not the
-//!   newest sample's alone: a queue holds every sample up for as long as it stands, a host's jitter spike
-//!   only one. Copa's "standing RTT" (Arun and Balakrishnan, NSDI 2018, §2.1) takes the
-//!   minimum over the last srtt/2 for the same reason; two RTTs here, so a connection that
-//!   has one message in flight at a time (one sample per RTT) still compares two samples.
+//!   newest sample's alone: a queue holds every sample up for as long as it stands, a host's
+//!   jitter spike only one. Copa's "standing RTT" (Arun and Balakrishnan, NSDI 2018, §2.1)
+//!   takes the minimum over the last srtt/2 for the same reason; two RTTs here, so a
+//!   connection that has one message in flight at a time (one sample per RTT) still compares
+//!   two samples.
 //!   A sample older than that is no evidence either way: after a quiet spell the newest
 //!   sample stands alone, as in Swift.
 //! * **Target** `T = target_delay + base/2 + ser(fragment_size) + fs(window)`:
@@ -80,7 +81,8 @@
 
 use crate::{Config, Span, Time};
 
-/// The most recent RTT samples the standing delay is taken over (within two reaction intervals).
+/// The most recent RTT samples the standing delay is taken over (within two reaction
+/// intervals).
 pub const STANDING_SAMPLES: usize = 8;
 
 /// The window's parameters, from [`Config`] (see the module docs for each one's role).
