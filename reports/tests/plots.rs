@@ -185,3 +185,22 @@ fn a_time_series_with_missing_values_is_refused() {
         "{why:?}"
     );
 }
+
+#[test]
+fn the_summary_counts_one_window_in_the_singular() {
+    // Two senders streaming for 12 ms: one whole 10 ms window after the first 1 ms. The line
+    // read "(1 windows after 1 ms ...)".
+    let mut r = result(None);
+    r.messages = vec![
+        msg(1, 0, 0, Some(6_000 * US)),
+        msg(1, 1, 0, Some(12_000 * US)),
+        msg(2, 0, 0, Some(6_000 * US)),
+        msg(2, 1, 0, Some(12_000 * US)),
+    ];
+    let s = xrdma_reports::summary_table(&r);
+    assert!(s.contains("worst 10 ms window: Jain 1.0000"), "{s}");
+    assert!(
+        s.contains("(1 window after 1 ms while every sender sends)"),
+        "{s}"
+    );
+}
