@@ -10,6 +10,15 @@ use xrdma_sim::{
 
 const G: f64 = 1.0 / 256.0;
 
+/// The defaults with a 300 µs rate-increase timer (the HPCC artifact's firmware-style
+/// `dcqcn` setting): the step-by-step tests below count timer expiries in its periods.
+fn slow_timer() -> DcqcnConfig {
+    DcqcnConfig {
+        rate_increase_timer: Span::from_us(300),
+        ..Default::default()
+    }
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
@@ -23,7 +32,7 @@ macro_rules! assert_close {
 
 #[test]
 fn cnp_after_alpha_decay_moves_rc_rt_alpha_per_the_formula() {
-    let p = DcqcnConfig::default().resolve(100_000_000_000);
+    let p = slow_timer().resolve(100_000_000_000);
     let mut s = DcqcnState::new(&p);
     // First CNP at 0 from line rate, α = 1: R_T = 100 G, R_C = 100 G·(1 − 1/2) = 50 G,
     // α = (1 − g)·1 + g = 1.
@@ -73,7 +82,7 @@ fn alpha_decays_once_per_whole_period() {
 #[test]
 fn fast_recovery_then_additive_then_hyper_increase() {
     // 25 Gb/s: R_AI = 5 Mb/s, R_HAI = 50 Mb/s (unscaled), F = 5, T = 300 µs, B = 10 MB.
-    let p = DcqcnConfig::default().resolve(25_000_000_000);
+    let p = slow_timer().resolve(25_000_000_000);
     assert_eq!((p.ai_bps, p.hai_bps, p.f), (5e6, 50e6, 5));
     let mut s = DcqcnState::new(&p);
     s.on_cnp(&p, Time::ZERO); // R_T = 25 G, R_C = 12.5 G, α = 1
@@ -126,7 +135,7 @@ fn fast_recovery_then_additive_then_hyper_increase() {
 
 #[test]
 fn rate_is_floored_at_min_rate_and_idle_time_restores_line_rate() {
-    let p = DcqcnConfig::default().resolve(100_000_000_000);
+    let p = slow_timer().resolve(100_000_000_000);
     let mut s = DcqcnState::new(&p);
     // α stays 1 across CNPs 1 µs apart: R_C = 100 G / 2^k, floored at 1 G from k = 7.
     for k in 0..10 {
@@ -151,6 +160,20 @@ fn rate_is_floored_at_min_rate_and_idle_time_restores_line_rate() {
     s.advance(&p, at_us(500_000));
     assert_eq!(s.timer_stage, 1666);
     assert_eq!((s.rc_bps, s.rt_bps), (100e9, 100e9));
+}
+
+#[test]
+fn the_default_timer_recovers_a_cnps_cut_within_half_a_millisecond() {
+    // One CNP at line rate halves R_C (α = 1); five fast-recovery expiries of the 55 µs
+    // timer bring it to R_T − (R_T − R_C)/32 ≈ 98.4 % of the line rate by 275 µs. With a
+    // 300 µs timer it was still at 75 % at 400 µs: after every CNP a sender ran slow for
+    // 1.5 ms, long enough for two senders' rates to drift apart (worst 10 ms Jain 0.71).
+    let p = DcqcnConfig::default().resolve(25_000_000_000);
+    let mut s = DcqcnState::new(&p);
+    s.on_cnp(&p, Time::ZERO);
+    assert_eq!(s.rc_bps, 12.5e9);
+    s.advance(&p, at_us(400));
+    assert!(s.rc_bps >= 0.95 * 25e9, "R_C {} b/s at 400 µs", s.rc_bps);
 }
 
 #[test]
@@ -192,7 +215,7 @@ fn marked_pair(dcqcn: bool, idle_qps: u32) -> (Simulation, Vec<u32>) {
             kmax_bytes: 0,
             pmax: 1.0,
         }),
-        dcqcn: dcqcn.then(DcqcnConfig::default),
+        dcqcn: dcqcn.then(slow_timer),
         carry_payload: false,
         ..Default::default()
     };

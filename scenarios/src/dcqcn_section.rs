@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 /// DCQCN reaction-point parameters as written; `None` keys take the simulator's defaults
 /// (Zhu et al., SIGCOMM 2015, and the HPCC ns-3 artifact: g = 1/256, α update 55 µs, rate
-/// increase timer 300 µs, byte counter 10 MB, F = 5, R_AI 5 Mb/s and R_HAI 50 Mb/s at 25 Gb/s
+/// increase timer 55 µs, byte counter 10 MB, F = 5, R_AI 5 Mb/s and R_HAI 50 Mb/s at 25 Gb/s
 /// scaled by the link rate, minimum rate 1 Gb/s).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct DcqcnSection {
