@@ -220,7 +220,7 @@ pub fn run_case(case: &str) -> Result<BenchFigures> {
         }
         "xrdma-incast" => {
             let sc = xrdma_scenario::parse(XRDMA_INCAST, Path::new("bench:xrdma-incast"))?;
-            let r = xrdma_runner::run::run_sim(&sc)?;
+            let r = xrdma_runner::request::run_sim(&sc)?;
             if r.delivery.delivered != 256 {
                 bail!(
                     "{case}: {} of 256 messages delivered intact",

@@ -1,12 +1,13 @@
-//! `xrdma run --capture HOSTS` and the scenario's `sim.capture`: run on the simulator with
-//! packet capture and write one pcap file per captured host link into the run's directory
-//! (staged and committed with the run's other files), named in the result and its summary.
+//! `xrdma run --capture HOSTS` and the scenario's `sim.capture`: the hosts given on the
+//! command line (the run itself is a [`xrdma_runner::request::RunRequest`] with
+//! `capture_hosts`), and one pcap file per captured host link written into the run's
+//! directory (staged and committed with the run's other files), named in the result and its
+//! summary.
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use xrdma_reports::{CaptureFile, RunDir, RunResult};
-use xrdma_scenario::Scenario;
-use xrdma_sim::{CaptureConfig, LinkCapture};
+use xrdma_sim::LinkCapture;
 
 /// The hosts of `--capture`: a comma-separated list of host indices (`0,8`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,34 +29,6 @@ pub fn parse_hosts(s: &str) -> Result<CaptureHosts, String> {
         hosts.push(h);
     }
     Ok(CaptureHosts(hosts))
-}
-
-/// Run `sc` on the simulator, capturing the links of `hosts` when given (with the bounds of
-/// the scenario's `sim.capture` if it has one, else the defaults), else as the scenario's
-/// block says.
-///
-/// # Errors
-/// A host that the workload does not have, or what [`xrdma_runner::run::run_sim`] fails with.
-/// `watch` is shown the endpoints while the run runs ([`xrdma_runner::watch`]).
-pub fn run(
-    sc: &Scenario,
-    hosts: Option<&CaptureHosts>,
-    watch: &mut dyn xrdma_runner::watch::Watch,
-) -> Result<(RunResult, Vec<LinkCapture>)> {
-    let cfg = match hosts {
-        Some(CaptureHosts(hosts)) => {
-            let base = sc.sim_or_default().capture.unwrap_or_default();
-            let cfg = CaptureConfig {
-                hosts: hosts.clone(),
-                ..base
-            };
-            cfg.check_hosts(sc.workload.hosts())
-                .map_err(|m| anyhow::anyhow!("--capture: {m}"))?;
-            Some(cfg)
-        }
-        None => None,
-    };
-    xrdma_runner::run::run_sim_captured(sc, cfg, watch)
 }
 
 /// The file name of host `host`'s capture ([`CaptureFile::name_for`]).

@@ -142,11 +142,14 @@ pub fn writes_report(sc: &Scenario, launch: &Launch) -> bool {
 pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunResult>> {
     use xrdma_runner::launch::Started;
     use xrdma_runner::rank::{run_rank_bound, RankOutcome};
+    use xrdma_runner::request::Backend;
     let secret = launch::JobSecret::from_env();
     let (scenario, rank, listener) = match launch::start(sc, launch, secret)? {
         Started::Single => {
             eprintln!("rank 0 of 1: every host in this process");
-            return xrdma_runner::run::run_verbs(sc).map(Some);
+            return xrdma_runner::request::RunRequest::new(sc.clone(), Backend::Verbs)
+                .run()
+                .map(|o| Some(o.result));
         }
         Started::Rank {
             scenario,

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xrdma_runner::check;
+use xrdma_runner::request::{Backend, RunOutcome, RunRequest};
 use xrdma_runner::stat_socket::StatSocket;
 use xrdma_runner::watch::{NoWatch, Watch};
 #[cfg(not(feature = "verbs"))]
@@ -60,7 +61,7 @@ enum Command {
         #[arg(long)]
         csv: bool,
         /// Where to run it.
-        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        #[arg(long, default_value = "sim", value_parser = backend_arg())]
         backend: Backend,
         /// Write a pcap of these hosts' links (e.g. `0,8`) into the output directory, with
         /// the bounds of the scenario's `sim.capture` (simulator only).
@@ -133,7 +134,7 @@ enum Command {
     /// `N passed, M failed`; exits 2 when a case fails.
     Conformance {
         /// The backend to run on.
-        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        #[arg(long, default_value = "sim", value_parser = backend_arg())]
         backend: Backend,
     },
     /// Benchmark the simulator: 256:1 x 2 MiB incasts (PFC only, DCQCN, through xrdma) and a
@@ -155,7 +156,7 @@ enum Command {
     /// device).
     Ping {
         /// Where to run it.
-        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        #[arg(long, default_value = "sim", value_parser = backend_arg())]
         backend: Backend,
         /// Message size (`64B`, `4KiB`, ...).
         #[arg(long, default_value = "64B", value_parser = parse_size)]
@@ -190,7 +191,7 @@ enum Command {
     /// One-way streaming throughput through xrdma, like `ib_write_bw` (MB/sec = MiB/s).
     Bw {
         /// Where to run it.
-        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        #[arg(long, default_value = "sim", value_parser = backend_arg())]
         backend: Backend,
         /// Message size.
         #[arg(long, default_value = "64KiB", value_parser = parse_size)]
@@ -218,7 +219,7 @@ enum Command {
     /// CPU use of an idle, connected worker pair under hybrid polling (RDMA device only).
     Idle {
         /// Where to run it (the simulator has no CPU cost to measure).
-        #[arg(long, value_enum, default_value_t = Backend::Verbs)]
+        #[arg(long, default_value = "verbs", value_parser = backend_arg())]
         backend: Backend,
         /// Length of the idle period, seconds.
         #[arg(long, default_value_t = 3.0)]
@@ -230,7 +231,7 @@ enum Command {
     /// lost, corrupted or leaked.
     Soak {
         /// Where to run it.
-        #[arg(long, value_enum, default_value_t = Backend::Sim)]
+        #[arg(long, default_value = "sim", value_parser = backend_arg())]
         backend: Backend,
         /// Messages streamed (sizes cycle through 64 B, 1 KiB and 8 KiB).
         #[arg(long, default_value_t = 1_000_000)]
@@ -242,7 +243,7 @@ enum Command {
     /// QP pair connection time: fresh QPs vs QPs from the QP cache (reset and reconnected).
     QpSetup {
         /// Where to run it (on the simulator the times are only its book-keeping).
-        #[arg(long, value_enum, default_value_t = Backend::Verbs)]
+        #[arg(long, default_value = "verbs", value_parser = backend_arg())]
         backend: Backend,
         /// Pairs set up each way (at most 10 M).
         #[arg(long, default_value_t = 100, value_parser = tools::parse_iters)]
@@ -257,31 +258,11 @@ fn parse_size(text: &str) -> Result<u64, String> {
 /// Wall-clock limit of one tool run on an RDMA device.
 const TOOL_TIMEOUT: xrdma::Span = xrdma::Span::from_ms(300_000);
 
-/// Where a scenario runs.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Backend {
-    /// The packet-level simulator.
-    Sim,
-    /// A real RDMA device through ibverbs (builds made with `--features verbs` only).
-    Verbs,
-}
-
-impl Backend {
-    fn name(self) -> &'static str {
-        match self {
-            Backend::Sim => "sim",
-            Backend::Verbs => "verbs",
-        }
-    }
-
-    /// Fail at once, before anything is printed or run, when this build lacks the backend.
-    fn require(self) -> Result<()> {
-        #[cfg(not(feature = "verbs"))]
-        if self == Backend::Verbs {
-            return no_verbs();
-        }
-        Ok(())
-    }
+/// The `--backend` values (`sim`, `verbs`), parsed into the runner's [`Backend`].
+fn backend_arg() -> impl clap::builder::TypedValueParser<Value = Backend> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(Backend::ALL.map(|b| PossibleValue::new(b.name()).help(b.about())))
+        .try_map(|s| s.parse::<Backend>())
 }
 
 /// Refuse a message size whose buffers (payload, staging rings, reassembly, about six copies)
@@ -299,21 +280,6 @@ fn ensure_fits(size: u64) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Run `sc` on `backend`.
-fn run_scenario(
-    backend: Backend,
-    sc: &xrdma_scenario::Scenario,
-    watch: &mut dyn Watch,
-) -> Result<xrdma_reports::RunResult> {
-    match backend {
-        Backend::Sim => Ok(xrdma_runner::run::run_sim_captured(sc, None, watch)?.0),
-        #[cfg(feature = "verbs")]
-        Backend::Verbs => xrdma_runner::run::run_verbs_watched(sc, watch),
-        #[cfg(not(feature = "verbs"))]
-        Backend::Verbs => no_verbs(),
-    }
 }
 
 /// Set for the child processes of `xrdma bench`, which print their row without the header.
@@ -362,39 +328,17 @@ fn real_main() -> Result<ExitCode> {
             launch,
         } => {
             backend.require()?;
-            if capture.is_some() && backend != Backend::Sim {
-                bail!("--capture records the simulator's packets: it needs --backend sim");
-            }
             if let Some(flag) = launch.given().filter(|_| backend != Backend::Verbs) {
                 bail!("{flag} runs one process of a multi-process run: it needs --backend verbs");
             }
-            let mut sc = xrdma_scenario::load(&scenario)?;
-            sc.trace |= trace;
-            if sc.trace && matches!(sc.workload, xrdma_scenario::Workload::Echo(_)) {
-                eprintln!(
-                    "note: an echo exchange completes on its response: it has no send-side \
-                     stages to trace"
-                );
+            let mut req = RunRequest::load(&scenario, backend)?;
+            req.seed = seed;
+            req.trace = trace;
+            req.capture_hosts = capture.map(|c| c.0);
+            for note in req.check()? {
+                eprintln!("{note}");
             }
-            if let Some(seed) = seed {
-                let mut s = sc.sim_or_default();
-                s.seed = seed;
-                sc.sim = Some(s);
-            }
-            if backend == Backend::Sim {
-                let checked = check::check(&sc)?;
-                for w in &checked.warnings {
-                    eprintln!("warning: {w}");
-                }
-            } else {
-                check::check_xrdma(&sc)?;
-                if sc.sim.is_some() {
-                    eprintln!(
-                        "note: the verbs backend ignores the `sim:` block (but for its seed), \
-                         its `host` model too: a device's host is real"
-                    );
-                }
-            }
+            let sc = req.effective_scenario();
             let launched = match backend {
                 Backend::Verbs => launch.resolve(&sc)?,
                 Backend::Sim => None,
@@ -428,9 +372,6 @@ fn real_main() -> Result<ExitCode> {
             if let Some(l) = &launched {
                 eprintln!("{}", l.summary());
             }
-            // The scenario's text goes into the result as it was when the run started.
-            let yaml = std::fs::read_to_string(&scenario).ok();
-            let mut captures = Vec::new();
             let watch: &mut dyn Watch = match &mut socket {
                 Some(s) => {
                     eprintln!("answering xrdma stat --socket {}", s.path().display());
@@ -441,24 +382,27 @@ fn real_main() -> Result<ExitCode> {
             // Progress shows once the command has run for two seconds (simulator runs only:
             // a multi-process run's ranks print their own lines meanwhile).
             let progress = (backend == Backend::Sim).then(|| Progress::start("simulating the run"));
-            let mut result = match &launched {
-                None if backend == Backend::Sim => {
-                    let (r, caps) = capture_cli::run(&sc, capture.as_ref(), watch)?;
-                    captures = caps;
-                    r
-                }
-                None => run_scenario(backend, &sc, watch)?,
+            let RunOutcome {
+                mut result,
+                captures,
+                warnings,
+            } = match &launched {
+                None => req.run_watched(watch)?,
                 Some(l) => match xrdma_testbed::launch_cli::run(&sc, l)? {
-                    Some(result) => result,
+                    Some(mut result) => {
+                        result.scenario_yaml.clone_from(&req.scenario_yaml);
+                        RunOutcome {
+                            result,
+                            captures: Vec::new(),
+                            warnings: Vec::new(),
+                        }
+                    }
                     None => return Ok(ExitCode::SUCCESS),
                 },
             };
-            result.scenario_yaml = yaml;
             let progress = progress.unwrap_or_else(|| Progress::start("reporting"));
-            if let Some(sim) = &result.sim {
-                for w in check::unreached_faults(&sc, xrdma::Time::from_ps(sim.simulated_ps)) {
-                    progress.suspend(|| eprintln!("warning: {w}"));
-                }
+            for w in warnings {
+                progress.suspend(|| eprintln!("warning: {w}"));
             }
             let Some(run_dir) = run_dir else {
                 bail!("this rank does not write the report, yet it holds the result");
@@ -527,7 +471,9 @@ fn real_main() -> Result<ExitCode> {
         }
         Command::Conformance { backend } => {
             backend.require()?;
-            let mut run = |sc: &xrdma_scenario::Scenario| run_scenario(backend, sc, &mut NoWatch);
+            let mut run = |sc: &xrdma_scenario::Scenario| {
+                Ok(RunRequest::new(sc.clone(), backend).run()?.result)
+            };
             let (passed, failures) = xrdma_testbed::conformance::run_all(&mut run);
             for f in &failures {
                 eprintln!("FAILED {f}");

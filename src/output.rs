@@ -127,9 +127,6 @@ pub fn open_out_dir(
 /// # Errors
 /// Always.
 pub fn no_verbs<T>() -> anyhow::Result<T> {
-    anyhow::bail!(
-        "this build has no verbs backend: build it with `cargo build --release --features \
-         verbs` (needs libibverbs-dev, librdmacm-dev and libclang-dev; ci/softroce.sh \
-         installs them)"
-    )
+    xrdma_runner::request::Backend::Verbs.require()?;
+    anyhow::bail!("this build has no verbs backend")
 }

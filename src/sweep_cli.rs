@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xrdma_reports::RunDir;
-use xrdma_runner::sweep::{self, jobs, Plan, PointBackend, PointOutcome, PointStatus};
+use xrdma_runner::sweep::{self, jobs, Backend, Plan, PointOutcome, PointStatus};
 
 /// The arguments of `xrdma sweep`.
 #[derive(clap::Args, Debug)]
@@ -233,10 +233,10 @@ fn run_one(plan: &Plan, out: &Path, which: &str) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let launched = match p.backend {
-        PointBackend::Verbs => LaunchOptions::default().resolve(&p.scenario)?,
-        PointBackend::Sim => None,
+        Backend::Verbs => LaunchOptions::default().resolve(&p.scenario)?,
+        Backend::Sim => None,
     };
-    if p.backend == PointBackend::Sim {
+    if p.backend == Backend::Sim {
         if let Some((var, rank)) = launch_cli::launcher_rank().filter(|(_, r)| *r != 0) {
             outln!(
                 "point {}: a simulator point runs on rank 0 alone ({var}={rank}: nothing to do)",
@@ -264,7 +264,7 @@ fn run_one(plan: &Plan, out: &Path, which: &str) -> Result<ExitCode> {
         None => jobs::run_task(plan, out, k, &sweep::default_runner)?,
         Some(l) => {
             eprintln!("{}", l.summary());
-            let as_rank = |_: PointBackend, sc: &xrdma_scenario::Scenario| {
+            let as_rank = |_: Backend, sc: &xrdma_scenario::Scenario| {
                 launch_cli::run(sc, l)?
                     .ok_or_else(|| anyhow::anyhow!("rank {} does not hold the receiver", l.rank))
             };

@@ -152,7 +152,7 @@ pub fn measure(name: &str, yaml: &str, seed: Option<u64>) -> Result<WindowFigure
         sim.seed = seed;
         sc.sim = Some(sim.clone());
     }
-    let r = xrdma_runner::run::run_sim(&sc).with_context(|| format!("running {name}"))?;
+    let r = xrdma_runner::request::run_sim(&sc).with_context(|| format!("running {name}"))?;
     let rate =
         sim.link_rate_bps as f64 * f64::from(sim.mtu) / f64::from(sim.mtu + sim.header_bytes);
     let w = windowed_bytes(&r.messages, SKIP_PS, WINDOW_PS);

@@ -165,7 +165,8 @@ fn side_by_side_errors_are_relative_to_the_first_device_run() {
     let text = "name: cal\nworkload:\n  incast: { senders: 2, receiver: 0, messages: \
                 [ { size: 4KiB, count: 8 }, { size: 64KiB } ] }\nsim: { pfc: {} }\n";
     let sc = xrdma_scenario::parse(text, Path::new("cal.yaml")).unwrap();
-    let run = |m: &HostModel| xrdma_runner::run::run_sim(&side_by_side::with_host(&sc, m)).unwrap();
+    let run =
+        |m: &HostModel| xrdma_runner::request::run_sim(&side_by_side::with_host(&sc, m)).unwrap();
     let (slow, fast) = (
         run(&fit::model_of(&rxe(), &[2.0, 2.0, 5e6, 20e3])),
         run(&rxe()),
@@ -471,7 +472,7 @@ fn the_side_by_side_report_has_the_ratios_of_two_known_runs() {
     let text = "name: cal\nworkload:\n  incast: { senders: 2, receiver: 0, messages: \
                 [ { size: 4KiB, count: 8 }, { size: 64KiB } ] }\nsim: { pfc: {} }\n";
     let sc = xrdma_scenario::parse(text, Path::new("cal.yaml")).unwrap();
-    let device = xrdma_runner::run::run_sim(&side_by_side::with_host(&sc, &rxe())).unwrap();
+    let device = xrdma_runner::request::run_sim(&side_by_side::with_host(&sc, &rxe())).unwrap();
     // The "simulator" run: the device's with every instant doubled, so every latency is
     // exactly twice the device's and the goodput (bytes over the run's span) exactly half.
     let mut slow = device.clone();
@@ -551,7 +552,7 @@ fn a_device_result_of_another_workload_is_refused() {
         );
         xrdma_scenario::parse(&text, Path::new("cal.yaml")).unwrap()
     };
-    let run = |count| xrdma_runner::run::run_sim(&sc(count)).unwrap();
+    let run = |count| xrdma_runner::request::run_sim(&sc(count)).unwrap();
     let dir = std::env::temp_dir().join(format!("xrdma-calibrate-other-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let e = side_by_side::write(&dir, "cal", &[run(4)], &[("sim".into(), run(5))]).unwrap_err();

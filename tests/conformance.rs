@@ -1,7 +1,7 @@
 //! The conformance suite on the simulator (the verbs backend runs the same cases with
 //! `xrdma conformance --backend verbs`).
 
-use xrdma_runner::run::run_sim;
+use xrdma_runner::request::run_sim;
 use xrdma_testbed::conformance::{check_result, scenario, CASES};
 
 #[test]

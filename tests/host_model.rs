@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use xrdma_reports::RunResult;
-use xrdma_runner::run::run_sim;
+use xrdma_runner::request::run_sim;
 use xrdma_sim::HostModel;
 
 const BASE: &str = "name: host\nworkload:\n  incast: { senders: 4, receiver: 0, messages: \

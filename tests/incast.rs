@@ -2,7 +2,7 @@
 
 use std::path::Path;
 use xrdma_reports::RunResult;
-use xrdma_runner::run::run_sim;
+use xrdma_runner::request::run_sim;
 
 fn run(path: &str, seed: Option<u64>) -> RunResult {
     let mut sc = xrdma_scenario::load(Path::new(env!("CARGO_MANIFEST_DIR")).join(path).as_path())

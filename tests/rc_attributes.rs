@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use xrdma_reports::{RcAttributes, RunResult, TransportCapabilities};
-use xrdma_runner::run::run_sim;
+use xrdma_runner::request::run_sim;
 
 fn run_text(text: &str) -> RunResult {
     let sc = xrdma_scenario::parse(text, Path::new("rc.yaml")).expect("parses");

@@ -6,7 +6,7 @@
 //! snapshot`).
 
 use std::path::Path;
-use xrdma_runner::run::run_sim;
+use xrdma_runner::request::run_sim;
 
 /// Two senders, small and large messages, ECN and PFC, no time series: small enough to read
 /// whole in a review.

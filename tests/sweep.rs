@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use xrdma_reports::{completion_span_ps, LatencySummary, RunResult};
 use xrdma_runner::sweep::report::{self, Headline, SweepIndex};
-use xrdma_runner::sweep::{self, Plan, PointBackend, PointStatus, Progress};
+use xrdma_runner::sweep::{self, Backend, Plan, PointStatus, Progress};
 use xrdma_scenario::Scenario;
 use xrdma_testbed::compare;
 
@@ -24,7 +24,7 @@ fn plan(dir: &Path, axes: &[&str]) -> anyhow::Result<Plan> {
 /// Runs `plan` into `out` with `jobs` workers; returns the outcomes and how many points ran.
 fn run(plan: &Plan, out: &Path, jobs: usize) -> (Vec<sweep::PointOutcome>, usize) {
     let runs = AtomicUsize::new(0);
-    let runner = |b: PointBackend, sc: &Scenario| {
+    let runner = |b: Backend, sc: &Scenario| {
         runs.fetch_add(1, Ordering::Relaxed);
         sweep::default_runner(b, sc)
     };

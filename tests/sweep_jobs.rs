@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use xrdma_runner::sweep::{self, jobs, Plan, PointBackend, PointStatus};
+use xrdma_runner::sweep::{self, jobs, Backend, Plan, PointStatus};
 
 mod common;
 use common::{write_base as scenario, SMALL as AXES};
@@ -102,7 +102,7 @@ fn multi_rank_verbs_points_run_as_job_steps_of_their_ranks() {
     let sc = xrdma_scenario::parse(ranked, Path::new("small.yaml")).unwrap();
     p.base.verbs = sc.verbs.clone();
     p.points[1].scenario.verbs = sc.verbs;
-    p.points[1].backend = PointBackend::Verbs;
+    p.points[1].backend = Backend::Verbs;
     let inv = invocation(&["fan-in=2,4"]);
     // The block's two ranks, whatever --ranks says.
     assert_eq!(
@@ -161,7 +161,7 @@ fn ranks_apply_to_verbs_points_only() {
         .unwrap()
         .contains("#SBATCH --ntasks=1\n"));
     // With a verbs point and no `verbs.ranks` block, --ranks sets the step's size.
-    p.points[0].backend = PointBackend::Verbs;
+    p.points[0].backend = Backend::Verbs;
     assert_eq!(jobs::step_ranks(&p, &three), 3);
     assert!(jobs::slurm_script(&p, &three)
         .unwrap()

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 use xrdma_reports::{stages, RunResult};
-use xrdma_runner::run::run_sim;
+use xrdma_runner::request::run_sim;
 
 /// Four senders, small (eager) and large (rendezvous) messages, ECN: queues and windows.
 const SCENARIO: &str = "name: traced

@@ -3,7 +3,7 @@
 use std::path::Path;
 use xrdma_reports::metrics::{ideal_fct_ps, slowdown};
 use xrdma_reports::{LatencySummary, RunResult};
-use xrdma_runner::run::run_sim;
+use xrdma_runner::request::run_sim;
 use xrdma_scenario::Workload;
 
 const US: u64 = 1_000_000;

@@ -7,6 +7,7 @@
 //! | [`device_counters`] | an RDMA device's own counters read by name from sysfs, and the table mapping them to the result's network counters per driver |
 //! | [`environment`] | where a run happens (host, kernel, device, simulator build, ranks), for the result's `environment` key |
 //! | [`check`] | a scenario's sections turned into checked backend and core configurations |
+//! | [`request`] | one way to run: a [`request::RunRequest`] (scenario, backend, seed, options) in, a [`request::RunOutcome`] out; the one [`request::Backend`] value |
 //! | [`run`] | one run of a scenario on a fabric: build the hosts, drive them, collect the result |
 //! | [`drive`] | the one turn loop: moves the fabric's time and gives each host a driver turn |
 //! | [`watch`], [`stat_socket`] | looking at a running run: the hook the turn loop asks, and the local socket `xrdma stat --socket` reads it through |
@@ -31,6 +32,7 @@ pub mod host_cpu;
 pub mod host_faults;
 pub mod launch;
 pub mod rank;
+pub mod request;
 pub mod role;
 pub mod run;
 pub mod stat_socket;

@@ -21,22 +21,15 @@ use xrdma_scenario::Scenario;
 /// Every host's application in a run of workload `W`: a sender, the receiving side, or idle.
 pub type App<W> = HostRole<<W as Workload>::Sender, <W as Workload>::Receiver>;
 
-/// Run `sc` on the simulator and collect the result.
+/// Run `sc` on the simulator and collect the result with the packet captures of the run:
+/// those of `capture` when given (it replaces the scenario's `sim.capture`), else of the
+/// scenario's block, else none. A capture changes nothing in the run (its trace hash is the
+/// same), nor does `watch` ([`crate::watch`]), which is shown the endpoints while the run
+/// runs. Reached through [`crate::request::RunRequest::run`].
 ///
 /// # Errors
 /// An invalid configuration (nothing is run), or a transport failure during setup.
-pub fn run_sim(sc: &Scenario) -> Result<rep::RunResult> {
-    Ok(run_sim_captured(sc, None, &mut NoWatch)?.0)
-}
-
-/// [`run_sim`], also returning the packet captures of the run: those of `capture` when
-/// given (it replaces the scenario's `sim.capture`), else of the scenario's block, else none.
-/// A capture changes nothing in the run (its trace hash is the same), nor does `watch`
-/// ([`crate::watch`]), which is shown the endpoints while the run runs.
-///
-/// # Errors
-/// As [`run_sim`].
-pub fn run_sim_captured(
+pub(crate) fn run_sim_captured(
     sc: &Scenario,
     capture: Option<xrdma_sim::CaptureConfig>,
     watch: &mut dyn Watch,
@@ -57,21 +50,14 @@ pub fn run_sim_captured(
 }
 
 #[cfg(feature = "verbs")]
-/// Run `sc` on the RDMA device its `verbs:` block names. The `sim:` block is not read, except
-/// its seed, which seeds the payload bytes as on the simulator.
+/// Run `sc` on the RDMA device its `verbs:` block names, showing `watch` the endpoints while
+/// the run runs ([`crate::watch`]). The `sim:` block is not read, except its seed, which
+/// seeds the payload bytes as on the simulator. Reached through
+/// [`crate::request::RunRequest::run`].
 ///
 /// # Errors
 /// An invalid xrdma block, no usable device, or a verb that fails during setup.
-pub fn run_verbs(sc: &xrdma_scenario::Scenario) -> anyhow::Result<rep::RunResult> {
-    run_verbs_watched(sc, &mut NoWatch)
-}
-
-#[cfg(feature = "verbs")]
-/// [`run_verbs`], showing `watch` the endpoints while the run runs ([`crate::watch`]).
-///
-/// # Errors
-/// As [`run_verbs`].
-pub fn run_verbs_watched(
+pub(crate) fn run_verbs_watched(
     sc: &xrdma_scenario::Scenario,
     watch: &mut dyn Watch,
 ) -> anyhow::Result<rep::RunResult> {

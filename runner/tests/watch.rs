@@ -2,7 +2,7 @@
 //! a simulator run sees them move, and the run's result is bit for bit the unwatched one's.
 
 use xrdma::Time;
-use xrdma_runner::run::{run_sim, run_sim_captured};
+use xrdma_runner::request::{run_sim, Backend, RunRequest};
 use xrdma_runner::watch::{LiveStat, Watch};
 
 /// Wants the endpoints after every round.
@@ -48,7 +48,10 @@ fn a_watched_run_is_the_unwatched_run() {
     let sc = xrdma_scenario::parse(SCENARIO, std::path::Path::new("w.yaml")).expect("parses");
     let plain = run_sim(&sc).expect("runs");
     let mut w = Every::default();
-    let (watched, _) = run_sim_captured(&sc, None, &mut w).expect("runs");
+    let watched = RunRequest::new(sc.clone(), Backend::Sim)
+        .run_watched(&mut w)
+        .expect("runs")
+        .result;
     let strip = |r: &xrdma_reports::RunResult| {
         let mut v = serde_json::to_value(r).expect("serialises");
         if let Some(o) = v.as_object_mut() {

@@ -320,7 +320,7 @@ fn side_by_side_run(
     let mut sims = Vec::new();
     for (label, model) in &profiles {
         eprintln!("calibrate: {} on the simulator, host {label} ...", sc.name);
-        let mut r = xrdma_runner::run::run_sim(&side_by_side::with_host(&sc, model))?;
+        let mut r = xrdma_runner::request::run_sim(&side_by_side::with_host(&sc, model))?;
         r.scenario_yaml.clone_from(&yaml);
         sims.push((label.clone(), r));
     }
@@ -383,7 +383,7 @@ fn run_device(
             "calibrate: {} on the RDMA device, warm-up run {k} of {warmup} (not compared) ...",
             sc.name
         );
-        xrdma_runner::run::run_verbs(sc)?;
+        device_run(sc)?;
     }
     (1..=runs)
         .map(|k| {
@@ -391,7 +391,7 @@ fn run_device(
                 "calibrate: {} on the RDMA device, run {k} of {runs} ...",
                 sc.name
             );
-            let mut r = xrdma_runner::run::run_verbs(sc)?;
+            let mut r = device_run(sc)?;
             r.scenario_yaml = yaml.map(String::from);
             Ok(r)
         })
@@ -409,4 +409,11 @@ fn run_device(
         "this build has no verbs backend, so it cannot run the device: build it with \
          `--features verbs`, or give a device run made elsewhere (--device-result DIR)"
     )
+}
+
+/// One run of `sc` on the RDMA device, as `xrdma run --backend verbs` makes it.
+#[cfg(feature = "verbs")]
+fn device_run(sc: &xrdma_scenario::Scenario) -> Result<RunResult> {
+    use xrdma_runner::request::{Backend, RunRequest};
+    Ok(RunRequest::new(sc.clone(), Backend::Verbs).run()?.result)
 }

@@ -92,7 +92,9 @@ pub fn replay(source: &Path, at: &[Time]) -> Result<Replay> {
         asked,
         taken: Vec::new(),
     };
-    let (r, _) = xrdma_runner::run::run_sim_captured(&sc, None, &mut w)?;
+    let r = xrdma_runner::request::RunRequest::new(sc, xrdma_runner::request::Backend::Sim)
+        .run_watched(&mut w)?
+        .result;
     let sim = r
         .sim
         .context("a simulator run without simulator statistics")?;

@@ -159,7 +159,7 @@ fn a_failed_connection_shows_no_qp_it_no_longer_has() {
     // fails, and its QP is reset for the QP cache.
     let sc = xrdma_scenario::load(std::path::Path::new("scenarios/faults/link-down-long.yaml"))
         .expect("loads");
-    let r = xrdma_runner::run::run_sim(&sc).expect("runs");
+    let r = xrdma_runner::request::run_sim(&sc).expect("runs");
     let eps = decode(r.endpoints.as_deref().expect("recorded")).expect("decodes");
     let failed: Vec<_> = eps
         .iter()

@@ -6,24 +6,7 @@ use std::fmt;
 use xrdma_scenario::units::{parse_size, UnitError};
 use xrdma_scenario::{Scenario, Workload};
 
-/// Where a point runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PointBackend {
-    /// The packet-level simulator.
-    Sim,
-    /// A real RDMA device through ibverbs (builds with the `verbs` feature only).
-    Verbs,
-}
-
-impl PointBackend {
-    /// The name as written on the command line and in results (`sim`, `verbs`).
-    pub fn name(self) -> &'static str {
-        match self {
-            PointBackend::Sim => "sim",
-            PointBackend::Verbs => "verbs",
-        }
-    }
-}
+use crate::request::Backend;
 
 /// A setting a sweep can vary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -100,7 +83,7 @@ pub enum AxisValue {
     /// On or off (dcqcn, pfc).
     Switch(bool),
     /// A backend.
-    Backend(PointBackend),
+    Backend(Backend),
     /// A seed.
     Seed(u64),
 }
@@ -194,11 +177,10 @@ fn parse_value(kind: AxisKind, text: &str) -> Result<AxisValue, String> {
             "off" => Ok(AxisValue::Switch(false)),
             _ => Err("expected `on` or `off`".into()),
         },
-        AxisKind::Backend => match text {
-            "sim" => Ok(AxisValue::Backend(PointBackend::Sim)),
-            "verbs" => Ok(AxisValue::Backend(PointBackend::Verbs)),
-            _ => Err("expected `sim` or `verbs`".into()),
-        },
+        AxisKind::Backend => text
+            .parse::<Backend>()
+            .map(AxisValue::Backend)
+            .map_err(|_| "expected `sim` or `verbs`".into()),
         AxisKind::Seed => text
             .parse::<u64>()
             .map(AxisValue::Seed)
@@ -290,7 +272,7 @@ pub fn cartesian(axes: &[Axis]) -> Vec<Vec<usize>> {
 /// size axis on a workload that is not an incast.
 pub fn apply(
     sc: &mut Scenario,
-    backend: &mut PointBackend,
+    backend: &mut Backend,
     kind: AxisKind,
     value: AxisValue,
 ) -> Result<(), String> {

@@ -22,7 +22,7 @@ use anyhow::{bail, Result};
 use xrdma_reports::RunResult;
 use xrdma_scenario::Scenario;
 
-use super::{finished, point_dir, run_point, status_of, Plan, Point, PointBackend, PointOutcome};
+use super::{finished, point_dir, run_point, status_of, Backend, Plan, Point, PointOutcome};
 use super::{PointFile, PointStatus};
 
 /// The sweep's command line as each task repeats it (every field as given to the shell; the
@@ -86,7 +86,7 @@ pub fn shell_quote(text: &str) -> String {
 /// `verbs.ranks` count when it has that block, else `inv.ranks`; 1 when the plan has no
 /// verbs point (simulator points run in one process).
 pub fn step_ranks(plan: &Plan, inv: &Invocation) -> u32 {
-    if !plan.points.iter().any(|p| p.backend == PointBackend::Verbs) {
+    if !plan.points.iter().any(|p| p.backend == Backend::Verbs) {
         return 1;
     }
     let block = plan
@@ -228,7 +228,7 @@ pub fn slurm_script(plan: &Plan, inv: &Invocation) -> Result<String> {
     let verbs: Vec<usize> = all
         .iter()
         .copied()
-        .filter(|&k| plan.points[k].backend == PointBackend::Verbs)
+        .filter(|&k| plan.points[k].backend == Backend::Verbs)
         .collect();
     if !verbs.is_empty() && ranks > 1 {
         let _ = writeln!(o, "#");
@@ -302,7 +302,7 @@ pub fn slurm_script(plan: &Plan, inv: &Invocation) -> Result<String> {
 /// `k` out of range, or the points directory cannot be created. A point that fails is an outcome, not an error.
 pub fn run_task<R>(plan: &Plan, out: &Path, k: usize, runner: &R) -> Result<PointOutcome>
 where
-    R: Fn(PointBackend, &Scenario) -> Result<RunResult> + Sync,
+    R: Fn(Backend, &Scenario) -> Result<RunResult> + Sync,
 {
     let Some(point) = plan.points.get(k) else {
         bail!("the sweep has no point {k}");

@@ -39,7 +39,8 @@ use serde::{Deserialize, Serialize};
 use xrdma_reports::RunResult;
 use xrdma_scenario::{Scenario, Workload};
 
-pub use axis::{parse_axes, parse_axis, Axis, AxisError, AxisKind, AxisValue, PointBackend};
+pub use crate::request::Backend;
+pub use axis::{parse_axes, parse_axis, Axis, AxisError, AxisKind, AxisValue};
 
 /// One point of a sweep: the base scenario with one value of every axis applied.
 #[derive(Clone, Debug)]
@@ -52,7 +53,7 @@ pub struct Point {
     /// The scenario to run.
     pub scenario: Scenario,
     /// Where to run it.
-    pub backend: PointBackend,
+    pub backend: Backend,
     /// [`point_hash`] of `scenario` and `backend`.
     pub hash: String,
 }
@@ -73,7 +74,7 @@ pub struct Plan {
 /// Hash of a point's configuration: XXH3-128 (hex) of the scenario's full debug rendering
 /// (every setting after defaults were filled in, without the file path), the backend and the
 /// tool version. Equal hashes mean a finished point can be reused.
-pub fn point_hash(sc: &Scenario, backend: PointBackend) -> String {
+pub fn point_hash(sc: &Scenario, backend: Backend) -> String {
     let mut s = sc.clone();
     s.source_path = PathBuf::new();
     // Where a value came from is not part of the configuration.
@@ -124,7 +125,7 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
     let mut points = Vec::new();
     for idx in axis::cartesian(&axes) {
         let mut sc = base.clone();
-        let mut backend = PointBackend::Sim;
+        let mut backend = Backend::Sim;
         let mut values = Vec::new();
         let mut id_parts = Vec::new();
         for (a, &i) in axes.iter().zip(&idx) {
@@ -141,10 +142,10 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
         }
         let id = id_parts.join("_");
         match backend {
-            PointBackend::Sim => {
+            Backend::Sim => {
                 crate::check::check(&sc).with_context(|| format!("sweep point {id}"))?;
             }
-            PointBackend::Verbs => {
+            Backend::Verbs => {
                 if !cfg!(feature = "verbs") {
                     bail!(
                         "sweep point {id}: this build has no verbs backend: build it with \
@@ -253,7 +254,7 @@ fn status_of(r: &RunResult) -> PointStatus {
 /// Runs one point (or takes its finished earlier result) and writes its directory.
 fn run_point<R>(out: &Path, plan: &Plan, point: &Point, runner: &R) -> PointOutcome
 where
-    R: Fn(PointBackend, &Scenario) -> Result<RunResult> + Sync,
+    R: Fn(Backend, &Scenario) -> Result<RunResult> + Sync,
 {
     let error = |e: anyhow::Error| PointOutcome {
         status: PointStatus::Error,
@@ -358,19 +359,15 @@ fn remove_dir_if_any(d: &Path) -> Result<()> {
     }
 }
 
-/// The default point runner: the simulator, or the verbs backend in builds with the `verbs`
-/// feature.
+/// The default point runner: the point's scenario as a [`crate::request::RunRequest`] on its
+/// backend, in this process.
 ///
 /// # Errors
 /// The run's own errors; a verbs point in a build without the feature.
-pub fn default_runner(backend: PointBackend, sc: &Scenario) -> Result<RunResult> {
-    match backend {
-        PointBackend::Sim => crate::run::run_sim(sc),
-        #[cfg(feature = "verbs")]
-        PointBackend::Verbs => crate::run::run_verbs(sc),
-        #[cfg(not(feature = "verbs"))]
-        PointBackend::Verbs => bail!("this build has no verbs backend"),
-    }
+pub fn default_runner(backend: Backend, sc: &Scenario) -> Result<RunResult> {
+    Ok(crate::request::RunRequest::new(sc.clone(), backend)
+        .run()?
+        .result)
 }
 
 /// Progress reporting: an indicatif bar on stderr, hidden when stderr is not a terminal, in
@@ -460,7 +457,7 @@ pub fn execute<R>(
     progress: &Progress,
 ) -> Result<Vec<PointOutcome>>
 where
-    R: Fn(PointBackend, &Scenario) -> Result<RunResult> + Sync,
+    R: Fn(Backend, &Scenario) -> Result<RunResult> + Sync,
 {
     let points_dir = out.join("points");
     std::fs::create_dir_all(&points_dir)
@@ -479,7 +476,7 @@ where
     // scheduling in LPT order, Graham 1969): the fan-in-256 point of a fan-in sweep starts at
     // once instead of last, so it does not leave one worker running alone at the end.
     let mut order: Vec<usize> = (0..plan.points.len())
-        .filter(|&i| plan.points[i].backend == PointBackend::Sim)
+        .filter(|&i| plan.points[i].backend == Backend::Sim)
         .collect();
     order.sort_by_key(|&i| std::cmp::Reverse(point_cost(&plan.points[i].scenario)));
     let next = AtomicUsize::new(0);
@@ -503,7 +500,7 @@ where
         .points
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.backend == PointBackend::Verbs)
+        .filter(|(_, p)| p.backend == Backend::Verbs)
         .map(|(i, p)| (i, one(p)));
     let mut all: Vec<(usize, PointOutcome)> = sim.into_iter().chain(verbs).collect();
     all.sort_by_key(|(i, _)| *i);

@@ -29,7 +29,7 @@ sim:
 /// [`small_run`]'s whole result, with its scenario text as `xrdma run` records it.
 pub(crate) fn small_result() -> xrdma_reports::RunResult {
     let sc = xrdma_scenario::parse(SMALL, std::path::Path::new("stat.yaml")).expect("parses");
-    let mut r = xrdma_runner::run::run_sim(&sc).expect("runs");
+    let mut r = xrdma_runner::request::run_sim(&sc).expect("runs");
     r.scenario_yaml = Some(SMALL.to_string());
     r
 }
