@@ -1,7 +1,9 @@
-//! The one turn loop: lets a [`Fabric`] move time and gives a driver turn
-//! ([`crate::host_cpu::turn`], the driver's turn with the host model's inputs) to each host
-//! that needs one, under the scenario's stalls and the runner's host faults, until the run is
-//! over.
+//! The one turn loop ([`turns`]): lets a [`Fabric`] move time and gives a turn to each host
+//! that needs one, until the hosts' own stop condition ([`Hosts::after_round`]) or the fabric
+//! ends the run. Everything that runs hosts goes through it: scenario runs and ranks
+//! ([`drive`]: driver turns with the host model's inputs, [`crate::host_cpu::turn`], under the
+//! scenario's stalls and the runner's host faults), and each measurement tool with its own
+//! [`Hosts`] (an xrdma endpoint pair, one side of a two-process tool, raw verbs).
 
 use crate::fabric::Fabric;
 use crate::host_faults::{Holding, HostFaultState, Observed};
@@ -9,6 +11,100 @@ use crate::watch::{LiveStat, Watch};
 use xrdma::driver::{Application, TurnScratch};
 use xrdma::{Endpoint, Time};
 use xrdma_scenario::Stall;
+
+/// What the hosts say after a round of turns ([`Hosts::after_round`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Round {
+    /// More to do: the fabric moves time on.
+    Go,
+    /// The workload has nothing left to do: a real-time fabric stops at its next advance, a
+    /// simulated one runs out its remaining events (see [`Fabric::advance`]).
+    Settled,
+    /// Stop now, without another advance.
+    Stop,
+}
+
+/// When a round of turns reads the fabric's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Every round.
+    EveryRound,
+    /// Every round on a virtual clock (the simulator: free, and wakes are set from it); on a
+    /// wall clock (a device) every [`WALL_CLOCK_EVERY`] rounds. A reading costs about 1 µs
+    /// on the TCG guest's HPET clock source, several times a spin's `poll_cq`, and perftest's
+    /// loop reads no clock while it spins; a tool that takes its samples from the transport's
+    /// clock needs the round's time only for timeouts and slow polls.
+    Sparse,
+}
+
+/// Rounds between two readings of a wall clock under [`Clock::Sparse`].
+pub const WALL_CLOCK_EVERY: u64 = 1024;
+
+/// The hosts a [`turns`] loop runs: each gets a turn when the fabric says it is ready, and
+/// after each round they say whether the run goes on.
+pub trait Hosts<F: Fabric> {
+    /// Host `h`'s turn at `now` (`settled`: the last round said [`Round::Settled`]); returns
+    /// when it next wants a turn even if nothing arrives (`None`: never).
+    fn turn(&mut self, fabric: &mut F, h: u32, now: Time, settled: bool) -> Option<Time>;
+    /// After every round of turns, at the round's `now`: go on, settled, or stop.
+    fn after_round(&mut self, fabric: &mut F, now: Time) -> Round;
+}
+
+/// How a [`turns`] loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ended {
+    /// Rounds of turns run.
+    pub rounds: u64,
+    /// The last round but a stopping one said [`Round::Settled`].
+    pub settled: bool,
+    /// The hosts said [`Round::Stop`]; otherwise the fabric ended the run (a simulator out of
+    /// events, a device settled or past its run timeout).
+    pub stopped: bool,
+}
+
+/// The one turn loop. Every host of `fabric` gets a first turn; then after every round of
+/// turns `hosts` says whether to go on ([`Hosts::after_round`]), and the fabric moves time
+/// until some hosts are ready, each of which gets a turn at the round's time (read as `clock`
+/// says), its wake set from what the turn returns.
+pub fn turns<F: Fabric, H: Hosts<F> + ?Sized>(
+    fabric: &mut F,
+    clock: Clock,
+    hosts: &mut H,
+) -> Ended {
+    let virtual_clock = fabric.backend() == xrdma_reports::Backend::Sim;
+    let mut ready: Vec<u32> = (0..fabric.hosts()).collect();
+    let mut settled = false;
+    let mut rounds = 0u64;
+    let mut now = fabric.now();
+    loop {
+        rounds += 1;
+        if clock == Clock::EveryRound || virtual_clock || rounds % WALL_CLOCK_EVERY == 0 {
+            now = fabric.now();
+        }
+        for &h in &ready {
+            let wake = hosts.turn(fabric, h, now, settled);
+            fabric.set_wake(h, wake.unwrap_or(Time::MAX));
+        }
+        ready.clear();
+        match hosts.after_round(fabric, now) {
+            Round::Stop => {
+                return Ended {
+                    rounds,
+                    settled,
+                    stopped: true,
+                }
+            }
+            r => settled = r == Round::Settled,
+        }
+        if !fabric.advance(&mut ready, settled) {
+            return Ended {
+                rounds,
+                settled,
+                stopped: false,
+            };
+        }
+    }
+}
 
 /// A host's application as the runner sees it.
 pub trait HostApp: Application {
@@ -26,9 +122,9 @@ fn stalled_until(stalls: &[Stall], host: u32, now: Time) -> Option<Time> {
         .max()
 }
 
-/// The shared turn loop: lets the fabric move time and gives a driver turn to each host that
-/// needs one, until the fabric says the run is over; with a `deadline`, until every host is
-/// finished or the deadline passes. The run is settled when every local app is finished and
+/// A scenario run's turn loop ([`turns`]): driver turns for each host that needs one, until
+/// the fabric says the run is over; with a `deadline`, until every host is finished or the
+/// deadline passes. The run is settled when every local app is finished and
 /// `remote_settled(now, eps, apps)` holds (asked only then; a rank hands in its records,
 /// its endpoints' window tallies among them, from it).
 ///
@@ -47,55 +143,70 @@ pub fn drive<F: Fabric, A: HostApp>(
     stalls: &[Stall],
     deadline: Option<Time>,
     hf: &mut HostFaultState,
-    mut remote_settled: impl FnMut(Time, &[Endpoint], &[A]) -> bool,
+    remote_settled: impl FnMut(Time, &[Endpoint], &[A]) -> bool,
     watch: &mut dyn Watch,
 ) {
-    let hosts = fabric.hosts();
-    let cap = |w: Option<Time>, settled: bool| {
-        let w = w.unwrap_or(Time::MAX);
-        match deadline {
-            Some(d) if !settled => w.min(d),
-            _ => w,
-        }
+    let mut run = RunHosts {
+        eps,
+        apps,
+        stalls,
+        deadline,
+        hf,
+        remote_settled,
+        watch,
+        scratch: TurnScratch::default(),
     };
-    let mut scratch = TurnScratch::default();
-    for h in 0..hosts {
-        let now = fabric.now();
-        if let Some(until) = stalled_until(stalls, h, now) {
-            fabric.set_wake(h, until);
-            continue;
+    turns(fabric, Clock::EveryRound, &mut run);
+    // A client waiting as the run ends is answered with the final state.
+    if run.watch.due(fabric.now()) {
+        run.watch.take(live_stat(fabric, run.eps));
+    }
+}
+
+/// A scenario run's hosts, as [`drive`] hands them to [`turns`].
+struct RunHosts<'a, A, R> {
+    eps: &'a mut [Endpoint],
+    apps: &'a mut [A],
+    stalls: &'a [Stall],
+    deadline: Option<Time>,
+    hf: &'a mut HostFaultState,
+    remote_settled: R,
+    watch: &'a mut dyn Watch,
+    scratch: TurnScratch,
+}
+
+impl<F, A, R> Hosts<F> for RunHosts<'_, A, R>
+where
+    F: Fabric,
+    A: HostApp,
+    R: FnMut(Time, &[Endpoint], &[A]) -> bool,
+{
+    fn turn(&mut self, fabric: &mut F, h: u32, now: Time, settled: bool) -> Option<Time> {
+        if let Some(until) = stalled_until(self.stalls, h, now) {
+            return Some(until);
         }
         let i = h as usize;
-        let wake = host_turn(now, h, fabric, &mut eps[i], &mut apps[i], &mut scratch, hf);
-        fabric.set_wake(h, cap(wake, false));
+        let (ep, app) = (&mut self.eps[i], &mut self.apps[i]);
+        let wake = host_turn(now, h, fabric, ep, app, &mut self.scratch, self.hf);
+        match self.deadline {
+            Some(d) if !settled => Some(wake.map_or(d, |w| w.min(d))),
+            _ => wake,
+        }
     }
-    let mut ready = Vec::new();
-    let mut settled = false;
-    while fabric.advance(&mut ready, settled) {
-        let now = fabric.now();
-        for &h in &ready {
-            if let Some(until) = stalled_until(stalls, h, now) {
-                fabric.set_wake(h, until);
-                continue;
-            }
-            let i = h as usize;
-            let wake = host_turn(now, h, fabric, &mut eps[i], &mut apps[i], &mut scratch, hf);
-            fabric.set_wake(h, cap(wake, settled));
+
+    fn after_round(&mut self, fabric: &mut F, now: Time) -> Round {
+        if self.watch.due(now) {
+            self.watch.take(live_stat(fabric, self.eps));
         }
-        ready.clear();
-        if watch.due(now) {
-            watch.take(live_stat(fabric, eps));
-        }
-        settled = apps.iter().all(A::finished) && remote_settled(now, eps, apps);
+        let settled =
+            self.apps.iter().all(A::finished) && (self.remote_settled)(now, self.eps, self.apps);
         // A workload with a deadline stops as soon as it is settled: what is left are
         // trailing transport ACKs, and the clock should not run on to the deadline.
-        if deadline.is_some_and(|d| settled || now >= d) {
-            break;
+        match self.deadline {
+            Some(d) if settled || now >= d => Round::Stop,
+            _ if settled => Round::Settled,
+            _ => Round::Go,
         }
-    }
-    // A client waiting as the run ends is answered with the final state.
-    if watch.due(fabric.now()) {
-        watch.take(live_stat(fabric, eps));
     }
 }
 

@@ -45,6 +45,7 @@ pub fn parse_iters(s: &str) -> std::result::Result<u32, String> {
         .ok_or_else(|| format!("{n} is not in 0..={MAX_ITERS}"))
 }
 use xrdma::{Config, ConnId, Endpoint, Time};
+use xrdma_runner::drive::{turns, Clock, Hosts, Round};
 use xrdma_runner::fabric::{Fabric, SimFabric};
 use xrdma_runner::host_cpu;
 use xrdma_sim::SimConfig;
@@ -180,10 +181,11 @@ pub fn connect_pair<F: Fabric>(fabric: &mut F, cfg: &Config) -> Result<Pair> {
     })
 }
 
-/// Give host 0 (running `a`) and host 1 (running `b`) driver turns as the fabric asks, until
-/// `done(a, b)` holds and the fabric stops (a simulated fabric first runs out its remaining
-/// events; a real one stops at once). The fabric's clock is read once per round of turns, as
-/// the scenario runner does: on a device both hosts' turns of a round see the same `now`.
+/// Give host 0 (running `a`) and host 1 (running `b`) driver turns through the runner's turn
+/// loop ([`turns`]) until `done(a, b)` holds and the fabric stops (a simulated fabric first
+/// runs out its remaining events; a real one stops at once). The fabric's clock is read once
+/// per round of turns, as the scenario runner does: on a device both hosts' turns of a round
+/// see the same `now`.
 ///
 /// Returns the number of rounds of turns run.
 ///
@@ -194,36 +196,60 @@ pub fn drive<F: Fabric, A: Application, B: Application>(
     pair: &mut Pair,
     a: &mut A,
     b: &mut B,
-    mut done: impl FnMut(&A, &B) -> bool,
+    done: impl FnMut(&A, &B) -> bool,
 ) -> Result<u64> {
-    let mut scratch = TurnScratch::default();
-    let mut ready: Vec<u32> = vec![0, 1];
-    let mut settled = false;
-    let mut rounds = 0u64;
-    loop {
-        rounds += 1;
-        let now = fabric.now();
-        for &h in &ready {
-            let (ep, app): (&mut Endpoint, &mut dyn Application) = if h == 0 {
-                (&mut pair.eps[0], a)
-            } else {
-                (&mut pair.eps[1], b)
-            };
-            let wake = host_cpu::turn(now, ep, &mut fabric.host(h), app, &mut scratch);
-            fabric.set_wake(h, wake.unwrap_or(Time::MAX));
-        }
-        ready.clear();
-        settled = settled || done(a, b);
-        if !fabric.advance(&mut ready, settled) {
-            break;
-        }
-    }
-    if !settled {
+    let mut hosts = PairHosts {
+        pair,
+        a,
+        b,
+        done,
+        settled: false,
+        scratch: TurnScratch::default(),
+    };
+    let ended = turns(fabric, Clock::EveryRound, &mut hosts);
+    if !hosts.settled {
         bail!(
             "the {} fabric stopped at {} before the run finished",
             fabric.backend(),
             fabric.now()
         );
     }
-    Ok(rounds)
+    Ok(ended.rounds)
+}
+
+/// An endpoint pair's hosts as [`drive`] hands them to the turn loop: settled, for good, once
+/// `done` holds.
+struct PairHosts<'a, A, B, D> {
+    pair: &'a mut Pair,
+    a: &'a mut A,
+    b: &'a mut B,
+    done: D,
+    settled: bool,
+    scratch: TurnScratch,
+}
+
+impl<F, A, B, D> Hosts<F> for PairHosts<'_, A, B, D>
+where
+    F: Fabric,
+    A: Application,
+    B: Application,
+    D: FnMut(&A, &B) -> bool,
+{
+    fn turn(&mut self, fabric: &mut F, h: u32, now: Time, _settled: bool) -> Option<Time> {
+        let (ep, app): (&mut Endpoint, &mut dyn Application) = match h {
+            0 => (&mut self.pair.eps[0], self.a),
+            1 => (&mut self.pair.eps[1], self.b),
+            _ => return None,
+        };
+        host_cpu::turn(now, ep, &mut fabric.host(h), app, &mut self.scratch)
+    }
+
+    fn after_round(&mut self, _fabric: &mut F, _now: Time) -> Round {
+        self.settled = self.settled || (self.done)(self.a, self.b);
+        if self.settled {
+            Round::Settled
+        } else {
+            Round::Go
+        }
+    }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use xrdma::driver::{self, Application, ConnInfo, TurnScratch};
 use xrdma::{Config, ConnId, Endpoint, Span, Time};
 use xrdma_runner::bootstrap::{content_hash, ConnRecord, Frame, Hello, Listener, Peer};
+use xrdma_runner::drive::{turns, Clock, Hosts, Round};
 use xrdma_runner::fabric::Fabric;
 
 /// The bootstrap rank of the client; its connection is the one client → server.
@@ -128,34 +129,58 @@ pub fn drive_one<F: Fabric, A: Application>(
     fabric: &mut F,
     ep: &mut Endpoint,
     app: &mut A,
-    mut done: impl FnMut(Time, &A) -> bool,
+    done: impl FnMut(Time, &A) -> bool,
 ) -> Result<u64> {
-    let mut scratch = TurnScratch::default();
-    let mut ready: Vec<u32> = vec![0];
-    let mut settled = false;
-    let mut rounds = 0u64;
-    loop {
-        rounds += 1;
-        let now = fabric.now();
-        if !ready.is_empty() {
-            let wake =
-                xrdma_runner::host_cpu::turn(now, ep, &mut fabric.host(0), app, &mut scratch);
-            fabric.set_wake(0, wake.unwrap_or(Time::MAX));
-        }
-        ready.clear();
-        settled = settled || done(now, app);
-        if !fabric.advance(&mut ready, settled) {
-            break;
-        }
-    }
-    if !settled {
+    let mut host = OneHost {
+        ep,
+        app,
+        done,
+        settled: false,
+        scratch: TurnScratch::default(),
+    };
+    let ended = turns(fabric, Clock::EveryRound, &mut host);
+    if !host.settled {
         bail!(
             "the {} fabric stopped at {} before the run finished",
             fabric.backend(),
             fabric.now()
         );
     }
-    Ok(rounds)
+    Ok(ended.rounds)
+}
+
+/// Host 0 of a two-process tool as [`drive_one`] hands it to the turn loop: settled, for
+/// good, once `done` holds.
+struct OneHost<'a, A, D> {
+    ep: &'a mut Endpoint,
+    app: &'a mut A,
+    done: D,
+    settled: bool,
+    scratch: TurnScratch,
+}
+
+impl<F, A, D> Hosts<F> for OneHost<'_, A, D>
+where
+    F: Fabric,
+    A: Application,
+    D: FnMut(Time, &A) -> bool,
+{
+    fn turn(&mut self, fabric: &mut F, h: u32, now: Time, _settled: bool) -> Option<Time> {
+        if h != 0 {
+            return None;
+        }
+        let t = &mut fabric.host(0);
+        xrdma_runner::host_cpu::turn(now, self.ep, t, self.app, &mut self.scratch)
+    }
+
+    fn after_round(&mut self, _fabric: &mut F, now: Time) -> Round {
+        self.settled = self.settled || (self.done)(now, self.app);
+        if self.settled {
+            Round::Settled
+        } else {
+            Round::Go
+        }
+    }
 }
 
 /// Server side after [`accept`]: run `app` until the client says `bye` or `failed(app)`

@@ -47,6 +47,7 @@ use xrdma::{
     Time, Transport, WcOpcode, WcStatus, WorkCompletion,
 };
 use xrdma_runner::bootstrap::{content_hash, ConnRecord, Frame, Hello, Listener, Peer};
+use xrdma_runner::drive::{turns, Clock, Hosts, Round};
 use xrdma_runner::fabric::Fabric;
 
 /// What `xrdma ping` measures (`--verb`).
@@ -419,36 +420,53 @@ pub fn run<F: Fabric>(fabric: &mut F, verb: Verb, opts: &PingOptions) -> Result<
     let (ci, si) = (client.info(), server.info());
     client.connect(&mut fabric.host(0), si)?;
     server.connect(&mut fabric.host(1), ci)?;
-    let mut ready: Vec<u32> = vec![0, 1];
-    let mut settled = false;
-    let mut rounds = 0u64;
-    let mut clock = RoundClock::new(fabric);
-    loop {
-        rounds += 1;
-        let now = clock.now(fabric, rounds);
-        for &h in &ready {
-            let side = if h == 0 { &mut client } else { &mut server };
-            side.turn(&mut fabric.host(h));
-            let wake = if settled { Time::MAX } else { side.wake(now) };
-            fabric.set_wake(h, wake);
-        }
-        ready.clear();
-        if client.error.is_some() || server.error.is_some() {
-            break;
-        }
-        if !settled && client.finished() {
-            settled = true;
-            fabric.set_wake(0, Time::MAX);
-            fabric.set_wake(1, Time::MAX);
-        }
-        if !fabric.advance(&mut ready, settled) {
-            break;
-        }
-    }
+    let mut sides = PairSides {
+        client: &mut client,
+        server: &mut server,
+        settled: false,
+    };
+    let rounds = turns(fabric, Clock::Sparse, &mut sides).rounds;
     if let Some(e) = client.error.as_ref().or(server.error.as_ref()) {
         bail!("ping --verb {} failed: {e}", verb.name());
     }
     report(fabric, &client, rounds, opts)
+}
+
+/// Both sides of an in-process verbs-level ping as [`run`] hands them to the turn loop
+/// (samples come from the transport's clock, so the round's is read sparsely,
+/// [`Clock::Sparse`]): settled once the client is finished, stopped by an error.
+struct PairSides<'a> {
+    client: &'a mut Side,
+    server: &'a mut Side,
+    settled: bool,
+}
+
+impl<F: Fabric> Hosts<F> for PairSides<'_> {
+    fn turn(&mut self, fabric: &mut F, h: u32, now: Time, _settled: bool) -> Option<Time> {
+        let side = match h {
+            0 => &mut *self.client,
+            1 => &mut *self.server,
+            _ => return None,
+        };
+        side.turn(&mut fabric.host(h));
+        (!self.settled).then(|| side.wake(now))
+    }
+
+    fn after_round(&mut self, fabric: &mut F, _now: Time) -> Round {
+        if self.client.error.is_some() || self.server.error.is_some() {
+            return Round::Stop;
+        }
+        if !self.settled && self.client.finished() {
+            self.settled = true;
+            fabric.set_wake(0, Time::MAX);
+            fabric.set_wake(1, Time::MAX);
+        }
+        if self.settled {
+            Round::Settled
+        } else {
+            Round::Go
+        }
+    }
 }
 
 /// The figures of a finished client.
@@ -483,37 +501,6 @@ fn report<F: Fabric>(
     })
 }
 
-/// Rounds between two readings of a wall clock while nothing happens ([`RoundClock`]).
-pub const WALL_CLOCK_EVERY: u64 = 1024;
-
-/// The time a round of turns sees. On a virtual clock (the simulator) it is read every round:
-/// it is free and the wake times are set from it. On a wall clock (a device) every host gets
-/// a turn every round whatever its wake time, and a reading costs about 1 µs on the TCG
-/// guest's HPET clock source, several times the spin's `poll_cq`, where perftest's loop reads
-/// no clock while it spins; so it is read every [`WALL_CLOCK_EVERY`] rounds, for the
-/// fabric's run timeout and a server's look for `bye`, and the samples are taken from the
-/// transport's clock when an exchange ends ([`Side::try_turn`]).
-struct RoundClock {
-    virtual_clock: bool,
-    now: Time,
-}
-
-impl RoundClock {
-    fn new<F: Fabric>(fabric: &F) -> Self {
-        RoundClock {
-            virtual_clock: fabric.backend() == xrdma_reports::Backend::Sim,
-            now: fabric.now(),
-        }
-    }
-
-    fn now<F: Fabric>(&mut self, fabric: &F, round: u64) -> Time {
-        if self.virtual_clock || round % WALL_CLOCK_EVERY == 0 {
-            self.now = fabric.now();
-        }
-        self.now
-    }
-}
-
 /// The bootstrap rank of the client; the connection record is the one client → server.
 const CLIENT: u32 = 0;
 /// The bootstrap rank of the server.
@@ -545,33 +532,48 @@ fn join<F: Fabric>(fabric: &mut F, peer: &mut Peer, side: &mut Side, client: boo
     side.connect(&mut fabric.host(0), info)
 }
 
-/// Turn host 0 of `fabric` (running `side`) until `done(now, side)` holds (asked once per
-/// round) or the fabric stops. Returns the rounds run.
+/// Turn host 0 of `fabric` (running `side`) through the turn loop until `done(now, side)`
+/// holds (asked once per round) or the side fails. Returns the rounds run.
+///
+/// # Errors
+/// The fabric stopped (its run timeout passed) first.
 fn drive_side<F: Fabric>(
     fabric: &mut F,
     side: &mut Side,
-    mut done: impl FnMut(Time, &Side) -> bool,
+    done: impl FnMut(Time, &Side) -> bool,
 ) -> Result<u64> {
-    let mut ready: Vec<u32> = vec![0];
-    let mut rounds = 0u64;
-    let mut clock = RoundClock::new(fabric);
-    loop {
-        rounds += 1;
-        let now = clock.now(fabric, rounds);
-        if !ready.is_empty() {
-            side.turn(&mut fabric.host(0));
-            fabric.set_wake(0, side.wake(now));
+    let ended = turns(fabric, Clock::Sparse, &mut OneSide { side, done });
+    if !ended.stopped {
+        bail!(
+            "the {} fabric stopped at {} before the run finished",
+            fabric.backend(),
+            fabric.now()
+        );
+    }
+    Ok(ended.rounds)
+}
+
+/// One side of a two-process verbs-level ping on host 0, as [`drive_side`] hands it to the
+/// turn loop: stopped once `done` holds or the side fails.
+struct OneSide<'a, D> {
+    side: &'a mut Side,
+    done: D,
+}
+
+impl<F: Fabric, D: FnMut(Time, &Side) -> bool> Hosts<F> for OneSide<'_, D> {
+    fn turn(&mut self, fabric: &mut F, h: u32, now: Time, _settled: bool) -> Option<Time> {
+        if h != 0 {
+            return None;
         }
-        ready.clear();
-        if side.error.is_some() || done(now, side) {
-            return Ok(rounds);
-        }
-        if !fabric.advance(&mut ready, false) {
-            bail!(
-                "the {} fabric stopped at {} before the run finished",
-                fabric.backend(),
-                fabric.now()
-            );
+        self.side.turn(&mut fabric.host(0));
+        Some(self.side.wake(now))
+    }
+
+    fn after_round(&mut self, _fabric: &mut F, now: Time) -> Round {
+        if self.side.error.is_some() || (self.done)(now, self.side) {
+            Round::Stop
+        } else {
+            Round::Go
         }
     }
 }
