@@ -213,12 +213,12 @@ fn run_workload<W: Workload, F: Fabric>(
     Ok(r)
 }
 
-/// Every host's endpoint snapshot ([`Endpoint::snapshot`]) as `fabric` observes its QPs.
+/// Every host's endpoint snapshot ([`xrdma::driver::snapshot`]) as `fabric` observes its QPs.
 pub fn endpoints<F: Fabric>(fabric: &mut F, eps: &[Endpoint]) -> Vec<rep::HostEndpoint> {
     (0u32..)
         .zip(eps)
         .map(|(host, ep)| {
-            let snapshot = match serde_json::to_value(ep.snapshot(&fabric.host(host))) {
+            let snapshot = match serde_json::to_value(driver::snapshot(ep, &fabric.host(host))) {
                 Ok(serde_json::Value::Object(m)) => m,
                 // A derived struct with string keys always serialises to an object; should
                 // that ever change, the record says so instead of vanishing.

@@ -308,3 +308,14 @@ pub fn flush<T: Transport + ?Sized>(now: Time, ep: &mut Endpoint, t: &mut T) {
     }
     chain.post(ep, t);
 }
+
+/// `ep`'s snapshot ([`Endpoint::snapshot`]) at `t`'s clock, with what `t` observes of each of
+/// its live QPs ([`Endpoint::live_qpns`], [`Transport::observe_qp`]): the `stat` tool's row.
+pub fn snapshot<T: Transport + ?Sized>(ep: &Endpoint, t: &T) -> crate::EndpointSnapshot {
+    let qps: crate::QpObservations = ep
+        .live_qpns()
+        .into_iter()
+        .map(|qpn| (qpn, t.observe_qp(qpn)))
+        .collect();
+    ep.snapshot(t.now(), &qps)
+}

@@ -46,7 +46,9 @@ pub mod timer;
 pub mod window;
 
 pub use config::{Config, ConfigError, MAX_MESSAGE_SIZE, MR_CHUNK_BYTES};
-pub use endpoint::{ConnSnapshot, ConnState, Endpoint, EndpointSnapshot, SendTiming};
+pub use endpoint::{
+    ConnSnapshot, ConnState, Endpoint, EndpointSnapshot, QpObservations, SendTiming,
+};
 pub use error::{ConnId, XrdmaError};
 pub use event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op, SetupProgress};
 pub use seq::Seq;

@@ -20,14 +20,14 @@ fn a_snapshot_shows_the_connection_its_counters_and_what_it_holds() {
         .send(w.pair.now, w.conns[0], pattern(1 << 20, 7))
         .unwrap();
     // Before any turn: everything is queued, nothing in flight.
-    let queued = w.eps[0].snapshot(&w.pair.side(0));
+    let queued = driver::snapshot(&w.eps[0], &w.pair.side(0));
     assert_eq!(queued.connections.len(), 1);
     assert_eq!(queued.connections[0].queued, 101);
     assert_eq!(queued.connections[0].inflight, 0);
     assert_eq!(queued.messages_accepted, 101);
     w.settle();
-    let tx = w.eps[0].snapshot(&w.pair.side(0));
-    let rx = w.eps[1].snapshot(&w.pair.side(1));
+    let tx = driver::snapshot(&w.eps[0], &w.pair.side(0));
+    let rx = driver::snapshot(&w.eps[1], &w.pair.side(1));
     assert_eq!(tx.at_ps, w.pair.now.as_ps());
     let (t, r) = (&tx.connections[0], &rx.connections[0]);
     assert_eq!(
@@ -61,7 +61,7 @@ fn a_snapshot_round_trips_through_json_with_unknowns_as_null() {
         .send(w.pair.now, w.conns[0], pattern(64, 1))
         .unwrap();
     w.settle();
-    let s = w.eps[0].snapshot(&w.pair.side(0));
+    let s = driver::snapshot(&w.eps[0], &w.pair.side(0));
     let text = serde_json::to_string(&s).unwrap();
     assert!(text.contains("\"retransmitted-packets\":null"), "{text}");
     assert!(text.contains("\"rnr-retries\":null"), "{text}");
@@ -81,7 +81,7 @@ fn a_closed_connection_is_shown_closed() {
     w.eps[0].close(w.conns[0]).unwrap();
     w.settle();
     let states: Vec<String> = (0..2)
-        .flat_map(|h| w.eps[h].snapshot(&w.pair.side(h)).connections)
+        .flat_map(|h| driver::snapshot(&w.eps[h], &w.pair.side(h)).connections)
         .map(|c| c.state)
         .collect();
     assert_eq!(states, ["closed", "closed"]);

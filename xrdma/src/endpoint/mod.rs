@@ -95,7 +95,7 @@ mod timing;
 
 pub use inspect::ConnUsage;
 use setup::{HalfSetup, MemoryFor, Resetting};
-pub use snapshot::{ConnSnapshot, EndpointSnapshot};
+pub use snapshot::{ConnSnapshot, EndpointSnapshot, QpObservations};
 pub use state::ConnState;
 pub use timing::SendTiming;
 use timing::{Completes, Stamps};

@@ -3,13 +3,21 @@
 //! [`EndpointResources`]); taking a snapshot walks the connection table once and changes
 //! nothing. What the core cannot observe is `None` (`null` in JSON), never `0`: the RC
 //! transport retransmits and retries RNR inside the NIC, so those per-connection counts and
-//! the QP state come from the transport ([`Transport::observe_qp`]) when it can tell (the
-//! simulator's NIC model) and stay `None` otherwise.
+//! the QP state come from the transport ([`crate::Transport::observe_qp`]) when it can tell
+//! (the simulator's NIC model) and stay `None` otherwise.
+//!
+//! The core does no I/O here either: the caller reads the transport's clock and observes the
+//! QPs the endpoint names ([`Endpoint::live_qpns`]), and hands both in.
 
 use super::{ConnState, ConnUsage, Endpoint};
 use crate::event::{ConnStats, EndpointResources};
-use crate::Transport;
+use crate::{QpNum, QpObservation, Time};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What the transport observed of each QP a snapshot shows, by QP number
+/// ([`crate::Transport::observe_qp`] for each of [`Endpoint::live_qpns`]).
+pub type QpObservations = BTreeMap<QpNum, QpObservation>;
 
 /// One connection's row. Bytes are payload bytes; times in ps.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,9 +90,23 @@ impl ConnState {
 }
 
 impl Endpoint {
-    /// Everything this endpoint holds and has counted, at `t`'s clock, with what transport
-    /// `t` (the one the endpoint runs on) observes of each connection's QP.
-    pub fn snapshot<T: Transport + ?Sized>(&self, t: &T) -> EndpointSnapshot {
+    /// The QPs whose transport view a snapshot shows: those of connections that have not
+    /// ended, in slot order. An ended connection's QP went back to the QP cache (reset for
+    /// the next connection) or was destroyed: what the transport says of that QPN now is not
+    /// that connection's.
+    pub fn live_qpns(&self) -> Vec<QpNum> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| !c.state.is_ended())
+            .map(|(_, c)| c.setup.qpn)
+            .collect()
+    }
+
+    /// Everything this endpoint holds and has counted, at `at` (the transport's clock), with
+    /// `qps`: what the transport observes of the QPs of [`Endpoint::live_qpns`]. A QP missing
+    /// from `qps`, and every ended connection's, shows as unobserved (`None`).
+    pub fn snapshot(&self, at: Time, qps: &QpObservations) -> EndpointSnapshot {
+        let unobserved = QpObservation::default();
         let connections = self
             .conns
             .iter()
@@ -92,13 +114,10 @@ impl Endpoint {
                 let stats = self.stats(id)?;
                 let u: ConnUsage = self.usage(id)?;
                 let qpn = c.setup.qpn;
-                // An ended connection's QP went back to the QP cache (reset for the next
-                // connection) or was destroyed: what the transport says of that QPN now is
-                // not this connection's.
                 let qp = if c.state.is_ended() {
-                    crate::QpObservation::default()
+                    &unobserved
                 } else {
-                    t.observe_qp(qpn)
+                    qps.get(&qpn).unwrap_or(&unobserved)
                 };
                 Some(ConnSnapshot {
                     conn: id.to_string(),
@@ -118,7 +137,7 @@ impl Endpoint {
             })
             .collect();
         EndpointSnapshot {
-            at_ps: t.now().as_ps(),
+            at_ps: at.as_ps(),
             resources: self.resources(),
             mr_used_bytes: self.pool.used_bytes(),
             messages_accepted: self.messages_accepted(),
