@@ -291,7 +291,7 @@ pub fn unreached_faults(sc: &Scenario, end: Time) -> Vec<String> {
     out
 }
 
-/// Refuses a stall that starts at or after the run's end ([`crate::run::deadline`]).
+/// Refuses a stall that starts at or after the run's end ([`crate::workload::deadline`]).
 fn check_stalls(sc: &Scenario) -> Result<()> {
     let stalls = match &sc.workload {
         Workload::OpenLoop(ol) => &ol.stalls,
@@ -299,7 +299,7 @@ fn check_stalls(sc: &Scenario) -> Result<()> {
         Workload::Incast(_) => return Ok(()),
     };
     let seed = sc.sim_or_default().seed;
-    let Some(end) = crate::run::deadline(&sc.workload, seed) else {
+    let Some(end) = crate::workload::deadline(&sc.workload, seed) else {
         return Ok(());
     };
     if let Some(s) = stalls.iter().find(|s| s.at >= end) {

@@ -7,9 +7,11 @@
 
 use crate::fabric::Fabric;
 use crate::host_faults::{Holding, HostFaultState, Observed};
+use crate::role::HostApp;
 use crate::watch::{LiveStat, Watch};
-use xrdma::driver::{Application, TurnScratch};
+use xrdma::driver::{self, TurnScratch};
 use xrdma::{Endpoint, Time};
+use xrdma_reports as rep;
 use xrdma_scenario::Stall;
 
 /// What the hosts say after a round of turns ([`Hosts::after_round`]).
@@ -104,13 +106,6 @@ pub fn turns<F: Fabric, H: Hosts<F> + ?Sized>(
             };
         }
     }
-}
-
-/// A host's application as the runner sees it.
-pub trait HostApp: Application {
-    /// Whether this host has nothing left to do (a sender whose every message was ACKed or
-    /// failed; hosts that only react always are).
-    fn finished(&self) -> bool;
 }
 
 /// The end of the stall `host` is in at `now`, if any (the latest end when stalls overlap).
@@ -218,7 +213,7 @@ fn live_stat<F: Fabric>(fabric: &mut F, eps: &[Endpoint]) -> LiveStat {
         pid: std::process::id(),
         backend: fabric.backend(),
         at_ps: fabric.now().as_ps(),
-        endpoints: crate::run::endpoints(fabric, eps),
+        endpoints: endpoints(fabric, eps),
         device: fabric.device_reading(),
     }
 }
@@ -268,4 +263,23 @@ fn host_turn<F: Fabric, A: HostApp>(
         return Some(busy);
     }
     earliest(wake, holding)
+}
+
+/// Every host's endpoint snapshot ([`xrdma::driver::snapshot`]) as `fabric` observes its QPs.
+pub fn endpoints<F: Fabric>(fabric: &mut F, eps: &[Endpoint]) -> Vec<rep::HostEndpoint> {
+    (0u32..)
+        .zip(eps)
+        .map(|(host, ep)| {
+            let snapshot = match serde_json::to_value(driver::snapshot(ep, &fabric.host(host))) {
+                Ok(serde_json::Value::Object(m)) => m,
+                // A derived struct with string keys always serialises to an object; should
+                // that ever change, the record says so instead of vanishing.
+                other => serde_json::Map::from_iter([(
+                    "snapshot-error".to_string(),
+                    serde_json::Value::String(format!("{other:?}")),
+                )]),
+            };
+            rep::HostEndpoint { host, snapshot }
+        })
+        .collect()
 }

@@ -2,7 +2,6 @@
 //! (an incast or open-loop sender, an echo client), the receiver (or echo server), or a host
 //! of the fabric that takes no part. The runner turns every host through this one type.
 
-use crate::drive::HostApp;
 use xrdma::driver::Application;
 use xrdma::{Endpoint, Event, Time};
 
@@ -14,6 +13,13 @@ pub enum HostRole<S, R> {
     Receiver(R),
     /// A host of the fabric that takes no part in the workload.
     Idle,
+}
+
+/// A host's application as the runner sees it.
+pub trait HostApp: Application {
+    /// Whether this host has nothing left to do (a sender whose every message was ACKed or
+    /// failed; hosts that only react always are).
+    fn finished(&self) -> bool;
 }
 
 /// Whether a sending application has nothing left to do: every message ACKed or failed (or,

@@ -14,7 +14,7 @@ use crate::workload::{
 use anyhow::{bail, Result};
 use std::time::Instant;
 use xrdma::driver;
-use xrdma::{Config, Endpoint, Time};
+use xrdma::{Config, Endpoint};
 use xrdma_reports as rep;
 use xrdma_scenario::Scenario;
 
@@ -209,27 +209,8 @@ fn run_workload<W: Workload, F: Fabric>(
     );
     r.network.ack_timeouts = Some(hf.counters.ack_timeouts);
     crate::transport_info::record_window_signals(&mut r, &eps);
-    r.endpoints = Some(endpoints(fabric, &eps));
+    r.endpoints = Some(crate::drive::endpoints(fabric, &eps));
     Ok(r)
-}
-
-/// Every host's endpoint snapshot ([`xrdma::driver::snapshot`]) as `fabric` observes its QPs.
-pub fn endpoints<F: Fabric>(fabric: &mut F, eps: &[Endpoint]) -> Vec<rep::HostEndpoint> {
-    (0u32..)
-        .zip(eps)
-        .map(|(host, ep)| {
-            let snapshot = match serde_json::to_value(driver::snapshot(ep, &fabric.host(host))) {
-                Ok(serde_json::Value::Object(m)) => m,
-                // A derived struct with string keys always serialises to an object; should
-                // that ever change, the record says so instead of vanishing.
-                other => serde_json::Map::from_iter([(
-                    "snapshot-error".to_string(),
-                    serde_json::Value::String(format!("{other:?}")),
-                )]),
-            };
-            rep::HostEndpoint { host, snapshot }
-        })
-        .collect()
 }
 
 /// What every host's application of `w` is built from, with `seed`.
@@ -238,18 +219,6 @@ pub fn setup<W: Workload>(w: &W, seed: u64) -> Setup {
         seed,
         pool: PayloadPool::new(seed, w.largest_message()),
     }
-}
-
-/// When a run of `workload` with `seed` stops, on the run's clock ([`Workload::deadline`]).
-pub fn deadline(workload: &xrdma_scenario::Workload, seed: u64) -> Option<Time> {
-    struct Deadline(u64);
-    impl Visit for Deadline {
-        type Output = Option<Time>;
-        fn visit<W: Workload>(self, w: &W) -> Option<Time> {
-            w.deadline(self.0)
-        }
-    }
-    workload::visit(workload, Deadline(seed))
 }
 
 /// Connects host `a` to host `b` with one RC QP pair, exchanging

@@ -39,7 +39,7 @@ pub struct LiveStat {
     /// When it was taken, on the fabric's clock (virtual on the simulator, since the run's
     /// start on a device), ps.
     pub at_ps: u64,
-    /// Every local host's endpoint ([`crate::run::endpoints`]).
+    /// Every local host's endpoint ([`crate::drive::endpoints`]).
     pub endpoints: Vec<rep::HostEndpoint>,
     /// The device's port counters as read now (`hw_counters/` by bare name, `counters/` as
     /// `counters/NAME`; [`crate::device_counters::read_snapshot`]); `None` on the simulator.

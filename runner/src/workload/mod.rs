@@ -121,3 +121,15 @@ pub fn mean_shape(
         messages_per_sender: u32::try_from(records.len() as u64 / n).unwrap_or(u32::MAX),
     }
 }
+
+/// When a run of `workload` with `seed` stops, on the run's clock ([`Workload::deadline`]).
+pub fn deadline(workload: &xrdma_scenario::Workload, seed: u64) -> Option<Time> {
+    struct Deadline(u64);
+    impl Visit for Deadline {
+        type Output = Option<Time>;
+        fn visit<W: Workload>(self, w: &W) -> Option<Time> {
+            w.deadline(self.0)
+        }
+    }
+    visit(workload, Deadline(seed))
+}
