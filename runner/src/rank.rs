@@ -26,6 +26,7 @@ use crate::workload::SenderRecord;
 use anyhow::{bail, Context, Result};
 use xrdma_scenario::{Scenario, VerbsSection};
 
+pub mod accept;
 #[cfg(feature = "verbs")]
 mod device;
 pub mod devices;

@@ -1,5 +1,6 @@
 //! One rank on an RDMA device: bootstrap, run, hand in or gather the records.
 
+use super::accept::admit_peers;
 use super::{decode_records, devices, hello, RankPlan};
 use crate::bootstrap::{ConnRecord, Frame, Listener, Peer};
 use crate::drive::drive;
@@ -142,64 +143,25 @@ fn run_rank_of<W: Workload>(
         // The receiver's rank: every peer rank connects, sends its half of each pair, gets
         // ours; then all start together.
         let deadline = Instant::now() + io;
-        let mut peers: Vec<(u32, Peer, Vec<u32>)> = Vec::new();
-        let mut seen = Vec::new();
-        for _ in 0..plan.peers.len() {
-            let mut p = listener.accept(deadline, io)?;
-            let theirs = p.handshake(&ours)?;
-            seen.push(crate::environment::PeerSeen {
-                rank: theirs.rank,
-                host_name: theirs.host.clone(),
-                from: p.addr(),
-            });
-            let Some((r, senders)) = plan.peers.iter().find(|(r, _)| *r == theirs.rank) else {
-                bail!(
-                    "{} connected as rank {}, which runs no sender of this scenario",
-                    p.addr(),
-                    theirs.rank
-                );
-            };
-            if peers.iter().any(|(q, _, _)| q == r) {
-                bail!("rank {r} connected twice (second from {})", p.addr());
-            }
-            let Frame::Conns { conns } = p.expect("conns")? else {
-                bail!("rank {r} sent no connection records");
-            };
-            let mut reply = Vec::with_capacity(conns.len());
-            let mut covered = Vec::new();
-            for rec in &conns {
-                if rec.receiver != receiver || !senders.contains(&rec.sender) {
-                    bail!(
-                        "rank {r} offered a connection {} -> {}; it runs senders {senders:?} \
-                         and the receiver is host {receiver}",
-                        rec.sender,
-                        rec.receiver
-                    );
-                }
-                if covered.contains(&rec.sender) {
-                    bail!("rank {r} offered host {} twice", rec.sender);
-                }
-                covered.push(rec.sender);
-                let info: ConnInfo = rec.decode(p.addr())?;
-                let host = ri as u32;
-                let half = driver::open(&mut eps[ri], &mut fabric.host(host))?;
-                let mine = half.info;
-                driver::establish(
-                    &mut eps[ri],
-                    &mut fabric.host(host),
-                    half,
-                    &info,
-                    rec.sender,
-                )
-                .with_context(|| format!("connecting host {}'s QP", rec.sender))?;
-                reply.push(ConnRecord::new(rec.sender, receiver, &mine)?);
-            }
-            if let Some(h) = senders.iter().find(|h| !covered.contains(h)) {
-                bail!("rank {r} sent no connection for its sender host {h}");
-            }
-            p.send(&Frame::Conns { conns: reply })?;
-            peers.push((*r, p, senders.clone()));
-        }
+        let host = ri as u32;
+        let (admitted, seen) = admit_peers(&listener, &ours, &plan, deadline, io, |rec, from| {
+            let info: ConnInfo = rec.decode(from)?;
+            let half = driver::open(&mut eps[ri], &mut fabric.host(host))?;
+            let mine = half.info;
+            driver::establish(
+                &mut eps[ri],
+                &mut fabric.host(host),
+                half,
+                &info,
+                rec.sender,
+            )
+            .with_context(|| format!("connecting host {}'s QP", rec.sender))?;
+            Ok(ConnRecord::new(rec.sender, receiver, &mine)?)
+        })?;
+        let mut peers: Vec<(u32, Peer, Vec<u32>)> = admitted
+            .into_iter()
+            .map(|a| (a.rank, a.peer, a.senders))
+            .collect();
         for (_, p, _) in &mut peers {
             p.send(&Frame::Start)?;
         }
