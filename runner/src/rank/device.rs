@@ -2,7 +2,7 @@
 
 use super::accept::admit_peers;
 use super::{decode_records, devices, hello, RankPlan};
-use crate::bootstrap::{ConnRecord, Frame, Listener, Peer};
+use crate::bootstrap::{Auth, ConnRecord, Frame, JobSecret, Listener, Peer};
 use crate::drive::drive;
 use crate::fabric::Fabric;
 use crate::fabric::VerbsFabric;
@@ -43,15 +43,18 @@ pub enum RankOutcome {
 }
 
 /// Run rank `rank` of `sc` (its `verbs.ranks` entry) on the RDMA device the `verbs:` block
-/// names. Bootstrap reads, accepts and connects are bounded by the block's `run-timeout`.
+/// names. Every bootstrap connection proves the job's `secret` both ways ([`Auth::Job`]):
+/// the receiver's rank refuses (and logs) a connection that does not and goes on accepting;
+/// a sender rank gives nothing to a listener that does not. Bootstrap reads, accepts and
+/// connects are bounded by the block's `run-timeout`.
 ///
 /// # Errors
 /// A scenario without `ranks`, a bootstrap failure (peer absent, other version or scenario,
-/// closed early), no device, or a verb that fails during setup. Failures after the start
-/// (a peer that vanishes mid-run) are recorded in the result's `errors` and its messages
-/// count as missing.
-pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
-    run_rank_bound(sc, rank, None)
+/// no proof of the secret, closed early), no device, or a verb that fails during setup.
+/// Failures after the start (a peer that vanishes mid-run) are recorded in the result's
+/// `errors` and its messages count as missing.
+pub fn run_rank(sc: &Scenario, rank: u32, secret: &JobSecret) -> Result<RankOutcome> {
+    run_rank_bound(sc, rank, None, secret)
 }
 
 /// [`run_rank`] with the bootstrap listener already bound (by the launcher's rendezvous,
@@ -60,15 +63,20 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
 ///
 /// # Errors
 /// As [`run_rank`].
-pub fn run_rank_bound(sc: &Scenario, rank: u32, bound: Option<Listener>) -> Result<RankOutcome> {
-    struct Rank<'a>(&'a Scenario, u32, Option<Listener>);
+pub fn run_rank_bound(
+    sc: &Scenario,
+    rank: u32,
+    bound: Option<Listener>,
+    secret: &JobSecret,
+) -> Result<RankOutcome> {
+    struct Rank<'a>(&'a Scenario, u32, Option<Listener>, &'a JobSecret);
     impl Visit for Rank<'_> {
         type Output = Result<RankOutcome>;
         fn visit<W: Workload>(self, w: &W) -> Self::Output {
-            run_rank_of(w, self.0, self.1, self.2)
+            run_rank_of(w, self.0, self.1, self.2, self.3)
         }
     }
-    workload::visit(&sc.workload, Rank(sc, rank, bound))
+    workload::visit(&sc.workload, Rank(sc, rank, bound, secret))
 }
 
 /// [`run_rank_bound`] of workload `w`.
@@ -77,6 +85,7 @@ fn run_rank_of<W: Workload>(
     sc: &Scenario,
     rank: u32,
     bound: Option<Listener>,
+    secret: &JobSecret,
 ) -> Result<RankOutcome> {
     let cfg = crate::check::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
@@ -144,7 +153,8 @@ fn run_rank_of<W: Workload>(
         // ours; then all start together.
         let deadline = Instant::now() + io;
         let host = ri as u32;
-        let (admitted, seen) = admit_peers(&listener, &ours, &plan, deadline, io, |rec, from| {
+        let auth = Auth::Job(secret);
+        let admission = admit_peers(&listener, &ours, auth, &plan, deadline, io, |rec, from| {
             let info: ConnInfo = rec.decode(from)?;
             let half = driver::open(&mut eps[ri], &mut fabric.host(host))?;
             let mine = half.info;
@@ -158,7 +168,9 @@ fn run_rank_of<W: Workload>(
             .with_context(|| format!("connecting host {}'s QP", rec.sender))?;
             Ok(ConnRecord::new(rec.sender, receiver, &mine)?)
         })?;
-        let mut peers: Vec<(u32, Peer, Vec<u32>)> = admitted
+        let seen = admission.seen;
+        let mut peers: Vec<(u32, Peer, Vec<u32>)> = admission
+            .peers
             .into_iter()
             .map(|a| (a.rank, a.peer, a.senders))
             .collect();
@@ -292,7 +304,7 @@ fn run_rank_of<W: Workload>(
     let to_rank = plan.receiver_rank;
     let addr = section.ranks[to_rank as usize].address;
     let mut p = Peer::connect(addr, Instant::now() + io, io)?;
-    p.handshake(&ours)?;
+    p.handshake(&ours, Auth::Job(secret))?;
     let mut halves = Vec::with_capacity(plan.hosts.len());
     let mut offer = Vec::with_capacity(plan.hosts.len());
     for (i, &h) in plan.hosts.iter().enumerate() {
