@@ -144,7 +144,7 @@ pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunRe
     use xrdma_runner::rank::{run_rank_bound, RankOutcome};
     use xrdma_runner::request::Backend;
     let secret = launch::JobSecret::from_env();
-    let (scenario, rank, listener) = match launch::start(sc, launch, secret)? {
+    let (scenario, rank, listener, secret) = match launch::start(sc, launch, secret)? {
         Started::Single => {
             eprintln!("rank 0 of 1: every host in this process");
             return xrdma_runner::request::RunRequest::new(sc.clone(), Backend::Verbs)
@@ -156,15 +156,16 @@ pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunRe
             rank,
             listener,
             assignment,
+            secret,
         } => {
             let shown = |r: usize| rank == 0 || r == rank as usize;
             for (_, line) in assignment.iter().enumerate().filter(|(r, _)| shown(*r)) {
                 eprintln!("{line}");
             }
-            (scenario, rank, listener)
+            (scenario, rank, listener, secret)
         }
     };
-    match run_rank_bound(&scenario, rank, listener)? {
+    match run_rank_bound(&scenario, rank, listener, &secret)? {
         RankOutcome::Report(r) => Ok(Some(*r)),
         RankOutcome::Sent {
             rank,

@@ -44,8 +44,9 @@ enum Command {
     /// multi-process run: the ranks meet at rank 0 (--coordinator, XRDMA_COORDINATOR, Slurm's
     /// first node or the hostfile's first host; TCP port 18515), the receiver runs on rank 0
     /// and the senders in blocks on the others (or as a `verbs.ranks` block says), and the
-    /// receiver's rank writes the report; every rank proves the job's secret there
-    /// (XRDMA_JOB_SECRET or XRDMA_JOB_SECRET_FILE, see `xrdma job-secret`). E.g.
+    /// receiver's rank writes the report; every rank proves the job's secret at the
+    /// rendezvous and to every rank it connects to (XRDMA_JOB_SECRET or
+    /// XRDMA_JOB_SECRET_FILE, see `xrdma job-secret`). E.g.
     /// `export XRDMA_JOB_SECRET=$(xrdma job-secret); srun -N 9 --ntasks-per-node=1 xrdma run
     /// --backend verbs scenarios/incast-8.yaml`.
     Run {

@@ -108,11 +108,14 @@ check incast-8 "$results/incast-8.log" \
 # merges the records) in the foreground; passes when both exit 0 and rank 0's result reports
 # all WANT messages delivered intact.
 two_ranks() { # DIR SCENARIO WANT
-  local dir=$1 scenario=$2 want=$3 sender rc=0
-  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 1 --out "$dir/rank1" \
-    > "$dir/rank1.log" 2>&1 &
+  local dir=$1 scenario=$2 want=$3 sender rc=0 secret
+  # One job secret for both ranks: their bootstrap connection proves it.
+  secret=$("$xrdma" job-secret) || return 1
+  XRDMA_JOB_SECRET=$secret timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 1 \
+    --out "$dir/rank1" > "$dir/rank1.log" 2>&1 &
   sender=$!
-  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 0 --out "$dir" || rc=$?
+  XRDMA_JOB_SECRET=$secret timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 0 \
+    --out "$dir" || rc=$?
   wait "$sender" || { echo "rank 1 failed: $(tail -n 5 "$dir/rank1.log")" >&2; rc=1; }
   cat "$dir/rank1.log"
   ((rc == 0)) || return 1

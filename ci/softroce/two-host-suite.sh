@@ -334,13 +334,17 @@ ranks_run() { # SCENARIO SENDERS WANT DIR PORT0 PORT1 [PCAP]
   # Both sides write the same bytes (rank 0 checks rank 1's file hash).
   softroce_ranks_variant "$src" "$scenario" "$client_ip:$5" '[0]' "$server_ip:$6" "$senders" \
     || return 1
+  # One job secret for both ranks (made by a, read by b): their bootstrap connection proves it.
+  job_secret "${4//\//-}" "$dir/job.secret" || return 1
   if [[ $me == b ]]; then
-    timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 1 --out "$dir/rank1" || rc=$?
+    XRDMA_JOB_SECRET=$(cat "$dir/job.secret") \
+      timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 1 --out "$dir/rank1" || rc=$?
     return "$rc"
   fi
   counters > "$dir/counters-before.a.env"
   if [[ -n $pcap ]]; then capture_start "$pcap" || return 1; fi
-  timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 0 --out "$dir" || rc=$?
+  XRDMA_JOB_SECRET=$(cat "$dir/job.secret") \
+    timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 0 --out "$dir" || rc=$?
   if [[ -n $pcap ]]; then capture_stop "$pcap" || rc=1; fi
   counters > "$dir/counters-after.a.env"
   counter_deltas "$dir/counters-before.a.env" "$dir/counters-after.a.env" > "$dir/counters-delta.a.env"

@@ -5,7 +5,9 @@
 //! single-process run; connections to a host of another rank go through the TCP bootstrap
 //! ([`crate::bootstrap`]): the rank running the workload's receiver listens on its address,
 //! every other rank with senders connects to it, both check each other's [`Hello`] (tool
-//! version, scenario name and file hash), and they swap [`xrdma::driver::ConnInfo`]s keyed by
+//! version, scenario name and file hash) and prove they hold the job's secret
+//! ([`crate::bootstrap::Auth::Job`]; the receiver's rank refuses and logs any connection that
+//! does not and goes on accepting, [`accept`]), and they swap [`xrdma::driver::ConnInfo`]s keyed by
 //! (sender host, receiver host). When every QP is connected the receiver's rank sends
 //! `start` and every rank restarts its clock, so the workload's `start` means the same
 //! moment everywhere (up to one TCP one-way delay).
@@ -26,6 +28,7 @@ use crate::workload::SenderRecord;
 use anyhow::{bail, Context, Result};
 use xrdma_scenario::{Scenario, VerbsSection};
 
+pub mod accept;
 #[cfg(feature = "verbs")]
 mod device;
 pub mod devices;

@@ -46,7 +46,7 @@ use xrdma::{
     LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendOpcode, SendWr, Sge, Span,
     Time, Transport, WcOpcode, WcStatus, WorkCompletion,
 };
-use xrdma_runner::bootstrap::{content_hash, ConnRecord, Frame, Hello, Listener, Peer};
+use xrdma_runner::bootstrap::{content_hash, Auth, ConnRecord, Frame, Hello, Listener, Peer};
 use xrdma_runner::drive::{turns, Clock, Hosts, Round};
 use xrdma_runner::fabric::Fabric;
 
@@ -610,7 +610,8 @@ pub fn serve<F: Fabric>(
         listener.local_addr()
     );
     let mut peer = listener.accept(Instant::now() + timeout, timeout)?;
-    peer.handshake(&hello(verb, opts, SERVER))?;
+    // Open by design, as `ib_send_lat`'s server is: no job secret is asked.
+    peer.handshake(&hello(verb, opts, SERVER), Auth::Open)?;
     let mut side = Side::new(&mut fabric.host(0), verb, false, u32::MAX, opts)?;
     join(fabric, &mut peer, &mut side, false)?;
     peer.send(&Frame::Start)?;
@@ -661,7 +662,7 @@ pub fn connect<F: Fabric>(
 ) -> Result<VerbPingReport> {
     refuse_xrdma(verb, opts)?;
     let mut peer = Peer::connect(server, Instant::now() + timeout, timeout)?;
-    peer.handshake(&hello(verb, opts, CLIENT))?;
+    peer.handshake(&hello(verb, opts, CLIENT), Auth::Open)?;
     let total = opts.warmup.saturating_add(opts.iters);
     let mut side = Side::new(&mut fabric.host(0), verb, true, total, opts)?;
     join(fabric, &mut peer, &mut side, true)?;

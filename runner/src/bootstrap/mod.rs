@@ -5,7 +5,9 @@
 //!
 //! Wire format: each frame is a 4-byte big-endian length followed by that many bytes of JSON
 //! (one [`Frame`]); frames above [`MAX_FRAME_BYTES`] are refused. A connection starts with both
-//! sides sending a [`Hello`] and checking the other's ([`Peer::handshake`]).
+//! sides sending a [`Hello`] and checking the other's, then, between the ranks of a job, proving
+//! the job's secret both ways ([`Peer::handshake`], [`Auth`]; the frames after it carry no MAC,
+//! see [`auth`]).
 //!
 //! Nothing here blocks without a limit: connecting retries until a deadline (the peer may
 //! start later), accepting stops at a deadline, and every read and write has a timeout. A
@@ -18,14 +20,19 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+pub mod auth;
+pub mod secret;
 mod wire;
+pub use auth::{Auth, Session};
+pub use secret::{JobSecret, SecretError};
 pub use wire::{encode_frame, parse_frame, MAX_FRAME_BYTES};
 
 /// Version of this wire protocol; a peer with another one is refused (2: the rendezvous
 /// frames `join` and `table`; 3: the `device` frame a rank sends after `bye`; 4: the
 /// rendezvous proves the job secret, with `challenge` and `proof` frames and a MAC on `join`
-/// and `table`).
-pub const PROTOCOL_VERSION: u32 = 4;
+/// and `table`; 5: every connection between the ranks of a job proves it, `challenge` each
+/// way and `proof` each way, the acceptor's first ([`auth`]), the rendezvous's too).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Pause between two connection attempts while the peer is not listening yet.
 pub const CONNECT_RETRY: Duration = Duration::from_millis(100);
@@ -150,20 +157,21 @@ pub enum Frame {
         /// The device and counters, serialized whole.
         device: serde_json::Value,
     },
-    /// Rendezvous ([`crate::launch::rendezvous`]): a fresh random nonce, each side's
-    /// challenge to the other after the hellos.
+    /// A fresh random nonce, each side's challenge to the other after the hellos when the
+    /// handshake proves the job's secret ([`Auth::Job`]).
     Challenge {
         /// The nonce, hex.
         nonce: String,
     },
-    /// Rendezvous: rank 0's answer to a rank's challenge, proving it holds the job secret.
+    /// A side's answer to the other's challenge, proving it holds the job's secret
+    /// ([`Auth::Job`]; the acceptor's first).
     Proof {
         /// HMAC-SHA256 over the handshake, hex.
         mac: String,
     },
     /// Rendezvous: a rank tells rank 0 the rank count it was launched with and where its
     /// bootstrap listener is bound (its rank is in its hello), proving it holds the job
-    /// secret.
+    /// secret again, bound to what it says.
     Join {
         /// The rank count.
         size: u32,
@@ -293,12 +301,30 @@ pub enum BootstrapError {
         /// The peer's address.
         peer: SocketAddr,
     },
+    /// The peer did not prove the job's secret ([`Auth::Job`]): it is refused.
+    #[error("bootstrap: refused {peer}{}: {reason}", claiming(*.rank))]
+    Refused {
+        /// The peer's address.
+        peer: SocketAddr,
+        /// The rank its hello claimed.
+        rank: Option<u32>,
+        /// Why (`no valid MAC over the handshake ...`, `sent back this side's own nonce ...`).
+        reason: String,
+    },
+    /// No random nonce for the handshake.
+    #[error("bootstrap: {0}")]
+    Secret(#[from] SecretError),
     /// A value could not be serialized.
     #[error("bootstrap: cannot encode a frame: {reason}")]
     Encode {
         /// serde_json's error.
         reason: String,
     },
+}
+
+/// ` (claiming rank R)` when a hello said which rank, else nothing.
+fn claiming(rank: Option<u32>) -> String {
+    rank.map_or(String::new(), |r| format!(" (claiming rank {r})"))
 }
 
 /// A bound bootstrap listener.
@@ -335,7 +361,7 @@ impl Listener {
         let began = Instant::now();
         loop {
             match self.listener.accept() {
-                Ok((stream, peer)) => return Peer::new(stream, peer, io_timeout),
+                Ok((stream, peer)) => return Peer::new(stream, peer, io_timeout, true),
                 Err(e)
                     if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted =>
                 {
@@ -368,6 +394,9 @@ pub struct Peer {
     /// Bytes read but not yet parsed into a frame.
     buf: Vec<u8>,
     nonblocking: bool,
+    /// Whether this side accepted the connection (else it connected): the acceptor proves
+    /// the job's secret first.
+    accepted: bool,
 }
 
 impl Peer {
@@ -375,6 +404,7 @@ impl Peer {
         stream: TcpStream,
         peer: SocketAddr,
         io_timeout: Duration,
+        accepted: bool,
     ) -> Result<Self, BootstrapError> {
         let io = |source| BootstrapError::Io {
             peer,
@@ -392,6 +422,7 @@ impl Peer {
             io_timeout,
             buf: Vec::new(),
             nonblocking: false,
+            accepted,
         })
     }
 
@@ -413,7 +444,7 @@ impl Peer {
                 left.clamp(Duration::from_millis(1), Duration::from_secs(2)),
             );
             let last = match attempt {
-                Ok(stream) => return Peer::new(stream, addr, io_timeout),
+                Ok(stream) => return Peer::new(stream, addr, io_timeout, false),
                 Err(e) => e.to_string(),
             };
             if Instant::now() + CONNECT_RETRY >= deadline {
@@ -605,62 +636,6 @@ impl Peer {
             Some(d) => self.recv_until(what, d),
             None => self.recv(what),
         }
-    }
-
-    /// Send `ours`, read the peer's hello and check it: same protocol and tool version, same
-    /// scenario name and hash. Returns the peer's hello.
-    ///
-    /// # Errors
-    /// [`BootstrapError::VersionMismatch`], [`BootstrapError::ScenarioMismatch`],
-    /// [`BootstrapError::Unexpected`] when the first frame is no hello, or an I/O error.
-    pub fn handshake(&mut self, ours: &Hello) -> Result<Hello, BootstrapError> {
-        self.handshake_by(ours, None)
-    }
-
-    /// [`Peer::handshake`], the peer's hello due by `deadline` (a stranger that connects and
-    /// says nothing is given up at the deadline).
-    ///
-    /// # Errors
-    /// As [`Peer::handshake`]; [`BootstrapError::Timeout`] at the deadline.
-    pub fn handshake_until(
-        &mut self,
-        ours: &Hello,
-        deadline: Instant,
-    ) -> Result<Hello, BootstrapError> {
-        self.handshake_by(ours, Some(deadline))
-    }
-
-    fn handshake_by(
-        &mut self,
-        ours: &Hello,
-        deadline: Option<Instant>,
-    ) -> Result<Hello, BootstrapError> {
-        self.send(&Frame::Hello(ours.clone()))?;
-        let theirs = match self.recv_by("waiting for the peer's hello", deadline)? {
-            Frame::Hello(h) => h,
-            other => {
-                return Err(BootstrapError::Unexpected {
-                    peer: self.peer,
-                    expected: "hello",
-                    got: other.kind(),
-                })
-            }
-        };
-        if theirs.protocol != ours.protocol || theirs.tool_version != ours.tool_version {
-            return Err(BootstrapError::VersionMismatch {
-                ours: Box::new(ours.clone()),
-                theirs: Box::new(theirs),
-                peer: self.peer,
-            });
-        }
-        if theirs.scenario != ours.scenario || theirs.scenario_hash != ours.scenario_hash {
-            return Err(BootstrapError::ScenarioMismatch {
-                ours: Box::new(ours.clone()),
-                theirs: Box::new(theirs),
-                peer: self.peer,
-            });
-        }
-        Ok(theirs)
     }
 
     /// Wait for a frame of kind `expected` (`conns`, `start`, `records`, `bye`, `challenge`,

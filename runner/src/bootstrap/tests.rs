@@ -26,7 +26,9 @@ fn hello_then_conns_then_records_round_trip() {
     let addr = l.local_addr();
     let server = thread::spawn(move || {
         let mut p = l.accept(soon(5000), IO).unwrap();
-        let h = p.handshake(&Hello::new("incast-8", "abc", 0)).unwrap();
+        let h = p
+            .handshake(&Hello::new("incast-8", "abc", 0), Auth::Open)
+            .unwrap();
         assert_eq!(h.rank, 1);
         let theirs = p
             .exchange_conns(
@@ -49,7 +51,9 @@ fn hello_then_conns_then_records_round_trip() {
         (theirs, rec)
     });
     let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
-    let h = c.handshake(&Hello::new("incast-8", "abc", 1)).unwrap();
+    let h = c
+        .handshake(&Hello::new("incast-8", "abc", 1), Auth::Open)
+        .unwrap();
     assert_eq!(h.rank, 0);
     let got = c
         .exchange_conns(
@@ -101,7 +105,7 @@ fn connect_retries_until_the_listener_appears() {
         thread::sleep(Duration::from_millis(300));
         let l = Listener::bind(addr).unwrap();
         let mut p = l.accept(soon(5000), IO).unwrap();
-        p.handshake(&Hello::new("s", "h", 0)).unwrap()
+        p.handshake(&Hello::new("s", "h", 0), Auth::Open).unwrap()
     });
     let t0 = Instant::now();
     let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
@@ -110,7 +114,7 @@ fn connect_retries_until_the_listener_appears() {
         "{:?}",
         t0.elapsed()
     );
-    c.handshake(&Hello::new("s", "h", 1)).unwrap();
+    c.handshake(&Hello::new("s", "h", 1), Auth::Open).unwrap();
     assert_eq!(server.join().unwrap().rank, 1);
 }
 
@@ -142,13 +146,19 @@ fn mismatched_scenario_and_version_name_both_sides() {
     let addr = l.local_addr();
     let server = thread::spawn(move || {
         let mut p = l.accept(soon(5000), IO).unwrap();
-        let e1 = p.handshake(&Hello::new("incast-8", "1111", 0)).unwrap_err();
+        let e1 = p
+            .handshake(&Hello::new("incast-8", "1111", 0), Auth::Open)
+            .unwrap_err();
         let mut p = l.accept(soon(5000), IO).unwrap();
-        let e2 = p.handshake(&Hello::new("incast-8", "1111", 0)).unwrap_err();
+        let e2 = p
+            .handshake(&Hello::new("incast-8", "1111", 0), Auth::Open)
+            .unwrap_err();
         (e1.to_string(), e2.to_string())
     });
     let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
-    let e = c.handshake(&Hello::new("incast-8", "2222", 1)).unwrap_err();
+    let e = c
+        .handshake(&Hello::new("incast-8", "2222", 1), Auth::Open)
+        .unwrap_err();
     let text = e.to_string();
     assert!(
         matches!(e, BootstrapError::ScenarioMismatch { .. }),
@@ -161,7 +171,7 @@ fn mismatched_scenario_and_version_name_both_sides() {
     let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
     let mut old = Hello::new("incast-8", "1111", 1);
     old.protocol = PROTOCOL_VERSION + 1;
-    let e = c.handshake(&old).unwrap_err();
+    let e = c.handshake(&old, Auth::Open).unwrap_err();
     assert!(matches!(e, BootstrapError::VersionMismatch { .. }), "{e}");
     let (s1, s2) = server.join().unwrap();
     assert!(

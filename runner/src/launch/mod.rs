@@ -61,8 +61,10 @@ pub mod hostfile;
 pub mod hostlist;
 pub mod rendezvous;
 mod resolve;
-pub mod secret;
 mod start;
+
+/// The job's secret, shared with the bootstrap ([`crate::bootstrap::secret`]).
+pub use crate::bootstrap::secret;
 
 pub use assign::{assign, describe, layout, report_rank};
 pub use hostfile::{HostSlots, Hostfile, HostfileError};

@@ -6,16 +6,16 @@
 //! bootstrap does. The hello proves nothing (the scenario and its hash are no secret), so
 //! each side then proves it holds the [`JobSecret`]:
 //!
-//! 1. rank 0 sends [`Frame::Challenge`] with a fresh random nonce `n0`, the rank answers with
-//!    its own `n1`;
-//! 2. rank 0 sends [`Frame::Proof`], the HMAC-SHA256 (RFC 2104) of the transcript (both
-//!    nonces, the rank, the scenario and its hash) under the label `coordinator`; the rank
-//!    checks it before it says anything about itself, so an impostor at the coordinator's
-//!    port learns no address and gets no rank into its table;
-//! 3. the rank binds its bootstrap listener on the local address of that connection (the
+//! 1. the bootstrap's handshake with [`Auth::Job`] ([`crate::bootstrap::auth`]): a fresh
+//!    random nonce each way ([`Frame::Challenge`]), then rank 0's [`Frame::Proof`], the
+//!    HMAC-SHA256 (RFC 2104) of the transcript (both nonces and both hellos) under the label
+//!    `acceptor`, which the rank checks before it says anything about itself, so an impostor
+//!    at the coordinator's port learns no address and gets no rank into its table; then the
+//!    rank's own proof under the label `connector`;
+//! 2. the rank binds its bootstrap listener on the local address of that connection (the
 //!    interface that reaches rank 0) and sends [`Frame::Join`] with the rank count it was
 //!    launched with, the listener's address and the MAC of the transcript with both;
-//! 4. when every rank has joined, rank 0 binds its own listener and sends each of them
+//! 3. when every rank has joined, rank 0 binds its own listener and sends each of them
 //!    [`Frame::Table`], every address in rank order, with the MAC of the transcript and the
 //!    table, which the rank checks; then the coordinator connections close.
 //!
@@ -28,9 +28,11 @@
 //! Rank 0's own address in the table is the coordinator's address (its bootstrap listener
 //! binds it too); a lone rank 0 lists loopback.
 
-use super::secret::{from_hex, random_bytes, to_hex, JobSecret, SecretError, NONCE_BYTES};
+use super::secret::{JobSecret, SecretError};
 use super::{Coordinator, Launch};
-use crate::bootstrap::{BootstrapError, Frame, Hello, Listener, Peer};
+#[cfg(doc)]
+use crate::bootstrap::Auth;
+use crate::bootstrap::{BootstrapError, Frame, Hello, Listener, Peer, Session};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -241,81 +243,27 @@ fn unspecified(like: IpAddr) -> IpAddr {
     }
 }
 
-/// The labels of the three MACs, one per direction and frame, so none can stand for another.
-const LABEL_COORDINATOR: &str = "xrdma rendezvous 4: coordinator";
-const LABEL_JOIN: &str = "xrdma rendezvous 4: join";
-const LABEL_TABLE: &str = "xrdma rendezvous 4: table";
+/// The labels of the two MACs on rendezvous frames, one per frame, so neither can stand for
+/// the other or for a handshake's proof.
+const LABEL_JOIN: &str = "xrdma rendezvous 5: join";
+const LABEL_TABLE: &str = "xrdma rendezvous 5: table";
 
-/// What both sides of one coordinator connection MAC: the two nonces, the joining rank and
-/// the scenario both run.
-struct Transcript {
-    n0: [u8; NONCE_BYTES],
-    n1: [u8; NONCE_BYTES],
-    rank: [u8; 4],
-    scenario: String,
-    scenario_hash: String,
+/// What a join's MAC covers after the transcript: the rank count and the address.
+fn join_fields(size: u32, address: SocketAddr) -> [Vec<u8>; 2] {
+    [
+        size.to_be_bytes().to_vec(),
+        address.to_string().into_bytes(),
+    ]
 }
 
-impl Transcript {
-    fn new(n0: [u8; NONCE_BYTES], n1: [u8; NONCE_BYTES], rank: u32, hello: &Hello) -> Self {
-        Transcript {
-            n0,
-            n1,
-            rank: rank.to_be_bytes(),
-            scenario: hello.scenario.clone(),
-            scenario_hash: hello.scenario_hash.clone(),
-        }
-    }
-
-    /// The transcript's fields, then `extra`.
-    fn fields<'a>(&'a self, extra: &[&'a [u8]]) -> Vec<&'a [u8]> {
-        let mut f: Vec<&[u8]> = vec![
-            &self.n0,
-            &self.n1,
-            &self.rank,
-            self.scenario.as_bytes(),
-            self.scenario_hash.as_bytes(),
-        ];
-        f.extend_from_slice(extra);
-        f
-    }
-
-    fn coordinator_mac(&self, secret: &JobSecret) -> String {
-        to_hex(&secret.mac(LABEL_COORDINATOR, &self.fields(&[])))
-    }
-
-    fn join_fields(size: u32, address: SocketAddr) -> (Vec<u8>, Vec<u8>) {
-        (
-            size.to_be_bytes().to_vec(),
-            address.to_string().into_bytes(),
-        )
-    }
-
-    fn join_mac(&self, secret: &JobSecret, size: u32, address: SocketAddr) -> String {
-        let (s, a) = Self::join_fields(size, address);
-        to_hex(&secret.mac(LABEL_JOIN, &self.fields(&[&s, &a])))
-    }
-
-    fn table_fields(ranks: &[SocketAddr]) -> Vec<Vec<u8>> {
-        ranks.iter().map(|a| a.to_string().into_bytes()).collect()
-    }
-
-    fn table_mac(&self, secret: &JobSecret, ranks: &[SocketAddr]) -> String {
-        let t = Self::table_fields(ranks);
-        let extra: Vec<&[u8]> = t.iter().map(Vec::as_slice).collect();
-        to_hex(&secret.mac(LABEL_TABLE, &self.fields(&extra)))
-    }
-
-    /// Whether `mac` (hex) is the MAC under `label` of the transcript and `extra`, compared
-    /// in constant time.
-    fn verify(&self, secret: &JobSecret, label: &str, extra: &[&[u8]], mac: &str) -> bool {
-        from_hex(mac).is_some_and(|m| secret.verify(label, &self.fields(extra), &m))
-    }
+/// What a table's MAC covers after the transcript: every address in rank order.
+fn table_fields(ranks: &[SocketAddr]) -> Vec<Vec<u8>> {
+    ranks.iter().map(|a| a.to_string().into_bytes()).collect()
 }
 
-/// A nonce from the peer's `challenge` frame, `None` when it is not [`NONCE_BYTES`] of hex.
-fn nonce_of(hex: &str) -> Option<[u8; NONCE_BYTES]> {
-    from_hex(hex)?.try_into().ok()
+/// `fields` as the slices a MAC takes.
+fn slices(fields: &[Vec<u8>]) -> Vec<&[u8]> {
+    fields.iter().map(Vec::as_slice).collect()
 }
 
 /// The rendezvous of `launch` at `coordinator`: rank 0 binds the coordinator's address and
@@ -396,9 +344,9 @@ pub fn serve(
     serve_within(coord, hello, secret, size, port, timeout, HANDSHAKE_LIMIT)
 }
 
-/// A join rank 0 accepted: its transcript, rank, rank count and listener address.
+/// A join rank 0 accepted: its handshake's transcript, rank, rank count and listener address.
 struct Admitted {
-    transcript: Transcript,
+    session: Session,
     rank: u32,
     size: u32,
     address: SocketAddr,
@@ -496,7 +444,9 @@ pub(crate) fn serve_within(
     let mut table = vec![SocketAddr::new(ip, listener.local_addr().port())];
     table.extend(joined.iter().skip(1).flatten().map(|(_, a)| a.address));
     for (p, a) in joined.iter_mut().flatten() {
-        let mac = a.transcript.table_mac(secret, &table);
+        let mac = a
+            .session
+            .mac(secret, LABEL_TABLE, &slices(&table_fields(&table)));
         p.send(&Frame::Table {
             ranks: table.clone(),
             mac,
@@ -514,75 +464,50 @@ pub(crate) fn serve_within(
 type Verdict = Result<Admitted, (Option<u32>, String)>;
 
 /// Rank 0's handshake on one accepted connection, everything due by `by`: hellos, nonces,
-/// its proof, the peer's join and its MAC. `Ok(Err((claimed rank, reason)))`: refuse it.
+/// both proofs, the peer's join and its MAC. `Ok(Err((claimed rank, reason)))`: refuse it.
 ///
 /// # Errors
-/// Only this side's failure to draw a nonce.
+/// Only this side's failure to draw a nonce or to encode a frame.
 fn admit(
     p: &mut Peer,
     hello: &Hello,
     secret: &JobSecret,
     by: Instant,
 ) -> Result<Verdict, RendezvousError> {
-    let n0 = random_bytes::<NONCE_BYTES>()?;
     let why = |e: BootstrapError| match e {
         BootstrapError::Timeout { what, limit, .. } => {
             format!("timed out after {limit:.1?} {what}")
         }
         e => e.to_string(),
     };
-    let theirs = match p.handshake_until(hello, by) {
-        Ok(h) => h,
+    let (theirs, session) = match p.handshake_session(hello, secret, Some(by)) {
+        Ok(x) => x,
+        Err(BootstrapError::Refused { rank, reason, .. }) => return Ok(Err((rank, reason))),
+        Err(e @ (BootstrapError::Secret(_) | BootstrapError::Encode { .. })) => {
+            return Err(e.into())
+        }
         Err(e) => return Ok(Err((None, why(e)))),
     };
-    let claimed = Some(theirs.rank);
-    let refuse = |reason: String| Ok(Err((claimed, reason)));
-    let n1 = match exchange_nonces(p, n0, by) {
-        Ok(Some(n1)) => n1,
-        Ok(None) => return refuse("sent a malformed nonce".into()),
-        Err(e) => return refuse(why(e)),
-    };
-    let transcript = Transcript::new(n0, n1, theirs.rank, hello);
-    let proof = Frame::Proof {
-        mac: transcript.coordinator_mac(secret),
-    };
-    let (size, address, mac) = match p.send(&proof).and_then(|()| p.expect_until("join", by)) {
+    let refuse = |reason: String| Ok(Err((Some(theirs.rank), reason)));
+    let (size, address, mac) = match p.expect_until("join", by) {
         Ok(Frame::Join { size, address, mac }) => (size, address, mac),
         Ok(_) => unreachable!("expect returns the kind asked for"),
-        Err(BootstrapError::PeerClosed { .. }) => {
-            return refuse(
-                "closed the connection on rank 0's proof (a rank with another job secret \
-                 refuses it)"
-                    .into(),
-            )
-        }
         Err(e) => return refuse(why(e)),
     };
-    let (s, a) = Transcript::join_fields(size, address);
-    if !transcript.verify(secret, LABEL_JOIN, &[&s, &a], &mac) {
-        return refuse(
-            "no valid MAC over the handshake: it does not hold this job's secret".into(),
-        );
+    if !session.verify(
+        secret,
+        LABEL_JOIN,
+        &slices(&join_fields(size, address)),
+        &mac,
+    ) {
+        return refuse("sent a join without a valid MAC".into());
     }
     Ok(Ok(Admitted {
-        transcript,
+        session,
         rank: theirs.rank,
         size,
         address,
     }))
-}
-
-/// Send our nonce `n0` in a `challenge`, take the peer's (`None`: not a nonce), by `by`.
-fn exchange_nonces(
-    p: &mut Peer,
-    n0: [u8; NONCE_BYTES],
-    by: Instant,
-) -> Result<Option<[u8; NONCE_BYTES]>, BootstrapError> {
-    p.send(&Frame::Challenge { nonce: to_hex(&n0) })?;
-    let Frame::Challenge { nonce } = p.expect_until("challenge", by)? else {
-        unreachable!("expect returns the kind asked for")
-    };
-    Ok(nonce_of(&nonce))
 }
 
 /// Whether rank 0's address as reached by `candidate` (a joining rank and the local IP of its
@@ -632,40 +557,30 @@ pub fn join(
         }
         Err(e) => return Err(e.into()),
     };
-    p.handshake(hello)?;
     let impostor = |p: &Peer, reason: &str| RendezvousError::Impostor {
         rank: hello.rank,
         peer: p.addr(),
         reason: reason.to_string(),
     };
-    let Frame::Challenge { nonce } = p.expect("challenge")? else {
-        unreachable!("expect returns the kind asked for")
+    let session = match p.handshake_session(hello, secret, None) {
+        Ok((_, s)) => s,
+        Err(BootstrapError::Refused { reason, .. }) => {
+            return Err(impostor(
+                &p,
+                &format!("{reason}; no address was sent to it"),
+            ))
+        }
+        Err(e) => return Err(e.into()),
     };
-    let n0 = nonce_of(&nonce).ok_or_else(|| impostor(&p, "sent a malformed nonce"))?;
-    let n1 = random_bytes::<NONCE_BYTES>()?;
-    p.send(&Frame::Challenge { nonce: to_hex(&n1) })?;
-    let transcript = Transcript::new(n0, n1, hello.rank, hello);
-    let Frame::Proof { mac } = p.expect("proof")? else {
-        unreachable!("expect returns the kind asked for")
-    };
-    if !transcript.verify(secret, LABEL_COORDINATOR, &[], &mac) {
-        return Err(impostor(
-            &p,
-            "gave no valid MAC over the handshake (it does not hold this job's secret); no \
-             address was sent to it",
-        ));
-    }
     let local = p.local_addr()?.ip();
     let listener = Listener::bind(SocketAddr::new(local, port))?;
     let address = SocketAddr::new(local, listener.local_addr().port());
-    let mac = transcript.join_mac(secret, size, address);
+    let mac = session.mac(secret, LABEL_JOIN, &slices(&join_fields(size, address)));
     p.send(&Frame::Join { size, address, mac })?;
     let Frame::Table { ranks, mac } = p.expect("table")? else {
         unreachable!("expect returns the kind asked for")
     };
-    let t = Transcript::table_fields(&ranks);
-    let extra: Vec<&[u8]> = t.iter().map(Vec::as_slice).collect();
-    if !transcript.verify(secret, LABEL_TABLE, &extra, &mac) {
+    if !session.verify(secret, LABEL_TABLE, &slices(&table_fields(&ranks)), &mac) {
         return Err(impostor(&p, "sent a table without a valid MAC"));
     }
     let bad = |reason: String| RendezvousError::BadTable {

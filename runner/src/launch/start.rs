@@ -25,14 +25,18 @@ pub enum Started {
         listener: Option<Listener>,
         /// What each rank runs, one line each ([`describe`]).
         assignment: Vec<String>,
+        /// The job's secret, which every bootstrap connection between ranks proves
+        /// ([`crate::bootstrap::Auth::Job`]); a throwaway one for a lone rank, which admits no
+        /// one.
+        secret: JobSecret,
     },
 }
 
 /// Lay `sc` out for `launch`: with [`Peers::Scenario`] the block as written; with a
 /// rendezvous, meet the other ranks, proving `secret` (the job's, e.g.
-/// [`JobSecret::from_env`]; its error is reported only when other ranks meet this one; waits
-/// bounded by the `verbs.run-timeout`) and give each rank its hosts ([`layout`]) at the
-/// address the rendezvous found.
+/// [`JobSecret::from_env`]; waits bounded by the `verbs.run-timeout`) and give each rank its
+/// hosts ([`layout`]) at the address the rendezvous found. Either way the secret goes on to
+/// the rank's bootstrap; its error is reported only when there are other ranks.
 ///
 /// # Errors
 /// A rank count the workload or the `verbs.ranks` block cannot take (said before any wait),
@@ -52,6 +56,7 @@ pub fn start(
                 rank: launch.rank,
                 listener: None,
                 assignment: describe(&section.ranks, receiver),
+                secret: job_secret(secret, launch.rank, section.ranks.len() as u32)?,
             })
         }
         Peers::Rendezvous(_) if launch.size == 1 && section.ranks.is_empty() => {
@@ -63,11 +68,7 @@ pub fn start(
     let placeholder = vec![nowhere; launch.size as usize];
     layout(&sc.workload, &section, &placeholder)
         .map_err(|m| anyhow::anyhow!("{}: {m}", sc.source_path.display()))?;
-    // A lone rank admits no one, so it needs no secret of the job's: a throwaway one.
-    let secret = match secret {
-        Err(_) if launch.size == 1 => JobSecret::generate()?,
-        s => s.with_context(|| format!("rank {} of {}", launch.rank, launch.size))?,
-    };
+    let secret = job_secret(secret, launch.rank, launch.size)?;
     let hello = crate::rank::hello(sc, launch.rank)?;
     let timeout = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
     let met = rendezvous(launch, coordinator, &hello, &secret, timeout)
@@ -83,7 +84,20 @@ pub fn start(
         rank: launch.rank,
         listener: Some(met.listener),
         assignment,
+        secret,
     })
+}
+
+/// The job's secret for rank `rank` of `size`: a lone rank admits no one, so it needs none of
+/// the job's and gets a throwaway one.
+///
+/// # Errors
+/// No usable secret for a rank of several, naming the rank and saying how to give one.
+fn job_secret(secret: Result<JobSecret, SecretError>, rank: u32, size: u32) -> Result<JobSecret> {
+    match secret {
+        Err(_) if size <= 1 => Ok(JobSecret::generate()?),
+        s => s.with_context(|| format!("rank {rank} of {size}")),
+    }
 }
 
 #[cfg(test)]
@@ -153,6 +167,7 @@ mod tests {
                 rank,
                 listener,
                 assignment,
+                ..
             } = s
             else {
                 panic!("rank {r}: a single-process run")
@@ -170,5 +185,45 @@ mod tests {
         let hosts: Vec<Vec<u32>> = layouts[0].iter().map(|s| s.hosts.clone()).collect();
         assert_eq!(hosts, vec![vec![0], vec![1, 2], vec![3, 4]]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn ranks_at_the_block_addresses_need_the_job_secret_unless_alone() {
+        let block = |ranks: &str| {
+            let text = format!(
+                "name: s\nworkload:\n  incast: {{ senders: 1, receiver: 0, messages: [ {{ size: 1 }} ] }}\nverbs:\n  ranks:\n{ranks}"
+            );
+            xrdma_scenario::parse(&text, std::path::Path::new("s.yaml")).unwrap()
+        };
+        let at_block = |rank, size| Launch {
+            rank,
+            size,
+            local_rank: None,
+            source: Source::CommandLine,
+            peers: Peers::Scenario,
+        };
+        let two = block(
+            "    - { address: \"127.0.0.1:1\", hosts: [0] }\n    - { address: \"127.0.0.1:2\", hosts: [1] }\n",
+        );
+        let e = format!(
+            "{:#}",
+            start(&two, &at_block(1, 2), Err(SecretError::Missing)).unwrap_err()
+        );
+        assert!(
+            e.contains("rank 1 of 2") && e.contains("XRDMA_JOB_SECRET"),
+            "{e}"
+        );
+        let secret = JobSecret::generate().unwrap();
+        let Started::Rank { secret: got, .. } =
+            start(&two, &at_block(1, 2), Ok(secret.clone())).unwrap()
+        else {
+            panic!("a single-process run")
+        };
+        assert_eq!(got.to_hex(), secret.to_hex());
+        let one = block("    - { address: \"127.0.0.1:1\", hosts: [0, 1] }\n");
+        assert!(matches!(
+            start(&one, &at_block(0, 1), Err(SecretError::Missing)).unwrap(),
+            Started::Rank { .. }
+        ));
     }
 }

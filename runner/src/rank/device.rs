@@ -1,7 +1,8 @@
 //! One rank on an RDMA device: bootstrap, run, hand in or gather the records.
 
+use super::accept::admit_peers;
 use super::{decode_records, devices, hello, RankPlan};
-use crate::bootstrap::{ConnRecord, Frame, Listener, Peer};
+use crate::bootstrap::{Auth, ConnRecord, Frame, JobSecret, Listener, Peer};
 use crate::drive::drive;
 use crate::fabric::Fabric;
 use crate::fabric::VerbsFabric;
@@ -42,15 +43,18 @@ pub enum RankOutcome {
 }
 
 /// Run rank `rank` of `sc` (its `verbs.ranks` entry) on the RDMA device the `verbs:` block
-/// names. Bootstrap reads, accepts and connects are bounded by the block's `run-timeout`.
+/// names. Every bootstrap connection proves the job's `secret` both ways ([`Auth::Job`]):
+/// the receiver's rank refuses (and logs) a connection that does not and goes on accepting;
+/// a sender rank gives nothing to a listener that does not. Bootstrap reads, accepts and
+/// connects are bounded by the block's `run-timeout`.
 ///
 /// # Errors
 /// A scenario without `ranks`, a bootstrap failure (peer absent, other version or scenario,
-/// closed early), no device, or a verb that fails during setup. Failures after the start
-/// (a peer that vanishes mid-run) are recorded in the result's `errors` and its messages
-/// count as missing.
-pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
-    run_rank_bound(sc, rank, None)
+/// no proof of the secret, closed early), no device, or a verb that fails during setup.
+/// Failures after the start (a peer that vanishes mid-run) are recorded in the result's
+/// `errors` and its messages count as missing.
+pub fn run_rank(sc: &Scenario, rank: u32, secret: &JobSecret) -> Result<RankOutcome> {
+    run_rank_bound(sc, rank, None, secret)
 }
 
 /// [`run_rank`] with the bootstrap listener already bound (by the launcher's rendezvous,
@@ -59,15 +63,20 @@ pub fn run_rank(sc: &Scenario, rank: u32) -> Result<RankOutcome> {
 ///
 /// # Errors
 /// As [`run_rank`].
-pub fn run_rank_bound(sc: &Scenario, rank: u32, bound: Option<Listener>) -> Result<RankOutcome> {
-    struct Rank<'a>(&'a Scenario, u32, Option<Listener>);
+pub fn run_rank_bound(
+    sc: &Scenario,
+    rank: u32,
+    bound: Option<Listener>,
+    secret: &JobSecret,
+) -> Result<RankOutcome> {
+    struct Rank<'a>(&'a Scenario, u32, Option<Listener>, &'a JobSecret);
     impl Visit for Rank<'_> {
         type Output = Result<RankOutcome>;
         fn visit<W: Workload>(self, w: &W) -> Self::Output {
-            run_rank_of(w, self.0, self.1, self.2)
+            run_rank_of(w, self.0, self.1, self.2, self.3)
         }
     }
-    workload::visit(&sc.workload, Rank(sc, rank, bound))
+    workload::visit(&sc.workload, Rank(sc, rank, bound, secret))
 }
 
 /// [`run_rank_bound`] of workload `w`.
@@ -76,6 +85,7 @@ fn run_rank_of<W: Workload>(
     sc: &Scenario,
     rank: u32,
     bound: Option<Listener>,
+    secret: &JobSecret,
 ) -> Result<RankOutcome> {
     let cfg = crate::check::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
@@ -142,64 +152,28 @@ fn run_rank_of<W: Workload>(
         // The receiver's rank: every peer rank connects, sends its half of each pair, gets
         // ours; then all start together.
         let deadline = Instant::now() + io;
-        let mut peers: Vec<(u32, Peer, Vec<u32>)> = Vec::new();
-        let mut seen = Vec::new();
-        for _ in 0..plan.peers.len() {
-            let mut p = listener.accept(deadline, io)?;
-            let theirs = p.handshake(&ours)?;
-            seen.push(crate::environment::PeerSeen {
-                rank: theirs.rank,
-                host_name: theirs.host.clone(),
-                from: p.addr(),
-            });
-            let Some((r, senders)) = plan.peers.iter().find(|(r, _)| *r == theirs.rank) else {
-                bail!(
-                    "{} connected as rank {}, which runs no sender of this scenario",
-                    p.addr(),
-                    theirs.rank
-                );
-            };
-            if peers.iter().any(|(q, _, _)| q == r) {
-                bail!("rank {r} connected twice (second from {})", p.addr());
-            }
-            let Frame::Conns { conns } = p.expect("conns")? else {
-                bail!("rank {r} sent no connection records");
-            };
-            let mut reply = Vec::with_capacity(conns.len());
-            let mut covered = Vec::new();
-            for rec in &conns {
-                if rec.receiver != receiver || !senders.contains(&rec.sender) {
-                    bail!(
-                        "rank {r} offered a connection {} -> {}; it runs senders {senders:?} \
-                         and the receiver is host {receiver}",
-                        rec.sender,
-                        rec.receiver
-                    );
-                }
-                if covered.contains(&rec.sender) {
-                    bail!("rank {r} offered host {} twice", rec.sender);
-                }
-                covered.push(rec.sender);
-                let info: ConnInfo = rec.decode(p.addr())?;
-                let host = ri as u32;
-                let half = driver::open(&mut eps[ri], &mut fabric.host(host))?;
-                let mine = half.info;
-                driver::establish(
-                    &mut eps[ri],
-                    &mut fabric.host(host),
-                    half,
-                    &info,
-                    rec.sender,
-                )
-                .with_context(|| format!("connecting host {}'s QP", rec.sender))?;
-                reply.push(ConnRecord::new(rec.sender, receiver, &mine)?);
-            }
-            if let Some(h) = senders.iter().find(|h| !covered.contains(h)) {
-                bail!("rank {r} sent no connection for its sender host {h}");
-            }
-            p.send(&Frame::Conns { conns: reply })?;
-            peers.push((*r, p, senders.clone()));
-        }
+        let host = ri as u32;
+        let auth = Auth::Job(secret);
+        let admission = admit_peers(&listener, &ours, auth, &plan, deadline, io, |rec, from| {
+            let info: ConnInfo = rec.decode(from)?;
+            let half = driver::open(&mut eps[ri], &mut fabric.host(host))?;
+            let mine = half.info;
+            driver::establish(
+                &mut eps[ri],
+                &mut fabric.host(host),
+                half,
+                &info,
+                rec.sender,
+            )
+            .with_context(|| format!("connecting host {}'s QP", rec.sender))?;
+            Ok(ConnRecord::new(rec.sender, receiver, &mine)?)
+        })?;
+        let seen = admission.seen;
+        let mut peers: Vec<(u32, Peer, Vec<u32>)> = admission
+            .peers
+            .into_iter()
+            .map(|a| (a.rank, a.peer, a.senders))
+            .collect();
         for (_, p, _) in &mut peers {
             p.send(&Frame::Start)?;
         }
@@ -330,7 +304,7 @@ fn run_rank_of<W: Workload>(
     let to_rank = plan.receiver_rank;
     let addr = section.ranks[to_rank as usize].address;
     let mut p = Peer::connect(addr, Instant::now() + io, io)?;
-    p.handshake(&ours)?;
+    p.handshake(&ours, Auth::Job(secret))?;
     let mut halves = Vec::with_capacity(plan.hosts.len());
     let mut offer = Vec::with_capacity(plan.hosts.len());
     for (i, &h) in plan.hosts.iter().enumerate() {

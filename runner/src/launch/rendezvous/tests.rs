@@ -3,6 +3,9 @@
 //! the real ranks meet.
 
 use super::*;
+use crate::bootstrap::auth::LABEL_CONNECTOR;
+use crate::bootstrap::secret::{from_hex, to_hex, NONCE_BYTES};
+use crate::bootstrap::Auth;
 use std::net::TcpStream;
 use std::thread;
 
@@ -193,8 +196,8 @@ fn rank_0(
 }
 
 /// A stranger that knows the scenario and its hash: it says hello as `rank`, trades nonces,
-/// ignores rank 0's proof and joins with a MAC made with `key` (none: a MAC of zeros).
-/// Returns its own address and what it got after its join (it must get no table).
+/// takes rank 0's proof and answers with a MAC made with `key` (none: a MAC of zeros).
+/// Returns its own address and what it got after its proof (it must get nothing).
 fn stranger(
     addr: SocketAddr,
     rank: u32,
@@ -202,26 +205,22 @@ fn stranger(
 ) -> (SocketAddr, Result<Frame, BootstrapError>) {
     let mut p = Peer::connect(addr, Instant::now() + T, T).unwrap();
     let me = p.local_addr().unwrap();
-    p.handshake(&hello(rank)).unwrap();
+    let ours = hello(rank);
+    let theirs = p.handshake(&ours, Auth::Open).unwrap();
     let Frame::Challenge { nonce } = p.expect("challenge").unwrap() else {
         unreachable!()
     };
     let n1 = [7u8; NONCE_BYTES];
     p.send(&Frame::Challenge { nonce: to_hex(&n1) }).unwrap();
     let _proof = p.expect("proof").unwrap();
-    let address = SocketAddr::new(me.ip(), 9);
     let mac = match key {
-        Some(k) => Transcript::new(nonce_of(&nonce).unwrap(), n1, rank, &hello(rank))
-            .join_mac(k, 2, address),
+        Some(k) => Session::new(&from_hex(&nonce).unwrap(), &n1, &theirs, &ours)
+            .unwrap()
+            .mac(k, LABEL_CONNECTOR, &[]),
         None => to_hex(&[0u8; 32]),
     };
-    p.send(&Frame::Join {
-        size: 2,
-        address,
-        mac,
-    })
-    .unwrap();
-    (me, p.recv("waiting for a table"))
+    p.send(&Frame::Proof { mac }).unwrap();
+    (me, p.recv("waiting for rank 0's answer"))
 }
 
 #[test]
@@ -283,7 +282,7 @@ fn rank_0_giving_up_lists_whom_it_refused() {
         "{m}"
     );
     assert!(
-        m.contains("(claiming rank 1): closed the connection on rank 0's proof"),
+        m.contains("(claiming rank 1): closed the connection on this side's proof"),
         "{m}"
     );
 }
@@ -321,7 +320,7 @@ fn a_fake_coordinator_without_the_secret_gets_no_address_from_a_rank() {
     let addr = fake.local_addr();
     let impostor = thread::spawn(move || {
         let mut p = fake.accept(Instant::now() + T, T).unwrap();
-        p.handshake(&hello(0)).unwrap();
+        p.handshake(&hello(0), Auth::Open).unwrap();
         p.send(&Frame::Challenge {
             nonce: to_hex(&[1u8; NONCE_BYTES]),
         })

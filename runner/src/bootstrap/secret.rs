@@ -1,11 +1,13 @@
-//! The job's secret: what proves, at the rendezvous, that a peer belongs to this job.
+//! The job's secret: what proves, at the rendezvous and on every bootstrap connection between
+//! ranks, that a peer belongs to this job.
 //!
 //! The scenario's name and hash are no secret, so a hello alone proves nothing. The launcher
 //! makes one random secret per job ([`JobSecret::generate`], `xrdma job-secret`) and hands it
 //! to every rank, either in [`SECRET_VAR`] (hex) or in a file on the job's shared filesystem
 //! named by [`SECRET_FILE_VAR`] (hex, readable by its owner only). Both sides of a rendezvous
-//! connection then prove they hold it with an HMAC-SHA256 over the handshake
-//! ([`JobSecret::mac`]); the secret itself never goes on the wire, and nothing here prints it.
+//! or bootstrap connection then prove they hold it with an HMAC-SHA256 over the handshake
+//! ([`JobSecret::mac`], [`super::Auth`]); the secret itself never goes on the wire, and
+//! nothing here prints it.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -46,7 +48,7 @@ impl std::fmt::Debug for JobSecret {
 pub enum SecretError {
     /// Neither variable is set.
     #[error(
-        "no job secret: the rendezvous admits only processes that prove they hold the job's \
+        "no job secret: the ranks admit only processes that prove they hold the job's \
          secret. Make one per job with `xrdma job-secret` and give it to every rank, either as \
          {SECRET_VAR} (e.g. `export {SECRET_VAR}=$(xrdma job-secret)` before srun, which passes \
          the environment on; with mpirun add `-x {SECRET_VAR}`) or in a file on the job's \
