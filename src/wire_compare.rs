@@ -393,21 +393,21 @@ fn join<T: fmt::Display>(it: impl IntoIterator<Item = T>, sep: &str) -> String {
     }
 }
 
-/// A message's shape: its opcodes with the run of MIDDLE packets written `NAME*`.
+/// A message's shape: FIRST, `MIDDLE*` (zero or more of the FIRST's MIDDLE opcode), LAST;
+/// ONLY alone; any other sequence as its opcodes.
 fn shape(ops: &[u8]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    for (i, &op) in ops.iter().enumerate() {
-        let middle = matches!(op, 0x01 | 0x07);
-        if middle && i > 0 && ops[i - 1] == op {
-            continue;
+    match ops {
+        [only] => op_name(*only),
+        [first, mid @ .., last] if mid.iter().all(|&m| m == first + 1) => {
+            format!(
+                "{} {}* {}",
+                op_name(*first),
+                op_name(first + 1),
+                op_name(*last)
+            )
         }
-        out.push(if middle {
-            format!("{}*", op_name(op))
-        } else {
-            op_name(op)
-        });
+        _ => join(ops.iter().map(|&o| op_name(o)), " "),
     }
-    out.join(" ")
 }
 
 /// The measures of one capture, in [`MEASURES`]' order.
@@ -570,7 +570,7 @@ pub fn measures(c: &Capture) -> Vec<Measure> {
         ),
         m(
             "message-shapes",
-            join(shapes.keys(), " | "),
+            join(shapes.keys().filter(|s| *s != "WRITE_ONLY_IMM"), " | "),
             join(shapes.iter().map(|(s, n)| format!("{n}x {s}")), ", "),
         ),
         m(

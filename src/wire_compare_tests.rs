@@ -229,6 +229,33 @@ fn a_resent_packet_goes_backwards_and_a_missing_one_is_a_gap() {
         "SEND_ONLY",
         "WRITE_ONLY_IMM has its own measure"
     );
+    let shapes = measure(&c, "message-shapes");
+    assert_eq!(shapes.class, "SEND_ONLY");
+    assert_eq!(shapes.detail, "4x SEND_ONLY, 1x WRITE_ONLY_IMM");
+}
+
+#[test]
+fn a_message_without_middle_packets_has_the_same_shape() {
+    let fs = [
+        frame(2, 1, (0x06, 17, false, 1, 1024, None), 96),
+        frame(2, 1, (0x09, 17, true, 2, 8, None), 96),
+        frame(2, 1, (0x00, 17, false, 3, 1024, None), 96),
+        frame(2, 1, (0x02, 17, true, 4, 8, None), 96),
+        frame(2, 1, (0x06, 17, false, 5, 1024, None), 96),
+        frame(2, 1, (0x07, 17, false, 6, 1024, None), 96),
+        frame(2, 1, (0x07, 17, false, 7, 1024, None), 96),
+        frame(2, 1, (0x09, 17, true, 8, 8, None), 96),
+    ];
+    let c = parse_pcap(&pcap(&fs), "t").unwrap();
+    let shapes = measure(&c, "message-shapes");
+    let want = "SEND_FIRST SEND_MIDDLE* SEND_LAST | WRITE_FIRST WRITE_MIDDLE* WRITE_LAST_IMM";
+    assert_eq!(shapes.class, want);
+    assert!(
+        shapes.detail.contains("2x WRITE_FIRST"),
+        "{}",
+        shapes.detail
+    );
+    assert_eq!(measure(&c, "packets-per-message").class, "2 4");
 }
 
 #[test]
