@@ -20,3 +20,4 @@ pub mod sweep_cli;
 pub mod tools;
 pub mod trace_cli;
 pub mod window_bench;
+pub mod wire_compare;

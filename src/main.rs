@@ -121,6 +121,10 @@ enum Command {
         #[arg(long)]
         allow_different_workloads: bool,
     },
+    /// The simulator's pcap against a capture of the same scenario on a RoCE v2 wire, measure
+    /// by measure (opcodes, messages, PSNs, sizes, AckReq, ACKs, MSN, NAKs, CNPs, ECN); exits
+    /// 1 on a difference the --known file does not list, 2 on an unreadable input.
+    WireCompare(xrdma_testbed::wire_compare::WireCompareArgs),
     /// Make a fresh secret for one multi-process job and print it as hex (for
     /// `export XRDMA_JOB_SECRET=$(xrdma job-secret)` before srun or mpirun), or write it to a
     /// new owner-only file on the job's shared filesystem (for XRDMA_JOB_SECRET_FILE).
@@ -700,6 +704,7 @@ fn real_main() -> Result<ExitCode> {
             out,
             allow_different_workloads,
         } => xrdma_testbed::compare::run(&runs, out, allow_different_workloads),
+        Command::WireCompare(args) => Ok(xrdma_testbed::wire_compare::run(&args)),
         Command::JobSecret(args) => xrdma_testbed::launch_cli::job_secret(&args),
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;

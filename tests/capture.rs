@@ -190,3 +190,45 @@ fn validate_counts_the_capture_in_the_memory_estimate() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("the run needs about"), "{err}");
 }
+
+/// `xrdma wire-compare` reads the simulator's own pcap: a capture against itself is the same
+/// in every measure (exit 0); the simulator's responder ACKs every request packet with
+/// AckReq on each; a cut file exits 2 naming the file and the byte offset.
+#[test]
+fn wire_compare_reads_the_simulators_capture() {
+    let dir = scratch("wire-compare");
+    let (code, _, err) = run(&dir, SCENARIO, &["--capture", "0"]);
+    assert_eq!(code, Some(0), "{err}");
+    let pcap = dir.join("out/capture-host0.pcap");
+    let p = pcap.to_string_lossy().into_owned();
+    let (code, out, err) = xrdma(&dir, "", &["wire-compare", &p, &p]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("17 measures, 17 same, 0 differ"), "{out}");
+    let row = |key: &str| {
+        out.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(row("ackreq ").contains("every packet"), "{out}");
+    assert!(
+        row("acks-per-request-packet ").contains("about one"),
+        "{out}"
+    );
+    assert!(row("aeth-msn ").contains("always 0"), "{out}");
+
+    let bytes = std::fs::read(&pcap).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() - 5]).unwrap();
+    let c = cut.to_string_lossy().into_owned();
+    let (code, _, err) = xrdma(&dir, "", &["wire-compare", &p, &c]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(&format!("{c}: at byte ")), "{err}");
+    let (code, _, err) = xrdma(
+        &dir,
+        "",
+        &["wire-compare", &p, &p, "--known", "/nonexistent"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("/nonexistent: cannot read it"), "{err}");
+}

@@ -4,9 +4,9 @@
 use super::icrc::{icrc, BTH, ETH_HEADER, ICRC, IPV4_HEADER, UDP_HEADER};
 
 /// The UDP destination port of RoCEv2 (IANA; RoCEv2 Annex A17.4.2).
-pub(crate) const ROCEV2_PORT: u16 = 4791;
+pub const ROCEV2_PORT: u16 = 4791;
 /// EtherType of IPv4.
-const ETHERTYPE_IPV4: u16 = 0x0800;
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
 /// EtherType of MAC control frames (IEEE 802.3 Annex 31B).
 const ETHERTYPE_MAC_CONTROL: u16 = 0x8808;
 /// MAC control opcode of a priority-based flow control frame (IEEE 802.1Qbb §36.1.3).

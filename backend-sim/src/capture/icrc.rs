@@ -13,15 +13,15 @@
 //! sends; see the frames of `tests/fixtures/rxe-frames.txt`).
 
 /// Bytes of the Ethernet II header before the IPv4 header.
-pub(crate) const ETH_HEADER: usize = 14;
+pub const ETH_HEADER: usize = 14;
 /// Bytes of an IPv4 header without options.
-pub(crate) const IPV4_HEADER: usize = 20;
+pub const IPV4_HEADER: usize = 20;
 /// Bytes of the UDP header.
-pub(crate) const UDP_HEADER: usize = 8;
+pub const UDP_HEADER: usize = 8;
 /// Bytes of the Base Transport Header (IBA §9.2).
-pub(crate) const BTH: usize = 12;
+pub const BTH: usize = 12;
 /// Bytes of the ICRC.
-pub(crate) const ICRC: usize = 4;
+pub const ICRC: usize = 4;
 
 /// The ICRC of the RoCEv2 packet `ip` (from the first byte of the IPv4 header up to, not
 /// including, the ICRC; IPv4 without options). `None` when `ip` is too short to hold the

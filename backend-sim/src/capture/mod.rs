@@ -33,6 +33,12 @@ pub use map::{
     host_ipv4, host_mac, switch_port_mac, udp_source_port, CNP_DSCP, DATA_DSCP, PFC_PRIORITY,
     PFC_XOFF_QUANTA,
 };
+/// The capture's framing constants, for readers of its files (`xrdma wire-compare`).
+pub mod format {
+    pub use super::frame::{ETHERTYPE_IPV4, ROCEV2_PORT};
+    pub use super::icrc::{BTH, ETH_HEADER, ICRC, IPV4_HEADER, UDP_HEADER};
+    pub use super::pcap::{FILE_HEADER, LINKTYPE_ETHERNET, MAGIC_NS, RECORD_HEADER};
+}
 
 use crate::packet::PktKind;
 use crate::{HostId, Simulation};

@@ -3,15 +3,15 @@
 //! little-endian.
 
 /// The magic number of a nanosecond-resolution pcap file.
-pub(crate) const MAGIC_NS: u32 = 0xa1b2_3c4d;
+pub const MAGIC_NS: u32 = 0xa1b2_3c4d;
 /// LINKTYPE_ETHERNET: IEEE 802.3 frames without preamble, SFD or FCS.
-pub(crate) const LINKTYPE_ETHERNET: u32 = 1;
+pub const LINKTYPE_ETHERNET: u32 = 1;
 /// The largest frame a record holds whole (no frame of the simulator is longer).
 pub(crate) const SNAPLEN: u32 = 262_144;
 /// Bytes of the file header.
-pub(crate) const FILE_HEADER: usize = 24;
+pub const FILE_HEADER: usize = 24;
 /// Bytes of a record header.
-pub(crate) const RECORD_HEADER: usize = 16;
+pub const RECORD_HEADER: usize = 16;
 
 /// The 24-byte file header: magic, version 2.4, time zone 0, accuracy 0, [`SNAPLEN`],
 /// [`LINKTYPE_ETHERNET`].
