@@ -12,12 +12,18 @@
 //!   fragments as they arrive (`deliver-fragments`), so it holds no reassembly buffers.
 //! - `fattree-1024`: a k = 16 fat-tree (1024 hosts, 320 switches), every host WRITEs 16 ×
 //!   64 KiB to the host half the fabric away (a permutation through the core), no payload.
+//!
+//! The raw-WRITE cases run their hosts through the runner's one turn loop
+//! ([`xrdma_runner::drive::turns`]): each host polls its CQ when the simulator has a
+//! completion for it, and sets no wake, so the loop adds no event to the engine's.
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Instant;
 use xrdma::{QpCaps, SendOpcode, SendWr, Sge, Time, Transport};
-use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, Simulation, Topology};
+use xrdma_runner::drive::{turns, Clock, Hosts, Round};
+use xrdma_runner::fabric::{Fabric, SimFabric};
+use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, Topology};
 
 /// The case names, in the order `xrdma bench` runs them.
 pub const CASES: [&str; 5] = [
@@ -102,21 +108,21 @@ fn raw_flows(
     bytes: u32,
     msgs: u32,
 ) -> Result<BenchFigures> {
-    let mut sim = Simulation::new(cfg)?;
-    let hosts = sim.config().hosts;
+    let mut fabric = SimFabric::new(cfg)?;
+    let hosts = fabric.hosts();
     let dst_mr: Vec<_> = (0..hosts)
-        .map(|h| sim.transport(h).register_memory(u64::from(bytes)))
+        .map(|h| fabric.host(h).register_memory(u64::from(bytes)))
         .collect::<Result<_, _>>()?;
     for &(s, d) in pairs {
         let caps = QpCaps {
             max_send_wr: msgs.max(1),
             ..QpCaps::default()
         };
-        let qa = sim.transport(s).create_qp(caps)?;
-        let qb = sim.transport(d).create_qp(QpCaps::default())?;
-        sim.transport(s).connect_qp(qa.qpn, &qb)?;
-        sim.transport(d).connect_qp(qb.qpn, &qa)?;
-        let src = sim.transport(s).register_memory(u64::from(bytes))?;
+        let qa = fabric.host(s).create_qp(caps)?;
+        let qb = fabric.host(d).create_qp(QpCaps::default())?;
+        fabric.host(s).connect_qp(qa.qpn, &qb)?;
+        fabric.host(d).connect_qp(qb.qpn, &qa)?;
+        let src = fabric.host(s).register_memory(u64::from(bytes))?;
         let dst = dst_mr[d as usize];
         for m in 0..msgs {
             let wr = SendWr {
@@ -132,40 +138,71 @@ fn raw_flows(
                 rkey: dst.rkey,
                 signaled: true,
             };
-            sim.transport(s).post_send(qa.qpn, &wr)?;
+            fabric.host(s).post_send(qa.qpn, &wr)?;
         }
     }
     let start = Instant::now();
-    let (mut ready, mut wcs) = (Vec::new(), Vec::new());
-    let (mut last, mut done) = (Time::ZERO, 0u64);
-    while sim.advance(&mut ready) {
-        for &h in &ready {
-            wcs.clear();
-            let n = sim.transport(h).poll_cq(&mut wcs, usize::MAX);
-            if n > 0 {
-                done += n as u64;
-                last = sim.now();
-            }
-            if let Some(bad) = wcs.iter().find(|w| w.status != xrdma::WcStatus::Success) {
-                bail!("{case}: a WRITE completed with {:?}", bad.status);
-            }
-        }
-    }
+    let mut flows = RawFlows {
+        wcs: Vec::new(),
+        last: Time::ZERO,
+        done: 0,
+        failed: None,
+    };
+    turns(&mut fabric, Clock::EveryRound, &mut flows);
     let wall_seconds = start.elapsed().as_secs_f64();
-    let want = pairs.len() as u64 * u64::from(msgs);
-    if done != want {
-        bail!("{case}: {done} of {want} WRITEs completed");
+    if let Some(status) = flows.failed {
+        bail!("{case}: a WRITE completed with {status:?}");
     }
-    let st = sim.stats();
+    let want = pairs.len() as u64 * u64::from(msgs);
+    if flows.done != want {
+        bail!("{case}: {} of {want} WRITEs completed", flows.done);
+    }
+    let net = fabric.network();
     Ok(BenchFigures {
         case: case.into(),
-        events: st.events,
+        events: fabric.sim_info().map_or(0, |i| i.events),
         wall_seconds,
-        last_completion: last,
+        last_completion: flows.last,
         peak_rss_bytes: peak_rss(),
-        drops: st.drops,
-        pfc_xoff: st.pfc_xoff_sent,
+        drops: net.drops.unwrap_or(0),
+        pfc_xoff: net.pfc_xoff.unwrap_or(0),
     })
+}
+
+/// The hosts of a raw-WRITE case: each polls its CQ when the simulator says it is ready, and
+/// the run stops at the first failed WRITE (no host application, no wake of its own).
+struct RawFlows {
+    wcs: Vec<xrdma::WorkCompletion>,
+    last: Time,
+    done: u64,
+    failed: Option<xrdma::WcStatus>,
+}
+
+impl Hosts<SimFabric> for RawFlows {
+    fn turn(&mut self, fabric: &mut SimFabric, h: u32, now: Time, _settled: bool) -> Option<Time> {
+        self.wcs.clear();
+        let n = fabric.host(h).poll_cq(&mut self.wcs, usize::MAX);
+        if n > 0 {
+            self.done += n as u64;
+            self.last = now;
+        }
+        if let Some(bad) = self
+            .wcs
+            .iter()
+            .find(|w| w.status != xrdma::WcStatus::Success)
+        {
+            self.failed.get_or_insert(bad.status);
+        }
+        None
+    }
+
+    fn after_round(&mut self, _fabric: &mut SimFabric, _now: Time) -> Round {
+        if self.failed.is_some() {
+            Round::Stop
+        } else {
+            Round::Go
+        }
+    }
 }
 
 const XRDMA_INCAST: &str = "name: bench-xrdma-incast
