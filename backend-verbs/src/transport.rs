@@ -661,10 +661,9 @@ impl Transport for VerbsTransport {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            port_counters: self.port_counters,
-            cnp_per_port: self.port_cnps.is_some(),
-            ..Capabilities::NONE
-        }
+        let mut c = Capabilities::NONE;
+        c.port_counters = self.port_counters;
+        c.cnp_per_port = self.port_cnps.is_some();
+        c
     }
 }

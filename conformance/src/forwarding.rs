@@ -302,13 +302,11 @@ impl Transport for Probe {
     }
     fn capabilities(&self) -> Capabilities {
         self.log.push(Call::Capabilities);
-        Capabilities {
-            cnp_per_qp: false,
-            cnp_per_port: true,
-            ecn_marks: true,
-            buffer_occupancy: false,
-            port_counters: true,
-        }
+        let mut c = Capabilities::NONE;
+        c.cnp_per_port = true;
+        c.ecn_marks = true;
+        c.port_counters = true;
+        c
     }
     fn observe_qp(&self, qpn: QpNum) -> QpObservation {
         self.log.push(Call::ObserveQp(qpn));

@@ -560,10 +560,9 @@ impl Transport for MemTransport<'_> {
     /// Congestion notifications come from the pair's `congestion` queues; no network is
     /// modelled.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            cnp_per_qp: true,
-            ..Capabilities::NONE
-        }
+        let mut c = Capabilities::NONE;
+        c.cnp_per_qp = true;
+        c
     }
 
     /// Nothing: the in-memory QPs keep no state or counters worth reporting.

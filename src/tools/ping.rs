@@ -106,10 +106,8 @@ impl Application for Client {
             Event::SendFailed { error, .. } | Event::ConnectionFailed { error, .. } => {
                 self.errors.push(error.to_string())
             }
-            Event::Sent { .. }
-            | Event::Fragment { .. }
-            | Event::PeerClosed { .. }
-            | Event::Closed { .. } => {}
+            // Nothing else concerns this tool, nor any kind of event the core adds later.
+            _ => {}
         }
     }
 
@@ -148,10 +146,8 @@ impl Application for Echo {
             Event::SendFailed { error, .. } | Event::ConnectionFailed { error, .. } => {
                 self.errors.push(error.to_string())
             }
-            Event::Sent { .. }
-            | Event::Fragment { .. }
-            | Event::PeerClosed { .. }
-            | Event::Closed { .. } => {}
+            // Nothing else concerns this tool, nor any kind of event the core adds later.
+            _ => {}
         }
     }
 

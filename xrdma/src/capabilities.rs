@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 /// them in its results, so a counter a backend cannot observe reads as absent, not as zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub struct Capabilities {
     /// [`crate::Transport::poll_congestion`] reports, per QP, the RoCEv2 CNPs that QP received
     /// (its peer saw ECN CE marks on its packets). `false`: it always returns `None`, and a

@@ -56,6 +56,7 @@ impl std::fmt::Display for ConnId {
 
 /// Why a send or a connection failed. Every variant names the connection.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum XrdmaError {
     /// The oldest unACKed fragment waited longer than the ACK timeout; the connection's
     /// buffers were reclaimed.

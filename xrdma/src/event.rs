@@ -48,6 +48,7 @@ pub enum SetupProgress {
 /// The driver performs each op and reports its outcome, in the order the ops were polled
 /// (see [`crate::driver`] for the contract).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Op {
     /// `ibv_post_send` on `qpn`, with `wr.signaled` as the core decided it: most send WRs are
     /// unsignaled, and the last one the core hands out for a QP before
@@ -94,6 +95,7 @@ pub enum Op {
 
 /// What the core tells the application.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event {
     /// A whole message arrived.
     Message {

@@ -209,6 +209,7 @@ impl WorkCompletion {
 
 /// Errors a transport returns synchronously from a verb call (the `errno` of `ibv_*`).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum TransportError {
     /// No such QP on this transport.
     #[error("QP {0} does not exist")]

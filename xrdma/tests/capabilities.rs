@@ -124,10 +124,8 @@ fn an_endpoint_not_told_polls_and_counts_on_no_cnp() {
 
 #[test]
 fn a_rise_of_the_ports_cnp_count_is_an_ecn_echo_for_connections_with_bytes_in_flight() {
-    let port = Capabilities {
-        cnp_per_port: true,
-        ..Capabilities::NONE
-    };
+    let mut port = Capabilities::NONE;
+    port.cnp_per_port = true;
     let cfg = Config::default();
     let (mut pair, mut eps, conns, mut logs) = connect(&cfg, [Some(port), None]);
     assert!(eps[0].polls_port_congestion() && !eps[0].polls_congestion());

@@ -155,6 +155,7 @@ fn open_by_hand(ep: &mut Endpoint, next_qpn: &mut u32) -> (ConnId, Vec<u64>) {
                 }
                 Op::PostRecv { wr, .. } => recvs.push(wr.wr_id),
                 Op::PostSend { .. } => {}
+                other => panic!("an op this hand driver does not know: {other:?}"),
             }
         }
     };
