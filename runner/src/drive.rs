@@ -4,8 +4,11 @@
 //! ([`drive`]: driver turns with the host model's inputs, [`crate::host_cpu::turn`], under the
 //! scenario's stalls and the runner's host faults), and each measurement tool with its own
 //! [`Hosts`] (an xrdma endpoint pair, one side of a two-process tool, raw verbs).
+//!
+//! [`turns`] needs the fabric's time and hosts only ([`Fabric`]); [`drive`] also reads its
+//! report view ([`FabricReport`]) for the live stats a watcher takes.
 
-use crate::fabric::Fabric;
+use crate::fabric::{Fabric, FabricReport};
 use crate::host_faults::{Holding, HostFaultState, Observed};
 use crate::role::HostApp;
 use crate::watch::{LiveStat, Watch};
@@ -131,7 +134,7 @@ fn stalled_until(stalls: &[Stall], host: u32, now: Time) -> Option<Time> {
 /// After every round of turns `watch` is asked whether it wants the endpoints
 /// ([`Watch::due`]) and, if so, handed a [`LiveStat`]; taking one changes nothing in the run.
 #[allow(clippy::too_many_arguments)]
-pub fn drive<F: Fabric, A: HostApp>(
+pub fn drive<F: Fabric + FabricReport, A: HostApp>(
     fabric: &mut F,
     eps: &mut [Endpoint],
     apps: &mut [A],
@@ -172,7 +175,7 @@ struct RunHosts<'a, A, R> {
 
 impl<F, A, R> Hosts<F> for RunHosts<'_, A, R>
 where
-    F: Fabric,
+    F: Fabric + FabricReport,
     A: HostApp,
     R: FnMut(Time, &[Endpoint], &[A]) -> bool,
 {
@@ -208,7 +211,7 @@ where
 /// The endpoints of `eps` as `fabric` observes them now, with its device's counters.
 /// The time is the fabric's as the snapshot is taken (on a device, later than the round's
 /// `now`), so it agrees with the endpoints' own `at-ps`.
-fn live_stat<F: Fabric>(fabric: &mut F, eps: &[Endpoint]) -> LiveStat {
+fn live_stat<F: Fabric + FabricReport>(fabric: &mut F, eps: &[Endpoint]) -> LiveStat {
     LiveStat {
         pid: std::process::id(),
         backend: fabric.backend(),

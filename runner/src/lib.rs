@@ -3,7 +3,7 @@
 //!
 //! | module | its one job |
 //! |---|---|
-//! | [`fabric`] | the [`fabric::Fabric`] trait (hosts with transports, and a clock that moves) and its adapters: the simulator (virtual time) and, with the `verbs` feature, an RDMA device (wall-clock time) |
+//! | [`fabric`] | the [`fabric::Fabric`] trait (hosts with transports, and a clock that moves: what running hosts needs), the [`fabric::FabricReport`] trait (what a result reads from a fabric: counters, path, environment) and their adapters: the simulator (virtual time) and, with the `verbs` feature, an RDMA device (wall-clock time) |
 //! | [`device_counters`] | an RDMA device's own counters read by name from sysfs, and the table mapping them to the result's network counters per driver |
 //! | [`environment`] | where a run happens (host, kernel, device, simulator build, ranks), for the result's `environment` key |
 //! | [`check`] | a scenario's sections turned into checked backend and core configurations |

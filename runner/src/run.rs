@@ -4,7 +4,7 @@
 
 use crate::check::check;
 use crate::drive::drive;
-use crate::fabric::{Fabric, SimFabric};
+use crate::fabric::{Fabric, FabricReport, SimFabric};
 use crate::host_faults::{HostFaultState, HostFaults};
 use crate::role::HostRole;
 use crate::watch::{NoWatch, Watch};
@@ -81,7 +81,7 @@ pub(crate) fn run_verbs_watched(
 ///
 /// # Errors
 /// A transport failure during setup, or a workload that does not fit the fabric.
-pub fn run_on<F: Fabric>(
+pub fn run_on<F: Fabric + FabricReport>(
     sc: &Scenario,
     cfg: &Config,
     seed: u64,
@@ -96,7 +96,7 @@ pub fn run_on<F: Fabric>(
 ///
 /// # Errors
 /// As [`run_on`].
-pub fn run_on_with_faults<F: Fabric>(
+pub fn run_on_with_faults<F: Fabric + FabricReport>(
     sc: &Scenario,
     cfg: &Config,
     seed: u64,
@@ -112,7 +112,7 @@ pub fn run_on_with_faults<F: Fabric>(
         faults: &'a HostFaults,
         watch: &'a mut dyn Watch,
     }
-    impl<F: Fabric> Visit for RunOn<'_, F> {
+    impl<F: Fabric + FabricReport> Visit for RunOn<'_, F> {
         type Output = Result<rep::RunResult>;
         fn visit<W: Workload>(self, w: &W) -> Self::Output {
             let RunOn {
@@ -140,7 +140,7 @@ pub fn run_on_with_faults<F: Fabric>(
 }
 
 /// The run of one workload `w`: see [`run_on`].
-fn run_workload<W: Workload, F: Fabric>(
+fn run_workload<W: Workload, F: Fabric + FabricReport>(
     w: &W,
     sc: &Scenario,
     cfg: &Config,
@@ -278,7 +278,7 @@ pub fn receiver_view<'a, W: Workload>(w: &W, apps: &'a [App<W>]) -> ReceiverView
 /// multi-process run gathers the records of every rank first), with the fabric's counters.
 /// Each message keeps its stages ([`rep::MessageStages`]) only when the scenario says
 /// `trace: true`.
-pub fn collect<W: Workload, F: Fabric>(
+pub fn collect<W: Workload, F: Fabric + FabricReport>(
     w: &W,
     sc: &Scenario,
     fabric: &F,
@@ -304,7 +304,7 @@ pub fn collect<W: Workload, F: Fabric>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn finish<F: Fabric>(
+fn finish<F: Fabric + FabricReport>(
     sc: &Scenario,
     fabric: &F,
     seed: u64,

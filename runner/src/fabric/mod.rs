@@ -1,14 +1,23 @@
-//! The `Fabric` trait: a set of hosts, each with a `Transport`, and a clock that moves.
+//! The `Fabric` trait: a set of hosts, each with a `Transport`, and a clock that moves; and
+//! beside it the report view of a fabric ([`FabricReport`]).
 //!
-//! The scenario runner is written once against this trait. The simulator's fabric moves
+//! The scenario runner is written once against these traits. The simulator's fabric moves
 //! virtual time from event to event and says which hosts need a turn; a real-RDMA fabric
 //! moves with the wall clock and polls its hosts. The same scenario therefore runs unchanged
 //! on either.
+//!
+//! [`Fabric`] is what running hosts needs (the one turn loop, [`crate::drive::turns`], and
+//! the tools): the hosts, the clock, wakes, and what an endpoint's configuration takes from
+//! the fabric ([`config_for`]). [`FabricReport`] is what collecting a result needs (the
+//! network's counters, the path, the simulator's statistics, the environment). Code that
+//! only runs hosts bounds on `Fabric` alone; code that collects results bounds on both.
 
+mod report;
 mod sim;
 #[cfg(feature = "verbs")]
 mod verbs;
 
+pub use report::FabricReport;
 pub use sim::{ideal_base_rtt, SimFabric};
 #[cfg(feature = "verbs")]
 pub use verbs::VerbsFabric;
@@ -17,7 +26,8 @@ use crate::host_cpu::HostCpu;
 use xrdma::{Time, Transport};
 use xrdma_reports as rep;
 
-/// Hosts with transports, and time.
+/// Hosts with transports, and time: all that running hosts needs. What a result reads from a
+/// fabric is its [`FabricReport`].
 pub trait Fabric {
     /// A host's transport, borrowed from the fabric for one driver turn, with its side of the
     /// host model ([`crate::host_cpu::HostCpu`]).
@@ -25,7 +35,10 @@ pub trait Fabric {
     where
         Self: 'a;
 
-    /// The backend, as reports name it.
+    /// The backend, as reports name it. It stays here, not in [`FabricReport`], because
+    /// running hosts needs it: the turn loop reads the clock every round on the simulator's
+    /// virtual clock ([`crate::drive::Clock`]), and whoever runs hosts names the fabric when
+    /// it stops early.
     fn backend(&self) -> rep::Backend;
     /// Number of hosts.
     fn hosts(&self) -> u32;
@@ -39,31 +52,6 @@ pub trait Fabric {
     fn advance(&mut self, ready: &mut Vec<u32>, settled: bool) -> bool;
     /// Host `h` wants a turn at `at` even if nothing arrives ([`Time::MAX`]: no wake).
     fn set_wake(&mut self, h: u32, at: Time);
-    /// Network counters for the result: `None` for each counter the backend cannot observe.
-    fn network(&self) -> rep::NetworkCounters;
-    /// Simulator statistics, on a simulated fabric.
-    fn sim_info(&self) -> Option<rep::SimInfo>;
-    /// The RC QP attributes the hosts' transports apply and the capabilities they declare
-    /// (every host of a fabric is configured alike); `None` for a fabric without hosts.
-    fn transport_info(&self) -> Option<rep::TransportInfo>;
-    /// Where the run happens (the result's `environment`): the simulator's build, or the
-    /// machine and device with the device's counters over the run; `None` by default.
-    fn environment(&self) -> Option<rep::Environment> {
-        None
-    }
-    /// The unloaded path between two hosts, as far as the fabric can state it (the runner
-    /// derives T* and slowdowns from it).
-    fn path(&self) -> rep::PathModel;
-    /// Network state over time, where the fabric samples it (the simulator with sampling
-    /// on); `None` by default.
-    fn timeseries(&self) -> Option<rep::TimeSeries> {
-        None
-    }
-    /// The device's port counters as they read now, for a watcher of the running run
-    /// ([`crate::watch::LiveStat::device`]); `None` by default (the simulator has no device).
-    fn device_reading(&self) -> Option<crate::watch::DeviceReading> {
-        None
-    }
     /// Rate of a host's link, bits/s, where the fabric knows it (the simulator's
     /// `link-rate`, a device port's active rate); the send window adds one fragment's
     /// serialisation at this rate to its target and shrinks on delay only with it

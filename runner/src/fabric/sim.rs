@@ -1,11 +1,12 @@
-//! The simulator as a [`Fabric`]: virtual time from event to event.
+//! The simulator as a [`Fabric`] (virtual time from event to event) and its report view
+//! ([`FabricReport`]: the engine's counters, statistics and samples).
 
-use super::Fabric;
+use super::{Fabric, FabricReport};
 use xrdma::{Span, Time};
 use xrdma_reports as rep;
 use xrdma_sim::{SimConfig, Simulation, Topology};
 
-/// The simulator as a [`Fabric`].
+/// The simulator as a [`Fabric`] and a [`FabricReport`].
 pub struct SimFabric {
     sim: Simulation,
 }
@@ -82,6 +83,9 @@ impl Fabric for SimFabric {
     fn set_wake(&mut self, h: u32, at: Time) {
         self.sim.set_wake(h, at);
     }
+}
+
+impl FabricReport for SimFabric {
     fn network(&self) -> rep::NetworkCounters {
         let st = self.sim.stats();
         rep::NetworkCounters {

@@ -13,7 +13,7 @@
 //! a run across ranks). Every host gets a turn on every `advance` (busy polling); the run
 //! stops when every sender is finished or the scenario's `verbs.run-timeout` passes.
 
-use super::Fabric;
+use super::{Fabric, FabricReport};
 use crate::device_counters::{self, Snapshot};
 use std::path::Path;
 use xrdma::{RcParams, Span, Time};
@@ -30,7 +30,7 @@ pub struct VerbsFabric {
     deadline: Time,
     /// The device's counters when the fabric was made ([`device_counters::read_snapshot`]).
     counters_at_start: Snapshot,
-    /// The counters at the end of the run, read once by [`Fabric::network`] so the network
+    /// The counters at the end of the run, read once by [`FabricReport::network`] so the network
     /// counters and the environment's raw differences are of the same reading.
     counters_at_end: std::cell::RefCell<Option<Snapshot>>,
     /// The last time [`Fabric::now`] read the clock: the run timeout is checked against it, so
@@ -148,7 +148,7 @@ fn device_info(device: &Device) -> rep::DeviceInfo {
 
 impl VerbsFabric {
     /// The device's counter differences from the fabric's creation to the end reading
-    /// (taken now when [`Fabric::network`] has not taken it).
+    /// (taken now when [`FabricReport::network`] has not taken it).
     fn counter_deltas(&self) -> Snapshot {
         let mut end = self.counters_at_end.borrow_mut();
         let end = end.get_or_insert_with(|| read_counters(&self.device));
@@ -193,6 +193,22 @@ impl Fabric for VerbsFabric {
     fn set_wake(&mut self, _h: u32, _at: Time) {
         // Every host gets a turn on every advance, so a wake time needs no bookkeeping.
     }
+    /// The port's rate ([`Device::link_rate_bps`]): `None` on a RoCE port whose netdev
+    /// declares no speed (rxe on a virtio-net NIC by default), so the delay signal is not
+    /// claimed there.
+    fn link_rate_bps(&self) -> Option<u64> {
+        self.device.link_rate_bps()
+    }
+    /// The applied RC attributes' retry budget where the device lengthened the local ACK
+    /// timeout (Soft-RoCE, `xrdma_verbs::soft_roce`): [`super::ack_timeout_floor`].
+    fn ack_timeout_floor(&self) -> Option<Span> {
+        use xrdma::Transport as _;
+        let applied = self.hosts.first()?.rc_params();
+        super::ack_timeout_floor(&self.requested_rc, &applied)
+    }
+}
+
+impl FabricReport for VerbsFabric {
     fn network(&self) -> rep::NetworkCounters {
         // The end of the run: read the device once, for these and the environment's.
         *self.counters_at_end.borrow_mut() = Some(read_counters(&self.device));
@@ -229,19 +245,6 @@ impl Fabric for VerbsFabric {
     }
     fn transport_info(&self) -> Option<rep::TransportInfo> {
         self.hosts.first().map(crate::transport_info::of)
-    }
-    /// The port's rate ([`Device::link_rate_bps`]): `None` on a RoCE port whose netdev
-    /// declares no speed (rxe on a virtio-net NIC by default), so the delay signal is not
-    /// claimed there.
-    fn link_rate_bps(&self) -> Option<u64> {
-        self.device.link_rate_bps()
-    }
-    /// The applied RC attributes' retry budget where the device lengthened the local ACK
-    /// timeout (Soft-RoCE, `xrdma_verbs::soft_roce`): [`super::ack_timeout_floor`].
-    fn ack_timeout_floor(&self) -> Option<Span> {
-        use xrdma::Transport as _;
-        let applied = self.hosts.first()?.rc_params();
-        super::ack_timeout_floor(&self.requested_rc, &applied)
     }
 }
 

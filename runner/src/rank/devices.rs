@@ -2,7 +2,7 @@
 //!
 //! After the receiver's rank says `bye`, each sender rank answers with a `device` frame: its
 //! device as its own fabric describes it and that device's counter differences over its run
-//! (from the fabric's creation to the end of its run, [`crate::fabric::Fabric::environment`],
+//! (from the fabric's creation to the end of its run, [`crate::fabric::FabricReport::environment`],
 //! the same definition as the receiver rank's own). The receiver's rank records each rank's
 //! in its `environment.ranks` entry and makes the top-level `environment.device-counters`
 //! and the device-derived network counters ([`crate::device_counters::network`]) the sum
@@ -19,7 +19,7 @@
 
 use crate::bootstrap::{Frame, Peer};
 use crate::device_counters::{self, Snapshot};
-use crate::fabric::Fabric;
+use crate::fabric::FabricReport;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use xrdma_reports as rep;
@@ -38,8 +38,8 @@ pub struct RankDevice {
 
 impl RankDevice {
     /// The device of `fabric` and its counters from the fabric's creation to now (the end
-    /// of the rank's run), from [`Fabric::environment`]; empty on a fabric without one.
-    pub fn of<F: Fabric>(fabric: &F) -> RankDevice {
+    /// of the rank's run), from [`FabricReport::environment`]; empty on a fabric without one.
+    pub fn of<F: FabricReport>(fabric: &F) -> RankDevice {
         let env = fabric.environment();
         RankDevice {
             device: env.as_ref().and_then(|e| e.device.clone()),
