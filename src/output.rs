@@ -26,13 +26,13 @@ pub fn write(args: std::fmt::Arguments<'_>) {
     }
 }
 
-/// `print!` that ignores a closed pipe ([`write`]).
+/// `print!` that ignores a closed pipe ([`write()`]).
 #[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => { $crate::output::write(format_args!($($arg)*)) };
 }
 
-/// `println!` that ignores a closed pipe ([`write`]).
+/// `println!` that ignores a closed pipe ([`write()`]).
 #[macro_export]
 macro_rules! outln {
     () => { $crate::output::write(format_args!("\n")) };

@@ -293,7 +293,7 @@ fn check_identifiable(m: &Measurements) -> Result<()> {
 ///
 /// # Errors
 /// No observation, a non-positive observation, fewer distinct observations than parameters
-/// or one no host costs can give ([`check_identifiable`]), a base without CPU costs or NIC
+/// or one no host costs can give (`check_identifiable`), a base without CPU costs or NIC
 /// latencies (the scales would have nothing to scale), or a simulated run that fails.
 pub fn fit(m: &Measurements, opts: &FitOptions) -> Result<Fit> {
     let obs = observed(m);

@@ -11,8 +11,8 @@
 //! - the time the **first bit leaves the transmitter** (the NIC for host→switch, the switch
 //!   port for switch→host; picoseconds truncated to nanoseconds, from the Unix epoch = the
 //!   simulation's time 0);
-//! - Ethernet II, IPv4, UDP to 4791, BTH and the extension headers ([`map`] and [`frame`]),
-//!   the payload, the pad and the ICRC ([`icrc`]); no FCS (LINKTYPE_ETHERNET);
+//! - Ethernet II, IPv4, UDP to 4791, BTH and the extension headers (`map` and `frame`),
+//!   the payload, the pad and the ICRC (`icrc`); no FCS (LINKTYPE_ETHERNET);
 //! - PFC XOFF/XON as IEEE 802.1Qbb frames on the switch→host direction.
 //!
 //! A packet is captured as it leaves its transmitter, so one a fault drops or corrupts on the
@@ -20,7 +20,7 @@
 //! simulation carries payload (`SimConfig::carry_payload`), zeros otherwise.
 //!
 //! # State
-//! [`Capture`] (`Simulation::capture`, `None` when off): the bounds, the captured link of each
+//! `Capture` (`Simulation::capture`, `None` when off): the bounds, the captured link of each
 //! host and of each switch port (`u32::MAX`: not captured), and one [`LinkCapture`] per host,
 //! whose `pcap` is the whole file so far.
 

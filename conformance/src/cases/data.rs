@@ -110,7 +110,7 @@ pub fn an_unsignaled_send_completes_only_at_the_responder<H: Harness>(h: &mut H)
 /// every harness's send-queue depth (64 on a device, 1024 on the simulator and in memory).
 const ROUND: u64 = 32;
 
-/// Rounds of [`ROUND`] 8-byte RDMA WRITEs, all unsignaled but the last: each round raises
+/// Rounds of `ROUND` 8-byte RDMA WRITEs, all unsignaled but the last: each round raises
 /// exactly one completion at the requester, the signaled WRITE's, and every WRITE's bytes
 /// land. Forty rounds post 1280 WRs, more than any harness's send queue holds, so the queue
 /// must free the unsignaled WRs' slots once the later signaled completion is polled (a queue

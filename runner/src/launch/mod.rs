@@ -33,12 +33,12 @@
 //! 1 + local rank, so several ranks share a node; an OS-assigned port when the launcher gives
 //! no local rank). Rank 0 answers every rank with the whole table, and the bootstrap of
 //! [`crate::rank`] then runs unchanged over it, as if a `verbs.ranks` block had listed those
-//! addresses ([`rendezvous`]). The frames are the bootstrap's own (`challenge`, `proof`, `join`,
-//! `table`).
+//! addresses ([`mod@rendezvous`]). The frames are the bootstrap's own (`challenge`, `proof`,
+//! `join`, `table`).
 //!
 //! # Hosts
 //!
-//! Without a `verbs.ranks` block the workload's hosts go to ranks by [`assign`]'s rule (the
+//! Without a `verbs.ranks` block the workload's hosts go to ranks by [`fn@assign`]'s rule (the
 //! receiver alone on rank 0, the senders in blocks over the others), so the scenario file
 //! is the simulator's, unchanged. With a block, its `hosts` lists are used and its addresses
 //! give way to the rendezvous table: the launcher's addresses win.

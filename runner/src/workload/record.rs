@@ -135,7 +135,7 @@ pub struct Tally {
 /// - **missing**: it never arrived (or its response never did);
 /// - **duplicates**: second arrivals of a (sender, index), and arrivals no sender claims.
 ///
-/// With `trace`, each one-way message that completed also gets its stages ([`stages`]).
+/// With `trace`, each one-way message that completed also gets its stages (`stages`).
 pub fn tally(receiver: u32, senders: &[SenderRecord], got: ReceiverView<'_>, trace: bool) -> Tally {
     // Hashed, not ordered: only looked up and counted, so the tally stays linear.
     let mut arrivals: HashMap<(u32, u32), &Arrival> = HashMap::with_capacity(got.arrivals.len());

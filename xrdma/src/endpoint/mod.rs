@@ -617,7 +617,7 @@ impl Endpoint {
     /// The driver calls it until it returns `None` and posts every op it hands out before
     /// the next input: the send WRs of a QP are unsignaled except every
     /// [`Config::signal_interval`]-th, every ACK SEND, and the last one handed out for that
-    /// QP before `None` ([`signal`] gives the rule), so a send queue never waits for a
+    /// QP before `None` (the `signal` module gives the rule), so a send queue never waits for a
     /// completion that no posted WR asks for. Posting them in chains of any length, in
     /// order, keeps that true.
     pub fn poll_op<M: LocalMemory + ?Sized>(&mut self, now: Time, mem: &mut M) -> Option<Op> {
