@@ -1,6 +1,6 @@
 //! How a simulated packet maps onto RoCEv2 fields: addresses, opcodes, the transport
 //! headers. The simulator has no MACs, IP addresses, UDP ports or traffic classes; the
-//! capture gives each a fixed, documented value (the crate README's "Packet captures").
+//! capture gives each a fixed, documented value (docs/simulator.md, "Packet captures").
 
 use super::frame::{Addressing, Reth, Transport};
 use crate::packet::{MsgOp, NakCode, Packet, PktKind, F_CE, F_FIRST, F_LAST};

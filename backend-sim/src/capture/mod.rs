@@ -6,7 +6,7 @@
 //! has the trace hash of the same run without it. When off ([`Simulation::enable_capture`]
 //! never called) the packet path pays one branch on an `Option` per transmitted packet.
 //!
-//! What a file holds, per packet on the link (see the crate README's "Packet captures" for
+//! What a file holds, per packet on the link (see docs/simulator.md, "Packet captures" for
 //! the address mapping):
 //! - the time the **first bit leaves the transmitter** (the NIC for host→switch, the switch
 //!   port for switch→host; picoseconds truncated to nanoseconds, from the Unix epoch = the
