@@ -611,7 +611,6 @@ const STILL_TO_BREAK: &[&str] = &[
     "xrdma-reports: crate: chart, io, plot, run_dir, stageplot, timeplot",
     "xrdma-runner: crate: launch, rank",
     "xrdma-runner: workload: receiver, record",
-    "xrdma-sim: crate: config, dcqcn, faults, topology",
     "xrdma-verbs: crate: device, gid",
 ];
 
