@@ -611,7 +611,6 @@ const STILL_TO_BREAK: &[&str] = &[
     "xrdma-reports: crate: chart, io, plot, run_dir, stageplot, timeplot",
     "xrdma-runner: crate: launch, rank",
     "xrdma-runner: workload: receiver, record",
-    "xrdma-verbs: crate: device, gid",
 ];
 
 /// Every library and binary root of the workspace, with its package's name.
