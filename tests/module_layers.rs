@@ -607,8 +607,6 @@ const STILL_TO_BREAK: &[&str] = &[
     "xrdma-testbed: crate: calibrate, tools",
     "xrdma: crate: capabilities, config, transport",
     "xrdma: crate: endpoint, event",
-    "xrdma-reports: crate: path, schema",
-    "xrdma-reports: crate: chart, io, plot, run_dir, stageplot, timeplot",
     "xrdma-runner: crate: launch, rank",
     "xrdma-runner: workload: receiver, record",
 ];
