@@ -607,8 +607,6 @@ const STILL_TO_BREAK: &[&str] = &[
     "xrdma-testbed: crate: calibrate, tools",
     "xrdma: crate: capabilities, config, transport",
     "xrdma: crate: endpoint, event",
-    "xrdma-runner: crate: launch, rank",
-    "xrdma-runner: workload: receiver, record",
 ];
 
 /// Every library and binary root of the workspace, with its package's name.
