@@ -14,6 +14,7 @@ pub mod conformance;
 pub mod interrupt;
 pub mod launch_cli;
 pub mod output;
+pub mod profile_file;
 pub mod progress;
 pub mod stat;
 pub mod sweep_cli;

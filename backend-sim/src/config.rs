@@ -1,11 +1,11 @@
 //! Simulation parameters, their defaults and validation.
 
+use crate::config_error::SimConfigError;
 use crate::dcqcn::DcqcnConfig;
 use crate::faults::FaultConfig;
 use crate::host_model::HostModel;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 use xrdma::{RcParams, Span};
 
 /// Extra bytes of the RDMA Extended Transport Header (RETH: VA 8 + R_Key 4 + DMA length 4),
@@ -160,19 +160,6 @@ impl Default for SimConfig {
             host: HostModel::IDEAL,
         }
     }
-}
-
-/// Why a [`SimConfig`] was rejected.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-pub enum SimConfigError {
-    /// A field has a value the simulator cannot run with.
-    #[error("invalid simulator config: `{field}`: {reason}")]
-    Invalid {
-        /// The field name (dotted for nested fields, e.g. `ecn.pmax`).
-        field: &'static str,
-        /// What is wrong, with the offending values.
-        reason: String,
-    },
 }
 
 fn invalid(field: &'static str, reason: String) -> SimConfigError {

@@ -15,7 +15,7 @@
 //! A QP's controller starts on its first CNP (as in the ns-3 artifact); until then it sends at
 //! line rate with α = 1 and no timers run.
 
-use crate::config::SimConfigError;
+use crate::config_error::SimConfigError;
 use serde::{Deserialize, Serialize};
 use xrdma::{Span, Time};
 

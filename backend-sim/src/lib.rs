@@ -99,6 +99,7 @@
 
 pub mod capture;
 mod config;
+mod config_error;
 mod dcqcn;
 mod engine;
 mod faults;
@@ -119,9 +120,10 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub use capture::{CaptureConfig, LinkCapture};
 pub use config::{
-    EcnConfig, PfcConfig, PfcThresholds, SimConfig, SimConfigError, AETH_BYTES, CNP_EXTRA_BYTES,
-    IMMDT_BYTES, PFC_FRAME_BYTES, RETH_BYTES,
+    EcnConfig, PfcConfig, PfcThresholds, SimConfig, AETH_BYTES, CNP_EXTRA_BYTES, IMMDT_BYTES,
+    PFC_FRAME_BYTES, RETH_BYTES,
 };
+pub use config_error::SimConfigError;
 pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFERENCE_RATE_BPS};
 pub use faults::{FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector};
 pub use host_model::{profiles, HostModel, HostModelError, MAX_COST};

@@ -14,7 +14,8 @@
 //! - Ports are numbered globally (see [`crate::topology`]); a star's switch port `i` is
 //!   host `i`.
 
-use crate::config::{EcnConfig, PfcThresholds, SimConfig, SimConfigError, PFC_FRAME_BYTES};
+use crate::config::{EcnConfig, PfcThresholds, SimConfig, PFC_FRAME_BYTES};
+use crate::config_error::SimConfigError;
 use crate::engine::Event;
 use crate::faults::{FaultConfig, Faults};
 use crate::packet::{Packet, PktKind, F_CE};

@@ -5,7 +5,7 @@
 //! `port_base[s]..port_base[s + 1]`, and local port `i` of switch `s` is global port
 //! `port_base[s] + i`. In a star, switch 0's port `i` is host `i`.
 
-use crate::config::SimConfigError;
+use crate::config_error::SimConfigError;
 use serde::{Deserialize, Serialize};
 
 /// The shape of the network. Every link direction runs at `SimConfig::link_rate_bps` unless

@@ -16,9 +16,7 @@ pub const IB_SYSFS_ROOT: &str = "/sys/class/infiniband";
 
 /// Environment variable naming the device (e.g. `rxe0`); unset: the first device.
 pub const ENV_DEVICE: &str = "XRDMA_VERBS_DEVICE";
-/// Environment variable giving the GID index; unset: chosen by [`crate::gid::choose_gid`]
-/// (the first RoCE v2 IPv4-mapped GID, else the first unique-local or global IPv6 one).
-pub const ENV_GID_INDEX: &str = "XRDMA_VERBS_GID_INDEX";
+pub use crate::gid::ENV_GID_INDEX;
 /// Environment variable giving the port number (1-based); unset: 1.
 pub const ENV_PORT: &str = "XRDMA_VERBS_PORT";
 

@@ -17,6 +17,10 @@
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
+/// Environment variable giving the GID index; unset: chosen by [`choose_gid`] (the first
+/// RoCE v2 IPv4-mapped GID, else the first unique-local or global IPv6 one).
+pub const ENV_GID_INDEX: &str = "XRDMA_VERBS_GID_INDEX";
+
 /// The kind of a GID entry as the kernel reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GidType {
@@ -225,7 +229,7 @@ pub fn choose_gid(
          an entry with `gid-index` in the scenario's `verbs:` block or {} (link-local \
          fe80::/10 entries are used only when chosen that way)",
         describe_unusable(table),
-        crate::device::ENV_GID_INDEX,
+        ENV_GID_INDEX,
     ))
 }
 

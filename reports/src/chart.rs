@@ -111,7 +111,7 @@ pub fn render_svg<F: Figure>(fig: &F) -> Result<String, ReportError> {
 /// failed write as a drawing error; the message names the cause).
 pub fn write_png<F: Figure>(fig: &F, path: &Path) -> Result<(), ReportError> {
     ensure_font()?;
-    let tmp = crate::io::temp_sibling(path);
+    let tmp = crate::files::temp_sibling(path);
     let drawn = (|| {
         let root = BitMapBackend::new(&tmp, fig.size()).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
@@ -123,7 +123,7 @@ pub fn write_png<F: Figure>(fig: &F, path: &Path) -> Result<(), ReportError> {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    crate::io::commit_temp(&tmp, path)
+    crate::files::commit_temp(&tmp, path)
 }
 
 /// Writes `fig` as `dir/STEM.svg` and `dir/STEM.png`; returns the SVG text (for inlining).
@@ -133,7 +133,7 @@ pub fn write_png<F: Figure>(fig: &F, path: &Path) -> Result<(), ReportError> {
 pub fn write_svg_png<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<String, ReportError> {
     let svg = render_svg(fig)?;
     let svg_path = dir.join(format!("{stem}.svg"));
-    crate::io::write_atomic(&svg_path, svg.as_bytes())?;
+    crate::files::write_atomic(&svg_path, svg.as_bytes())?;
     write_png(fig, &dir.join(format!("{stem}.png")))?;
     Ok(svg)
 }

@@ -18,6 +18,7 @@
 pub mod chart;
 mod environment;
 mod error;
+mod files;
 pub mod html;
 mod io;
 mod kinds;
@@ -40,18 +41,19 @@ pub mod windowed;
 
 pub use environment::{DeviceInfo, DeviceKey, Environment, RankPlace};
 pub use error::ReportError;
+pub use files::{commit_temp, read_json, temp_sibling, write_atomic, write_json};
 pub use io::{
-    commit_temp, messages_csv, read_json, stage_run, temp_sibling, write_atomic, write_json,
-    write_report, write_report_with, write_run_dir, write_run_dir_with, RunFiles, PLOT_STEMS,
+    messages_csv, stage_run, write_report, write_report_with, write_run_dir, write_run_dir_with,
+    RunFiles,
 };
 pub use kinds::{Backend, WorkloadKind};
-pub use path::PathModel;
+pub use path::{IdealCompletion, PathModel};
 pub use plot::{latency_svg, latency_svg_string};
-pub use run_dir::RunDir;
+pub use run_dir::{RunDir, PLOT_STEMS};
 pub use schema::{
-    CaptureFile, DeliveryCheck, HostEndpoint, HostModelInfo, IdealCompletion, Inconsistency,
-    MessageRecord, MessageStages, NetworkCounters, RunResult, ScenarioInfo, SimInfo,
-    UnfinishedMessage, WallClock, WorkloadInfo, SCHEMA_VERSION,
+    CaptureFile, DeliveryCheck, HostEndpoint, HostModelInfo, Inconsistency, MessageRecord,
+    MessageStages, NetworkCounters, RunResult, ScenarioInfo, SimInfo, UnfinishedMessage, WallClock,
+    WorkloadInfo, SCHEMA_VERSION,
 };
 pub use series::{SenderBytes, TimeSeries};
 pub use summary::{

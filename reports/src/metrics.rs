@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::path::IdealCompletion;
 use crate::percentile::nearest_rank;
-use crate::schema::{IdealCompletion, MessageRecord, UnfinishedMessage};
+use crate::schema::{MessageRecord, UnfinishedMessage};
 
 /// Ideal FCT of `payload_bytes` alone on an idle path, ps:
 ///

@@ -158,7 +158,7 @@ pub fn latency_svg_string(r: &RunResult) -> Result<String, ReportError> {
 /// As [`latency_svg_string`], plus [`ReportError::Io`] if the file cannot be written.
 pub fn latency_svg(r: &RunResult, path: &Path) -> Result<(), ReportError> {
     let svg = latency_svg_string(r)?;
-    crate::io::write_atomic(path, svg.as_bytes())
+    crate::files::write_atomic(path, svg.as_bytes())
 }
 
 /// Step CDF of message completion time (latency from the intended send time) on `area`.

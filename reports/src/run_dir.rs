@@ -36,6 +36,7 @@ use fs4::FileExt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ReportError;
+use crate::files::{read_json, write_atomic};
 use crate::schema::RunResult;
 
 /// The hidden sub-directory of a results directory that holds the lock, the list of the
@@ -310,7 +311,7 @@ impl RunDir {
             path: self.state.join("commit"),
             source,
         })?;
-        crate::io::write_atomic(&self.state.join("commit"), text.as_bytes())?;
+        write_atomic(&self.state.join("commit"), text.as_bytes())?;
         // Decided: from here the staged files belong to the journal, not to `Drop`.
         open_list().retain(|(id, ..)| *id != self.id);
         roll_forward(&self.dir, &self.state, &j).map_err(|e| ReportError::Commit {
@@ -356,7 +357,7 @@ fn roll_forward(dir: &Path, state: &Path, j: &Journal) -> Result<(), ReportError
     }
     let mut list = j.own.join("\n");
     list.push('\n');
-    crate::io::write_atomic(&state.join("files"), list.as_bytes())?;
+    write_atomic(&state.join("files"), list.as_bytes())?;
     ignore_missing(std::fs::remove_dir_all(&staging), &staging)?;
     let journal = state.join("commit");
     ignore_missing(std::fs::remove_file(&journal), &journal)
@@ -373,7 +374,7 @@ fn earlier_files(dir: &Path, state: &Path) -> BTreeSet<String> {
             .map(String::from)
             .collect();
     }
-    match crate::io::read_json(&dir.join("result.json")) {
+    match read_json(&dir.join("result.json")) {
         Ok(r) => own_files_of(&r).into_iter().collect(),
         Err(_) => BTreeSet::new(),
     }
@@ -386,7 +387,7 @@ pub fn own_files_of(r: &RunResult) -> Vec<String> {
     let mut v: Vec<String> = ["result.json", "summary.txt", "latency.svg", "report.html"]
         .map(String::from)
         .to_vec();
-    for stem in crate::io::plot_stems_of(r) {
+    for stem in plot_stems_of(r) {
         v.push(format!("{stem}.svg"));
         v.push(format!("{stem}.png"));
     }
@@ -413,4 +414,30 @@ pub fn interrupted() -> Vec<String> {
         .collect();
     open.clear();
     notes
+}
+
+/// File stems of the plots, each written as `STEM.svg` and `STEM.png`: the completion-time
+/// CDF, the per-sender completion times, and (with a time series) the bottleneck queue,
+/// throughput and congestion signals over time, and (for a traced run) the stages of the
+/// message at each completion percentile.
+pub const PLOT_STEMS: [&str; 6] = [
+    "latency-cdf",
+    "completion",
+    "queue",
+    "throughput",
+    "congestion",
+    "stages",
+];
+
+/// The plot stems `r` has, in [`PLOT_STEMS`] order: the CDF and the per-sender completions
+/// always, the time-series plots when it has a time series, the stages when it was traced.
+pub(crate) fn plot_stems_of(r: &RunResult) -> Vec<&'static str> {
+    let mut v = PLOT_STEMS[..2].to_vec();
+    if r.timeseries.is_some() {
+        v.extend_from_slice(&PLOT_STEMS[2..5]);
+    }
+    if crate::stages::summarize(r).is_some() {
+        v.push(PLOT_STEMS[5]);
+    }
+    v
 }

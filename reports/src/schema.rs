@@ -11,7 +11,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::kinds::{Backend, WorkloadKind};
-use crate::path::PathModel;
+use crate::path::{IdealCompletion, PathModel};
 use crate::series::TimeSeries;
 
 /// Version of the result schema written by this crate (the `schema-version` key).
@@ -316,68 +316,6 @@ pub struct NetworkCounters {
     /// count them (a multi-process run).
     #[serde(default)]
     pub ack_timeouts: Option<u64>,
-}
-
-/// Analytical lower bound T* on the completion of an N-to-1 incast:
-///
-/// `T* = N·S·(1 + header/MTU) / B + base RTT`
-///
-/// with N senders of S payload bytes each (`total_bytes = N·S`), per-packet wire overhead
-/// `header` bytes, `MTU` payload bytes per packet and bottleneck rate B bits per second. A
-/// simulated completion below T* indicates a bug.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct IdealCompletion {
-    /// T*, ps.
-    pub t_star_ps: u64,
-    /// Unloaded round-trip time added to the serialization bound, ps.
-    pub base_rtt_ps: u64,
-    /// Bottleneck link rate B, bits per second.
-    pub bottleneck_bps: u64,
-    /// Per-packet wire overhead, bytes.
-    pub header_bytes: u64,
-    /// Payload bytes per packet.
-    pub mtu_bytes: u64,
-    /// Total payload through the bottleneck, N·S bytes.
-    pub total_bytes: u64,
-}
-
-impl IdealCompletion {
-    /// Computes T* with the formula `total·(1 + header/mtu)·8 / B + base RTT`, in exact
-    /// integer arithmetic rounded up to the next picosecond.
-    ///
-    /// `total_bytes` is N·S. Returns `None` when `mtu_bytes` or `bottleneck_bps` is 0 or the
-    /// result does not fit in `u64` picoseconds.
-    ///
-    /// When S is a multiple of the MTU, `total·(1 + header/mtu)` is exactly the number of bytes
-    /// the bottleneck must serialize; otherwise the last packet of each message is short and
-    /// the formula's overhead is a slight underestimate, so T* remains a lower bound.
-    pub fn incast(
-        total_bytes: u64,
-        header_bytes: u64,
-        mtu_bytes: u64,
-        bottleneck_bps: u64,
-        base_rtt_ps: u64,
-    ) -> Option<Self> {
-        if mtu_bytes == 0 || bottleneck_bps == 0 {
-            return None;
-        }
-        // t [ps] = total·(mtu+header)·8·1e12 / (mtu·B); u128 holds 2^64·2^64 products.
-        let num = u128::from(total_bytes)
-            .checked_mul(u128::from(mtu_bytes) + u128::from(header_bytes))?
-            .checked_mul(8 * 1_000_000_000_000)?;
-        let den = u128::from(mtu_bytes) * u128::from(bottleneck_bps);
-        let serialization = num.div_ceil(den);
-        let t_star = serialization.checked_add(u128::from(base_rtt_ps))?;
-        Some(Self {
-            t_star_ps: u64::try_from(t_star).ok()?,
-            base_rtt_ps,
-            bottleneck_bps,
-            header_bytes,
-            mtu_bytes,
-            total_bytes,
-        })
-    }
 }
 
 /// Statistics of the discrete-event simulator.

@@ -380,7 +380,7 @@ pub fn render_svg(
 }
 
 /// Renders a figure drawn by `draw` to a PNG file at `path` ([`SWEEP_WIDTH_PX`] ×
-/// [`SWEEP_HEIGHT_PX`], RGB). The image is written to [`crate::io::temp_sibling`] first and
+/// [`SWEEP_HEIGHT_PX`], RGB). The image is written to [`crate::files::temp_sibling`] first and
 /// then renamed, so an interrupted write never leaves a truncated `path`.
 ///
 /// # Errors
@@ -390,7 +390,7 @@ pub fn render_png(
     path: &Path,
     draw: impl FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), ReportError>,
 ) -> Result<(), ReportError> {
-    let tmp = crate::io::temp_sibling(path);
+    let tmp = crate::files::temp_sibling(path);
     let drawn = {
         let root = BitMapBackend::new(&tmp, (SWEEP_WIDTH_PX, SWEEP_HEIGHT_PX)).into_drawing_area();
         draw(&root)
@@ -399,7 +399,7 @@ pub fn render_png(
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    crate::io::commit_temp(&tmp, path)
+    crate::files::commit_temp(&tmp, path)
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@
 
 pub mod fit;
 pub mod measure;
-pub mod profile_file;
 pub mod side_by_side;
+
+pub use crate::profile_file;
 
 use crate::outln;
 use anyhow::{bail, Context, Result};

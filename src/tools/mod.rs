@@ -61,7 +61,7 @@ pub fn sim_fabric() -> Result<SimFabric> {
 
 /// `--host-profile NAME|FILE`: the simulator's host model for a tool (see
 /// [`xrdma_sim::HostModel`] and its profiles, [`xrdma_sim::profiles`]; a file as
-/// [`crate::calibrate::profile_file`] reads it).
+/// [`crate::profile_file`] reads it).
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostProfileArg {
     /// The simulated hosts' per-operation costs: a built-in host profile (`ideal`,
@@ -79,7 +79,7 @@ impl HostProfileArg {
     /// does not read.
     pub fn model(&self) -> Result<xrdma_sim::HostModel> {
         match &self.host_profile {
-            Some(name) => crate::calibrate::profile_file::resolve(name),
+            Some(name) => crate::profile_file::resolve(name),
             None => Ok(xrdma_sim::HostModel::default()),
         }
     }

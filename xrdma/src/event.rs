@@ -3,7 +3,7 @@
 
 use crate::error::{ConnId, XrdmaError};
 use crate::mr_pool::Region;
-use crate::{QpAddress, QpCaps, QpNum, RecvWr, SendWr};
+use crate::{QpAddress, QpCaps, QpNum, RecvWr, SendWr, Time};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -125,8 +125,8 @@ pub enum Event {
         /// The message.
         msg: MsgId,
         /// When it was accepted, reached the head of the queue, was granted, had its last
-        /// piece posted and was ACKed ([`crate::SendTiming`]).
-        timing: crate::SendTiming,
+        /// piece posted and was ACKed ([`SendTiming`]).
+        timing: SendTiming,
     },
     /// A message will never be ACKed: its connection failed.
     SendFailed {
@@ -240,4 +240,36 @@ pub struct ConnStats {
     pub srtt_ps: u64,
     /// Smallest RTT seen, ps (0 before the first sample).
     pub min_rtt_ps: u64,
+}
+
+/// The sender's instants of one message, all on the endpoint's clock, in order
+/// `accepted ≤ head ≤ max(head, granted) ≤ last_post ≤ acked`.
+/// Serialised with the instants in ps (`accepted-ps`, ...).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SendTiming {
+    /// [`crate::Endpoint::send`] accepted it.
+    #[serde(rename = "accepted-ps")]
+    pub accepted: Time,
+    /// It reached the head of its connection's queue (every message ahead of it wholly
+    /// posted); a message coalesced behind the head into one eager frame counts as at the
+    /// head when the frame is posted.
+    #[serde(rename = "head-ps")]
+    pub head: Time,
+    /// Its landing buffer's grant (the CTS) arrived: rendezvous messages only. It may come
+    /// before `head` (the RTS goes out ahead of the data).
+    #[serde(rename = "granted-ps")]
+    pub granted: Option<Time>,
+    /// Its last frame or fragment was posted.
+    #[serde(rename = "last-post-ps")]
+    pub last_post: Time,
+    /// The ACK that covers its last piece arrived: its buffers are free.
+    #[serde(rename = "acked-ps")]
+    pub acked: Time,
+}
+
+impl SendTiming {
+    /// When the message could post its data: at the head and, for rendezvous, granted.
+    pub fn ready(&self) -> Time {
+        self.granted.map_or(self.head, |g| g.max(self.head))
+    }
 }

@@ -37,6 +37,11 @@ pub const PROTOCOL_VERSION: u32 = 5;
 /// Pause between two connection attempts while the peer is not listening yet.
 pub const CONNECT_RETRY: Duration = Duration::from_millis(100);
 
+/// Longest a connection to rank 0's coordinator (the launch's rendezvous) or to a rank's
+/// listener may take from its accept to a proven join (5 s; a real rank answers in a few
+/// round trips), so a stranger that connects and says nothing holds it up this long at most.
+pub const HANDSHAKE_LIMIT: Duration = Duration::from_secs(5);
+
 /// The first frame on a connection: who is speaking and what it runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]

@@ -66,9 +66,10 @@ mod start;
 /// The job's secret, shared with the bootstrap ([`crate::bootstrap::secret`]).
 pub use crate::bootstrap::secret;
 
+pub use crate::bootstrap::HANDSHAKE_LIMIT;
 pub use assign::{assign, describe, layout, report_rank};
 pub use hostfile::{HostSlots, Hostfile, HostfileError};
-pub use rendezvous::{rendezvous, Refusal, Rendezvous, RendezvousError, HANDSHAKE_LIMIT};
+pub use rendezvous::{rendezvous, Refusal, Rendezvous, RendezvousError};
 pub use resolve::{parse_coordinator, resolve, LaunchError};
 pub use secret::{JobSecret, SecretError, SECRET_FILE_VAR, SECRET_VAR};
 pub use start::{start, Started};

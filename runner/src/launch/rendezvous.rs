@@ -32,14 +32,10 @@ use super::secret::{JobSecret, SecretError};
 use super::{Coordinator, Launch};
 #[cfg(doc)]
 use crate::bootstrap::Auth;
+use crate::bootstrap::HANDSHAKE_LIMIT;
 use crate::bootstrap::{BootstrapError, Frame, Hello, Listener, Peer, Session};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
-
-/// Longest a connection to rank 0's coordinator may take from its accept to a proven join
-/// (5 s; a real rank answers in a few round trips), so a stranger that connects and says
-/// nothing holds the rendezvous up this long at most.
-pub const HANDSHAKE_LIMIT: Duration = Duration::from_secs(5);
 
 /// What a rank has after the rendezvous.
 #[derive(Debug)]

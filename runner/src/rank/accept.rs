@@ -6,9 +6,10 @@
 //! REASON`), and the rank goes on accepting until its deadline, so the real ranks still join.
 
 use super::RankPlan;
-use crate::bootstrap::{Auth, BootstrapError, ConnRecord, Frame, Hello, Listener, Peer};
+use crate::bootstrap::{
+    Auth, BootstrapError, ConnRecord, Frame, Hello, Listener, Peer, HANDSHAKE_LIMIT,
+};
 use crate::environment::PeerSeen;
-use crate::launch::HANDSHAKE_LIMIT;
 use anyhow::{bail, Result};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

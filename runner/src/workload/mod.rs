@@ -19,8 +19,8 @@ mod receiver;
 mod record;
 
 pub use payload::PayloadPool;
-pub use receiver::{Arrival, ArrivalLog, Receiver};
-pub use record::{tally, Digest, ErrorAt, ReceiverView, Response, SenderRecord, SentRecord, Tally};
+pub use receiver::{Arrival, ArrivalLog, ErrorAt, Receiver};
+pub use record::{tally, Digest, ReceiverView, Response, SenderRecord, SentRecord, Tally};
 
 use crate::role::Finish;
 use xrdma::driver::Application;

@@ -3,10 +3,31 @@
 //! incast and open-loop [`Receiver`] is that log and nothing more, the echo server answers
 //! from it.
 
+use serde::{Deserialize, Serialize};
 use xrdma::driver::Application;
 use xrdma::slab::PerConn;
 use xrdma::{ConnId, Endpoint, Event, Time};
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
+
+/// An error xrdma reported on a host, and the instant it was reported.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ErrorAt {
+    /// When, picoseconds on the fabric's clock.
+    pub at_ps: u64,
+    /// What, as text.
+    pub what: String,
+}
+
+impl ErrorAt {
+    /// `what`, reported at `at`.
+    pub fn new(at: Time, what: impl std::fmt::Display) -> Self {
+        ErrorAt {
+            at_ps: at.as_ps(),
+            what: what.to_string(),
+        }
+    }
+}
 
 /// A message as the receiving host got it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,7 +87,7 @@ pub struct ArrivalLog {
     /// Everything that arrived, in arrival order.
     pub arrivals: Vec<Arrival>,
     /// Errors xrdma reported, and when.
-    pub errors: Vec<super::record::ErrorAt>,
+    pub errors: Vec<ErrorAt>,
 }
 
 impl ArrivalLog {
@@ -79,7 +100,7 @@ impl ArrivalLog {
         event: &Event,
     ) -> Option<(ConnId, &Arrival)> {
         if let Event::ConnectionFailed { error, .. } = event {
-            self.errors.push(super::record::ErrorAt::new(now, error));
+            self.errors.push(ErrorAt::new(now, error));
             return None;
         }
         let (conn, size, digest) = self.reassembly.whole(event)?;

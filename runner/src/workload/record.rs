@@ -1,6 +1,6 @@
 //! What senders and the receiving side recorded, and the one delivery tally over them.
 
-use super::Arrival;
+use super::{Arrival, ErrorAt};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
 use xrdma::Time;
@@ -81,26 +81,6 @@ pub struct SenderRecord {
     /// run; [`crate::transport_info::add_windows`]); absent from a rank that did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<rep::WindowTally>,
-}
-
-/// An error xrdma reported on a host, and the instant it was reported.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct ErrorAt {
-    /// When, picoseconds on the fabric's clock.
-    pub at_ps: u64,
-    /// What, as text.
-    pub what: String,
-}
-
-impl ErrorAt {
-    /// `what`, reported at `at`.
-    pub fn new(at: Time, what: impl std::fmt::Display) -> Self {
-        ErrorAt {
-            at_ps: at.as_ps(),
-            what: what.to_string(),
-        }
-    }
 }
 
 /// What the receiving side got: every arrival, in arrival order, and its errors.

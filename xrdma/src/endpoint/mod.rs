@@ -93,11 +93,11 @@ mod snapshot;
 pub mod state;
 mod timing;
 
+pub use crate::event::SendTiming;
 pub use inspect::ConnUsage;
 use setup::{HalfSetup, MemoryFor, Resetting};
 pub use snapshot::{ConnSnapshot, EndpointSnapshot, QpObservations};
 pub use state::ConnState;
-pub use timing::SendTiming;
 use timing::{Completes, Stamps};
 
 struct OutMessage {
