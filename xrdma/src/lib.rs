@@ -23,10 +23,11 @@ pub mod rc;
 pub mod time;
 pub mod transport;
 
-pub use capabilities::{Capabilities, WindowSignals};
+pub use capabilities::Capabilities;
 pub use rc::RcParams;
 pub use time::{Span, Time};
 pub use transport::*;
+pub use window_signals::WindowSignals;
 
 pub mod config;
 pub mod driver;
@@ -44,6 +45,7 @@ pub mod seq;
 pub mod slab;
 pub mod timer;
 pub mod window;
+pub mod window_signals;
 
 pub use config::{Config, ConfigError, MAX_MESSAGE_SIZE, MR_CHUNK_BYTES};
 pub use endpoint::{
