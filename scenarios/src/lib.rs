@@ -78,7 +78,7 @@ pub use topology_section::TopologySection;
 pub use traffic::{parse_message_rate, MessageRate, RateError, SizeChoice, SizeDist, Stall};
 pub use verbs_section::{RankSpec, VerbsSection};
 pub use workload::{Incast, MessageSpec, Workload};
-pub use xrdma_section::{XrdmaSection, MIN_FRAGMENT_SIZE};
+pub use xrdma_section::MIN_FRAGMENT_SIZE;
 
 use check::{field_error, under, FieldError};
 use serde::Deserialize;
@@ -96,8 +96,9 @@ pub struct Scenario {
     pub description: Option<String>,
     /// What the hosts send (`workload:`).
     pub workload: Workload,
-    /// Middleware settings (`xrdma:`); all defaults when the block is absent.
-    pub xrdma: XrdmaSection,
+    /// Middleware settings (`xrdma:`, read as [`xrdma::Config`]); all defaults when the block
+    /// is absent.
+    pub xrdma: xrdma::Config,
     /// The RC QP attributes every backend applies (`rc:`); all defaults when the block is
     /// absent ([`Scenario::rc_params`]).
     pub rc: RcSection,
@@ -250,7 +251,7 @@ struct Body {
     name: String,
     description: Option<String>,
     workload: Workload,
-    xrdma: XrdmaSection,
+    xrdma: xrdma::Config,
     rc: RcSection,
     sim: Option<SimSection>,
     verbs: Option<VerbsSection>,
@@ -268,7 +269,7 @@ struct RawBody {
     description: Option<String>,
     workload: workload::RawWorkload,
     #[serde(default)]
-    xrdma: xrdma_section::RawXrdma,
+    xrdma: xrdma::Config,
     #[serde(default)]
     rc: rc_section::RawRc,
     sim: Option<sim_section::RawSim>,

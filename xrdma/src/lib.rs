@@ -43,6 +43,7 @@ pub mod ring;
 pub mod seq;
 pub mod slab;
 pub mod timer;
+pub mod units;
 pub mod window;
 
 pub use config::{Config, ConfigError, MAX_MESSAGE_SIZE, MR_CHUNK_BYTES};
