@@ -539,7 +539,7 @@ fn dcqcn_block_and_ib_codes_are_read() {
     ));
     assert_eq!(
         (s.rc.min_rnr_timer, s.rc.local_ack_timeout, s.rc.retry_cnt),
-        (Some(12), Some(14), None)
+        (12, 14, 7)
     );
     assert_eq!(
         s.rc_params(),

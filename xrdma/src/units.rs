@@ -401,6 +401,59 @@ pub fn deserialize_size<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error
     Size::deserialize(d).map(|s| s.0)
 }
 
+/// A size in bytes, written as [`Size`] is, of at most `max` bytes: a larger one is refused
+/// with `too_large(bytes)` as the message, located at the value like any unit error.
+///
+/// # Errors
+/// As [`deserialize_size`], and the message of `too_large` above `max`.
+pub fn deserialize_size_at_most<'de, D, F>(d: D, max: u64, too_large: F) -> Result<u64, D::Error>
+where
+    D: Deserializer<'de>,
+    F: Fn(u64) -> String,
+{
+    d.deserialize_any(AtMost { max, too_large })
+}
+
+/// [`QuantityVisitor`] for sizes, refusing more than `max` bytes.
+struct AtMost<F> {
+    max: u64,
+    too_large: F,
+}
+
+impl<F: Fn(u64) -> String> AtMost<F> {
+    fn check<E: de::Error>(&self, bytes: Result<u64, E>) -> Result<u64, E> {
+        let bytes = bytes?;
+        if bytes > self.max {
+            return Err(E::custom((self.too_large)(bytes)));
+        }
+        Ok(bytes)
+    }
+}
+
+impl<'de, F: Fn(u64) -> String> Visitor<'de> for AtMost<F> {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        QuantityVisitor(Quantity::Size).expecting(f)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        self.check(QuantityVisitor(Quantity::Size).visit_u64(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        self.check(QuantityVisitor(Quantity::Size).visit_i64(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
+        self.check(QuantityVisitor(Quantity::Size).visit_f64(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
+        self.check(QuantityVisitor(Quantity::Size).visit_str(v))
+    }
+}
+
 /// For `#[serde(deserialize_with)]`: a duration, written as [`Span`] is (`10us`; a unit is
 /// required).
 ///
