@@ -386,10 +386,10 @@ impl SimConfig {
         }
         if let Err(e) = self.rc.validate() {
             let field = match e.field {
-                "local_ack_timeout" => "rc.local_ack_timeout",
-                "retry_cnt" => "rc.retry_cnt",
-                "rnr_retry" => "rc.rnr_retry",
-                "min_rnr_timer" => "rc.min_rnr_timer",
+                "local-ack-timeout" => "rc.local_ack_timeout",
+                "retry-cnt" => "rc.retry_cnt",
+                "rnr-retry" => "rc.rnr_retry",
+                "min-rnr-timer" => "rc.min_rnr_timer",
                 _ => "rc.path_mtu",
             };
             return Err(invalid(field, e.reason));

@@ -5,34 +5,11 @@ use anyhow::{bail, Result};
 use xrdma::{Config, RcParams, Span, Time};
 use xrdma_scenario::{
     FaultDirection, FaultLink, FaultsSection, Scenario, SimSection, TopologySection, Workload,
-    XrdmaSection,
 };
 use xrdma_sim::{
     DcqcnConfig, EcnConfig, FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector,
     PfcConfig, SimConfig, SimConfigError, Topology,
 };
-
-/// The xrdma configuration a scenario asks for.
-pub fn xrdma_config(x: &XrdmaSection) -> Config {
-    Config {
-        fragment_size: x.fragment_size,
-        eager_limit: x.eager_limit,
-        landing_budget: x.landing_budget,
-        initial_window: x.initial_window,
-        min_window: x.min_window,
-        max_window: x.max_window,
-        beta: x.beta,
-        alpha: x.alpha,
-        target_delay: x.target_delay,
-        flow_scaling_range: x.flow_scaling_range,
-        ack_timeout: x.ack_timeout,
-        adaptive_window: x.adaptive_window,
-        deliver_fragments: x.deliver_fragments,
-        recv_depth: x.recv_depth,
-        receive_credits: x.receive_credits,
-        ..Config::default()
-    }
-}
 
 /// The simulator configuration from a scenario's `sim:` block and its RC QP attributes `rc`
 /// (the `rc:` block), for a workload of `workload_hosts` hosts. A star has exactly the
@@ -239,7 +216,7 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
 /// The first field out of range, as `FILE:LINE:COLUMN: xrdma.FIELD: reason`; a stall at or
 /// after the run's end, as `FILE:LINE:COLUMN: workload.KIND.stall: reason`.
 pub fn check_xrdma(sc: &Scenario) -> Result<Config> {
-    let cfg = xrdma_config(&sc.xrdma);
+    let cfg = sc.xrdma.clone();
     if let Err(e) = cfg.validate() {
         let at = where_is(sc, &["xrdma", e.field]);
         bail!("{at}: xrdma.{}: {}", e.field, e.reason);

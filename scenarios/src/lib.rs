@@ -71,14 +71,13 @@ pub use faults_section::{
     FaultDirection, FaultLink, FaultsSection, LinkDownFault, LinkRateFault, SlowReceiver,
 };
 pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
-pub use rc_section::RcSection;
 pub use sim_section::{EcnSection, PfcSection, SimSection, DEFAULT_SAMPLE_INTERVAL};
 pub use span_index::locate_key;
 pub use topology_section::TopologySection;
 pub use traffic::{parse_message_rate, MessageRate, RateError, SizeChoice, SizeDist, Stall};
 pub use verbs_section::{RankSpec, VerbsSection};
 pub use workload::{Incast, MessageSpec, Workload};
-pub use xrdma_section::{XrdmaSection, MIN_FRAGMENT_SIZE};
+pub use xrdma_section::MIN_FRAGMENT_SIZE;
 
 use check::{field_error, under, FieldError};
 use serde::Deserialize;
@@ -96,11 +95,12 @@ pub struct Scenario {
     pub description: Option<String>,
     /// What the hosts send (`workload:`).
     pub workload: Workload,
-    /// Middleware settings (`xrdma:`); all defaults when the block is absent.
-    pub xrdma: XrdmaSection,
-    /// The RC QP attributes every backend applies (`rc:`); all defaults when the block is
-    /// absent ([`Scenario::rc_params`]).
-    pub rc: RcSection,
+    /// Middleware settings (`xrdma:`, read as [`xrdma::Config`]); all defaults when the block
+    /// is absent.
+    pub xrdma: xrdma::Config,
+    /// The RC QP attributes every backend applies (`rc:`, read as [`xrdma::RcParams`]); all
+    /// defaults when the block is absent.
+    pub rc: xrdma::RcParams,
     /// The simulated network (`sim:`); `None` when the block is absent (the simulator then uses
     /// [`SimSection::default`]).
     pub sim: Option<SimSection>,
@@ -137,7 +137,7 @@ impl Scenario {
     /// The RC QP attributes a backend is configured with: the `rc:` block with defaults
     /// filled in (a backend then lowers the path MTU to its port's MTU).
     pub fn rc_params(&self) -> xrdma::RcParams {
-        self.rc.params()
+        self.rc
     }
 
     /// The override behind an error about `key` (a path from the top), if one set it or a
@@ -229,8 +229,10 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
     let raw: RawBody =
         serde_path_to_error::deserialize(serde_yaml_ng::Deserializer::from_str(text))
             .map_err(|e| ScenarioError::from_serde(e, text, path_for_messages))?;
-    let body =
-        check_body(raw).map_err(|e| ScenarioError::from_check(e, text, path_for_messages))?;
+    // Whether `rc.path-mtu` is written (a default one is the port's, see `check_path_mtu`).
+    let path_mtu_written = locate_key(text, &["rc", "path-mtu"]).is_some_and(|(_, _, n)| n == 2);
+    let body = check_body(raw, path_mtu_written)
+        .map_err(|e| ScenarioError::from_check(e, text, path_for_messages))?;
     Ok(Scenario {
         name: body.name,
         description: body.description,
@@ -250,8 +252,8 @@ struct Body {
     name: String,
     description: Option<String>,
     workload: Workload,
-    xrdma: XrdmaSection,
-    rc: RcSection,
+    xrdma: xrdma::Config,
+    rc: xrdma::RcParams,
     sim: Option<SimSection>,
     verbs: Option<VerbsSection>,
     trace: bool,
@@ -268,17 +270,18 @@ struct RawBody {
     description: Option<String>,
     workload: workload::RawWorkload,
     #[serde(default)]
-    xrdma: xrdma_section::RawXrdma,
+    xrdma: xrdma::Config,
     #[serde(default)]
-    rc: rc_section::RawRc,
+    rc: xrdma::RcParams,
     sim: Option<sim_section::RawSim>,
     verbs: Option<verbs_section::RawVerbs>,
     #[serde(default)]
     trace: bool,
 }
 
-/// Checks the sections, then what the top level says across them.
-fn check_body(raw: RawBody) -> Result<Body, FieldError> {
+/// Checks the sections, then what the top level says across them; `path_mtu_written` says
+/// whether the file writes `rc.path-mtu`.
+fn check_body(raw: RawBody, path_mtu_written: bool) -> Result<Body, FieldError> {
     let workload = workload::check_workload(raw.workload).map_err(under("workload"))?;
     let xrdma = xrdma_section::check_xrdma(raw.xrdma).map_err(under("xrdma"))?;
     let rc = rc_section::check_rc(raw.rc).map_err(under("rc"))?;
@@ -351,33 +354,6 @@ fn check_body(raw: RawBody) -> Result<Body, FieldError> {
         c.check_hosts(body.workload.hosts())
             .map_err(|m| field_error("sim", format!("capture: hosts: {m}")))?;
     }
-    check_path_mtu(&body.rc, body.sim.as_ref())?;
+    rc_section::check_path_mtu(&body.rc, path_mtu_written, body.sim.as_ref())?;
     Ok(body)
-}
-
-/// Refuses an `rc.path-mtu` above the simulated ports' `sim.mtu`: the simulator would carry
-/// `sim.mtu`-byte packets where a device might carry `path-mtu`, so the file would mean two
-/// things. A `path-mtu` at or below `sim.mtu` is what both backends apply.
-fn check_path_mtu(rc: &RcSection, sim: Option<&SimSection>) -> Result<(), FieldError> {
-    let Some(path_mtu) = rc.path_mtu else {
-        return Ok(());
-    };
-    let port = sim.map_or(SimSection::default().mtu, |s| s.mtu);
-    if path_mtu > port {
-        let whose = if sim.is_some() {
-            "`sim.mtu`"
-        } else {
-            "`sim.mtu` (its default)"
-        };
-        return Err(field_error(
-            "rc",
-            format!(
-                "path-mtu {path_mtu} bytes is above the simulated ports' MTU, {whose} = \
-                 {port} bytes: the simulator would send {port}-byte packets where a device may \
-                 send {path_mtu}-byte ones; set `sim: {{ mtu: {path_mtu} }}` or lower \
-                 rc.path-mtu"
-            ),
-        ));
-    }
-    Ok(())
 }

@@ -2,12 +2,11 @@
 
 mod common;
 use common::*;
-use xrdma_scenario::RcSection;
 
 #[test]
 fn rc_block_is_read_with_defaults_for_what_it_leaves_out() {
     let s = ok(&with(""));
-    assert_eq!(s.rc, RcSection::default());
+    assert_eq!(s.rc, xrdma::RcParams::default());
     assert_eq!(s.rc_params(), xrdma::RcParams::default());
     let s = ok(&with(
         "rc: { local-ack-timeout: 8, retry-cnt: 3, rnr-retry: 0, min-rnr-timer: 12, path-mtu: 512 }\n",
@@ -76,6 +75,20 @@ fn a_path_mtu_above_the_simulated_ports_is_refused() {
         "{e}"
     );
     assert!(e.contains("set `sim: { mtu: 1024 }`"), "{e}");
+    // Written at its default, 4 KiB, it is still refused: only a path MTU left out is the
+    // port's.
+    let e = err(&with("rc:\n  retry-cnt: 7\n  path-mtu: 4KiB\n"));
+    assert!(
+        e.starts_with("scenarios/x.yaml:4:1: rc: path-mtu 4096 bytes is above"),
+        "{e}"
+    );
+    ok(&with("rc:\n  retry-cnt: 7\n"));
+    let e = err(&with("rc:\n  path-mtu: 8GiB\n"));
+    assert!(e.starts_with("scenarios/x.yaml:5:"), "{e}");
+    assert!(
+        e.contains("rc.path-mtu: 8589934592 bytes is not an InfiniBand path MTU"),
+        "{e}"
+    );
     // At or below the ports' MTU both backends apply it.
     ok(&with("rc: { path-mtu: 1KiB }\n"));
     ok(&with("sim: { mtu: 4KiB }\nrc: { path-mtu: 2KiB }\n"));

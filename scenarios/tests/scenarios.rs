@@ -1,10 +1,10 @@
 //! Loading the shipped scenarios, defaults, and located error messages.
 
 use std::path::PathBuf;
-use xrdma::{Span, Time};
+use xrdma::{Config, Span, Time};
 use xrdma_scenario::{
     load, DcqcnSection, EcnSection, MessageSpec, PfcSection, ScenarioError, SimSection,
-    TopologySection, XrdmaSection,
+    TopologySection,
 };
 
 mod common;
@@ -62,7 +62,7 @@ fn incast_256_is_as_specified() {
     // 4 * 65536 + 1048576 = 1310720 bytes and 5 messages per sender.
     assert_eq!(i.bytes_per_sender(), 1_310_720);
     assert_eq!(i.messages_per_sender(), 5);
-    assert_eq!(s.xrdma, XrdmaSection::default());
+    assert_eq!(s.xrdma, Config::default());
     let sim = s.sim.clone().unwrap();
     assert_eq!(
         sim,
@@ -112,7 +112,7 @@ fn defaults_are_filled_in() {
     // window, beta 0.5, alpha 1/8, target delay and flow scaling range 10 us = 1e7 ps, ACK timeout 1 s = 1e12 ps.
     assert_eq!(
         s.xrdma,
-        XrdmaSection {
+        Config {
             fragment_size: 65_536,
             eager_limit: 4_096,
             landing_budget: 1 << 30,
@@ -128,6 +128,7 @@ fn defaults_are_filled_in() {
             deliver_fragments: false,
             recv_depth: 256,
             receive_credits: true,
+            ..Config::default()
         }
     );
     assert_eq!(s.sim, None);
@@ -165,7 +166,7 @@ fn defaults_are_filled_in() {
     assert_eq!(s.xrdma.max_window, 2_097_152);
     assert_eq!(s.xrdma.fragment_size, 65_536);
     // An empty xrdma block (null) is all defaults too.
-    assert_eq!(ok(&with("xrdma:\n")).xrdma, XrdmaSection::default());
+    assert_eq!(ok(&with("xrdma:\n")).xrdma, Config::default());
 }
 
 #[test]
@@ -538,7 +539,7 @@ fn dcqcn_block_and_ib_codes_are_read() {
     ));
     assert_eq!(
         (s.rc.min_rnr_timer, s.rc.local_ack_timeout, s.rc.retry_cnt),
-        (Some(12), Some(14), None)
+        (12, 14, 7)
     );
     assert_eq!(
         s.rc_params(),

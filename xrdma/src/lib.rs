@@ -44,6 +44,7 @@ pub mod ring;
 pub mod seq;
 pub mod slab;
 pub mod timer;
+pub mod units;
 pub mod window;
 pub mod window_signals;
 

@@ -14,7 +14,8 @@
 //! | `path_mtu` (`enum ibv_mtu`) | bytes here | 256, 512, 1024, 2048 or 4096 (`IBV_MTU_256` = 1 … `IBV_MTU_4096` = 5, [`path_mtu_code`]) |
 
 use crate::Span;
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
 
 /// The RC QP attributes a backend applies when it connects a QP (INIT → RTR → RTS).
@@ -25,8 +26,18 @@ use thiserror::Error;
 /// These are the simulator's long-standing values, so its runs are unchanged; a device
 /// configured with perftest's defaults instead (timeout 14 ≈ 67 ms, min RNR timer 12 =
 /// 0.64 ms) gives up later after a loss and waits longer after an RNR NAK.
+///
+/// It is also a scenario's `rc:` block, read as is: keys are the fields in kebab-case
+/// (`local-ack-timeout`), `path-mtu` is a size (`1KiB`, [`crate::units`]), a key left out keeps
+/// its default, an unknown key is refused, and [`RcParams::validate`] checks the encodings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(
+    default,
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (the RC QP attributes `{ local-ack-timeout, retry-cnt, rnr-retry, \
+                 min-rnr-timer, path-mtu }`)"
+)]
 pub struct RcParams {
     /// Local ACK timeout, the 5-bit code (`ibv_qp_attr.timeout`, `ibv_modify_qp(3)`):
     /// a requester with unacknowledged packets and no progress for [`local_ack_timeout`] of it
@@ -48,7 +59,17 @@ pub struct RcParams {
     /// Path MTU, bytes: 256, 512, 1024, 2048 or 4096. A backend applies the smaller of this and
     /// its port's MTU (a device's active MTU; the simulator's `mtu`), and
     /// [`crate::Transport::rc_params`] reports what it applied. Default 4096: the port decides.
+    #[serde(deserialize_with = "deserialize_path_mtu")]
     pub path_mtu: u32,
+}
+
+/// For serde: a path MTU written as a size (`1KiB`, `4096`), bytes; one past `u32` is refused
+/// as no path MTU (the value's encoding is [`RcParams::validate`]'s to check).
+fn deserialize_path_mtu<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let not_a_path_mtu =
+        |b: u64| format!("{b} bytes is not an InfiniBand path MTU (256, 512, 1024, 2048 or 4096)");
+    let bytes = crate::units::deserialize_size_at_most(d, u64::from(u32::MAX), not_a_path_mtu)?;
+    u32::try_from(bytes).map_err(|_| D::Error::custom(not_a_path_mtu(bytes)))
 }
 
 impl Default for RcParams {
@@ -67,7 +88,8 @@ impl Default for RcParams {
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("invalid RC QP attribute `{field}`: {reason}")]
 pub struct RcParamsError {
-    /// The field (`local_ack_timeout`, `retry_cnt`, `rnr_retry`, `min_rnr_timer`, `path_mtu`).
+    /// The field, as a scenario spells it (`local-ack-timeout`, `retry-cnt`, `rnr-retry`,
+    /// `min-rnr-timer`, `path-mtu`).
     pub field: &'static str,
     /// What is wrong, with the value.
     pub reason: String,
@@ -80,26 +102,26 @@ impl RcParams {
     /// Check every field against its encoding.
     ///
     /// # Errors
-    /// [`RcParamsError`] naming the first field out of range: `local_ack_timeout` or
-    /// `min_rnr_timer` above 31, `retry_cnt` or `rnr_retry` above 7, `path_mtu` not one of
+    /// [`RcParamsError`] naming the first field out of range: `local-ack-timeout` or
+    /// `min-rnr-timer` above 31, `retry-cnt` or `rnr-retry` above 7, `path-mtu` not one of
     /// [`PATH_MTUS`].
     pub fn validate(&self) -> Result<(), RcParamsError> {
         let err = |field, reason: String| Err(RcParamsError { field, reason });
         if self.local_ack_timeout > 31 {
             return err(
-                "local_ack_timeout",
+                "local-ack-timeout",
                 format!("{} is not a 5-bit code (0..=31)", self.local_ack_timeout),
             );
         }
         if self.retry_cnt > 7 {
             return err(
-                "retry_cnt",
+                "retry-cnt",
                 format!("{} is above 7 (a 3-bit count)", self.retry_cnt),
             );
         }
         if self.rnr_retry > 7 {
             return err(
-                "rnr_retry",
+                "rnr-retry",
                 format!(
                     "{} is above 7 (a 3-bit count; 7 means infinite)",
                     self.rnr_retry
@@ -108,13 +130,13 @@ impl RcParams {
         }
         if self.min_rnr_timer > 31 {
             return err(
-                "min_rnr_timer",
+                "min-rnr-timer",
                 format!("{} is not a 5-bit code (0..=31)", self.min_rnr_timer),
             );
         }
         if path_mtu_code(self.path_mtu).is_none() {
             return err(
-                "path_mtu",
+                "path-mtu",
                 format!(
                     "{} bytes is not an InfiniBand path MTU (256, 512, 1024, 2048 or 4096)",
                     self.path_mtu
@@ -290,6 +312,35 @@ mod tests {
     }
 
     #[test]
+    fn scenario_keys_are_kebab_case_and_the_path_mtu_a_size() {
+        let rc: RcParams =
+            serde_json::from_str(r#"{ "retry-cnt": 3, "path-mtu": "1KiB" }"#).expect("reads");
+        let want = RcParams {
+            retry_cnt: 3,
+            path_mtu: 1024,
+            ..RcParams::default()
+        };
+        assert_eq!(rc, want);
+        let e = serde_json::from_str::<RcParams>(r#"{ "timeout": 14 }"#)
+            .expect_err("not a key")
+            .to_string();
+        assert!(
+            e.starts_with(
+                "unknown field `timeout`, expected one of `local-ack-timeout`, `retry-cnt`, \
+                 `rnr-retry`, `min-rnr-timer`, `path-mtu`"
+            ),
+            "{e}"
+        );
+        let e = serde_json::from_str::<RcParams>(r#"{ "path-mtu": "4GiB" }"#)
+            .expect_err("above u32")
+            .to_string();
+        assert!(
+            e.starts_with("4294967296 bytes is not an InfiniBand path MTU"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn validate_names_the_field_out_of_its_encoding() {
         RcParams::default().validate().unwrap();
         let field = |p: RcParams| p.validate().unwrap_err().field;
@@ -299,23 +350,23 @@ mod tests {
                 local_ack_timeout: 32,
                 ..d
             }),
-            "local_ack_timeout"
+            "local-ack-timeout"
         );
-        assert_eq!(field(RcParams { retry_cnt: 8, ..d }), "retry_cnt");
-        assert_eq!(field(RcParams { rnr_retry: 8, ..d }), "rnr_retry");
+        assert_eq!(field(RcParams { retry_cnt: 8, ..d }), "retry-cnt");
+        assert_eq!(field(RcParams { rnr_retry: 8, ..d }), "rnr-retry");
         assert_eq!(
             field(RcParams {
                 min_rnr_timer: 32,
                 ..d
             }),
-            "min_rnr_timer"
+            "min-rnr-timer"
         );
         assert_eq!(
             field(RcParams {
                 path_mtu: 1000,
                 ..d
             }),
-            "path_mtu"
+            "path-mtu"
         );
     }
 }
