@@ -53,6 +53,7 @@ mod error;
 mod faults_section;
 mod field_path;
 mod host_section;
+mod nesting;
 mod open_loop;
 mod rc_section;
 mod sim_section;
@@ -224,6 +225,18 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
             message: "the file is empty: expected a scenario mapping with at least `name` and \
                       `workload`"
                 .into(),
+        })));
+    }
+    if let Some((line, column)) = nesting::too_deep(text) {
+        return Err(ScenarioError::Invalid(Box::new(Diagnostic {
+            path: path_for_messages.to_path_buf(),
+            line: Some(line),
+            column: Some(column),
+            field: None,
+            message: format!(
+                "flow collections (`[`, `{{`) nested deeper than {} levels",
+                nesting::MAX_FLOW_DEPTH
+            ),
         })));
     }
     let raw: RawBody =

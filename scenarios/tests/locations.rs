@@ -238,3 +238,20 @@ fn a_file_that_is_no_scenario_is_not_printed_back() {
     let e = err(&with("sim:\n  ecn: { kmin: 1MB seed }\n"));
     assert!(e.contains("1MB seed"), "{e}");
 }
+
+#[test]
+fn flow_collections_nested_too_deep_are_refused_at_the_first_bracket_too_many() {
+    // Refused before the YAML parsers read the text: the deserializer's own recursion limit
+    // ("recursion limit exceeded") came only after work that grew with the square of the
+    // depth, minutes for a 400 KB file.
+    let depth = 2000;
+    let text = with(&format!(
+        "sim:\n  seed: {}1{}\n",
+        "[1,".repeat(depth),
+        "]".repeat(depth)
+    ));
+    assert_eq!(
+        err(&text),
+        "scenarios/x.yaml:5:393: flow collections (`[`, `{`) nested deeper than 128 levels"
+    );
+}
