@@ -409,6 +409,18 @@ pub enum Inconsistency {
         /// Index in the sender's sequence.
         index: u32,
     },
+    /// A message completed (or was delivered) after the simulated run ended: no event of the
+    /// run can happen past its simulated time.
+    CompletedAfterRunEnd {
+        /// Sending host.
+        sender: u32,
+        /// Index in the sender's sequence.
+        index: u32,
+        /// Its completion (or delivery, whichever is later), ps.
+        at_ps: u64,
+        /// The simulated time of the run ([`SimInfo::simulated_ps`]), ps.
+        end_ps: u64,
+    },
     /// Every message was delivered, yet the last completion, measured from the first intended
     /// send time, is below T* (a completion below the ideal is a simulator bug).
     LastCompletionBelowIdeal {
@@ -457,6 +469,16 @@ impl std::fmt::Display for Inconsistency {
             Self::CompletedBeforeIntended { sender, index } => write!(
                 f,
                 "message {index} of sender {sender} completed before its intended send time"
+            ),
+            Self::CompletedAfterRunEnd {
+                sender,
+                index,
+                at_ps,
+                end_ps,
+            } => write!(
+                f,
+                "message {index} of sender {sender} completed at {at_ps} ps, after the run's \
+                 simulated time of {end_ps} ps"
             ),
             Self::LastCompletionBelowIdeal {
                 completion_span_ps,
@@ -532,7 +554,8 @@ impl RunResult {
 
     /// Checks invariants a correct run must satisfy and returns every violation found, in
     /// message order (empty when consistent):
-    /// - no message completes before its intended send time;
+    /// - no message completes before its intended send time, nor (on the simulator) after the
+    ///   run's simulated time;
     /// - when every message was delivered and `ideal` is set, the last completion minus the
     ///   first intended send time is ≥ T* (a completion below the ideal is a simulator bug);
     /// - every message delivered to the receiving application completed at its sender, and
@@ -549,6 +572,17 @@ impl RunResult {
                     sender: m.sender,
                     index: m.index,
                 });
+            }
+            let at = m.completed_ps.max(m.delivered_ps);
+            if let (Some(at_ps), Some(sim)) = (at, &self.sim) {
+                if at_ps > sim.simulated_ps {
+                    problems.push(Inconsistency::CompletedAfterRunEnd {
+                        sender: m.sender,
+                        index: m.index,
+                        at_ps,
+                        end_ps: sim.simulated_ps,
+                    });
+                }
             }
             match (m.delivered_ps, m.completed_ps) {
                 (Some(_), None) => not_completed.push((m.sender, m.index)),

@@ -317,6 +317,24 @@ fn read_json_rejects_other_schema_versions() {
 }
 
 #[test]
+fn a_completion_after_the_simulated_end_is_inconsistent() {
+    // A result whose completion lies past the run's simulated time (50 µs) cannot come from
+    // a run: `report` exited 0 on such a file, with a maximum of 18 446 744 µs.
+    let r = result(vec![msg(1, 0, 10, US, Some(60 * US))], None);
+    assert_eq!(
+        r.validate(),
+        vec![Inconsistency::CompletedAfterRunEnd {
+            sender: 1,
+            index: 0,
+            at_ps: 60 * US,
+            end_ps: 50 * US,
+        }]
+    );
+    let at_end = result(vec![msg(1, 0, 10, US, Some(50 * US))], None);
+    assert!(at_end.validate().is_empty(), "{:?}", at_end.validate());
+}
+
+#[test]
 fn validate_reports_inconsistencies() {
     let good = result(with_undelivered(), None);
     assert!(good.validate().is_empty());
