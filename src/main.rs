@@ -583,12 +583,13 @@ fn real_main() -> Result<ExitCode> {
         } => {
             backend.require()?;
             host.require_sim(backend == Backend::Sim)?;
-            ensure_fits(size)?;
             let opts = tools::bw::BwOptions {
                 size,
                 iters,
                 window,
             };
+            tools::bw::check(&opts)?;
+            ensure_fits(size)?;
             if server || connect.is_some() {
                 if backend != Backend::Verbs {
                     bail!("--server and --connect run a two-process bw: they need --backend verbs");

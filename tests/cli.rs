@@ -379,6 +379,12 @@ fn ping_verbs_print_perftests_columns_or_json_and_refuse_what_they_cannot_measur
             1,
             "at most 4294967295 bytes",
         ),
+        // Refused before its buffers are filled: 3 GiB took seconds, then failed at the send.
+        (
+            &["--size", "3GiB"],
+            1,
+            "above xrdma's largest message, 2147483648 B",
+        ),
         (
             &["--verb", "send", "--iters", "0"],
             1,
@@ -407,6 +413,21 @@ fn ping_verbs_print_perftests_columns_or_json_and_refuse_what_they_cannot_measur
         assert_eq!(got, Some(code), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {needle:?} not in {err:?}");
     }
+}
+
+#[test]
+fn bw_refuses_a_message_above_the_largest_before_filling_it() {
+    // A 3 GiB message was filled (seconds of memset), then failed at its send.
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .args(["bw", "--size", "3GiB", "--iters", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("above xrdma's largest message, 2147483648 B"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -221,9 +221,23 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwReport> {
     report(&tx, opts)
 }
 
-fn check(opts: &BwOptions) -> Result<()> {
+/// Refuses options no stream can run: no messages or empty ones, a message above xrdma's
+/// largest ([`xrdma::MAX_MESSAGE_SIZE`]), a window below one fragment.
+///
+/// # Errors
+/// The first of those, naming its flag.
+pub fn check(opts: &BwOptions) -> Result<()> {
     if opts.iters == 0 || opts.size == 0 {
         bail!("--iters and --size must be at least 1");
+    }
+    if opts.size > xrdma::MAX_MESSAGE_SIZE {
+        // Refused before the payload is allocated: a 3 GiB message took seconds to fill,
+        // then failed at its send.
+        bail!(
+            "--size {} B is above xrdma's largest message, {} B (2 GiB)",
+            opts.size,
+            xrdma::MAX_MESSAGE_SIZE
+        );
     }
     let least = xrdma_scenario::MIN_FRAGMENT_SIZE;
     if let Some(w) = opts.window.filter(|&w| w < least) {

@@ -113,6 +113,10 @@ impl Verb {
     /// The size and why.
     pub fn check_size(self, size: u64) -> Result<()> {
         match self {
+            Verb::Xrdma if size > xrdma::MAX_MESSAGE_SIZE => bail!(
+                "--size {size} B is above xrdma's largest message, {} B (2 GiB)",
+                xrdma::MAX_MESSAGE_SIZE
+            ),
             Verb::Xrdma => Ok(()),
             Verb::Write | Verb::Read if size == 0 => bail!(
                 "--verb {} needs --size of at least 1 byte ({})",
