@@ -171,7 +171,7 @@ enum Command {
         iters: u32,
         /// Round trips run first and not measured, at most 10 M [default: 1000, or `--iters`
         /// when fewer].
-        #[arg(long, value_parser = tools::parse_iters)]
+        #[arg(long, value_parser = tools::parse_warmup)]
         warmup: Option<u32>,
         /// What to ping: xrdma messages through the core, or verbs-level SEND, RDMA WRITE or
         /// RDMA READ like `ib_send_lat`, `ib_write_lat`, `ib_read_lat` (READ not halved).

@@ -388,7 +388,7 @@ fn ping_verbs_print_perftests_columns_or_json_and_refuse_what_they_cannot_measur
         (
             &["--verb", "send", "--iters", "0"],
             1,
-            "--iters must be at least 1",
+            "0 is not in 1..=10000000",
         ),
         // Unbounded counts asked for the samples' memory at once and aborted (4 G round
         // trips: a 32 GB allocation).
@@ -400,8 +400,11 @@ fn ping_verbs_print_perftests_columns_or_json_and_refuse_what_they_cannot_measur
         (
             &["--iters", "10000001"],
             1,
-            "10000001 is not in 0..=10000000",
+            "10000001 is not in 1..=10000000",
         ),
+        // Refused by the parser, in the same words as the upper bound (it was "not in
+        // 0..=10000000" above and "must be at least 1" at 0).
+        (&["--iters", "0"], 1, "0 is not in 1..=10000000"),
         (
             &["--verb", "write", "--host-profile", "connectx6"],
             1,

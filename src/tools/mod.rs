@@ -29,20 +29,33 @@ use xrdma::driver::{self, Application, TurnScratch};
 /// counts asked for an allocation that aborted the process (4 G round trips, 32 GB).
 pub const MAX_ITERS: u32 = 10_000_000;
 
-/// Parses an iteration or warm-up count of a tool's command line: a whole number at most
-/// [`MAX_ITERS`] (the tool itself says when it needs at least 1).
+/// Parses an iteration count of a tool's command line (`--iters`): a whole number from 1 to
+/// [`MAX_ITERS`].
+///
+/// # Errors
+/// Not a whole number, or outside `1..=MAX_ITERS`; the message says which.
+pub fn parse_iters(s: &str) -> std::result::Result<u32, String> {
+    parse_count(s, 1)
+}
+
+/// Parses a warm-up count (`--warmup`): a whole number from 0 to [`MAX_ITERS`].
 ///
 /// # Errors
 /// Not a whole number, or above [`MAX_ITERS`]; the message says which.
-pub fn parse_iters(s: &str) -> std::result::Result<u32, String> {
+pub fn parse_warmup(s: &str) -> std::result::Result<u32, String> {
+    parse_count(s, 0)
+}
+
+/// A whole number in `least..=MAX_ITERS`, or a message naming the range.
+fn parse_count(s: &str, least: u32) -> std::result::Result<u32, String> {
     let n: u64 = s
         .trim()
         .parse()
-        .map_err(|e| format!("`{s}` is not a count (a whole number >= 0): {e}"))?;
+        .map_err(|e| format!("`{s}` is not a count (a whole number >= {least}): {e}"))?;
     u32::try_from(n)
         .ok()
-        .filter(|n| *n <= MAX_ITERS)
-        .ok_or_else(|| format!("{n} is not in 0..={MAX_ITERS}"))
+        .filter(|n| (least..=MAX_ITERS).contains(n))
+        .ok_or_else(|| format!("{n} is not in {least}..={MAX_ITERS}"))
 }
 use xrdma::{Config, ConnId, Endpoint, Time};
 use xrdma_runner::drive::{turns, Clock, Hosts, Round};
