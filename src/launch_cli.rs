@@ -138,11 +138,12 @@ pub fn writes_report(sc: &Scenario, launch: &Launch) -> bool {
 /// # Errors
 /// The rendezvous, the bootstrap or the run failing (see `xrdma_runner::launch::start` and
 /// `xrdma_runner::rank::run_rank`).
-#[cfg(feature = "verbs")]
 pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunResult>> {
     use xrdma_runner::launch::Started;
     use xrdma_runner::rank::{run_rank_bound, RankOutcome};
     use xrdma_runner::request::Backend;
+    // Before the rendezvous: a build without the device fails here, not after meeting peers.
+    Backend::Verbs.require()?;
     let secret = launch::JobSecret::from_env();
     let (scenario, rank, listener, secret) = match launch::start(sc, launch, secret)? {
         Started::Single => {
@@ -181,13 +182,4 @@ pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunRe
             Ok(None)
         }
     }
-}
-
-/// Without the verbs backend no rank runs.
-///
-/// # Errors
-/// Always: this build has no verbs backend.
-#[cfg(not(feature = "verbs"))]
-pub fn run(_sc: &Scenario, _launch: &Launch) -> Result<Option<xrdma_reports::RunResult>> {
-    anyhow::bail!("this build has no verbs backend: build it with `--features verbs`")
 }

@@ -12,11 +12,10 @@ use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xrdma_runner::check;
+use xrdma_runner::fabric::{open_env_device, VerbsFabric};
 use xrdma_runner::request::{Backend, RunOutcome, RunRequest};
 use xrdma_runner::stat_socket::StatSocket;
 use xrdma_runner::watch::{NoWatch, Watch};
-#[cfg(not(feature = "verbs"))]
-use xrdma_testbed::output::no_verbs;
 use xrdma_testbed::output::{
     open_out_dir, prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED,
 };
@@ -560,13 +559,10 @@ fn real_main() -> Result<ExitCode> {
             let label = host.label(backend.name());
             let (r, stats) = match backend {
                 Backend::Sim => tools::ping_out::run(&mut host.fabric()?, verb, &opts, label)?,
-                #[cfg(feature = "verbs")]
                 Backend::Verbs => {
-                    let mut fabric = tools::verbs_fabric(TOOL_TIMEOUT)?;
+                    let mut fabric = VerbsFabric::for_tool(2, TOOL_TIMEOUT)?;
                     tools::ping_out::run(&mut fabric, verb, &opts, label)?
                 }
-                #[cfg(not(feature = "verbs"))]
-                Backend::Verbs => no_verbs()?,
             };
             out!("{}", r.render(&stats, json)?);
             Ok(ExitCode::SUCCESS)
@@ -603,10 +599,9 @@ fn real_main() -> Result<ExitCode> {
             }
             let r = match backend {
                 Backend::Sim => tools::bw::run(&mut host.fabric()?, &opts)?,
-                #[cfg(feature = "verbs")]
-                Backend::Verbs => tools::bw::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
-                #[cfg(not(feature = "verbs"))]
-                Backend::Verbs => no_verbs()?,
+                Backend::Verbs => {
+                    tools::bw::run(&mut VerbsFabric::for_tool(2, TOOL_TIMEOUT)?, &opts)?
+                }
             };
             let w = tools::bw::config(window);
             outln!(
@@ -631,7 +626,7 @@ fn real_main() -> Result<ExitCode> {
                      the simulator has no such cost: use --backend verbs"
                 );
             }
-            idle(seconds)
+            tools::idle::cli(seconds, TOOL_TIMEOUT)
         }
         Command::Soak {
             backend,
@@ -646,10 +641,9 @@ fn real_main() -> Result<ExitCode> {
             let started = std::time::Instant::now();
             let r = match backend {
                 Backend::Sim => tools::soak::run(&mut tools::sim_fabric()?, &opts)?,
-                #[cfg(feature = "verbs")]
-                Backend::Verbs => tools::soak::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, &opts)?,
-                #[cfg(not(feature = "verbs"))]
-                Backend::Verbs => no_verbs()?,
+                Backend::Verbs => {
+                    tools::soak::run(&mut VerbsFabric::for_tool(2, TOOL_TIMEOUT)?, &opts)?
+                }
             };
             outln!(
                 "xrdma soak ({}): {messages} messages, {cycles} cycles, {:.1} s wall",
@@ -677,16 +671,10 @@ fn real_main() -> Result<ExitCode> {
         Command::QpSetup { backend, iters } => {
             let r = match backend {
                 Backend::Sim => tools::qp_setup::run(tools::sim_fabric, iters)?,
-                #[cfg(feature = "verbs")]
                 Backend::Verbs => {
-                    let dev = tools::verbs_device()?;
-                    tools::qp_setup::run(
-                        || xrdma_runner::fabric::VerbsFabric::with_device(&dev, 2, TOOL_TIMEOUT),
-                        iters,
-                    )?
+                    let dev = open_env_device()?;
+                    tools::qp_setup::run(|| VerbsFabric::with_device(&dev, 2, TOOL_TIMEOUT), iters)?
                 }
-                #[cfg(not(feature = "verbs"))]
-                Backend::Verbs => no_verbs()?,
             };
             outln!(
                 "xrdma qp-setup ({backend:?}): QP pair connect, fresh (create_qp + connect_qp) vs \
@@ -722,28 +710,4 @@ fn real_main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-/// `xrdma idle` on the RDMA device: run and print the figures.
-#[cfg(feature = "verbs")]
-fn idle(seconds: f64) -> Result<ExitCode> {
-    let r = tools::idle::run(&mut tools::verbs_fabric(TOOL_TIMEOUT)?, seconds)?;
-    outln!("xrdma idle (Verbs): a connected worker pair, idle, hybrid polling");
-    outln!(" wall[s]  cpu[s]  cpu[% of one core]  blocks  wakeups");
-    let blocks: u64 = r.workers.iter().map(|w| w.blocks).sum();
-    let wakeups: u64 = r.workers.iter().map(|w| w.wakeups).sum();
-    outln!(
-        " {:<8.2} {:<7.2} {:<19.2} {:<7} {}",
-        r.wall_seconds,
-        r.cpu_seconds,
-        r.cpu_percent(),
-        blocks,
-        wakeups
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(not(feature = "verbs"))]
-fn idle(_seconds: f64) -> Result<ExitCode> {
-    no_verbs()
 }

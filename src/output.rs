@@ -120,13 +120,3 @@ pub fn open_out_dir(
     prepare_out_dir(out)?;
     Ok(xrdma_reports::RunDir::open(out, holds)?)
 }
-
-#[cfg(not(feature = "verbs"))]
-/// Always: this build has no verbs backend (says how to build one).
-///
-/// # Errors
-/// Always.
-pub fn no_verbs<T>() -> anyhow::Result<T> {
-    xrdma_runner::request::Backend::Verbs.require()?;
-    anyhow::bail!("this build has no verbs backend")
-}

@@ -79,3 +79,49 @@ fn every_crate_imports_only_what_the_architecture_allows() {
         assert_eq!(deps, allowed[name], "{name} imports {deps:?}");
     }
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("a source directory") {
+        let p = e.expect("a directory entry").path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn the_verbs_feature_is_gated_in_one_module_per_crate() {
+    // The runner's fabric module chooses the real or the absent verbs fabric; the test bed's
+    // tools module the real or the absent `idle`. Every other caller is written once, for
+    // both builds (ARCHITECTURE.md, "Backends").
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [
+        "src",
+        "runner/src",
+        "scenarios/src",
+        "reports/src",
+        "xrdma/src",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut gated: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            std::fs::read_to_string(p)
+                .expect("a source file")
+                .contains("feature = \"verbs\"")
+        })
+        .map(|p| {
+            p.strip_prefix(root)
+                .expect("under the workspace")
+                .display()
+                .to_string()
+        })
+        .collect();
+    gated.sort();
+    assert_eq!(gated, ["runner/src/fabric/mod.rs", "src/tools/mod.rs"]);
+}

@@ -29,10 +29,8 @@ use anyhow::{bail, Context, Result};
 use xrdma_scenario::{Scenario, VerbsSection};
 
 pub mod accept;
-#[cfg(feature = "verbs")]
 mod device;
 pub mod devices;
-#[cfg(feature = "verbs")]
 pub use device::{run_rank, run_rank_bound, RankOutcome};
 
 /// What one rank of a scenario does.

@@ -52,7 +52,7 @@ impl Backend {
     pub fn is_built(self) -> bool {
         match self {
             Backend::Sim => true,
-            Backend::Verbs => cfg!(feature = "verbs"),
+            Backend::Verbs => crate::fabric::VERBS_BUILT,
         }
     }
 
@@ -246,7 +246,7 @@ impl RunRequest {
                 let capture = self.capture_config(&sc)?;
                 crate::run::run_sim_captured(&sc, capture, watch)?
             }
-            Backend::Verbs => (run_verbs(&sc, watch)?, Vec::new()),
+            Backend::Verbs => (crate::run::run_verbs_watched(&sc, watch)?, Vec::new()),
         };
         result.scenario_yaml.clone_from(&self.scenario_yaml);
         let warnings = result
@@ -260,17 +260,6 @@ impl RunRequest {
             warnings,
         })
     }
-}
-
-#[cfg(feature = "verbs")]
-fn run_verbs(sc: &Scenario, watch: &mut dyn Watch) -> Result<RunResult> {
-    crate::run::run_verbs_watched(sc, watch)
-}
-
-#[cfg(not(feature = "verbs"))]
-fn run_verbs(_sc: &Scenario, _watch: &mut dyn Watch) -> Result<RunResult> {
-    Backend::Verbs.require()?;
-    bail!("this build has no verbs backend")
 }
 
 /// Run `sc` on the simulator as it is: [`RunRequest::new`] with [`Backend::Sim`], its result.
@@ -299,7 +288,7 @@ mod tests {
         assert!(Backend::Sim.require().is_ok());
         assert_eq!(
             Backend::Verbs.require().is_ok(),
-            cfg!(feature = "verbs"),
+            crate::fabric::VERBS_BUILT,
             "{:?}",
             Backend::Verbs.require()
         );

@@ -49,7 +49,6 @@ pub(crate) fn run_sim_captured(
     Ok((result, fabric.captures()))
 }
 
-#[cfg(feature = "verbs")]
 /// Run `sc` on the RDMA device its `verbs:` block names, showing `watch` the endpoints while
 /// the run runs ([`crate::watch`]). The `sim:` block is not read, except its seed, which
 /// seeds the payload bytes as on the simulator. Reached through

@@ -15,6 +15,8 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xrdma_reports::RunResult;
+use xrdma_runner::fabric::VerbsFabric;
+use xrdma_runner::request::{Backend, RunRequest};
 
 /// The arguments of `xrdma calibrate`.
 #[derive(clap::Args, Debug)]
@@ -142,7 +144,6 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// Wall-clock limit of one tool run or scenario run on the device.
-#[cfg(feature = "verbs")]
 const DEVICE_TIMEOUT: xrdma::Span = xrdma::Span::from_ms(300_000);
 
 /// `xrdma calibrate`: see [`CalibrateArgs`]. Exit 0 when everything ran; 2 when a compared
@@ -237,18 +238,12 @@ fn measure_on(
     }
 }
 
-#[cfg(feature = "verbs")]
 fn measure_device(plan: &measure::Plan) -> Result<measure::Measurements> {
-    measure::measure("verbs", plan, || crate::tools::verbs_fabric(DEVICE_TIMEOUT))
-}
-
-#[cfg(not(feature = "verbs"))]
-fn measure_device(_plan: &measure::Plan) -> Result<measure::Measurements> {
-    bail!(
-        "this build has no verbs backend, so it cannot measure a device: build it with \
-         `--features verbs`, or fit measurements taken elsewhere with \
-         `xrdma calibrate fit --measurements FILE`"
-    )
+    Backend::Verbs.require().context(
+        "cannot measure a device; fit measurements taken elsewhere with `xrdma calibrate fit \
+         --measurements FILE`",
+    )?;
+    measure::measure("verbs", plan, || VerbsFabric::for_tool(2, DEVICE_TIMEOUT))
 }
 
 /// Fits, then writes OUT/NAME.yaml, OUT/fit.txt and prints the fit.
@@ -368,13 +363,15 @@ fn side_by_side_run(
 }
 
 /// `warmup` runs of `sc` on the device, dropped, then `runs` runs, kept.
-#[cfg(feature = "verbs")]
 fn run_device(
     sc: &xrdma_scenario::Scenario,
     warmup: u32,
     runs: u32,
     yaml: Option<&str>,
 ) -> Result<Vec<RunResult>> {
+    Backend::Verbs
+        .require()
+        .context("cannot run the device; give a device run made elsewhere (--device-result DIR)")?;
     if runs == 0 {
         bail!("--device-runs must be at least 1 (or give --device-result)");
     }
@@ -399,22 +396,7 @@ fn run_device(
         .collect()
 }
 
-#[cfg(not(feature = "verbs"))]
-fn run_device(
-    _sc: &xrdma_scenario::Scenario,
-    _warmup: u32,
-    _runs: u32,
-    _yaml: Option<&str>,
-) -> Result<Vec<RunResult>> {
-    bail!(
-        "this build has no verbs backend, so it cannot run the device: build it with \
-         `--features verbs`, or give a device run made elsewhere (--device-result DIR)"
-    )
-}
-
 /// One run of `sc` on the RDMA device, as `xrdma run --backend verbs` makes it.
-#[cfg(feature = "verbs")]
 fn device_run(sc: &xrdma_scenario::Scenario) -> Result<RunResult> {
-    use xrdma_runner::request::{Backend, RunRequest};
     Ok(RunRequest::new(sc.clone(), Backend::Verbs).run()?.result)
 }

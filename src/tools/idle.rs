@@ -10,8 +10,10 @@
 use super::connect_pair;
 use super::cpu::process_cpu_seconds;
 use super::ping::Echo;
+use crate::outln;
 use anyhow::{bail, Result};
 use bytes::Bytes;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use xrdma::driver::{Application, TurnScratch};
 use xrdma::{Config, ConnId, Endpoint, Event, Time};
@@ -141,4 +143,26 @@ pub fn run(fabric: &mut VerbsFabric, seconds: f64) -> Result<IdleReport> {
         cpu_seconds,
         workers: [delta(0), delta(1)],
     })
+}
+
+/// `xrdma idle` on the RDMA device the environment names, each run stopping at `timeout`:
+/// run and print the figures.
+///
+/// # Errors
+/// As [`run`], and no device.
+pub fn cli(seconds: f64, timeout: xrdma::Span) -> Result<ExitCode> {
+    let r = run(&mut VerbsFabric::for_tool(2, timeout)?, seconds)?;
+    outln!("xrdma idle (Verbs): a connected worker pair, idle, hybrid polling");
+    outln!(" wall[s]  cpu[s]  cpu[% of one core]  blocks  wakeups");
+    let blocks: u64 = r.workers.iter().map(|w| w.blocks).sum();
+    let wakeups: u64 = r.workers.iter().map(|w| w.wakeups).sum();
+    outln!(
+        " {:<8.2} {:<7.2} {:<19.2} {:<7} {}",
+        r.wall_seconds,
+        r.cpu_seconds,
+        r.cpu_percent(),
+        blocks,
+        wakeups
+    );
+    Ok(ExitCode::SUCCESS)
 }

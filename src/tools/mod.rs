@@ -10,7 +10,9 @@
 
 pub mod bw;
 pub mod cpu;
-#[cfg(feature = "verbs")]
+/// On an RDMA device; a build without the `verbs` feature has the same entry point, which says
+/// how to build one (`idle_absent.rs`). The crate's one gate on the feature.
+#[cfg_attr(not(feature = "verbs"), path = "idle_absent.rs")]
 pub mod idle;
 pub mod ping;
 pub mod ping_out;
@@ -129,34 +131,6 @@ impl HostProfileArg {
             None => backend.to_string(),
         }
     }
-}
-
-/// The verbs fabric the tools use: two workers on the device the environment names
-/// (`XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`, `XRDMA_VERBS_GID_INDEX`; else the first device
-/// and its first routable RoCE v2 GID, IPv4-mapped preferred), with a wall-clock limit of
-/// `timeout`.
-///
-/// # Errors
-/// No device, no usable GID, or a verb that fails.
-#[cfg(feature = "verbs")]
-pub fn verbs_fabric(timeout: xrdma::Span) -> Result<xrdma_runner::fabric::VerbsFabric> {
-    let section = xrdma_scenario::VerbsSection {
-        run_timeout: timeout,
-        ..Default::default()
-    };
-    xrdma_runner::fabric::VerbsFabric::new(2, &section)
-}
-
-/// The device the environment names (`XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`,
-/// `XRDMA_VERBS_GID_INDEX`; else the first device and its first routable RoCE v2 GID,
-/// IPv4-mapped preferred).
-///
-/// # Errors
-/// No device, no usable GID, or a malformed variable.
-#[cfg(feature = "verbs")]
-pub fn verbs_device() -> Result<xrdma_verbs::Device> {
-    let cfg = xrdma_verbs::DeviceConfig::from_env()?;
-    Ok(xrdma_verbs::Device::open(&cfg)?)
 }
 
 /// Two endpoints on hosts 0 and 1 of a fabric, joined by one connection.

@@ -2,16 +2,11 @@
 //! one end per process, one worker each, meeting through the TCP bootstrap.
 
 use crate::tools;
-#[cfg(feature = "verbs")]
 use crate::{out, outln};
-#[cfg(feature = "verbs")]
-use anyhow::bail;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use std::process::ExitCode;
 
-/// A perftest-style tool run as two processes: its options (read only where the verbs
-/// backend is built).
-#[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+/// A perftest-style tool run as two processes: its options.
 pub enum TwoProcess<'a> {
     /// `xrdma ping --server | --connect`: the options, the verb, `--json`.
     Ping(&'a tools::ping::PingOptions, tools::verb_ping::Verb, bool),
@@ -24,8 +19,8 @@ pub enum TwoProcess<'a> {
 /// `timeout` for the other end and for the run.
 ///
 /// # Errors
-/// Neither `server` nor `connect`; no device; the bootstrap or a verb fails.
-#[cfg(feature = "verbs")]
+/// Neither `server` nor `connect`; no device (or a build without the verbs backend); the
+/// bootstrap or a verb fails.
 pub fn two_process(
     tool: TwoProcess<'_>,
     server: Option<std::net::SocketAddr>,
@@ -64,31 +59,12 @@ pub fn two_process(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Without the verbs backend: an error that says how to build it.
-///
-/// # Errors
-/// Always.
-#[cfg(not(feature = "verbs"))]
-pub fn two_process(
-    _tool: TwoProcess<'_>,
-    _server: Option<std::net::SocketAddr>,
-    _connect: Option<std::net::SocketAddr>,
-    _timeout: xrdma::Span,
-) -> Result<ExitCode> {
-    crate::output::no_verbs()
-}
-
 /// One worker on the RDMA device the environment names, for one end of a two-process tool,
 /// and how long the bootstrap waits for the other end.
-#[cfg(feature = "verbs")]
 fn one_worker_fabric(
     timeout: xrdma::Span,
 ) -> Result<(xrdma_runner::fabric::VerbsFabric, std::time::Duration)> {
-    let section = xrdma_scenario::VerbsSection {
-        run_timeout: timeout,
-        ..Default::default()
-    };
-    let fabric = xrdma_runner::fabric::VerbsFabric::new(1, &section)?;
+    let fabric = xrdma_runner::fabric::VerbsFabric::for_tool(1, timeout)?;
     let wait = std::time::Duration::from_secs(timeout.as_ps() / 1_000_000_000_000);
     Ok((fabric, wait))
 }

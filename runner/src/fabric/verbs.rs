@@ -19,7 +19,22 @@ use std::path::Path;
 use xrdma::{RcParams, Span, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::VerbsSection;
-use xrdma_verbs::{Clock, Device, DeviceConfig, TransportConfig, VerbsTransport};
+pub use xrdma_verbs::Device;
+use xrdma_verbs::{Clock, DeviceConfig, TransportConfig, VerbsTransport};
+
+/// Whether this build has the verbs backend: this one has.
+pub const BUILT: bool = true;
+
+/// Open the device the environment names (`XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`,
+/// `XRDMA_VERBS_GID_INDEX`; else the first device and its first routable RoCE v2 GID,
+/// [`DeviceConfig::from_env`]).
+///
+/// # Errors
+/// No device, no usable GID, or a malformed variable.
+pub fn open_env_device() -> anyhow::Result<Device> {
+    let cfg = DeviceConfig::from_env()?;
+    Ok(Device::open(&cfg)?)
+}
 
 /// Hosts on one RDMA device.
 pub struct VerbsFabric {
@@ -51,6 +66,19 @@ impl VerbsFabric {
     /// No device, no usable GID, or a verb that fails.
     pub fn new(hosts: u32, section: &VerbsSection) -> anyhow::Result<Self> {
         Self::with_rc(hosts, section, RcParams::default())
+    }
+
+    /// `hosts` transports on the device the environment names, stopping `timeout` after the
+    /// run's start: what a tool (`ping`, `bw`, `soak`, `idle`, `calibrate`) runs on.
+    ///
+    /// # Errors
+    /// As [`VerbsFabric::new`].
+    pub fn for_tool(hosts: u32, timeout: Span) -> anyhow::Result<Self> {
+        let section = VerbsSection {
+            run_timeout: timeout,
+            ..Default::default()
+        };
+        Self::new(hosts, &section)
     }
 
     /// [`VerbsFabric::new`] with every QP connected with the RC attributes `rc` (a scenario's

@@ -146,12 +146,9 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
                 crate::check::check(&sc).with_context(|| format!("sweep point {id}"))?;
             }
             Backend::Verbs => {
-                if !cfg!(feature = "verbs") {
-                    bail!(
-                        "sweep point {id}: this build has no verbs backend: build it with \
-                         `cargo build --release --features verbs`"
-                    );
-                }
+                Backend::Verbs
+                    .require()
+                    .with_context(|| format!("sweep point {id}"))?;
                 crate::check::check_xrdma(&sc).with_context(|| format!("sweep point {id}"))?;
             }
         }
