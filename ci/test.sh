@@ -72,7 +72,7 @@ case "$(realpath -m "$PWD")/" in
     exit 0
     ;;
 esac
-cargo clippy -p xrdma-verbs -p xrdma-testbed --features xrdma-testbed/verbs --all-targets -q -- -D warnings
+cargo clippy -p xrdma-verbs -p xrdma-tools -p xrdma-testbed --features xrdma-testbed/verbs --all-targets -q -- -D warnings
 cargo test -p xrdma-verbs -q   # on the host: every device test prints why it skips
 cargo build --release -q --features verbs
 test_executables() { # CARGO_TEST_ARGS...: the test executables `cargo test ARGS --no-run` builds

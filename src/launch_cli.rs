@@ -93,7 +93,7 @@ pub fn job_secret(args: &JobSecretArgs) -> Result<std::process::ExitCode> {
                 path.display()
             );
         }
-        None => crate::outln!("{}", secret.to_hex()),
+        None => xrdma_tools::outln!("{}", secret.to_hex()),
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
@@ -175,7 +175,7 @@ pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunRe
             acked,
             messages,
         } => {
-            crate::outln!(
+            xrdma_tools::outln!(
                 "rank {rank}: {senders} sender(s), {acked}/{messages} messages ACKed; records \
                  handed to rank {to_rank}, which writes the report"
             );

@@ -16,12 +16,14 @@ use xrdma_runner::fabric::{open_env_device, VerbsFabric};
 use xrdma_runner::request::{Backend, RunOutcome, RunRequest};
 use xrdma_runner::stat_socket::StatSocket;
 use xrdma_runner::watch::{NoWatch, Watch};
-use xrdma_testbed::output::{
+use xrdma_testbed::capture_cli;
+use xrdma_testbed::progress::Progress;
+use xrdma_tools as tools;
+use xrdma_tools::output::{
     open_out_dir, prepare_out_dir, print_written, verdict, EXIT_RESULT_FAILED,
 };
-use xrdma_testbed::progress::Progress;
-use xrdma_testbed::tools::two_process::{two_process, TwoProcess};
-use xrdma_testbed::{capture_cli, out, outln, tools};
+use xrdma_tools::two_process::{two_process, TwoProcess};
+use xrdma_tools::{out, outln};
 
 /// RDMA message middleware test bed: run scenarios, write latency reports and plots.
 #[derive(Parser, Debug)]
@@ -99,14 +101,14 @@ enum Command {
     /// Print the endpoints' counters of a finished run (per host: QP cache, MR pool; per
     /// connection: state, QP, bytes, messages, fragments, batching, retransmissions, RNR
     /// retries, ECN, window, what it holds) as a table, `--json` or `--prometheus` text.
-    Stat(xrdma_testbed::stat::StatArgs),
+    Stat(xrdma_tools::stat::StatArgs),
     /// Where a traced run's message completion time went, per stage: app, queue, grant,
     /// send, network, ack (`xrdma run --trace` records them).
     Trace(xrdma_testbed::trace_cli::TraceArgs),
     /// The simulator against a device: `measure` (ping and bw figures), `fit` (a host profile
     /// fitted to them, the simulator in the loop), `run` (a scenario on both, side by side,
     /// with the prediction error per figure).
-    Calibrate(xrdma_testbed::calibrate::CalibrateArgs),
+    Calibrate(xrdma_tools::calibrate::CalibrateArgs),
     /// Put two or more runs side by side: headline figures with ratios to the first run, and
     /// their completion-time CDFs overlaid (compare.txt, compare-cdf.svg/.png).
     Compare {
@@ -123,7 +125,7 @@ enum Command {
     /// The simulator's pcap against a capture of the same scenario on a RoCE v2 wire, measure
     /// by measure (opcodes, messages, PSNs, sizes, AckReq, ACKs, MSN, NAKs, CNPs, ECN); exits
     /// 1 on a difference the --known file does not list, 2 on an unreadable input.
-    WireCompare(xrdma_testbed::wire_compare::WireCompareArgs),
+    WireCompare(xrdma_tools::wire_compare::WireCompareArgs),
     /// Make a fresh secret for one multi-process job and print it as hex (for
     /// `export XRDMA_JOB_SECRET=$(xrdma job-secret)` before srun or mpirun), or write it to a
     /// new owner-only file on the job's shared filesystem (for XRDMA_JOB_SECRET_FILE).
@@ -152,7 +154,7 @@ enum Command {
         case: Option<String>,
         /// With `--case window`: run each scenario at every seed of this range, `A-B` or one
         /// seed `N` (default: each scenario's own `sim.seed`).
-        #[arg(long, value_parser = xrdma_testbed::window_bench::parse_seeds)]
+        #[arg(long, value_parser = xrdma_tools::window_bench::parse_seeds)]
         seeds: Option<std::ops::RangeInclusive<u64>>,
     },
     /// Message latency through xrdma, like `ib_send_lat`: the client sends, the server echoes,
@@ -446,7 +448,7 @@ fn real_main() -> Result<ExitCode> {
         }
         Command::Report { result, out, csv } => {
             let progress = Progress::start("reading the result");
-            let (json, r) = xrdma_testbed::compare::load_run(&result)?;
+            let (json, r) = xrdma_tools::compare::load_run(&result)?;
             let out = match out {
                 Some(o) => o,
                 None => json
@@ -478,7 +480,7 @@ fn real_main() -> Result<ExitCode> {
             let mut run = |sc: &xrdma_scenario::Scenario| {
                 Ok(RunRequest::new(sc.clone(), backend).run()?.result)
             };
-            let (passed, failures) = xrdma_testbed::conformance::run_all(&mut run);
+            let (passed, failures) = xrdma_tools::conformance::run_all(&mut run);
             for f in &failures {
                 eprintln!("FAILED {f}");
             }
@@ -492,24 +494,24 @@ fn real_main() -> Result<ExitCode> {
         Command::Bench {
             case: Some(case),
             seeds,
-        } if case == "window" => xrdma_testbed::window_bench::print_table(seeds),
+        } if case == "window" => xrdma_tools::window_bench::print_table(seeds),
         Command::Bench { seeds: Some(_), .. } => {
             bail!("--seeds applies to `--case window` only")
         }
         Command::Bench {
             case: Some(case), ..
         } => {
-            let f = xrdma_testbed::bench::run_case(&case)?;
+            let f = xrdma_tools::bench::run_case(&case)?;
             if std::env::var_os(BENCH_CHILD).is_none() {
-                outln!("{}", xrdma_testbed::bench::BenchFigures::header());
+                outln!("{}", xrdma_tools::bench::BenchFigures::header());
             }
             outln!("{}", f.line());
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { case: None, .. } => {
             let exe = std::env::current_exe().context("locating this executable")?;
-            outln!("{}", xrdma_testbed::bench::BenchFigures::header());
-            for case in xrdma_testbed::bench::CASES {
+            outln!("{}", xrdma_tools::bench::BenchFigures::header());
+            for case in xrdma_tools::bench::CASES {
                 let out = std::process::Command::new(&exe)
                     .args(["bench", "--case", case])
                     .env(BENCH_CHILD, "1")
@@ -685,15 +687,15 @@ fn real_main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sweep(args) => xrdma_testbed::sweep_cli::run(args),
-        Command::Stat(args) => xrdma_testbed::stat::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Stat(args) => xrdma_tools::stat::run(args).map(|()| ExitCode::SUCCESS),
         Command::Trace(args) => xrdma_testbed::trace_cli::run(&args).map(|()| ExitCode::SUCCESS),
-        Command::Calibrate(args) => xrdma_testbed::calibrate::run(args),
+        Command::Calibrate(args) => xrdma_tools::calibrate::run(args),
         Command::Compare {
             runs,
             out,
             allow_different_workloads,
-        } => xrdma_testbed::compare::run(&runs, out, allow_different_workloads),
-        Command::WireCompare(args) => Ok(xrdma_testbed::wire_compare::run(&args)),
+        } => xrdma_tools::compare::run(&runs, out, allow_different_workloads),
+        Command::WireCompare(args) => Ok(xrdma_tools::wire_compare::run(&args)),
         Command::JobSecret(args) => xrdma_testbed::launch_cli::job_secret(&args),
         Command::Validate { scenario } => {
             let sc = xrdma_scenario::load(&scenario)?;

@@ -3,13 +3,13 @@
 //! (`--emit`), run one of them (`--point`), or gather the finished ones (`--collect`).
 
 use crate::launch_cli::{self, LaunchOptions};
-use crate::outln;
-use crate::output::{open_out_dir, prepare_out_dir, EXIT_RESULT_FAILED};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use xrdma_reports::RunDir;
 use xrdma_runner::sweep::{self, jobs, Backend, Plan, PointOutcome, PointStatus};
+use xrdma_tools::outln;
+use xrdma_tools::output::{open_out_dir, prepare_out_dir, EXIT_RESULT_FAILED};
 
 /// The arguments of `xrdma sweep`.
 #[derive(clap::Args, Debug)]

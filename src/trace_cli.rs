@@ -19,10 +19,10 @@ pub struct TraceArgs {
 /// Runs `xrdma trace` and prints its output.
 ///
 /// # Errors
-/// The result does not load ([`crate::compare::load_run`]), or no message has stages (the
+/// The result does not load ([`xrdma_tools::compare::load_run`]), or no message has stages (the
 /// run was not traced).
 pub fn run(args: &TraceArgs) -> Result<()> {
-    let (path, r) = crate::compare::load_run(&args.result)?;
+    let (path, r) = xrdma_tools::compare::load_run(&args.result)?;
     let bad: Vec<String> = r
         .validate()
         .into_iter()
@@ -59,9 +59,9 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         );
     };
     if args.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&s)?);
+        xrdma_tools::outln!("{}", serde_json::to_string_pretty(&s)?);
     } else {
-        crate::out!("{}", xrdma_reports::stages::stage_table(&s));
+        xrdma_tools::out!("{}", xrdma_reports::stages::stage_table(&s));
     }
     Ok(())
 }

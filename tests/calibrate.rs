@@ -6,9 +6,9 @@ use std::path::Path;
 use xrdma::Span;
 use xrdma_runner::fabric::SimFabric;
 use xrdma_sim::{HostModel, SimConfig};
-use xrdma_testbed::calibrate::fit::{self, FitOptions};
-use xrdma_testbed::calibrate::measure::{self, Measurements, Plan};
-use xrdma_testbed::calibrate::{profile_file, side_by_side};
+use xrdma_tools::calibrate::fit::{self, FitOptions};
+use xrdma_tools::calibrate::measure::{self, Measurements, Plan};
+use xrdma_tools::calibrate::{profile_file, side_by_side};
 
 /// A smaller plan than the default: the simulator has no noise, so few iterations give its
 /// figures (the sizes are the default's, they are what identifies the costs).

@@ -8,7 +8,7 @@ use xrdma_reports::{completion_span_ps, LatencySummary, RunResult};
 use xrdma_runner::sweep::report::{self, Headline, SweepIndex};
 use xrdma_runner::sweep::{self, Backend, Plan, PointStatus, Progress};
 use xrdma_scenario::Scenario;
-use xrdma_testbed::compare;
+use xrdma_tools::compare;
 
 mod common;
 use common::{write_base, SMALL};

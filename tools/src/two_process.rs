@@ -1,7 +1,6 @@
 //! The two-process form of the perftest-style tools (`xrdma ping | bw --server | --connect`):
 //! one end per process, one worker each, meeting through the TCP bootstrap.
 
-use crate::tools;
 use crate::{out, outln};
 use anyhow::{bail, Result};
 use std::process::ExitCode;
@@ -9,9 +8,9 @@ use std::process::ExitCode;
 /// A perftest-style tool run as two processes: its options.
 pub enum TwoProcess<'a> {
     /// `xrdma ping --server | --connect`: the options, the verb, `--json`.
-    Ping(&'a tools::ping::PingOptions, tools::verb_ping::Verb, bool),
+    Ping(&'a crate::ping::PingOptions, crate::verb_ping::Verb, bool),
     /// `xrdma bw --server | --connect`.
-    Bw(&'a tools::bw::BwOptions),
+    Bw(&'a crate::bw::BwOptions),
 }
 
 /// One end of a two-process tool on the RDMA device: the server when `server` is
@@ -32,11 +31,11 @@ pub fn two_process(
         (TwoProcess::Ping(opts, verb, _), Some(bind), _) => {
             outln!(
                 "{}",
-                tools::ping_out::serve(&mut fabric, bind, wait, verb, opts)?
+                crate::ping_out::serve(&mut fabric, bind, wait, verb, opts)?
             );
         }
         (TwoProcess::Bw(_), Some(bind), _) => {
-            let r = tools::bw::serve(&mut fabric, bind, wait)?;
+            let r = crate::bw::serve(&mut fabric, bind, wait)?;
             outln!(
                 "xrdma bw server: took {} message(s), {} byte(s) from the client at {}",
                 r.messages,
@@ -45,13 +44,13 @@ pub fn two_process(
             );
         }
         (TwoProcess::Ping(opts, verb, json), None, Some(addr)) => {
-            let (r, stats) = tools::ping_out::connect(&mut fabric, addr, wait, verb, opts)?;
+            let (r, stats) = crate::ping_out::connect(&mut fabric, addr, wait, verb, opts)?;
             out!("{}", r.render(&stats, json)?);
         }
         (TwoProcess::Bw(opts), None, Some(addr)) => {
-            let r = tools::bw::connect(&mut fabric, addr, wait, opts)?;
+            let r = crate::bw::connect(&mut fabric, addr, wait, opts)?;
             outln!("xrdma bw (verbs, two processes, server {addr}): one xrdma connection");
-            outln!("{}", tools::bw::BwReport::header());
+            outln!("{}", crate::bw::BwReport::header());
             outln!("{}", r.row());
         }
         (_, None, None) => bail!("a two-process run needs --server or --connect ADDR"),

@@ -19,27 +19,27 @@ use xrdma_reports::windowed::{windowed_bytes, SKIP_PS, WINDOW_PS};
 pub const SCENARIOS: [(&str, &str); 6] = [
     (
         "one-sender-25g.yaml",
-        include_str!("../scenarios/window/one-sender-25g.yaml"),
+        include_str!("../../scenarios/window/one-sender-25g.yaml"),
     ),
     (
         "one-sender-100g.yaml",
-        include_str!("../scenarios/window/one-sender-100g.yaml"),
+        include_str!("../../scenarios/window/one-sender-100g.yaml"),
     ),
     (
         "one-sender-400g.yaml",
-        include_str!("../scenarios/window/one-sender-400g.yaml"),
+        include_str!("../../scenarios/window/one-sender-400g.yaml"),
     ),
     (
         "two-senders-25g.yaml",
-        include_str!("../scenarios/window/two-senders-25g.yaml"),
+        include_str!("../../scenarios/window/two-senders-25g.yaml"),
     ),
     (
         "two-senders-25g-no-ecn.yaml",
-        include_str!("../scenarios/window/two-senders-25g-no-ecn.yaml"),
+        include_str!("../../scenarios/window/two-senders-25g-no-ecn.yaml"),
     ),
     (
         "two-senders-25g-dcqcn.yaml",
-        include_str!("../scenarios/window/two-senders-25g-dcqcn.yaml"),
+        include_str!("../../scenarios/window/two-senders-25g-dcqcn.yaml"),
     ),
 ];
 

@@ -2,7 +2,7 @@
 //! on the device (or, for a test of the fit, on the simulator), kept as JSON
 //! (`measurements.json`) so a fit can be redone without the device.
 
-use crate::tools::{self, bw::BwOptions, ping::PingOptions};
+use crate::{bw::BwOptions, ping::PingOptions};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -113,9 +113,9 @@ pub struct Measurements {
 /// The ping figures of `opts` on `fabric`.
 ///
 /// # Errors
-/// The tool's own errors ([`tools::ping::run`]).
+/// The tool's own errors ([`crate::ping::run`]).
 pub fn ping<F: Fabric>(fabric: &mut F, opts: &PingOptions) -> Result<PingFigure> {
-    let r = tools::ping::run(fabric, opts)?;
+    let r = crate::ping::run(fabric, opts)?;
     let mut s = r.half_rtt_ps;
     s.sort_unstable();
     let rank = |p: f64| xrdma_reports::percentile::nearest_rank(&s, p);
@@ -134,9 +134,9 @@ pub fn ping<F: Fabric>(fabric: &mut F, opts: &PingOptions) -> Result<PingFigure>
 /// The bw figure of `opts` on `fabric`.
 ///
 /// # Errors
-/// The tool's own errors ([`tools::bw::run`]).
+/// The tool's own errors ([`crate::bw::run`]).
 pub fn bw<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwFigure> {
-    let r = tools::bw::run(fabric, opts)?;
+    let r = crate::bw::run(fabric, opts)?;
     Ok(BwFigure {
         size: opts.size,
         iters: opts.iters,

@@ -157,8 +157,11 @@ fn a_recorded_run_replays_from_its_result_and_a_different_one_is_refused() {
 fn a_failed_connection_shows_no_qp_it_no_longer_has() {
     // The link to one sender goes down for longer than the RC retries last: its connection
     // fails, and its QP is reset for the QP cache.
-    let sc = xrdma_scenario::load(std::path::Path::new("scenarios/faults/link-down-long.yaml"))
-        .expect("loads");
+    let sc = xrdma_scenario::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/faults/link-down-long.yaml"
+    )))
+    .expect("loads");
     let r = xrdma_runner::request::run_sim(&sc).expect("runs");
     let eps = decode(r.endpoints.as_deref().expect("recorded")).expect("decodes");
     let failed: Vec<_> = eps

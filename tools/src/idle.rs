@@ -103,7 +103,7 @@ pub fn run(fabric: &mut VerbsFabric, seconds: f64) -> Result<IdleReport> {
     ];
     let mut scratch = TurnScratch::default();
     let mut step = |fabric: &mut VerbsFabric,
-                    pair: &mut crate::tools::Pair,
+                    pair: &mut crate::Pair,
                     drivers: &mut [HybridDriver; 2],
                     client: &mut Pinger,
                     server: &mut Echo|

@@ -3,7 +3,7 @@
 //! register no memory, keep no buffers and no connection records beyond what the first cycle
 //! had.
 
-use xrdma_testbed::tools::{self, soak};
+use xrdma_tools::soak;
 
 #[test]
 fn streaming_and_reconnecting_loses_nothing_and_leaks_nothing() {
@@ -12,7 +12,7 @@ fn streaming_and_reconnecting_loses_nothing_and_leaks_nothing() {
         cycles: 200,
         ..soak::SoakOptions::default()
     };
-    let r = soak::run(&mut tools::sim_fabric().unwrap(), &opts).unwrap();
+    let r = soak::run(&mut xrdma_tools::sim_fabric().unwrap(), &opts).unwrap();
     assert!(r.passed(), "{}\n{:?}", r.lines().join("\n"), r.growth());
     for h in 0..2 {
         // One QP per side, ever; the rest came from the cache; one 4 MiB MR.
@@ -32,7 +32,7 @@ fn regression_growing_connection_records_fail_the_soak() {
         cycles: 3,
         ..soak::SoakOptions::default()
     };
-    let mut r = soak::run(&mut tools::sim_fabric().unwrap(), &opts).unwrap();
+    let mut r = soak::run(&mut xrdma_tools::sim_fabric().unwrap(), &opts).unwrap();
     assert!(r.passed(), "{:?}", r.growth());
     // A record per cycle, as when connection ids were never reused.
     r.after[1].connection_records = r.before[1].connection_records + 2;

@@ -152,7 +152,7 @@ pub fn run<F: Fabric>(mut make: impl FnMut() -> Result<F>, iters: u32) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::sim_fabric;
+    use crate::sim_fabric;
 
     #[test]
     fn every_iteration_reuses_the_reset_qps_on_the_simulator() {

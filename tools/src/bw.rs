@@ -334,7 +334,7 @@ pub fn connect<F: Fabric>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::sim_fabric;
+    use crate::sim_fabric;
     use xrdma_runner::fabric::SimFabric;
     use xrdma_sim::SimConfig;
 
@@ -398,7 +398,7 @@ mod tests {
 
     #[test]
     fn a_host_whose_transmit_engine_is_slower_than_the_link_sets_the_pace() {
-        let host = crate::tools::HostProfileArg {
+        let host = crate::HostProfileArg {
             host_profile: Some("rxe-guest".into()),
         };
         let m = host.model().unwrap();

@@ -280,7 +280,7 @@ fn report(client: &Client, rounds: u64, opts: &PingOptions) -> Result<PingReport
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::sim_fabric;
+    use crate::sim_fabric;
     use xrdma_runner::fabric::SimFabric;
     use xrdma_sim::SimConfig;
 
@@ -332,7 +332,7 @@ mod tests {
         };
         let ser = |b: u64| xrdma::Span::serialization(b, SimConfig::default().link_rate_bps);
         for name in ["connectx6", "rxe-guest"] {
-            let host = crate::tools::HostProfileArg {
+            let host = crate::HostProfileArg {
                 host_profile: Some(name.into()),
             };
             let m = host.model().unwrap();
@@ -442,7 +442,7 @@ mod tests {
         };
         let wire = one_way_ps(&[166]) as f64 / 1e6;
         let p50 = |name: &str| {
-            let host = crate::tools::HostProfileArg {
+            let host = crate::HostProfileArg {
                 host_profile: Some(name.into()),
             };
             run(&mut host.fabric().unwrap(), &opts)

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use xrdma::driver::{self, qp_caps, Application};
 use xrdma::{Config, ConnId, Endpoint, Event, QpAddress, QpCaps, Time, Transport};
 use xrdma_runner::fabric::{Fabric, SimFabric};
-use xrdma_testbed::tools::{drive, Pair};
+use xrdma_tools::{drive, Pair};
 
 /// Sends one message at its first turn and closes the connection once it is ACKed.
 struct SendThenClose {

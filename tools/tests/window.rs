@@ -2,10 +2,10 @@
 //! `scenarios/window/` files, measured as `xrdma bench --case window` measures them. The
 //! two-sender shares are swept over seeds: a share that holds for one seed is not shown.
 
-use xrdma_testbed::window_bench::{measure, WindowFigures, ONE_SENDER_TARGET, SCENARIOS};
+use xrdma_tools::window_bench::{measure, WindowFigures, ONE_SENDER_TARGET, SCENARIOS};
 
 fn scenario(name: &str) -> String {
-    let path = format!("{}/scenarios/window/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../scenarios/window/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).expect("scenario file reads")
 }
 

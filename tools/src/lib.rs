@@ -1,12 +1,37 @@
-//! perftest-like measurement tools on any [`Fabric`]: message latency ([`ping`]), verbs-level
-//! SEND, WRITE and READ latency ([`verb_ping`], straight on the hosts' transports, no core;
-//! both pings printed by [`ping_out`]), streaming throughput ([`bw`]), QP setup fresh vs from
-//! the QP cache ([`qp_setup`]) and, on an RDMA device, the CPU use of an idle worker in hybrid
-//! polling mode (`idle`, feature `verbs`).
+//! The xrdma test bed's tools and studies, each a library call the `xrdma` command line makes:
+//!
+//! - perftest-like measurement tools on any [`Fabric`]: message latency ([`ping`]),
+//!   verbs-level SEND, WRITE and READ latency ([`verb_ping`], straight on the hosts'
+//!   transports, no core; both pings printed by [`ping_out`]), streaming throughput ([`bw`]),
+//!   QP setup fresh vs from the QP cache ([`qp_setup`]), a long run with failures injected
+//!   ([`soak`]), the two-process form of ping and bw ([`two_process`], [`remote`]) and, on an
+//!   RDMA device, the CPU use of an idle worker in hybrid polling mode (`idle`, feature
+//!   `verbs`);
+//! - the host model fitted to a device ([`calibrate`], host profiles read by
+//!   [`profile_file`]), the verbs-level suite on a device ([`conformance`]);
+//! - results read back: runs side by side ([`compare`]), an endpoint's live or recorded
+//!   statistics ([`stat`]), the simulated wire against a captured one ([`wire_compare`]);
+//! - the simulator's own benchmarks ([`bench`], [`window_bench`]);
+//! - standard output that survives a closed pipe ([`output`], the [`out!`] and [`outln!`]
+//!   macros).
 //!
 //! Each tool but [`verb_ping`] puts two xrdma endpoints on hosts 0 and 1 of a fabric, joined
-//! by one connection, and drives them with [`xrdma_runner::host_cpu::turn`] exactly as a
-//! scenario run does: on the simulator time is virtual, on a device it is the wall clock.
+//! by one connection, and drives them through the runner's one turn loop
+//! ([`xrdma_runner::drive::turns`]) exactly as a scenario run does: on the simulator time is
+//! virtual, on a device it is the wall clock.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod calibrate;
+pub mod compare;
+pub mod conformance;
+pub mod output;
+pub mod profile_file;
+pub mod stat;
+pub mod window_bench;
+pub mod wire_compare;
 
 pub mod bw;
 pub mod cpu;

@@ -2,7 +2,7 @@
 //! `xrdma conformance --backend verbs`).
 
 use xrdma_runner::request::run_sim;
-use xrdma_testbed::conformance::{check_result, scenario, CASES};
+use xrdma_tools::conformance::{check_result, scenario, CASES};
 
 #[test]
 fn every_conformance_case_passes_on_the_simulator() {

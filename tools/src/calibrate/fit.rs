@@ -15,7 +15,7 @@
 //!
 //! Those four cover every cost of the model, so nothing is kept from the base but the
 //! ratios inside the two scaled groups. Each observation is simulated with the tools' own
-//! code on the tools' simulator fabric ([`crate::tools::sim_fabric`]: two hosts, one switch,
+//! code on the tools' simulator fabric ([`crate::sim_fabric`]: two hosts, one switch,
 //! 100 Gb/s links of 1 µs, 1 KiB MTU, the network of the shipped scenarios): the median half
 //! round trip of `xrdma ping` at each measured size, and the throughput of `xrdma bw` at
 //! each measured size. The residual of an observation is its relative error in time: for a
@@ -49,7 +49,7 @@
 //! evaluation), so the same measurements and base give the same profile, bit for bit.
 
 use super::measure::{self, Measurements};
-use crate::tools::{self, bw::BwOptions, ping::PingOptions};
+use crate::{bw::BwOptions, ping::PingOptions};
 use anyhow::{bail, Result};
 use rayon::prelude::*;
 use xrdma::Span;
@@ -217,7 +217,7 @@ pub fn simulate(model: &HostModel, m: &Measurements, opts: &FitOptions) -> Resul
             iters: b.iters.clamp(1, cap),
             window: b.window,
         };
-        out.push(tools::bw::run(&mut fabric()?, &bw)?.bytes_per_second);
+        out.push(crate::bw::run(&mut fabric()?, &bw)?.bytes_per_second);
     }
     Ok(out)
 }

@@ -10,9 +10,9 @@
 
 use xrdma::Span;
 use xrdma_sim::{SimConfig, AETH_BYTES, RETH_BYTES};
-use xrdma_testbed::tools::ping::PingOptions;
-use xrdma_testbed::tools::sim_fabric;
-use xrdma_testbed::tools::verb_ping::{run, Verb, SIM_POLL_PERIOD};
+use xrdma_tools::ping::PingOptions;
+use xrdma_tools::sim_fabric;
+use xrdma_tools::verb_ping::{run, Verb, SIM_POLL_PERIOD};
 
 fn cfg() -> SimConfig {
     SimConfig::default()
