@@ -1,10 +1,10 @@
 //! `xrdma run --backend verbs` as one rank of a cluster launch: the options that say which
 //! rank this is and where rank 0 is (`--rank`, `--hostfile`, `--coordinator`), the launchers'
-//! variables (`xrdma_runner::launch`), and the run of that rank.
+//! variables (`xrdma_cluster::launch`), and the run of that rank.
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
-use xrdma_runner::launch::{self, Launch, LaunchArgs};
+use xrdma_cluster::launch::{self, Launch, LaunchArgs};
 use xrdma_scenario::Scenario;
 
 /// Which rank of a multi-process run this process is, and where rank 0 is. Under `srun` or
@@ -99,7 +99,7 @@ pub fn job_secret(args: &JobSecretArgs) -> Result<std::process::ExitCode> {
 }
 
 /// The variables a launcher names a process's rank with, in the order they are looked at:
-/// Slurm's, Open MPI's, PMI's (`xrdma_runner::launch` reads the same ones).
+/// Slurm's, Open MPI's, PMI's (`xrdma_cluster::launch` reads the same ones).
 const RANK_VARS: [&str; 3] = ["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"];
 
 /// The rank a launcher gave this process, with the variable that says it (the first of
@@ -136,11 +136,11 @@ pub fn writes_report(sc: &Scenario, launch: &Launch) -> bool {
 /// one line and returns `None`. Rank 0 prints every rank's hosts first, the others their own.
 ///
 /// # Errors
-/// The rendezvous, the bootstrap or the run failing (see `xrdma_runner::launch::start` and
-/// `xrdma_runner::rank::run_rank`).
+/// The rendezvous, the bootstrap or the run failing (see `xrdma_cluster::launch::start` and
+/// `xrdma_cluster::rank::run_rank`).
 pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunResult>> {
-    use xrdma_runner::launch::Started;
-    use xrdma_runner::rank::{run_rank_bound, RankOutcome};
+    use xrdma_cluster::launch::Started;
+    use xrdma_cluster::rank::{run_rank_bound, RankOutcome};
     use xrdma_runner::request::Backend;
     // Before the rendezvous: a build without the device fails here, not after meeting peers.
     Backend::Verbs.require()?;

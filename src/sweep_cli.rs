@@ -6,8 +6,8 @@ use crate::launch_cli::{self, LaunchOptions};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use xrdma_cluster::sweep::{self, jobs, Backend, Plan, PointOutcome, PointStatus};
 use xrdma_reports::RunDir;
-use xrdma_runner::sweep::{self, jobs, Backend, Plan, PointOutcome, PointStatus};
 use xrdma_tools::outln;
 use xrdma_tools::output::{open_out_dir, prepare_out_dir, EXIT_RESULT_FAILED};
 

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 /// What each project crate may import, from ARCHITECTURE.md's table.
-const ALLOWED: [(&str, &[&str]); 9] = [
+const ALLOWED: [(&str, &[&str]); 10] = [
     ("xrdma", &[]),
     ("xrdma-conformance", &["xrdma"]),
     ("xrdma-sim", &["xrdma"]),
@@ -25,6 +25,10 @@ const ALLOWED: [(&str, &[&str]); 9] = [
         ],
     ),
     (
+        "xrdma-cluster",
+        &["xrdma", "xrdma-scenario", "xrdma-reports", "xrdma-runner"],
+    ),
+    (
         "xrdma-tools",
         &[
             "xrdma",
@@ -33,6 +37,7 @@ const ALLOWED: [(&str, &[&str]); 9] = [
             "xrdma-scenario",
             "xrdma-reports",
             "xrdma-runner",
+            "xrdma-cluster",
         ],
     ),
     (
@@ -43,6 +48,7 @@ const ALLOWED: [(&str, &[&str]); 9] = [
             "xrdma-scenario",
             "xrdma-reports",
             "xrdma-runner",
+            "xrdma-cluster",
             "xrdma-tools",
         ],
     ),
@@ -114,6 +120,7 @@ fn the_verbs_feature_is_gated_in_one_module_per_crate() {
         "src",
         "tools/src",
         "runner/src",
+        "cluster/src",
         "scenarios/src",
         "reports/src",
         "xrdma/src",

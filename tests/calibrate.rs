@@ -180,7 +180,9 @@ fn side_by_side_errors_are_relative_to_the_first_device_run() {
     assert_eq!(c.device_runs, 2);
     assert!(c.device_spread.iter().all(|(_, s)| *s == Some(0.0)));
     let p50 = |r: &xrdma_reports::RunResult| {
-        xrdma_runner::sweep::report::Headline::of(r).p50_ps.unwrap() as f64
+        xrdma_cluster::sweep::report::Headline::of(r)
+            .p50_ps
+            .unwrap() as f64
     };
     assert_eq!(c.profiles[0].figures[0].error, Some(0.0));
     let want = (p50(&fast) - p50(&slow)).abs() / p50(&slow);
@@ -496,7 +498,7 @@ fn the_side_by_side_report_has_the_ratios_of_two_known_runs() {
     let figures = &c.profiles[0].figures;
     let names: Vec<&str> = figures.iter().map(|f| f.figure.as_str()).collect();
     assert_eq!(names, ["p50", "p99", "p99.9", "goodput"]);
-    let h = xrdma_runner::sweep::report::Headline::of(&device);
+    let h = xrdma_cluster::sweep::report::Headline::of(&device);
     assert_eq!(figures[0].device, Some(h.p50_ps.unwrap() as f64));
     assert_eq!(figures[0].sim, Some(2.0 * h.p50_ps.unwrap() as f64));
     for f in &figures[..3] {

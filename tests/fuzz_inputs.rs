@@ -8,7 +8,7 @@
 
 use proptest::prelude::*;
 use std::path::Path;
-use xrdma_runner::bootstrap::{encode_frame, parse_frame, ConnRecord, Frame, Hello};
+use xrdma_cluster::bootstrap::{encode_frame, parse_frame, ConnRecord, Frame, Hello};
 
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")

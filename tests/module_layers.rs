@@ -649,6 +649,7 @@ fn no_crate_has_an_import_cycle_between_its_modules() {
         "xrdma-verbs",
         "xrdma-reports",
         "xrdma-runner",
+        "xrdma-cluster",
         "xrdma-tools",
         "xrdma-testbed",
     ] {

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use xrdma_cluster::sweep::report::{self, Headline, SweepIndex};
+use xrdma_cluster::sweep::{self, Backend, Plan, PointStatus, Progress};
 use xrdma_reports::{completion_span_ps, LatencySummary, RunResult};
-use xrdma_runner::sweep::report::{self, Headline, SweepIndex};
-use xrdma_runner::sweep::{self, Backend, Plan, PointStatus, Progress};
 use xrdma_scenario::Scenario;
 use xrdma_tools::compare;
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use xrdma_runner::sweep::{self, jobs, Backend, Plan, PointStatus};
+use xrdma_cluster::sweep::{self, jobs, Backend, Plan, PointStatus};
 
 mod common;
 use common::{write_base as scenario, SMALL as AXES};

@@ -519,7 +519,7 @@ pub fn available_memory() -> Option<u64> {
 }
 
 /// `FILE:LINE:COLUMN` of the deepest written key of `path`, or `FILE` alone.
-pub(crate) fn where_is(sc: &Scenario, path: &[&str]) -> String {
+pub fn where_is(sc: &Scenario, path: &[&str]) -> String {
     if let Some(o) = sc.override_of(path) {
         return format!("{} (over {})", o.origin, sc.source_path.display());
     }

@@ -73,7 +73,7 @@ pub struct Mapping {
 /// Which device counter stands for which result counter, per driver (see the module docs
 /// for the sources). On a single-process run both sides of every QP are on the one device,
 /// so a count taken at the requester equals the responder's; on a run across processes the
-/// counters are summed over the ranks' distinct devices ([`crate::rank::devices::merge`]),
+/// counters are summed over the ranks' distinct devices (`xrdma_cluster::rank::devices::merge`),
 /// so both sides of a QP count once each.
 pub const TABLE: [Mapping; 6] = [
     Mapping {

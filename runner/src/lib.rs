@@ -14,15 +14,14 @@
 //! | [`workload`] | the [`workload::Workload`] trait and its implementations (incast, open loop, echo), with the one delivery tally |
 //! | [`host_faults`] | host faults the runner injects (receives held back, slow receivers) |
 //! | [`role`] | one host's part in a workload (sender, receiver, idle) |
-//! | [`rank`], [`bootstrap`] | one process (rank) of a multi-process run, and the TCP bootstrap between ranks |
-//! | [`launch`] | cluster launch: the rank, the rank count and rank 0 from Slurm, Open MPI, PMI or a hostfile, the rendezvous at rank 0, the hosts of each rank |
-//! | [`sweep`] | sweeps: one base scenario, axes to vary, points run in parallel |
 //! | [`transport_info`] | the transport's RC QP attributes and capabilities, as the result records them |
+//!
+//! A run across processes (ranks, their bootstrap, cluster launch) and sweeps of runs are the
+//! `xrdma-cluster` crate's, built on this one.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod bootstrap;
 pub mod check;
 pub mod device_counters;
 pub mod drive;
@@ -30,13 +29,10 @@ pub mod environment;
 pub mod fabric;
 pub mod host_cpu;
 pub mod host_faults;
-pub mod launch;
-pub mod rank;
 pub mod request;
 pub mod role;
 pub mod run;
 pub mod stat_socket;
-pub mod sweep;
 pub mod transport_info;
 pub mod watch;
 pub mod workload;

@@ -224,7 +224,7 @@ impl RunRequest {
     }
 
     /// Run it in this process (every host of the scenario here; a multi-process run's ranks
-    /// are started by [`crate::launch`]).
+    /// are started by `xrdma_cluster::launch`).
     ///
     /// # Errors
     /// As [`RunRequest::check`]; a transport failure during setup; no usable device.

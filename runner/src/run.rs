@@ -243,7 +243,7 @@ pub fn connect<F: Fabric>(
 ///
 /// # Panics
 /// When `a == b` or either is out of bounds (a runner bug).
-pub(crate) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+pub fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     if a < b {
         let (x, y) = v.split_at_mut(b);
         (&mut x[a], &mut y[0])

@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test crate uses part of it
 
 use std::path::{Path, PathBuf};
-use xrdma_runner::sweep::{self, Plan};
+use xrdma_cluster::sweep::{self, Plan};
 
 /// The base scenario of the sweep tests: an 8:1 incast of 2 × 64 KiB and 1 × 1 MiB per sender.
 pub const BASE: &str = "name: small

@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 use xrdma_reports::sweep_plot::{draw_cdf_overlay, render_png, render_svg, LabelledRun};
 use xrdma_reports::{format_us, RunResult};
 
-use xrdma_runner::sweep::report::Headline;
-use xrdma_runner::sweep::write_atomic;
+use xrdma_cluster::sweep::report::Headline;
+use xrdma_cluster::sweep::write_atomic;
 
 /// One run of a comparison.
 #[derive(Clone, Debug)]

@@ -1,5 +1,5 @@
 //! Two-process tools: one xrdma connection between a server process and a client process, set
-//! up through the TCP bootstrap ([`xrdma_runner::bootstrap`]) like perftest's server and client.
+//! up through the TCP bootstrap ([`xrdma_cluster::bootstrap`]) like perftest's server and client.
 //!
 //! The server listens, the client connects (retrying until the timeout, so either may start
 //! first); both check each other's tool, version and options ([`Hello`]), swap their
@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use xrdma::driver::{self, Application, ConnInfo, TurnScratch};
 use xrdma::{Config, ConnId, Endpoint, Span, Time};
-use xrdma_runner::bootstrap::{content_hash, Auth, ConnRecord, Frame, Hello, Listener, Peer};
+use xrdma_cluster::bootstrap::{content_hash, Auth, ConnRecord, Frame, Hello, Listener, Peer};
 use xrdma_runner::drive::{turns, Clock, Hosts, Round};
 use xrdma_runner::fabric::Fabric;
 

@@ -46,7 +46,7 @@ use xrdma::{
     LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, RecvWr, SendOpcode, SendWr, Sge, Span,
     Time, Transport, WcOpcode, WcStatus, WorkCompletion,
 };
-use xrdma_runner::bootstrap::{content_hash, Auth, ConnRecord, Frame, Hello, Listener, Peer};
+use xrdma_cluster::bootstrap::{content_hash, Auth, ConnRecord, Frame, Hello, Listener, Peer};
 use xrdma_runner::drive::{turns, Clock, Hosts, Round};
 use xrdma_runner::fabric::Fabric;
 

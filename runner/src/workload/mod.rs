@@ -5,7 +5,7 @@
 //! senders recorded into [`SenderRecord`]s. Everything else is shared by every workload and
 //! every backend: the runner connects each sender to the receiving host, drives the fabric
 //! ([`crate::drive`]), and [`tally`] checks every intended message against what arrived (one
-//! delivery check for all workloads). A multi-process run ([`crate::rank`]) moves the same
+//! delivery check for all workloads). A multi-process run (`xrdma_cluster::rank`) moves the same
 //! records between processes, so every workload runs across ranks too.
 //!
 //! Adding a workload: a module here with its applications and `impl Workload for` its

@@ -263,5 +263,5 @@ pub fn from_json(text: &str, what: &str) -> Result<Measurements> {
 /// The file cannot be written.
 pub fn save(path: &Path, m: &Measurements) -> Result<()> {
     let text = serde_json::to_string_pretty(m)?;
-    xrdma_runner::sweep::write_atomic(path, text.as_bytes())
+    xrdma_cluster::sweep::write_atomic(path, text.as_bytes())
 }

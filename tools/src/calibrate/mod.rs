@@ -268,12 +268,12 @@ fn fit_and_write(
     ];
     header.extend(text.lines().map(String::from));
     let profile = out.join(format!("{name}.yaml"));
-    xrdma_runner::sweep::write_atomic(
+    xrdma_cluster::sweep::write_atomic(
         &profile,
         profile_file::to_yaml(&f.model, &header).as_bytes(),
     )?;
     let report = out.join("fit.txt");
-    xrdma_runner::sweep::write_atomic(&report, text.as_bytes())?;
+    xrdma_cluster::sweep::write_atomic(&report, text.as_bytes())?;
     crate::out!("{text}");
     for p in [&profile, &report] {
         outln!("wrote {}", p.display());

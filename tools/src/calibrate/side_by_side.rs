@@ -10,9 +10,9 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use xrdma_cluster::sweep::report::Headline;
+use xrdma_cluster::sweep::write_atomic;
 use xrdma_reports::RunResult;
-use xrdma_runner::sweep::report::Headline;
-use xrdma_runner::sweep::write_atomic;
 use xrdma_scenario::Scenario;
 use xrdma_sim::HostModel;
 

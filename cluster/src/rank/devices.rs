@@ -2,10 +2,10 @@
 //!
 //! After the receiver's rank says `bye`, each sender rank answers with a `device` frame: its
 //! device as its own fabric describes it and that device's counter differences over its run
-//! (from the fabric's creation to the end of its run, [`crate::fabric::FabricReport::environment`],
+//! (from the fabric's creation to the end of its run, [`xrdma_runner::fabric::FabricReport::environment`],
 //! the same definition as the receiver rank's own). The receiver's rank records each rank's
 //! in its `environment.ranks` entry and makes the top-level `environment.device-counters`
-//! and the device-derived network counters ([`crate::device_counters::network`]) the sum
+//! and the device-derived network counters ([`xrdma_runner::device_counters::network`]) the sum
 //! over the run's distinct devices ([`merge`]).
 //!
 //! A device is a rank's host name and its device's node GUID, or the device's name where the
@@ -18,11 +18,11 @@
 //! (`None`) and the per-rank values stay.
 
 use crate::bootstrap::{Frame, Peer};
-use crate::device_counters::{self, Snapshot};
-use crate::fabric::FabricReport;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use xrdma_reports as rep;
+use xrdma_runner::device_counters::{self, Snapshot};
+use xrdma_runner::fabric::FabricReport;
 
 /// What a rank tells the receiver's rank of its device (the `device` frame).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,20 +12,20 @@
 //! `start` and every rank restarts its clock, so the workload's `start` means the same
 //! moment everywhere (up to one TCP one-way delay).
 //!
-//! Every rank then runs the shared turn loop ([`crate::drive::drive`]) over its hosts, with
+//! Every rank then runs the shared turn loop ([`xrdma_runner::drive::drive`]) over its hosts, with
 //! the workload's stalls and deadline. A sender rank
 //! whose senders are finished sends its [`SenderRecord`]s (completion times on its own clock,
 //! measured from the intended send time) and keeps its QPs serviced until the receiver's rank
 //! says `bye`; the receiver's rank stops when its own hosts are finished and every peer has
 //! sent its records, then says `bye`; each sender rank answers with its device and that
 //! device's counters over its run ([`devices`]), and the receiver's rank writes the one
-//! report ([`crate::run::collect`], the same fields as a single-process run). Its device
+//! report ([`xrdma_runner::run::collect`], the same fields as a single-process run). Its device
 //! counters and the device-derived network counters are the sum over the run's distinct
 //! devices ([`devices::merge`]), each rank's own beside its place.
 
 use crate::bootstrap::{content_hash, Frame, Hello};
-use crate::workload::SenderRecord;
 use anyhow::{bail, Context, Result};
+use xrdma_runner::workload::SenderRecord;
 use xrdma_scenario::{Scenario, VerbsSection};
 
 pub mod accept;

@@ -39,8 +39,8 @@ use serde::{Deserialize, Serialize};
 use xrdma_reports::RunResult;
 use xrdma_scenario::{Scenario, Workload};
 
-pub use crate::request::Backend;
 pub use axis::{parse_axes, parse_axis, Axis, AxisError, AxisKind, AxisValue};
+pub use xrdma_runner::request::Backend;
 
 /// One point of a sweep: the base scenario with one value of every axis applied.
 #[derive(Clone, Debug)]
@@ -119,7 +119,7 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
         bail!(
             "{}: sim.capture: a sweep writes no packet captures; capture one point with \
              `xrdma run --capture HOSTS` on its scenario",
-            crate::check::where_is(&base, &["sim", "capture"])
+            xrdma_runner::check::where_is(&base, &["sim", "capture"])
         );
     }
     let mut points = Vec::new();
@@ -143,13 +143,14 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
         let id = id_parts.join("_");
         match backend {
             Backend::Sim => {
-                crate::check::check(&sc).with_context(|| format!("sweep point {id}"))?;
+                xrdma_runner::check::check(&sc).with_context(|| format!("sweep point {id}"))?;
             }
             Backend::Verbs => {
                 Backend::Verbs
                     .require()
                     .with_context(|| format!("sweep point {id}"))?;
-                crate::check::check_xrdma(&sc).with_context(|| format!("sweep point {id}"))?;
+                xrdma_runner::check::check_xrdma(&sc)
+                    .with_context(|| format!("sweep point {id}"))?;
             }
         }
         let hash = point_hash(&sc, backend);
@@ -356,13 +357,13 @@ fn remove_dir_if_any(d: &Path) -> Result<()> {
     }
 }
 
-/// The default point runner: the point's scenario as a [`crate::request::RunRequest`] on its
+/// The default point runner: the point's scenario as a [`xrdma_runner::request::RunRequest`] on its
 /// backend, in this process.
 ///
 /// # Errors
 /// The run's own errors; a verbs point in a build without the feature.
 pub fn default_runner(backend: Backend, sc: &Scenario) -> Result<RunResult> {
-    Ok(crate::request::RunRequest::new(sc.clone(), backend)
+    Ok(xrdma_runner::request::RunRequest::new(sc.clone(), backend)
         .run()?
         .result)
 }

@@ -6,7 +6,7 @@ use std::fmt;
 use xrdma_scenario::units::{parse_size, UnitError};
 use xrdma_scenario::{Scenario, Workload};
 
-use crate::request::Backend;
+use xrdma_runner::request::Backend;
 
 /// A setting a sweep can vary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -255,6 +255,6 @@ fn the_device_frame_round_trips_and_other_frames_are_refused() {
     let e = format!("{:#}", decode(bad, 2).unwrap_err());
     assert!(e.contains("malformed device from rank 2"), "{e}");
     // A fabric without a device (the simulator) sends an empty one.
-    let sim = crate::fabric::SimFabric::new(xrdma_sim::SimConfig::default()).unwrap();
+    let sim = xrdma_runner::fabric::SimFabric::new(xrdma_sim::SimConfig::default()).unwrap();
     assert_eq!(RankDevice::of(&sim), RankDevice::default());
 }

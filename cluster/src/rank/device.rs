@@ -3,19 +3,19 @@
 use super::accept::admit_peers;
 use super::{decode_records, devices, hello, RankPlan};
 use crate::bootstrap::{Auth, ConnRecord, Frame, JobSecret, Listener, Peer};
-use crate::drive::drive;
-use crate::fabric::Fabric;
-use crate::fabric::VerbsFabric;
-use crate::host_faults::{HostFaultState, HostFaults};
-use crate::role::HostRole;
-use crate::run::{collect, pair_mut, receiver_view, records, setup, App};
-use crate::watch::NoWatch;
-use crate::workload::{self, SenderRecord, Visit, Workload};
 use anyhow::{anyhow, bail, Context, Result};
 use std::time::{Duration, Instant};
 use xrdma::driver::{self, ConnInfo};
 use xrdma::{Endpoint, Span, Time};
 use xrdma_reports as rep;
+use xrdma_runner::drive::drive;
+use xrdma_runner::fabric::Fabric;
+use xrdma_runner::fabric::VerbsFabric;
+use xrdma_runner::host_faults::{HostFaultState, HostFaults};
+use xrdma_runner::role::HostRole;
+use xrdma_runner::run::{collect, pair_mut, receiver_view, records, setup, App};
+use xrdma_runner::watch::NoWatch;
+use xrdma_runner::workload::{self, SenderRecord, Visit, Workload};
 use xrdma_scenario::{Scenario, Stall};
 
 /// How often (fabric time) a rank whose own hosts are finished looks at its bootstrap
@@ -87,7 +87,7 @@ fn run_rank_of<W: Workload>(
     bound: Option<Listener>,
     secret: &JobSecret,
 ) -> Result<RankOutcome> {
-    let cfg = crate::check::check_xrdma(sc)?;
+    let cfg = xrdma_runner::check::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
     let plan = RankPlan::new(sc, &section, rank)?;
     let ours = hello(sc, rank)?;
@@ -100,7 +100,7 @@ fn run_rank_of<W: Workload>(
         None => Some(Listener::bind(section.ranks[rank as usize].address)?),
     };
     let mut fabric = VerbsFabric::with_rc(plan.hosts.len() as u32, &section, sc.rc_params())?;
-    let cfg = crate::fabric::config_for(&cfg, &fabric);
+    let cfg = xrdma_runner::fabric::config_for(&cfg, &fabric);
     let seed = sc.sim_or_default().seed;
     let setup = setup(w, seed);
     let stop = w.deadline(seed);
@@ -246,7 +246,7 @@ fn run_rank_of<W: Workload>(
             })
             .collect();
         let mut senders = records(w, &apps);
-        crate::transport_info::add_windows(&mut senders, |h| {
+        xrdma_runner::transport_info::add_windows(&mut senders, |h| {
             plan.local_index(h).and_then(|i| eps.get(i))
         });
         senders.extend(remote.into_iter().flatten().flatten());
@@ -268,7 +268,7 @@ fn run_rank_of<W: Workload>(
         senders.sort_by_key(|s| s.host);
         let got = receiver_view(w, &apps);
         let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
-        crate::transport_info::record_window_signals(&mut result, &eps);
+        xrdma_runner::transport_info::record_window_signals(&mut result, &eps);
         result.errors.extend(boot_errors);
         record_ranks(&mut result, &section, rank, &seen);
         devices::merge(&mut result, rank, peer_devices);
@@ -289,13 +289,13 @@ fn run_rank_of<W: Workload>(
             &mut NoWatch,
         );
         let mut senders = records(w, &apps);
-        crate::transport_info::add_windows(&mut senders, |h| {
+        xrdma_runner::transport_info::add_windows(&mut senders, |h| {
             plan.local_index(h).and_then(|i| eps.get(i))
         });
         let got = receiver_view(w, &apps);
         let wall_seconds = wall.elapsed().as_secs_f64();
         let mut result = collect(w, sc, &fabric, seed, &senders, got, wall_seconds);
-        crate::transport_info::record_window_signals(&mut result, &eps);
+        xrdma_runner::transport_info::record_window_signals(&mut result, &eps);
         record_ranks(&mut result, &section, rank, &[]);
         devices::merge(&mut result, rank, Vec::new());
         return Ok(RankOutcome::Report(Box::new(result)));
@@ -337,7 +337,7 @@ fn run_rank_of<W: Workload>(
     fabric.start_clock();
     let frame = |eps: &[Endpoint], apps: &[App<W>]| -> Result<Frame> {
         let mut recs = records(w, apps);
-        crate::transport_info::add_windows(&mut recs, |h| {
+        xrdma_runner::transport_info::add_windows(&mut recs, |h| {
             plan.local_index(h).and_then(|i| eps.get(i))
         });
         Ok(Frame::Records {
@@ -420,15 +420,15 @@ fn run_rank_of<W: Workload>(
 }
 
 /// Record in `result`'s environment where every rank ran: this one (`rank`) here, the peers
-/// as the bootstrap saw them ([`crate::environment::ranks`]).
+/// as the bootstrap saw them ([`xrdma_runner::environment::ranks`]).
 fn record_ranks(
     result: &mut rep::RunResult,
     section: &xrdma_scenario::VerbsSection,
     rank: u32,
-    seen: &[crate::environment::PeerSeen],
+    seen: &[xrdma_runner::environment::PeerSeen],
 ) {
     if let Some(env) = &mut result.environment {
         let own = env.host_name.clone();
-        env.ranks = Some(crate::environment::ranks(section, rank, own, seen));
+        env.ranks = Some(xrdma_runner::environment::ranks(section, rank, own, seen));
     }
 }

@@ -9,10 +9,10 @@ use super::RankPlan;
 use crate::bootstrap::{
     Auth, BootstrapError, ConnRecord, Frame, Hello, Listener, Peer, HANDSHAKE_LIMIT,
 };
-use crate::environment::PeerSeen;
 use anyhow::{bail, Result};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+use xrdma_runner::environment::PeerSeen;
 
 /// A peer rank the receiver's rank admitted.
 #[derive(Debug)]
