@@ -598,6 +598,62 @@ mod tests {
     }
 
     #[test]
+    fn ecn_keys_left_out_scale_with_the_link_rate() {
+        let reason = |r: Result<EcnConfig, SimConfigError>| match r {
+            Err(SimConfigError::Invalid { field, reason }) => (field, reason),
+            Ok(e) => panic!("{e:?}"),
+        };
+        // 40 Gb/s: 100 KiB · 1.6 = 163_840 B, 400 KiB · 1.6 = 655_360 B.
+        let spec = EcnSpec {
+            pmax: Some(0.5),
+            ..EcnSpec::default()
+        };
+        assert_eq!(
+            spec.resolve(40_000_000_000).unwrap(),
+            EcnConfig {
+                kmin_bytes: 163_840,
+                kmax_bytes: 655_360,
+                pmax: 0.5
+            }
+        );
+        // Kmin above the default Kmax at 100 Gb/s (1_638_400 B): the block is blamed.
+        let kmin = EcnSpec {
+            kmin: Some(2 << 20),
+            ..EcnSpec::default()
+        };
+        let (field, why) = reason(kmin.resolve(100_000_000_000));
+        assert_eq!(field, "ecn");
+        assert!(
+            why.contains("Kmax (default for the link rate) = 1638400"),
+            "{why}"
+        );
+        // Both given: the key.
+        let both = EcnSpec {
+            kmin: Some(2),
+            kmax: Some(1),
+            pmax: None,
+        };
+        assert_eq!(reason(both.resolve(100_000_000_000)).0, "ecn.kmin_bytes");
+    }
+
+    #[test]
+    fn pfc_thresholds_given_are_checked_on_their_own() {
+        let pfc = |xoff, xon| PfcConfig {
+            xoff_bytes: xoff,
+            xon_bytes: xon,
+            headroom_bytes: None,
+        };
+        let field = |p: PfcConfig| match p.validate() {
+            Err(SimConfigError::Invalid { field, .. }) => field,
+            Ok(()) => "ok",
+        };
+        assert_eq!(field(pfc(Some(0), None)), "pfc.xoff_bytes");
+        assert_eq!(field(pfc(Some(10), Some(20))), "pfc.xon_bytes");
+        assert_eq!(field(pfc(Some(20), Some(10))), "ok");
+        assert_eq!(field(pfc(None, Some(10))), "ok");
+    }
+
+    #[test]
     fn pfc_defaults_and_headroom_that_cannot_fit() {
         // 4 ports, 1 MiB: headroom = 2·12_500 + 3·(1024+82+20) + 84 = 28_462;
         // xoff = 1_048_576/4 − 28_462 = 233_682; xon = xoff − 2·1106 = 231_470.
