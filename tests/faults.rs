@@ -114,7 +114,7 @@ fn a_receiver_that_stops_reposting_causes_rnr_naks_and_loses_nothing() {
     // Without the fault the same run sees no RNR NAK at all.
     let mut sc = load("scenarios/faults/stop-reposting.yaml");
     if let Some(s) = sc.sim.as_mut() {
-        s.faults = Default::default();
+        s.host_faults = Default::default();
     }
     let clean = run_sim(&sc).expect("run succeeds");
     all_delivered(&clean);
@@ -135,7 +135,7 @@ fn a_slow_receiver_delays_messages_and_loses_nothing() {
     all_delivered(&r);
     let mut sc = load("scenarios/faults/slow-receiver.yaml");
     if let Some(s) = sc.sim.as_mut() {
-        s.faults = Default::default();
+        s.host_faults = Default::default();
     }
     let clean = run_sim(&sc).expect("run succeeds");
     all_delivered(&clean);

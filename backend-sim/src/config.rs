@@ -27,8 +27,9 @@ pub const PFC_FRAME_BYTES: u32 = 84;
 /// SIGCOMM 2015, §3.1).
 ///
 /// The marking probability for an egress queue of `q` bytes is 0 if `q ≤ kmin_bytes`,
-/// `pmax·(q − kmin)/(kmax − kmin)` if `kmin < q ≤ kmax`, and 1 if `q > kmax`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// `pmax·(q − kmin)/(kmax − kmin)` if `kmin < q ≤ kmax`, and 1 if `q > kmax`. A scenario writes
+/// it as `sim.ecn` ([`EcnSpec`], whose defaults depend on the link rate).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EcnConfig {
     /// Queue length (bytes) at or below which nothing is marked.
     pub kmin_bytes: u64,
@@ -54,18 +55,144 @@ impl EcnConfig {
             pmax: 0.2,
         }
     }
+
+    /// Check the thresholds.
+    ///
+    /// # Errors
+    /// [`SimConfigError::Invalid`] for `pmax` outside (0, 1] (`ecn.pmax`), then for
+    /// `kmin_bytes > kmax_bytes` (`ecn.kmin_bytes`).
+    pub fn validate(&self) -> Result<(), SimConfigError> {
+        check_pmax(self.pmax)?;
+        if self.kmin_bytes > self.kmax_bytes {
+            return Err(invalid(
+                "ecn.kmin_bytes",
+                format!(
+                    "Kmin ({} bytes) is above Kmax ({} bytes): need kmin ≤ kmax",
+                    self.kmin_bytes, self.kmax_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn check_pmax(pmax: f64) -> Result<(), SimConfigError> {
+    if !(pmax > 0.0 && pmax <= 1.0) {
+        return Err(invalid("ecn.pmax", format!("{pmax} is outside (0, 1]")));
+    }
+    Ok(())
+}
+
+/// ECN marking as a scenario writes it (`sim.ecn: { kmin, kmax, pmax }`, sizes with units):
+/// a key left out takes [`EcnConfig::default_for_rate`] for the link rate, which
+/// [`EcnSpec::resolve`] applies once the rate is known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (ECN thresholds `{ kmin, kmax, pmax }`)"
+)]
+pub struct EcnSpec {
+    /// Kmin, bytes; `None` = the default for the link rate.
+    #[serde(default, deserialize_with = "xrdma::units::deserialize_opt_size")]
+    pub kmin: Option<u64>,
+    /// Kmax, bytes; `None` = the default for the link rate.
+    #[serde(default, deserialize_with = "xrdma::units::deserialize_opt_size")]
+    pub kmax: Option<u64>,
+    /// Marking probability at Kmax, in (0, 1]; `None` = 0.2.
+    #[serde(default)]
+    pub pmax: Option<f64>,
+}
+
+impl EcnSpec {
+    /// The thresholds on a link of `link_rate_bps`: the keys given, the rest
+    /// [`EcnConfig::default_for_rate`].
+    ///
+    /// # Errors
+    /// As [`EcnConfig::validate`]; when Kmin > Kmax and one of them is a default, the error is
+    /// about the whole block (`ecn`) and says which value is the default.
+    pub fn resolve(&self, link_rate_bps: u64) -> Result<EcnConfig, SimConfigError> {
+        let d = EcnConfig::default_for_rate(link_rate_bps);
+        let ecn = EcnConfig {
+            kmin_bytes: self.kmin.unwrap_or(d.kmin_bytes),
+            kmax_bytes: self.kmax.unwrap_or(d.kmax_bytes),
+            pmax: self.pmax.unwrap_or(d.pmax),
+        };
+        if ecn.kmin_bytes > ecn.kmax_bytes && (self.kmin.is_none() || self.kmax.is_none()) {
+            check_pmax(ecn.pmax)?;
+            let default = " (default for the link rate)";
+            let (min, max) = match self.kmin {
+                None => (default, ""),
+                Some(_) => ("", default),
+            };
+            return Err(invalid(
+                "ecn",
+                format!(
+                    "Kmin{min} = {} bytes is above Kmax{max} = {} bytes: need kmin ≤ kmax",
+                    ecn.kmin_bytes, ecn.kmax_bytes
+                ),
+            ));
+        }
+        ecn.validate()?;
+        Ok(ecn)
+    }
 }
 
 /// Priority flow control (IEEE 802.1Qbb) on one priority. `None` fields take defaults derived
-/// from the link (see [`SimConfig::pfc_thresholds`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// from the link (see [`SimConfig::pfc_thresholds`]). A scenario writes it as
+/// `sim.pfc: { xoff, xon, headroom }` (sizes with units; `pfc: {}` = every threshold computed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (PFC thresholds `{ xoff, xon, headroom }`)"
+)]
 pub struct PfcConfig {
-    /// Per-ingress-port buffered bytes above which the switch sends XOFF (PAUSE).
+    /// Per-ingress-port buffered bytes above which the switch sends XOFF (PAUSE); > 0.
+    #[serde(
+        default,
+        rename = "xoff",
+        deserialize_with = "xrdma::units::deserialize_opt_size"
+    )]
     pub xoff_bytes: Option<u64>,
-    /// Per-ingress-port buffered bytes at or below which the switch sends XON (RESUME).
+    /// Per-ingress-port buffered bytes at or below which the switch sends XON (RESUME);
+    /// ≤ `xoff_bytes`.
+    #[serde(
+        default,
+        rename = "xon",
+        deserialize_with = "xrdma::units::deserialize_opt_size"
+    )]
     pub xon_bytes: Option<u64>,
     /// Per-port headroom (bytes) reserved for what still arrives after XOFF.
+    #[serde(
+        default,
+        rename = "headroom",
+        deserialize_with = "xrdma::units::deserialize_opt_size"
+    )]
     pub headroom_bytes: Option<u64>,
+}
+
+impl PfcConfig {
+    /// Check the thresholds given (the computed ones are checked by
+    /// [`SimConfig::pfc_thresholds`]).
+    ///
+    /// # Errors
+    /// [`SimConfigError::Invalid`] for an XOFF of 0 (`pfc.xoff_bytes`) or an XON above the
+    /// XOFF (`pfc.xon_bytes`).
+    pub fn validate(&self) -> Result<(), SimConfigError> {
+        if self.xoff_bytes == Some(0) {
+            return Err(invalid("pfc.xoff_bytes", "must be at least 1 byte".into()));
+        }
+        if let (Some(xoff), Some(xon)) = (self.xoff_bytes, self.xon_bytes) {
+            if xon > xoff {
+                return Err(invalid(
+                    "pfc.xon_bytes",
+                    format!("XON ({xon} bytes) is above XOFF ({xoff} bytes): need xon ≤ xoff"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The resolved PFC thresholds in bytes (per ingress port).
@@ -81,7 +208,11 @@ pub struct PfcThresholds {
 
 /// Parameters of a simulation: `hosts` hosts with one NIC each, on the output-queued
 /// switches of `topology` (by default one switch, host `i` on switch port `i`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// A scenario's `sim:` block is read by the scenario crate, whose sub-blocks deserialize
+/// straight into the field types ([`EcnSpec`], [`PfcConfig`], [`DcqcnConfig`], [`Topology`],
+/// and the link faults of [`FaultConfig`]).
+#[derive(Clone, Debug, PartialEq)]
 pub struct SimConfig {
     /// Number of hosts (= switch ports in a star). Default 2.
     pub hosts: u32,
@@ -117,7 +248,6 @@ pub struct SimConfig {
     /// RNR retry and minimum RNR timer (how long a requester waits after an RNR NAK), and the
     /// path MTU, of which the smaller of it and `mtu` is applied ([`SimConfig::path_mtu`]).
     /// Default [`RcParams::default`].
-    #[serde(default)]
     pub rc: RcParams,
     /// Whether MRs hold real bytes. `false` makes MRs bookkeeping only: nothing is allocated,
     /// reads return zeros, writes and DMA copies are skipped (for large benchmarks). Default
@@ -125,16 +255,13 @@ pub struct SimConfig {
     pub carry_payload: bool,
     /// Network shape. Default [`Topology::Star`]; for the others `hosts` must equal
     /// [`Topology::host_count`].
-    #[serde(default)]
     pub topology: Topology,
     /// Injected link faults (loss, corruption, link down/up; see [`FaultConfig`]). Default:
     /// none, and then the run is exactly as without this field.
-    #[serde(default)]
     pub faults: FaultConfig,
     /// What posting, doorbells, DMA, completions, polling and the application cost at each
     /// host (see [`HostModel`]; a named profile from [`crate::profiles`]). Default: the ideal
     /// host, every cost zero, and then the run is exactly as without this field.
-    #[serde(default)]
     pub host: HostModel,
 }
 
@@ -348,10 +475,13 @@ impl SimConfig {
     /// # Errors
     /// [`SimConfigError::Invalid`] naming the first offending field: `hosts` 0 or above 2^20,
     /// `link_rate_bps` 0, `mtu` 0 or above 65536, `switch_buffer_bytes` 0, `ack_every` 0,
-    /// RC attributes outside their encodings (`rc.*`, [`RcParams::validate`]), DCQCN parameters ([`DcqcnConfig::validate`]), `ecn.kmin_bytes > ecn.kmax_bytes`,
-    /// `ecn.pmax` outside (0, 1], a topology with bad parameters or a host count other than its
-    /// own (`topology.*`, `hosts`), PFC thresholds that do not fit some switch (see
-    /// [`SimConfig::pfc_thresholds`]), and a host cost above [`crate::MAX_COST`] (`host`).
+    /// RC attributes outside their encodings (`rc.*`, [`RcParams::validate`]), DCQCN
+    /// parameters ([`DcqcnConfig::validate`]), ECN thresholds ([`EcnConfig::validate`]), PFC
+    /// thresholds given out of order ([`PfcConfig::validate`]), a topology with bad parameters
+    /// or a host count other than its own (`topology.*`, `hosts`), PFC thresholds that do not
+    /// fit some switch (see [`SimConfig::pfc_thresholds`]), injected faults out of range or on
+    /// hosts that do not exist (`faults.*`), and a host cost above [`crate::MAX_COST`]
+    /// (`host`).
     pub fn validate(&self) -> Result<(), SimConfigError> {
         // The topology first: a bad radix or count also makes the host count meaningless.
         if self.topology != Topology::Star {
@@ -398,21 +528,10 @@ impl SimConfig {
             d.validate(self.link_rate_bps)?;
         }
         if let Some(ecn) = &self.ecn {
-            if ecn.kmin_bytes > ecn.kmax_bytes {
-                return Err(invalid(
-                    "ecn.kmin_bytes",
-                    format!(
-                        "Kmin {} B is above Kmax {} B",
-                        ecn.kmin_bytes, ecn.kmax_bytes
-                    ),
-                ));
-            }
-            if !(ecn.pmax > 0.0 && ecn.pmax <= 1.0) {
-                return Err(invalid(
-                    "ecn.pmax",
-                    format!("{} is not in (0, 1]", ecn.pmax),
-                ));
-            }
+            ecn.validate()?;
+        }
+        if let Some(pfc) = &self.pfc {
+            pfc.validate()?;
         }
         if self.topology == Topology::Star {
             self.topology.validate(self.hosts)?;
@@ -476,6 +595,62 @@ mod tests {
         assert_eq!(field(ecn(100, 400, 1.5)), "ecn.pmax");
         assert_eq!(field(ecn(100, 400, f64::NAN)), "ecn.pmax");
         assert_eq!(field(ecn(100, 400, 1.0)), "ok");
+    }
+
+    #[test]
+    fn ecn_keys_left_out_scale_with_the_link_rate() {
+        let reason = |r: Result<EcnConfig, SimConfigError>| match r {
+            Err(SimConfigError::Invalid { field, reason }) => (field, reason),
+            Ok(e) => panic!("{e:?}"),
+        };
+        // 40 Gb/s: 100 KiB · 1.6 = 163_840 B, 400 KiB · 1.6 = 655_360 B.
+        let spec = EcnSpec {
+            pmax: Some(0.5),
+            ..EcnSpec::default()
+        };
+        assert_eq!(
+            spec.resolve(40_000_000_000).unwrap(),
+            EcnConfig {
+                kmin_bytes: 163_840,
+                kmax_bytes: 655_360,
+                pmax: 0.5
+            }
+        );
+        // Kmin above the default Kmax at 100 Gb/s (1_638_400 B): the block is blamed.
+        let kmin = EcnSpec {
+            kmin: Some(2 << 20),
+            ..EcnSpec::default()
+        };
+        let (field, why) = reason(kmin.resolve(100_000_000_000));
+        assert_eq!(field, "ecn");
+        assert!(
+            why.contains("Kmax (default for the link rate) = 1638400"),
+            "{why}"
+        );
+        // Both given: the key.
+        let both = EcnSpec {
+            kmin: Some(2),
+            kmax: Some(1),
+            pmax: None,
+        };
+        assert_eq!(reason(both.resolve(100_000_000_000)).0, "ecn.kmin_bytes");
+    }
+
+    #[test]
+    fn pfc_thresholds_given_are_checked_on_their_own() {
+        let pfc = |xoff, xon| PfcConfig {
+            xoff_bytes: xoff,
+            xon_bytes: xon,
+            headroom_bytes: None,
+        };
+        let field = |p: PfcConfig| match p.validate() {
+            Err(SimConfigError::Invalid { field, .. }) => field,
+            Ok(()) => "ok",
+        };
+        assert_eq!(field(pfc(Some(0), None)), "pfc.xoff_bytes");
+        assert_eq!(field(pfc(Some(10), Some(20))), "pfc.xon_bytes");
+        assert_eq!(field(pfc(Some(20), Some(10))), "ok");
+        assert_eq!(field(pfc(None, Some(10))), "ok");
     }
 
     #[test]

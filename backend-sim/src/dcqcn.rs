@@ -24,33 +24,63 @@ use xrdma::{Span, Time};
 pub const DCQCN_REFERENCE_RATE_BPS: u64 = 25_000_000_000;
 
 /// DCQCN reaction-point parameters (all per QP). Defaults: see each field.
+///
+/// It is also the `sim.dcqcn` block of a scenario, read as is: keys are the fields in
+/// kebab-case without the unit suffix (`byte-counter`, `rate-ai`, `min-rate`), sizes, rates and
+/// periods take units ([`xrdma::units`]), a key left out keeps its default, and `dcqcn: {}` is
+/// every default. [`DcqcnConfig::validate`] checks the ranges against the link rate.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    default,
+    rename_all(deserialize = "kebab-case"),
+    deny_unknown_fields,
+    expecting = "a mapping (DCQCN parameters `{ g, alpha-update, rate-increase-timer, \
+                 byte-counter, fast-recovery-steps, rate-ai, rate-hai, min-rate }`)"
+)]
 pub struct DcqcnConfig {
     /// EWMA gain g of the α estimate, in (0, 1]. Default 1/256 (Zhu et al. 2015; HPCC artifact
     /// `EWMA_GAIN 0.00390625`).
     pub g: f64,
     /// α decay period K: α ← (1 − g)·α for every `alpha_update` without a CNP. Default 55 µs
     /// (Zhu et al. 2015; HPCC artifact `ALPHA_RESUME_INTERVAL 55`).
+    #[serde(deserialize_with = "xrdma::units::deserialize_span")]
     pub alpha_update: Span,
     /// Rate-increase timer period T. Default 55 µs (Zhu et al. 2015; the HPCC ns-3 artifact's
     /// `dcqcn_paper` setting, `RP_TIMER 55`). The artifact's firmware-style `dcqcn` setting
     /// has 300 µs, but with a 1 µs α period and one fast-recovery step, which this model does
     /// not take: 300 µs beside F = 5 put 1.5 ms of fast recovery after every CNP, and two
     /// senders' rates drifted apart for tens of milliseconds (worst 10 ms Jain 0.71).
+    #[serde(deserialize_with = "xrdma::units::deserialize_span")]
     pub rate_increase_timer: Span,
     /// Byte counter B: one rate-increase event per `byte_counter_bytes` wire bytes sent.
     /// Default 10 MB = 10^7 bytes (Zhu et al. 2015, B = 10 MB).
+    #[serde(
+        rename(deserialize = "byte-counter"),
+        deserialize_with = "xrdma::units::deserialize_size"
+    )]
     pub byte_counter_bytes: u64,
     /// Fast-recovery stage count F: while both stage counts are ≤ F an increase event is fast
     /// recovery. Default 5 (Zhu et al. §3.3, as in QCN).
     pub fast_recovery_steps: u32,
     /// Additive increase step R_AI, bits per second; `None` = 5 Mb/s scaled by
     /// `link_rate_bps / 25 Gb/s` (HPCC artifact `RATE_AI 5Mb/s` at 25 Gb/s).
+    #[serde(
+        rename(deserialize = "rate-ai"),
+        deserialize_with = "xrdma::units::deserialize_opt_rate"
+    )]
     pub rate_ai_bps: Option<u64>,
     /// Hyper increase step R_HAI, bits per second; `None` = 50 Mb/s scaled by
     /// `link_rate_bps / 25 Gb/s` (HPCC artifact `RATE_HAI 50Mb/s` at 25 Gb/s).
+    #[serde(
+        rename(deserialize = "rate-hai"),
+        deserialize_with = "xrdma::units::deserialize_opt_rate"
+    )]
     pub rate_hai_bps: Option<u64>,
     /// Floor of R_C, bits per second. Default 1 Gb/s (the HPCC ns-3 artifact's minimum rate).
+    #[serde(
+        rename(deserialize = "min-rate"),
+        deserialize_with = "xrdma::units::deserialize_rate"
+    )]
     pub min_rate_bps: u64,
 }
 

@@ -23,24 +23,57 @@ use crate::topology::Peer;
 use crate::Simulation;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
-use xrdma::Time;
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use std::fmt;
+use xrdma::{Span, Time};
 
 /// First ChaCha stream number of the per-wire fault streams (the switches use stream 1).
 const FAULT_STREAM_BASE: u64 = 1 << 32;
 
-/// Which links a fault applies to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Which links a fault applies to; a scenario writes `all` or `host N` (`link:`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LinkSelector {
     /// Every link of the fabric (host cables and, for [`LinkDirection::Both`],
-    /// switch-to-switch links too).
+    /// switch-to-switch links too). Default.
+    #[default]
     All,
     /// The cable between host `0`'s NIC and its switch port.
     Host(u32),
 }
 
-/// Which direction of a link a fault applies to.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+impl<'de> Deserialize<'de> for LinkSelector {
+    /// `all`, or `host N` (the cable of host N).
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = LinkSelector;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`all` or `host N`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LinkSelector, E> {
+                let t = v.trim();
+                if t == "all" {
+                    return Ok(LinkSelector::All);
+                }
+                let n = t
+                    .strip_prefix("host")
+                    .map(str::trim)
+                    .and_then(|n| n.parse().ok());
+                n.map(LinkSelector::Host).ok_or_else(|| {
+                    E::custom(format!(
+                        "`{v}` names no link: write `all` or `host N` (the cable of host N)"
+                    ))
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Which direction of a link a fault applies to (`direction: up | down | both`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum LinkDirection {
     /// Host to switch (the NIC's uplink).
     Up,
@@ -51,43 +84,74 @@ pub enum LinkDirection {
     Both,
 }
 
-/// A per-packet probability on some links.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// A per-packet probability on some links; a scenario writes
+/// `{ link: host 3, direction: up, rate: 1% }` (`sim.faults.loss`, `sim.faults.corrupt`).
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a link fault rate `{ link: host 3, direction: up, rate: 1% }`)"
+)]
 pub struct LinkRate {
-    /// The links.
+    /// The links; default all.
+    #[serde(default)]
     pub link: LinkSelector,
-    /// Their direction.
+    /// Their direction; default both.
+    #[serde(default)]
     pub direction: LinkDirection,
-    /// Probability per packet, in [0, 1].
+    /// Probability per packet, in [0, 1] (written `1%` or `0.01`).
+    #[serde(deserialize_with = "xrdma::units::deserialize_fraction")]
     pub rate: f64,
 }
 
-/// A window in which some links drop everything.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A window in which some links drop everything; a scenario writes
+/// `{ link: host 2, at: 200us, for: 100us }` (`sim.faults.link-down`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a mapping (a link outage `{ link: host 2, at: 200us, for: 100us }`)"
+)]
 pub struct LinkOutage {
-    /// The links.
+    /// The links; default all.
+    #[serde(default)]
     pub link: LinkSelector,
-    /// Their direction.
+    /// Their direction; default both.
+    #[serde(default)]
     pub direction: LinkDirection,
-    /// When the link goes down (simulated time).
+    /// When the link goes down (simulated time, written as the span after time zero).
+    #[serde(deserialize_with = "instant")]
     pub at: Time,
-    /// When it comes back up; `> at`.
-    pub until: Time,
+    /// How long it stays down (`for:`), > 0.
+    #[serde(
+        rename = "for",
+        deserialize_with = "xrdma::units::deserialize_nonzero_span"
+    )]
+    pub duration: Span,
+}
+
+impl LinkOutage {
+    /// When the link comes back up: `at + duration` (saturating at [`Time::MAX`]).
+    pub fn until(&self) -> Time {
+        self.at + self.duration
+    }
+}
+
+/// An instant on the run's clock, written as the span after time zero (`200us`).
+fn instant<'de, D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
+    xrdma::units::deserialize_span(d).map(|s| Time::ZERO + s)
 }
 
 /// The link faults of a run. Default: none. For `loss` and `corrupt`, the last entry that
 /// covers a wire sets its rate (write a `LinkSelector::All` default first, exceptions after);
-/// outages add up.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// outages add up. A scenario writes them in `sim.faults` (each one mapping or a list).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct FaultConfig {
     /// Packet loss rates.
-    #[serde(default)]
     pub loss: Vec<LinkRate>,
     /// Corruption rates (packets that arrive with a bad ICRC).
-    #[serde(default)]
     pub corrupt: Vec<LinkRate>,
     /// Link down/up windows.
-    #[serde(default)]
     pub link_down: Vec<LinkOutage>,
 }
 
@@ -99,8 +163,8 @@ impl FaultConfig {
             && self.link_down.is_empty()
     }
 
-    /// The first problem, as `(field, reason)`: a rate outside [0, 1], an outage that does
-    /// not end after it starts, or a host that does not exist among `hosts`.
+    /// The first problem, as `(field, reason)`: a rate outside [0, 1], an outage of no
+    /// duration, or a host that does not exist among `hosts`.
     pub(crate) fn check(&self, hosts: u32) -> Result<(), (&'static str, String)> {
         let host_ok = |l: LinkSelector| match l {
             LinkSelector::Host(h) if h >= hosts => Err(format!(
@@ -121,14 +185,8 @@ impl FaultConfig {
             }
         }
         for o in &self.link_down {
-            if o.until <= o.at {
-                return Err((
-                    "faults.link_down",
-                    format!(
-                        "the link comes back at {} but goes down at {}",
-                        o.until, o.at
-                    ),
-                ));
+            if o.duration == Span::ZERO {
+                return Err(("faults.link_down", "must be longer than 0".into()));
             }
             host_ok(o.link).map_err(|e| ("faults.link_down", e))?;
         }
@@ -251,7 +309,7 @@ impl Faults {
         }
         for o in &cfg.link_down {
             for w in covered(o.link, o.direction) {
-                wires[w].down.push((o.at, o.until));
+                wires[w].down.push((o.at, o.until()));
             }
         }
         let active = wires.iter().map(|w| !w.idle()).collect();

@@ -120,8 +120,8 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub use capture::{CaptureConfig, LinkCapture};
 pub use config::{
-    EcnConfig, PfcConfig, PfcThresholds, SimConfig, AETH_BYTES, CNP_EXTRA_BYTES, IMMDT_BYTES,
-    PFC_FRAME_BYTES, RETH_BYTES,
+    EcnConfig, EcnSpec, PfcConfig, PfcThresholds, SimConfig, AETH_BYTES, CNP_EXTRA_BYTES,
+    IMMDT_BYTES, PFC_FRAME_BYTES, RETH_BYTES,
 };
 pub use config_error::SimConfigError;
 pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFERENCE_RATE_BPS};

@@ -6,16 +6,29 @@
 //! `port_base[s] + i`. In a star, switch 0's port `i` is host `i`.
 
 use crate::config_error::SimConfigError;
-use serde::{Deserialize, Serialize};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
 
 /// The shape of the network. Every link direction runs at `SimConfig::link_rate_bps` unless
 /// noted, with `SimConfig::link_delay` of propagation; every switch has its own shared buffer
 /// of `SimConfig::switch_buffer_bytes`, RED ECN marking and PFC.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+///
+/// It is also a scenario's `sim.topology` block: a mapping with exactly one kind,
+/// `{ star: {} }`, `{ leaf-spine: { leaves, spines, hosts-per-leaf, uplink-rate } }` or
+/// `{ fat-tree: { k, hosts-per-edge } }` (keys in kebab-case, rates with units).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(
+    remote = "Self",
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    expecting = "a topology `star`, `leaf-spine` or `fat-tree`"
+)]
 pub enum Topology {
     /// `SimConfig::hosts` hosts on one switch; host `i` is on port `i`.
     #[default]
+    #[serde(deserialize_with = "no_parameters")]
     Star,
     /// Two tiers: `leaves` leaf switches with `hosts_per_leaf` hosts each, every leaf linked
     /// once to each of `spines` spine switches. Hosts `l·hosts_per_leaf ..
@@ -24,6 +37,7 @@ pub enum Topology {
     ///
     /// Oversubscription at the leaf = `(hosts_per_leaf · link_rate_bps) / (spines ·
     /// uplink_rate_bps)`.
+    #[serde(rename_all = "kebab-case")]
     LeafSpine {
         /// Leaf (top-of-rack) switches, ≥ 1.
         leaves: u32,
@@ -33,7 +47,11 @@ pub enum Topology {
         hosts_per_leaf: u32,
         /// Rate of each leaf–spine link direction, bits per second; `None` = the host link
         /// rate.
-        #[serde(default)]
+        #[serde(
+            default,
+            rename = "uplink-rate",
+            deserialize_with = "xrdma::units::deserialize_opt_rate"
+        )]
         uplink_rate_bps: Option<u64>,
     },
     /// Three-tier k-ary fat-tree (Al-Fares, Loukissas & Vahdat, SIGCOMM 2008, §3): `k` pods of
@@ -43,6 +61,7 @@ pub enum Topology {
     /// the default), host `h` on edge switch `h / hosts_per_edge` (pod-major order).
     ///
     /// Oversubscription at the edge = `hosts_per_edge / (k/2)`.
+    #[serde(rename_all = "kebab-case")]
     FatTree {
         /// Switch radix, even, in 2..=64.
         k: u32,
@@ -50,6 +69,97 @@ pub enum Topology {
         #[serde(default)]
         hosts_per_edge: Option<u32>,
     },
+}
+
+/// `star:` takes no parameters: an empty mapping or no value.
+fn no_parameters<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct NoParameters {}
+    Option::<NoParameters>::deserialize(d).map(|_| ())
+}
+
+/// The kinds of topology, as a scenario names them.
+const KINDS: &[&str] = &["star", "leaf-spine", "fat-tree"];
+
+/// What a topology mapping must hold.
+const EXACTLY_ONE: &str = "give exactly one topology kind: `star`, `leaf-spine` or `fat-tree`";
+
+impl<'de> Deserialize<'de> for Topology {
+    /// A mapping with exactly one key, the kind, whose value is the kind's parameters.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(OneKind)
+    }
+}
+
+/// Reads the mapping's one key (refusing an unknown kind at the key) and hands it with its
+/// value to the derived reader of the kind.
+struct OneKind;
+
+impl<'de> Visitor<'de> for OneKind {
+    type Value = Topology;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a mapping (a topology `{ star | leaf-spine | fat-tree: ... }`)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Topology, A::Error> {
+        let Some(kind) = map.next_key_seed(Kind)? else {
+            return Err(de::Error::custom(EXACTLY_ONE));
+        };
+        let replay = Replay {
+            kind: Some(kind),
+            map: &mut map,
+        };
+        let t = Topology::deserialize(MapAccessDeserializer::new(replay))?;
+        if map.next_key::<de::IgnoredAny>()?.is_some() {
+            return Err(de::Error::custom(EXACTLY_ONE));
+        }
+        Ok(t)
+    }
+}
+
+/// A topology kind's key, one of [`KINDS`].
+struct Kind;
+
+impl<'de> de::DeserializeSeed<'de> for Kind {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        let k = String::deserialize(d)?;
+        if !KINDS.contains(&k.as_str()) {
+            return Err(de::Error::unknown_field(&k, KINDS));
+        }
+        Ok(k)
+    }
+}
+
+/// The mapping with its first key already read: that key, then its value.
+struct Replay<'a, A> {
+    kind: Option<String>,
+    map: &'a mut A,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Replay<'_, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        use de::IntoDeserializer;
+        match self.kind.take() {
+            Some(k) => seed.deserialize(k.into_deserializer()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
 }
 
 /// What a switch port is cabled to.

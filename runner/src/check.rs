@@ -3,55 +3,18 @@
 
 use anyhow::{bail, Result};
 use xrdma::{Config, RcParams, Span, Time};
-use xrdma_scenario::{
-    FaultDirection, FaultLink, FaultsSection, Scenario, SimSection, TopologySection, Workload,
-};
-use xrdma_sim::{
-    DcqcnConfig, EcnConfig, FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector,
-    PfcConfig, SimConfig, SimConfigError, Topology,
-};
+use xrdma_scenario::{Scenario, SimSection, Workload};
+use xrdma_sim::{SimConfig, SimConfigError, Topology};
 
 /// The simulator configuration from a scenario's `sim:` block and its RC QP attributes `rc`
-/// (the `rc:` block), for a workload of `workload_hosts` hosts. A star has exactly the
-/// workload's hosts; another topology has its own host count (checked against the workload in
-/// [`check`]).
+/// (the `rc:` block), for a workload of `workload_hosts` hosts. The block's settings are the
+/// simulator's own types and pass through; a star has exactly the workload's hosts, another
+/// topology its own host count (checked against the workload in [`check`]).
 pub fn sim_config(s: &SimSection, rc: RcParams, workload_hosts: u32) -> SimConfig {
-    let d = SimConfig::default();
-    let topology = match &s.topology {
-        TopologySection::Star => Topology::Star,
-        TopologySection::LeafSpine {
-            leaves,
-            spines,
-            hosts_per_leaf,
-            uplink_rate_bps,
-        } => Topology::LeafSpine {
-            leaves: *leaves,
-            spines: *spines,
-            hosts_per_leaf: *hosts_per_leaf,
-            uplink_rate_bps: *uplink_rate_bps,
-        },
-        TopologySection::FatTree { k, hosts_per_edge } => Topology::FatTree {
-            k: *k,
-            hosts_per_edge: *hosts_per_edge,
-        },
-    };
-    let hosts = match topology.host_count() {
-        Some(n) if topology != Topology::Star => u32::try_from(n).unwrap_or(u32::MAX),
+    let hosts = match s.topology.host_count() {
+        Some(n) if s.topology != Topology::Star => u32::try_from(n).unwrap_or(u32::MAX),
         _ => workload_hosts,
     };
-    let dcqcn = s.dcqcn.as_ref().map(|q| {
-        let d = DcqcnConfig::default();
-        DcqcnConfig {
-            g: q.g.unwrap_or(d.g),
-            alpha_update: q.alpha_update.unwrap_or(d.alpha_update),
-            rate_increase_timer: q.rate_increase_timer.unwrap_or(d.rate_increase_timer),
-            byte_counter_bytes: q.byte_counter_bytes.unwrap_or(d.byte_counter_bytes),
-            fast_recovery_steps: q.fast_recovery_steps.unwrap_or(d.fast_recovery_steps),
-            rate_ai_bps: q.rate_ai_bps.or(d.rate_ai_bps),
-            rate_hai_bps: q.rate_hai_bps.or(d.rate_hai_bps),
-            min_rate_bps: q.min_rate_bps.unwrap_or(d.min_rate_bps),
-        }
-    });
     SimConfig {
         hosts,
         link_rate_bps: s.link_rate_bps,
@@ -59,61 +22,16 @@ pub fn sim_config(s: &SimSection, rc: RcParams, workload_hosts: u32) -> SimConfi
         mtu: s.mtu,
         header_bytes: s.header_bytes,
         switch_buffer_bytes: s.switch_buffer_bytes,
-        ecn: s.ecn.as_ref().map(|e| EcnConfig {
-            kmin_bytes: e.kmin_bytes,
-            kmax_bytes: e.kmax_bytes,
-            pmax: e.pmax,
-        }),
-        pfc: s.pfc.as_ref().map(|p| PfcConfig {
-            xoff_bytes: p.xoff_bytes,
-            xon_bytes: p.xon_bytes,
-            headroom_bytes: p.headroom_bytes,
-        }),
+        ecn: s.ecn,
+        pfc: s.pfc,
         seed: s.seed,
         cnp_interval: s.cnp_interval,
         rc,
-        dcqcn,
-        topology,
-        faults: link_faults(&s.faults),
+        dcqcn: s.dcqcn,
+        topology: s.topology,
+        faults: s.faults.clone(),
         host: s.host.clone(),
-        ..d
-    }
-}
-
-/// The simulator's link faults from `sim.faults` (its host faults are the runner's, see
-/// [`crate::host_faults`]).
-pub fn link_faults(f: &FaultsSection) -> FaultConfig {
-    let link = |l: FaultLink| match l {
-        FaultLink::All => LinkSelector::All,
-        FaultLink::Host(h) => LinkSelector::Host(h),
-    };
-    let dir = |d: FaultDirection| match d {
-        FaultDirection::Up => LinkDirection::Up,
-        FaultDirection::Down => LinkDirection::Down,
-        FaultDirection::Both => LinkDirection::Both,
-    };
-    let rates = |v: &[xrdma_scenario::LinkRateFault]| {
-        v.iter()
-            .map(|r| LinkRate {
-                link: link(r.link),
-                direction: dir(r.direction),
-                rate: r.rate,
-            })
-            .collect()
-    };
-    FaultConfig {
-        loss: rates(&f.loss),
-        corrupt: rates(&f.corrupt),
-        link_down: f
-            .link_down
-            .iter()
-            .map(|o| LinkOutage {
-                link: link(o.link),
-                direction: dir(o.direction),
-                at: o.at,
-                until: o.at + o.duration,
-            })
-            .collect(),
+        ..SimConfig::default()
     }
 }
 
@@ -143,7 +61,7 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
     let section = sc.sim_or_default();
     let sim = sim_config(&section, sc.rc_params(), sc.workload.hosts());
     if let Err(SimConfigError::Invalid { field, reason }) = sim.validate() {
-        let key = scenario_key(&section, field);
+        let key = section.scenario_key(field);
         let refs: Vec<&str> = key.iter().map(String::as_str).collect();
         let reason = if field == "hosts" {
             let hosts = sc.workload.hosts();
@@ -166,7 +84,7 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
             sim.hosts
         );
     }
-    for (key, host) in section.faults.hosts() {
+    for (key, host) in section.host_faults.hosts() {
         if host >= sim.hosts {
             bail!(
                 "{}: sim.faults.{key}: host {host} does not exist: the hosts are 0..={}",
@@ -240,18 +158,20 @@ pub fn check_xrdma(sc: &Scenario) -> Result<Config> {
 /// tested nothing, which the user should hear (an incast has no end known before it runs).
 pub fn unreached_faults(sc: &Scenario, end: Time) -> Vec<String> {
     let mut out = Vec::new();
-    let faults = sc.sim_or_default().faults;
+    let section = sc.sim_or_default();
     let stalls: &[xrdma_scenario::Stall] = match &sc.workload {
         Workload::OpenLoop(ol) => &ol.stalls,
         Workload::Echo(e) => &e.stalls,
         Workload::Incast(_) => &[],
     };
-    let windows = faults
+    let windows = section
+        .faults
         .link_down
         .iter()
         .map(|f| ("sim.faults.link-down", f.at))
         .chain(
-            faults
+            section
+                .host_faults
                 .stop_reposting
                 .iter()
                 .map(|s| ("sim.faults.stop-reposting", s.at)),
@@ -294,33 +214,6 @@ fn check_stalls(sc: &Scenario) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The scenario key for a simulator field: `pfc.headroom_bytes` is `sim.pfc.headroom`,
-/// `topology.k` is `sim.topology.fat-tree.k`, `hosts` is the workload's sender count.
-fn scenario_key(section: &SimSection, field: &str) -> Vec<String> {
-    if field == "hosts" {
-        return vec!["workload".into(), "incast".into(), "senders".into()];
-    }
-    if let Some(rc) = field.strip_prefix("rc.") {
-        return vec!["rc".into(), rc.replace('_', "-")];
-    }
-    let mut key = vec!["sim".to_string()];
-    for (i, f) in field.split('.').enumerate() {
-        key.push(
-            f.trim_end_matches("_bytes")
-                .trim_end_matches("_bps")
-                .replace('_', "-"),
-        );
-        if i == 0 && f == "topology" {
-            match section.topology {
-                TopologySection::Star => key.push("star".into()),
-                TopologySection::LeafSpine { .. } => key.push("leaf-spine".into()),
-                TopologySection::FatTree { .. } => key.push("fat-tree".into()),
-            }
-        }
-    }
-    key
 }
 
 /// Settings that are legal but probably spoil the run.

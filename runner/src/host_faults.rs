@@ -16,26 +16,8 @@ use xrdma::layer::TransportLayer;
 use xrdma::{
     Endpoint, Event, QpAddress, QpNum, RecvWr, Span, Time, Transport, TransportError, XrdmaError,
 };
-use xrdma_scenario::{FaultsSection, SlowReceiver, Stall};
-
-/// The host faults of a run. Default: none.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostFaults {
-    /// Windows in which a host does not repost receive WRs.
-    pub stop_reposting: Vec<Stall>,
-    /// Hosts with a per-message processing time.
-    pub slow_receiver: Vec<SlowReceiver>,
-}
-
-impl HostFaults {
-    /// The host faults of a scenario's `sim.faults` block.
-    pub fn from_section(f: &FaultsSection) -> Self {
-        HostFaults {
-            stop_reposting: f.stop_reposting.clone(),
-            slow_receiver: f.slow_receiver.clone(),
-        }
-    }
-}
+pub use xrdma_scenario::HostFaults;
+use xrdma_scenario::Stall;
 
 /// What the runner counted during a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -37,7 +37,7 @@ pub(crate) fn run_sim_captured(
     let checked = check(sc)?;
     let seed = checked.sim.seed;
     let section = sc.sim_or_default();
-    let faults = HostFaults::from_section(&section.faults);
+    let faults = section.host_faults.clone();
     let mut fabric = SimFabric::new(checked.sim)?;
     if let Some(interval) = section.sample_interval {
         fabric.sample(interval, sc.workload.receiver());

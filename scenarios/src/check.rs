@@ -27,7 +27,7 @@ pub(crate) struct FieldError {
     /// The mapping the check read.
     pub path: FieldPath,
     /// The keys to blame, most likely first.
-    pub keys: Vec<&'static str>,
+    pub keys: Vec<String>,
     /// What is wrong and what was expected, reported as is.
     pub message: String,
 }
@@ -37,7 +37,20 @@ impl FieldError {
     pub fn new(keys: Vec<&'static str>, message: impl Into<String>) -> FieldError {
         FieldError {
             path: FieldPath::default(),
-            keys,
+            keys: keys.into_iter().map(String::from).collect(),
+            message: message.into(),
+        }
+    }
+
+    /// An error blaming the key at the end of `path` (keys from the mapping being checked, such
+    /// as `["ecn", "kmin"]`); an empty `path` blames the mapping itself.
+    pub fn at(path: &[String], message: impl Into<String>) -> FieldError {
+        let Some((key, parents)) = path.split_last() else {
+            return FieldError::mapping(message);
+        };
+        FieldError {
+            path: FieldPath(parents.iter().cloned().map(Segment::Key).collect()),
+            keys: vec![key.clone()],
             message: message.into(),
         }
     }

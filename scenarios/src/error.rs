@@ -146,14 +146,14 @@ impl ScenarioError {
         let written = err
             .keys
             .iter()
-            .find_map(|k| index.key(&err.path, k).map(|mark| (*k, mark)));
+            .find_map(|k| index.key(&err.path, k).map(|mark| (k.as_str(), mark)));
         let (key, mark) = match written {
             Some((key, mark)) => (Some(key), Some(mark)),
             None => {
                 let enclosing = (0..=err.path.0.len())
                     .rev()
                     .find_map(|n| index.value(&err.path.prefix(n)));
-                (err.keys.first().copied(), enclosing)
+                (err.keys.first().map(String::as_str), enclosing)
             }
         };
         let field = match key {
@@ -272,7 +272,7 @@ mod tests {
         let text = "name: t\nsim:\n  ecn: { kmin: 1KB }\n";
         let err = FieldError {
             path: steps(&["sim", "ecn"]),
-            keys,
+            keys: keys.into_iter().map(String::from).collect(),
             message: message.into(),
         };
         match ScenarioError::from_check(err, text, Path::new("f.yaml")) {

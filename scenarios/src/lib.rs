@@ -47,7 +47,6 @@
 
 mod capture_section;
 mod check;
-mod dcqcn_section;
 mod echo;
 mod error;
 mod faults_section;
@@ -58,23 +57,18 @@ mod open_loop;
 mod rc_section;
 mod sim_section;
 mod span_index;
-mod topology_section;
 mod traffic;
 pub mod units;
 mod verbs_section;
 mod workload;
 mod xrdma_section;
 
-pub use dcqcn_section::DcqcnSection;
 pub use echo::{Echo, ResponseSize, DEFAULT_TIME_LIMIT};
 pub use error::{without_long_quotes, Diagnostic, ScenarioError, MAX_ECHOED_CHARS};
-pub use faults_section::{
-    FaultDirection, FaultLink, FaultsSection, LinkDownFault, LinkRateFault, SlowReceiver,
-};
+pub use faults_section::{HostFaults, SlowReceiver};
 pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
-pub use sim_section::{EcnSection, PfcSection, SimSection, DEFAULT_SAMPLE_INTERVAL};
+pub use sim_section::{SimSection, DEFAULT_SAMPLE_INTERVAL};
 pub use span_index::locate_key;
-pub use topology_section::TopologySection;
 pub use traffic::{parse_message_rate, MessageRate, RateError, SizeChoice, SizeDist, Stall};
 pub use verbs_section::{RankSpec, VerbsSection};
 pub use workload::{Incast, MessageSpec, Workload};

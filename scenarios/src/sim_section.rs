@@ -2,13 +2,14 @@
 
 use crate::capture_section::{check_capture, RawCapture};
 use crate::check::{field_error, under, FieldError};
-use crate::dcqcn_section::{check_dcqcn, DcqcnSection, RawDcqcn};
-use crate::faults_section::{check_faults, FaultsSection, RawFaults};
+use crate::faults_section::{check_faults, HostFaults, RawFaults};
 use crate::host_section::{check_host, RawHost};
-use crate::topology_section::{check_topology, RawTopology, TopologySection};
 use crate::units::{Rate, Size, Span};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
+use xrdma_sim::{
+    DcqcnConfig, EcnConfig, EcnSpec, FaultConfig, PfcConfig, SimConfigError, Topology,
+};
 
 /// The simulated network: one switch, every host on its own full-duplex link.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,25 +28,31 @@ pub struct SimSection {
     pub header_bytes: u32,
     /// The switch's shared buffer, bytes. Default 32 MiB; ≥ one packet (`mtu + header_bytes`).
     pub switch_buffer_bytes: u64,
-    /// ECN marking at the switch; `None` (block absent) = no marking.
-    pub ecn: Option<EcnSection>,
-    /// PFC at the switch; `None` (block absent, or `pfc:` with no value) = off. `pfc: {}` = on
-    /// with the simulator's computed thresholds.
-    pub pfc: Option<PfcSection>,
+    /// ECN marking at the switch (`ecn: { kmin, kmax, pmax }`, read as [`EcnSpec`], keys left
+    /// out scaled to `link-rate`); `None` (block absent) = no marking.
+    pub ecn: Option<EcnConfig>,
+    /// PFC at the switch (`pfc: { xoff, xon, headroom }`); `None` (block absent, or `pfc:` with
+    /// no value) = off. `pfc: {}` = on with the simulator's computed thresholds.
+    pub pfc: Option<PfcConfig>,
     /// At most one CNP per QP per this interval at the receiver (DCQCN NP). Default 50 µs
     /// (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015).
     pub cnp_interval: xrdma::Span,
-    /// DCQCN rate control at every NIC; `None` (block absent) = none, `dcqcn: {}` = on with the
-    /// defaults.
-    pub dcqcn: Option<DcqcnSection>,
-    /// The fabric's shape. Default: every host on one switch.
-    pub topology: TopologySection,
+    /// DCQCN rate control at every NIC (read as [`DcqcnConfig`], whose docs give the keys and
+    /// defaults); `None` (block absent) = none, `dcqcn: {}` = on with the defaults.
+    pub dcqcn: Option<DcqcnConfig>,
+    /// The fabric's shape (`topology: { star | leaf-spine | fat-tree: ... }`, see
+    /// [`Topology`]). Default: every host on one switch.
+    pub topology: Topology,
     /// Interval at which the simulator samples queues, per-sender throughput and congestion
     /// counters (`sample-interval: 10us`, or `off`); `None` = off. Default
     /// [`DEFAULT_SAMPLE_INTERVAL`]; > 0.
     pub sample_interval: Option<xrdma::Span>,
-    /// Injected faults (`faults:`, see [`FaultsSection`]); default none.
-    pub faults: FaultsSection,
+    /// Injected network faults (`faults: { loss, corrupt, link-down }`, see [`FaultConfig`]);
+    /// default none.
+    pub faults: FaultConfig,
+    /// Injected host faults (`faults: { stop-reposting, slow-receiver }`, see [`HostFaults`]);
+    /// default none.
+    pub host_faults: HostFaults,
     /// The host model (`host:`, a profile name or `{ profile, <cost>: <time> }`, see
     /// [`xrdma_sim::HostModel`]); default the simulator's, the ideal host that costs nothing.
     pub host: xrdma_sim::HostModel,
@@ -70,60 +77,57 @@ impl Default for SimSection {
             mtu: d.mtu,
             header_bytes: d.header_bytes,
             switch_buffer_bytes: d.switch_buffer_bytes,
-            ecn: None,
-            pfc: None,
+            ecn: d.ecn,
+            pfc: d.pfc,
             cnp_interval: d.cnp_interval,
-            dcqcn: None,
-            topology: TopologySection::Star,
+            dcqcn: d.dcqcn,
+            topology: d.topology,
             sample_interval: Some(DEFAULT_SAMPLE_INTERVAL),
-            faults: FaultsSection::default(),
+            faults: d.faults,
+            host_faults: HostFaults::default(),
             host: d.host,
             capture: None,
         }
     }
 }
 
-/// RED-style ECN marking on the egress queue length q (bytes): probability 0 for q ≤ Kmin,
-/// rising linearly to Pmax at Kmax, 1 above Kmax.
-///
-/// Defaults, as in the HPCC artifact's DCQCN setup (Li et al., SIGCOMM 2019): Kmin 100 KiB and
-/// Kmax 400 KiB at 25 Gb/s, scaled by link rate / 25 Gb/s (at 100 Gb/s: 400 KiB / 1600 KiB),
-/// Pmax 0.2.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EcnSection {
-    /// Kmin, bytes; ≤ Kmax.
-    pub kmin_bytes: u64,
-    /// Kmax, bytes.
-    pub kmax_bytes: u64,
-    /// Marking probability at Kmax, within (0, 1].
-    pub pmax: f64,
-}
-
-impl EcnSection {
-    /// The default thresholds for a link of `link_rate_bps`:
-    /// Kmin = 100 KiB × rate / 25 Gb/s, Kmax = 400 KiB × rate / 25 Gb/s (rounded down),
-    /// Pmax = 0.2.
-    pub fn default_for_rate(link_rate_bps: u64) -> EcnSection {
-        let d = xrdma_sim::EcnConfig::default_for_rate(link_rate_bps);
-        EcnSection {
-            kmin_bytes: d.kmin_bytes,
-            kmax_bytes: d.kmax_bytes,
-            pmax: d.pmax,
+impl SimSection {
+    /// The scenario key of a simulator field named in a [`SimConfigError`]: `pfc.headroom_bytes`
+    /// is `sim.pfc.headroom`, `dcqcn.min_rate_bps` is `sim.dcqcn.min-rate`, `topology.k` is
+    /// `sim.topology.fat-tree.k`, `rc.retry_cnt` is `rc.retry-cnt`, `hosts` is the workload's
+    /// sender count.
+    pub fn scenario_key(&self, field: &str) -> Vec<String> {
+        if field == "hosts" {
+            return vec!["workload".into(), "incast".into(), "senders".into()];
         }
+        if let Some(rc) = field.strip_prefix("rc.") {
+            return vec!["rc".into(), rc.replace('_', "-")];
+        }
+        let mut key = vec!["sim".to_string()];
+        for (i, f) in field.split('.').enumerate() {
+            key.push(
+                f.trim_end_matches("_bytes")
+                    .trim_end_matches("_bps")
+                    .replace('_', "-"),
+            );
+            if i == 0 && f == "topology" {
+                let kind = match self.topology {
+                    Topology::Star => "star",
+                    Topology::LeafSpine { .. } => "leaf-spine",
+                    Topology::FatTree { .. } => "fat-tree",
+                };
+                key.push(kind.into());
+            }
+        }
+        key
     }
 }
 
-/// PFC thresholds per ingress port, bytes. A value left out is computed by the simulator from
-/// the buffer, port count, link rate and delay (see the simulator's `PfcConfig`).
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct PfcSection {
-    /// Send PAUSE (XOFF) upstream when the bytes buffered from one ingress port exceed this;
-    /// > 0.
-    pub xoff_bytes: Option<u64>,
-    /// Send RESUME (XON) when they fall to this or below; ≤ `xoff_bytes`.
-    pub xon_bytes: Option<u64>,
-    /// Buffer kept per ingress port for the bytes still arriving after XOFF.
-    pub headroom_bytes: Option<u64>,
+/// A simulator type's refusal, blamed on the `sim:` key it names ([`SimSection::scenario_key`]).
+fn sim_error(e: SimConfigError) -> FieldError {
+    let SimConfigError::Invalid { field, reason } = e;
+    let key = SimSection::default().scenario_key(field);
+    FieldError::at(key.get(1..).unwrap_or_default(), reason)
 }
 
 /// The `sim:` mapping as written.
@@ -150,16 +154,16 @@ pub(crate) struct RawSim {
     mtu: Option<Size>,
     header_bytes: Option<Size>,
     switch_buffer: Option<Size>,
-    ecn: Option<RawEcn>,
-    pfc: Option<RawPfc>,
+    ecn: Option<EcnSpec>,
+    pfc: Option<PfcConfig>,
     cnp_interval: Option<Span>,
-    dcqcn: Option<RawDcqcn>,
+    dcqcn: Option<DcqcnConfig>,
     /// The RC attributes that moved to the `rc:` block ([`MOVED_TO_RC`]): read only to say so.
     min_rnr_timer: Option<IgnoredAny>,
     rnr_retry: Option<IgnoredAny>,
     local_ack_timeout: Option<IgnoredAny>,
     retry_cnt: Option<IgnoredAny>,
-    topology: Option<RawTopology>,
+    topology: Option<Topology>,
     sample_interval: Option<SampleInterval>,
     faults: Option<RawFaults>,
     host: Option<RawHost>,
@@ -213,37 +217,6 @@ impl<'de> Deserialize<'de> for SampleInterval {
     }
 }
 
-/// The keys an `ecn` mapping gave, checked on their own.
-struct GivenEcn {
-    kmin: Option<u64>,
-    kmax: Option<u64>,
-    pmax: Option<f64>,
-}
-
-#[derive(Deserialize)]
-#[serde(
-    rename_all = "kebab-case",
-    deny_unknown_fields,
-    expecting = "a mapping (ECN thresholds `{ kmin, kmax, pmax }`)"
-)]
-struct RawEcn {
-    kmin: Option<Size>,
-    kmax: Option<Size>,
-    pmax: Option<f64>,
-}
-
-#[derive(Deserialize)]
-#[serde(
-    rename_all = "kebab-case",
-    deny_unknown_fields,
-    expecting = "a mapping (PFC thresholds `{ xoff, xon, headroom }`)"
-)]
-struct RawPfc {
-    xoff: Option<Size>,
-    xon: Option<Size>,
-    headroom: Option<Size>,
-}
-
 fn to_u32(key: &'static str, bytes: u64) -> Result<u32, FieldError> {
     u32::try_from(bytes).map_err(|_| {
         field_error(
@@ -256,27 +229,15 @@ fn to_u32(key: &'static str, bytes: u64) -> Result<u32, FieldError> {
 /// Checks the `sim:` block: its sub-blocks, then the link, packet and buffer sizes and the
 /// ECN thresholds against the link rate.
 pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
-    let given_ecn = raw
-        .ecn
-        .map(check_raw_ecn)
-        .transpose()
-        .map_err(under("ecn"))?;
-    let pfc = raw.pfc.map(check_pfc).transpose().map_err(under("pfc"))?;
-    let dcqcn = raw
-        .dcqcn
-        .map(check_dcqcn)
-        .transpose()
-        .map_err(under("dcqcn"))?;
-    let topology = raw
-        .topology
-        .map(check_topology)
-        .transpose()
-        .map_err(under("topology"))?;
-    let faults = raw
+    if let Some(pfc) = &raw.pfc {
+        pfc.validate().map_err(sim_error)?;
+    }
+    let (faults, host_faults) = raw
         .faults
         .map(check_faults)
         .transpose()
-        .map_err(under("faults"))?;
+        .map_err(under("faults"))?
+        .unwrap_or_default();
     let host = raw
         .host
         .map(check_host)
@@ -307,6 +268,11 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
     if link_rate_bps == 0 {
         return Err(field_error("link-rate", "must be above 0 bps"));
     }
+    let ecn = raw
+        .ecn
+        .map(|e| e.resolve(link_rate_bps))
+        .transpose()
+        .map_err(sim_error)?;
     let mtu = match raw.mtu {
         Some(m) => to_u32("mtu", m.0)?,
         None => d.mtu,
@@ -329,10 +295,6 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
             ),
         ));
     }
-    let ecn = match given_ecn {
-        Some(e) => Some(check_ecn(e, link_rate_bps)?),
-        None => None,
-    };
     let link_delay = raw.link_delay.map_or(d.link_delay, |t| t.0);
     if link_delay > MAX_LINK_DELAY {
         return Err(field_error(
@@ -351,12 +313,13 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
         header_bytes,
         switch_buffer_bytes,
         ecn,
-        pfc,
+        pfc: raw.pfc,
         cnp_interval: raw.cnp_interval.map_or(d.cnp_interval, |t| t.0),
-        dcqcn,
-        topology: topology.unwrap_or_default(),
+        dcqcn: raw.dcqcn,
+        topology: raw.topology.unwrap_or_default(),
         sample_interval: raw.sample_interval.map_or(d.sample_interval, |s| s.0),
-        faults: faults.unwrap_or_default(),
+        faults,
+        host_faults,
         host: host.unwrap_or(d.host),
         capture,
     })
@@ -365,78 +328,3 @@ pub(crate) fn check_sim(raw: RawSim) -> Result<SimSection, FieldError> {
 /// The longest `link-delay` accepted: 1 s, a million times a datacenter link's and still far
 /// from overflowing the simulator's u64-picosecond clock (about 213 days) in any run.
 pub const MAX_LINK_DELAY: xrdma::Span = xrdma::Span::from_ms(1000);
-
-/// Checks what the `ecn` mapping itself says; defaults are filled in by [`check_sim`], which
-/// knows the link rate.
-fn check_raw_ecn(raw: RawEcn) -> Result<GivenEcn, FieldError> {
-    let given = GivenEcn {
-        kmin: raw.kmin.map(|v| v.0),
-        kmax: raw.kmax.map(|v| v.0),
-        pmax: raw.pmax,
-    };
-    if let Some(pmax) = given.pmax {
-        if !(pmax > 0.0 && pmax <= 1.0) {
-            return Err(field_error("pmax", format!("{pmax} is outside (0, 1]")));
-        }
-    }
-    if let (Some(kmin), Some(kmax)) = (given.kmin, given.kmax) {
-        if kmin > kmax {
-            return Err(FieldError::new(
-                vec!["kmin", "kmax"],
-                format!("Kmin ({kmin} bytes) is above Kmax ({kmax} bytes): need kmin ≤ kmax"),
-            ));
-        }
-    }
-    Ok(given)
-}
-
-/// Fills the ECN defaults for `link_rate_bps` and checks Kmin ≤ Kmax once more (one of them may
-/// be a default).
-fn check_ecn(given: GivenEcn, link_rate_bps: u64) -> Result<EcnSection, FieldError> {
-    let d = EcnSection::default_for_rate(link_rate_bps);
-    let ecn = EcnSection {
-        kmin_bytes: given.kmin.unwrap_or(d.kmin_bytes),
-        kmax_bytes: given.kmax.unwrap_or(d.kmax_bytes),
-        pmax: given.pmax.unwrap_or(d.pmax),
-    };
-    if ecn.kmin_bytes > ecn.kmax_bytes {
-        let which = if given.kmin.is_none() {
-            "Kmin (default for the link rate)"
-        } else {
-            "Kmin"
-        };
-        let which_max = if given.kmax.is_none() {
-            "Kmax (default for the link rate)"
-        } else {
-            "Kmax"
-        };
-        return Err(field_error(
-            "ecn",
-            format!(
-                "{which} = {} bytes is above {which_max} = {} bytes: need kmin ≤ kmax",
-                ecn.kmin_bytes, ecn.kmax_bytes
-            ),
-        ));
-    }
-    Ok(ecn)
-}
-
-fn check_pfc(raw: RawPfc) -> Result<PfcSection, FieldError> {
-    let s = PfcSection {
-        xoff_bytes: raw.xoff.map(|v| v.0),
-        xon_bytes: raw.xon.map(|v| v.0),
-        headroom_bytes: raw.headroom.map(|v| v.0),
-    };
-    if s.xoff_bytes == Some(0) {
-        return Err(field_error("xoff", "must be at least 1 byte"));
-    }
-    if let (Some(xoff), Some(xon)) = (s.xoff_bytes, s.xon_bytes) {
-        if xon > xoff {
-            return Err(FieldError::new(
-                vec!["xon", "xoff"],
-                format!("XON ({xon} bytes) is above XOFF ({xoff} bytes): need xon ≤ xoff"),
-            ));
-        }
-    }
-    Ok(s)
-}

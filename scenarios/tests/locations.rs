@@ -87,9 +87,16 @@ fn flow_mappings_inside_block_mappings() {
     // A flow mapping in a flow mapping in a block mapping: `for` at column 49.
     assert_eq!(
         err(&with(
+            "sim:\n  faults: { stop-reposting: { host: 1, at: 1us, for: 0us } }\n"
+        )),
+        "scenarios/x.yaml:5:49: sim.faults.stop-reposting.for: must be longer than 0"
+    );
+    // A value refused as it is read is located at the value: `0us` at column 54.
+    assert_eq!(
+        err(&with(
             "sim:\n  faults: { link-down: { link: host 1, at: 1us, for: 0us } }\n"
         )),
-        "scenarios/x.yaml:5:49: sim.faults.link-down.for: must be longer than 0"
+        "scenarios/x.yaml:5:54: sim.faults.link-down.for: must be longer than 0"
     );
     // A flow mapping over two lines.
     assert_eq!(

@@ -2,10 +2,8 @@
 
 use std::path::PathBuf;
 use xrdma::{Config, Span, Time};
-use xrdma_scenario::{
-    load, DcqcnSection, EcnSection, MessageSpec, PfcSection, ScenarioError, SimSection,
-    TopologySection,
-};
+use xrdma_scenario::{load, MessageSpec, ScenarioError, SimSection};
+use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, Topology};
 
 mod common;
 use common::*;
@@ -74,12 +72,12 @@ fn incast_256_is_as_specified() {
             header_bytes: 82,
             switch_buffer_bytes: 32 * 1024 * 1024,
             // 400KB = 400 * 1024 = 409600; 1600KB = 1638400 (KB is 1024 bytes here).
-            ecn: Some(EcnSection {
+            ecn: Some(EcnConfig {
                 kmin_bytes: 409_600,
                 kmax_bytes: 1_638_400,
                 pmax: 0.2
             }),
-            pfc: Some(PfcSection::default()),
+            pfc: Some(PfcConfig::default()),
             cnp_interval: Span::from_ps(50_000_000),
             ..SimSection::default()
         }
@@ -151,10 +149,11 @@ fn defaults_are_filled_in() {
             pfc: None,
             cnp_interval: Span::from_ps(50_000_000),
             dcqcn: None,
-            topology: TopologySection::Star,
+            topology: Topology::Star,
             // Sampling on at 10 us = 1e7 ps.
             sample_interval: Some(Span::from_ps(10_000_000)),
             faults: Default::default(),
+            host_faults: Default::default(),
             // The ideal host: every cost zero.
             host: xrdma_sim::HostModel::IDEAL,
             capture: None,
@@ -201,7 +200,7 @@ fn ecn_defaults_scale_with_link_rate() {
     let s = ok(&with("sim:\n  link-rate: 25Gbps\n  ecn: {}\n"));
     assert_eq!(
         s.sim.unwrap().ecn,
-        Some(EcnSection {
+        Some(EcnConfig {
             kmin_bytes: 102_400,
             kmax_bytes: 409_600,
             pmax: 0.2
@@ -210,7 +209,7 @@ fn ecn_defaults_scale_with_link_rate() {
     let s = ok(&with("sim:\n  link-rate: 40Gbps\n  ecn: { pmax: 0.5 }\n"));
     assert_eq!(
         s.sim.unwrap().ecn,
-        Some(EcnSection {
+        Some(EcnConfig {
             kmin_bytes: 163_840,
             kmax_bytes: 655_360,
             pmax: 0.5
@@ -218,8 +217,8 @@ fn ecn_defaults_scale_with_link_rate() {
     );
     // 100 Gbps (the default rate): 409600 / 1638400.
     assert_eq!(
-        EcnSection::default_for_rate(100_000_000_000),
-        EcnSection {
+        EcnConfig::default_for_rate(100_000_000_000),
+        EcnConfig {
             kmin_bytes: 409_600,
             kmax_bytes: 1_638_400,
             pmax: 0.2
@@ -234,14 +233,14 @@ fn pfc_absent_empty_and_given() {
     assert_eq!(ok(&with("sim:\n  pfc:\n")).sim.unwrap().pfc, None);
     assert_eq!(
         ok(&with("sim: { pfc: {} }\n")).sim.unwrap().pfc,
-        Some(PfcSection::default())
+        Some(PfcConfig::default())
     );
     let s = ok(&with(
         "sim:\n  pfc: { xoff: 100KiB, xon: 90KiB, headroom: 30KiB }\n",
     ));
     assert_eq!(
         s.sim.unwrap().pfc,
-        Some(PfcSection {
+        Some(PfcConfig {
             xoff_bytes: Some(102_400),
             xon_bytes: Some(92_160),
             headroom_bytes: Some(30_720),
@@ -551,15 +550,22 @@ fn dcqcn_block_and_ib_codes_are_read() {
     );
     let sim = s.sim.unwrap();
     let d = sim.dcqcn.unwrap();
-    assert_eq!(d.g, Some(0.0625));
-    assert_eq!(d.min_rate_bps, Some(2_000_000_000));
-    assert_eq!(d.rate_ai_bps, Some(40_000_000));
-    assert_eq!(d.byte_counter_bytes, Some(1_048_576));
-    assert_eq!(d.alpha_update, None);
+    // The keys given; the rest keep the simulator's defaults.
+    assert_eq!(
+        d,
+        DcqcnConfig {
+            g: 0.0625,
+            min_rate_bps: 2_000_000_000,
+            rate_ai_bps: Some(40_000_000),
+            byte_counter_bytes: 1_048_576,
+            ..DcqcnConfig::default()
+        }
+    );
+    assert_eq!(d.rate_hai_bps, None);
     // `dcqcn: {}` turns it on with every default.
     assert_eq!(
         ok(&with("sim:\n  dcqcn: {}\n")).sim.unwrap().dcqcn,
-        Some(DcqcnSection::default())
+        Some(DcqcnConfig::default())
     );
     let e = err(&with("sim:\n  dcqcn: { gain: 0.5 }\n"));
     assert!(e.contains("unknown field `gain`"), "{e}");
@@ -573,11 +579,11 @@ fn topology_block_takes_exactly_one_kind() {
             .unwrap()
             .topology
     };
-    assert_eq!(t("{ star: {} }"), TopologySection::Star);
-    assert_eq!(t("{ star: }"), TopologySection::Star);
+    assert_eq!(t("{ star: {} }"), Topology::Star);
+    assert_eq!(t("{ star: }"), Topology::Star);
     assert_eq!(
         t("{ leaf-spine: { leaves: 4, spines: 2, hosts-per-leaf: 8, uplink-rate: 40Gbps } }"),
-        TopologySection::LeafSpine {
+        Topology::LeafSpine {
             leaves: 4,
             spines: 2,
             hosts_per_leaf: 8,
@@ -586,7 +592,7 @@ fn topology_block_takes_exactly_one_kind() {
     );
     assert_eq!(
         t("{ fat-tree: { k: 16 } }"),
-        TopologySection::FatTree {
+        Topology::FatTree {
             k: 16,
             hosts_per_edge: None
         }
@@ -670,22 +676,24 @@ fn verbs_ranks_errors_name_the_field_and_line() {
 
 #[test]
 fn faults_block_is_read_with_defaults_and_located_errors() {
-    use xrdma_scenario::{FaultDirection, FaultLink, LinkDownFault, LinkRateFault, SlowReceiver};
+    use xrdma_scenario::SlowReceiver;
+    use xrdma_sim::{LinkDirection, LinkOutage, LinkRate, LinkSelector};
     let s = ok(&with(
         "sim:\n  faults:\n    loss:\n      - { rate: 0.1% }\n      - { link: host 2, direction: up, rate: 0.02 }\n    corrupt: { link: host 1, direction: down, rate: 1% }\n    link-down: { link: host 2, at: 20us, for: 10us }\n    stop-reposting: { host: 0, at: 5us, for: 30us }\n    slow-receiver: { host: 0, per-message: 2us }\n",
     ));
-    let f = s.sim.expect("sim block").faults;
+    let sim = s.sim.expect("sim block");
+    let (f, h) = (sim.faults, sim.host_faults);
     assert_eq!(
         f.loss,
         vec![
-            LinkRateFault {
-                link: FaultLink::All,
-                direction: FaultDirection::Both,
+            LinkRate {
+                link: LinkSelector::All,
+                direction: LinkDirection::Both,
                 rate: 0.001
             },
-            LinkRateFault {
-                link: FaultLink::Host(2),
-                direction: FaultDirection::Up,
+            LinkRate {
+                link: LinkSelector::Host(2),
+                direction: LinkDirection::Up,
                 rate: 0.02
             },
         ]
@@ -693,23 +701,25 @@ fn faults_block_is_read_with_defaults_and_located_errors() {
     assert_eq!(f.corrupt[0].rate, 0.01);
     assert_eq!(
         f.link_down,
-        vec![LinkDownFault {
-            link: FaultLink::Host(2),
-            direction: FaultDirection::Both,
+        vec![LinkOutage {
+            link: LinkSelector::Host(2),
+            direction: LinkDirection::Both,
             at: Time::ZERO + Span::from_us(20),
             duration: Span::from_us(10),
         }]
     );
-    assert_eq!(f.stop_reposting[0].end(), Time::ZERO + Span::from_us(35));
+    assert_eq!(f.link_down[0].until(), Time::ZERO + Span::from_us(30));
+    assert_eq!(h.stop_reposting[0].end(), Time::ZERO + Span::from_us(35));
     assert_eq!(
-        f.slow_receiver,
+        h.slow_receiver,
         vec![SlowReceiver {
             host: 0,
             per_message: Span::from_us(2)
         }]
     );
-    assert!(f.lossy() && !f.is_empty());
-    assert!(ok(&with("sim: {}\n")).sim_or_default().faults.is_empty());
+    assert!(!f.is_empty() && !h.is_empty());
+    let none = ok(&with("sim: {}\n")).sim_or_default();
+    assert!(none.faults.is_empty() && none.host_faults.is_empty());
     // Unknown keys and bad values point at the field.
     let e = err(&with("sim:\n  faults: { los: [] }\n"));
     assert!(

@@ -14,7 +14,8 @@
 //! "64KB" fragment is 65536 bytes. A space between number and unit is optional (`64 KiB`).
 //! The number may be a decimal (`1.5MiB`) as long as the result is a whole number of the base
 //! unit (bytes, bits per second, picoseconds); exponents (`1e3`) are not accepted in strings.
-//! Every result must fit a `u64`.
+//! Every result must fit a `u64`. A probability ([`parse_fraction`]) is a percentage (`1%`)
+//! or a fraction (`0.01`).
 
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use std::fmt;
@@ -463,9 +464,139 @@ pub fn deserialize_span<'de, D: Deserializer<'de>>(d: D) -> Result<crate::Span, 
     Span::deserialize(d).map(|s| s.0)
 }
 
+/// For `#[serde(deserialize_with)]`: a rate in bits per second, written as [`Rate`] is
+/// (`100Gbps`; a unit is required).
+///
+/// # Errors
+/// The deserializer's error carrying the [`UnitError`] message, or a type error.
+pub fn deserialize_rate<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Rate::deserialize(d).map(|r| r.0)
+}
+
+/// For `#[serde(default, deserialize_with)]` on an `Option<u64>` of bytes ([`Size`]); a key
+/// left out is `None`. Errors as [`deserialize_size`].
+pub fn deserialize_opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Option::<Size>::deserialize(d).map(|s| s.map(|s| s.0))
+}
+
+/// For `#[serde(default, deserialize_with)]` on an `Option<u64>` of bits per second
+/// ([`Rate`]); a key left out is `None`. Errors as [`deserialize_rate`].
+pub fn deserialize_opt_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Option::<Rate>::deserialize(d).map(|r| r.map(|r| r.0))
+}
+
+/// For `#[serde(deserialize_with)]`: a duration longer than zero, written as [`Span`] is; `0us`
+/// is refused with "must be longer than 0", located at the value like any unit error.
+///
+/// # Errors
+/// As [`deserialize_span`], and a zero span.
+pub fn deserialize_nonzero_span<'de, D: Deserializer<'de>>(d: D) -> Result<crate::Span, D::Error> {
+    d.deserialize_any(NonZero(QuantityVisitor(Quantity::Time)))
+        .map(crate::Span::from_ps)
+}
+
+/// [`QuantityVisitor`] refusing 0.
+struct NonZero(QuantityVisitor);
+
+impl NonZero {
+    fn check<E: de::Error>(v: Result<u64, E>) -> Result<u64, E> {
+        match v? {
+            0 => Err(E::custom("must be longer than 0")),
+            v => Ok(v),
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for NonZero {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.expecting(f)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        Self::check(self.0.visit_u64(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        Self::check(self.0.visit_i64(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
+        Self::check(self.0.visit_f64(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
+        Self::check(self.0.visit_str(v))
+    }
+}
+
+/// A probability written as a percentage (`1%`, `0.5 %`) or a fraction (`0.01`), within
+/// [0, 1].
+///
+/// # Errors
+/// A message naming `text` when it is not a number (with an optional `%`) or lies outside
+/// 0%..=100%.
+pub fn parse_fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), 100.0),
+        None => (t, 1.0),
+    };
+    let v: f64 = num.parse().map_err(|_| {
+        format!(
+            "`{text}` is not a rate: write a percentage such as `1%` or a fraction such as `0.01`"
+        )
+    })?;
+    let v = v / scale;
+    if !(0.0..=1.0).contains(&v) || !v.is_finite() {
+        return Err(format!("`{text}` is outside 0%..=100%"));
+    }
+    Ok(v)
+}
+
+/// For `#[serde(deserialize_with)]`: a probability, written as [`parse_fraction`] reads it
+/// (`1%` or `0.01`; a YAML number is a fraction).
+///
+/// # Errors
+/// The deserializer's error carrying [`parse_fraction`]'s message, or a type error.
+pub fn deserialize_fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    struct V;
+    impl Visitor<'_> for V {
+        type Value = f64;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a rate such as `1%` or `0.01`")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
+            parse_fraction(v).map_err(E::custom)
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+            self.visit_str(&v.to_string())
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+            self.visit_str(&v.to_string())
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+            self.visit_str(&v.to_string())
+        }
+    }
+    d.deserialize_any(V)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fractions_take_percent_or_fraction() {
+        assert_eq!(parse_fraction("1%"), Ok(0.01));
+        assert_eq!(parse_fraction(" 50 % "), Ok(0.5));
+        assert_eq!(parse_fraction("0.25"), Ok(0.25));
+        assert_eq!(parse_fraction("0"), Ok(0.0));
+        for bad in ["101%", "-1%", "2", "x%", "", "NaN"] {
+            assert!(parse_fraction(bad).is_err(), "{bad}");
+        }
+    }
 
     fn ps(n: u64) -> crate::Span {
         crate::Span::from_ps(n)

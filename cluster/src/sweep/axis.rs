@@ -308,12 +308,12 @@ pub fn apply(
         (AxisKind::InitialWindow, AxisValue::Bytes(b)) => sc.xrdma.initial_window = b,
         (AxisKind::Dcqcn, AxisValue::Switch(on)) => {
             let mut s = sc.sim_or_default();
-            s.dcqcn = on.then(|| s.dcqcn.clone().unwrap_or_default());
+            s.dcqcn = on.then(|| s.dcqcn.unwrap_or_default());
             sc.sim = Some(s);
         }
         (AxisKind::Pfc, AxisValue::Switch(on)) => {
             let mut s = sc.sim_or_default();
-            s.pfc = on.then(|| s.pfc.clone().unwrap_or_default());
+            s.pfc = on.then(|| s.pfc.unwrap_or_default());
             sc.sim = Some(s);
         }
         (AxisKind::Backend, AxisValue::Backend(b)) => *backend = b,
