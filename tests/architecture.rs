@@ -11,7 +11,7 @@ use std::process::Command;
 const ALLOWED: [(&str, &[&str]); 9] = [
     ("xrdma", &[]),
     ("xrdma-conformance", &["xrdma"]),
-    ("xrdma-sim", &["xrdma"]),
+    ("xrdma-sim", &["xrdma", "xrdma-reports"]),
     ("xrdma-verbs", &["xrdma"]),
     ("xrdma-scenario", &["xrdma", "xrdma-sim"]),
     ("xrdma-reports", &["xrdma"]),
