@@ -2,7 +2,7 @@
 //! are recorded in `transport.rc` and shown in the summary.
 
 use std::path::Path;
-use xrdma_reports::{RcAttributes, RunResult, TransportCapabilities};
+use xrdma_reports::{RcAttributes, RunResult};
 use xrdma_runner::request::run_sim;
 
 fn run_text(text: &str) -> RunResult {
@@ -30,16 +30,7 @@ fn the_shipped_rc_scenario_records_the_attributes_it_gave() {
             path_mtu: 1024,
         }
     );
-    assert_eq!(
-        t.capabilities,
-        TransportCapabilities {
-            cnp_per_qp: true,
-            cnp_per_port: false,
-            ecn_marks: true,
-            buffer_occupancy: true,
-            port_counters: true,
-        }
-    );
+    assert_eq!(t.capabilities, xrdma::Capabilities::ALL);
     let v = serde_json::to_value(&r).unwrap();
     assert_eq!(v["transport"]["rc"]["local-ack-timeout"], 14);
     assert_eq!(v["transport"]["rc"]["min-rnr-timer"], 12);

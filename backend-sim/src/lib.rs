@@ -129,9 +129,7 @@ pub use faults::{FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector}
 pub use host_model::{profiles, HostModel, HostModelError, MAX_COST};
 pub use stats::SimStats;
 pub use switch::{PortStats, SwitchStats};
-pub use timeseries::{
-    SimTimeSeries, SourceSeries, TimeSeriesConfig, DEFAULT_MAX_POINTS, DEFAULT_SAMPLE_INTERVAL,
-};
+pub use timeseries::{TimeSeriesConfig, DEFAULT_MAX_POINTS, DEFAULT_SAMPLE_INTERVAL};
 pub use topology::{PortPeer, Topology};
 pub use transport::HostTransport;
 pub use xrdma::rc::{local_ack_timeout, rnr_timer};

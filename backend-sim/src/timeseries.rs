@@ -7,19 +7,23 @@
 //! added to the queue, so the event count and the trace hash of a run are the same with
 //! sampling on or off, and the samples are as deterministic as the run.
 //!
-//! Sample `i` sits at `time[i] = (i + 1)·interval` (the end of the interval `((i)·interval,
-//! (i + 1)·interval]`). Counters are cumulative since time 0; queues and pauses are the
-//! instantaneous state at the boundary (a queue peak between two boundaries is not seen; the
-//! run's peak is in [`crate::SimStats::max_egress_queue_bytes`]).
+//! The samples are recorded straight into the result's record, [`xrdma_reports::TimeSeries`]
+//! (its units: ps, bytes). Sample `i` sits at `time_ps[i] = (i + 1)·interval_ps` (the end of
+//! the interval `(i·interval, (i + 1)·interval]`). Counters are cumulative since time 0;
+//! queues and pauses are the instantaneous state at the boundary (a queue peak between two
+//! boundaries is not seen; the run's peak is in [`crate::SimStats::max_egress_queue_bytes`]);
+//! delivered bytes are those of the interval ending at the sample.
 //!
 //! Memory is bounded: when a series reaches [`TimeSeriesConfig::max_points`] samples, every
-//! other sample is dropped (those at odd multiples of the interval) and the interval doubles,
-//! so a series always holds between `max_points/2` and `max_points` samples, each at a
-//! multiple of the current interval. [`SimTimeSeries::coarsened`] says how often that happened.
+//! other sample is dropped (those at odd multiples of the interval; the delivered bytes of a
+//! dropped interval are added to the next one) and the interval doubles, so a series always
+//! holds between `max_points/2` and `max_points` samples, each at a multiple of the current
+//! interval. [`xrdma_reports::TimeSeries::coarsened`] says how often that happened.
 
 use crate::{HostId, Simulation};
 use serde::{Deserialize, Serialize};
 use xrdma::{Span, Time};
+use xrdma_reports::{SenderBytes, TimeSeries};
 
 /// Default sampling interval: 10 µs (a 100 Gb/s link carries 125 000 bytes in it, about 113
 /// 1 KiB-MTU packets, so a per-interval throughput has a resolution better than 1 %).
@@ -36,7 +40,9 @@ pub struct TimeSeriesConfig {
     /// Samples per series before the interval is doubled; rounded up to an even number ≥ 2.
     pub max_points: usize,
     /// The host whose switch port's egress queue is the "bottleneck" series (the port toward
-    /// the receiver of an incast); `None` records only the largest egress queue of the fabric.
+    /// the receiver of an incast), and the only receiver whose delivered payload the senders'
+    /// series count; `None` records only the largest egress queue of the fabric, and payload
+    /// delivered to any host.
     pub watch_host: Option<HostId>,
 }
 
@@ -48,51 +54,6 @@ impl Default for TimeSeriesConfig {
             watch_host: None,
         }
     }
-}
-
-/// Payload bytes one source host delivered, cumulative per sample.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SourceSeries {
-    /// The host whose payload was delivered (the sender of a SEND/WRITE, the responder of a
-    /// READ).
-    pub host: HostId,
-    /// Payload bytes from `host` written into a receiver's memory by each sample time,
-    /// cumulative since time 0; one value per [`SimTimeSeries::time`].
-    pub delivered_bytes: Vec<u64>,
-}
-
-/// The recorded series; every vector has one value per [`SimTimeSeries::time`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SimTimeSeries {
-    /// The interval asked for.
-    pub requested_interval: Span,
-    /// The interval between the samples held now: `requested_interval · 2^coarsened`.
-    pub interval: Span,
-    /// How many times the samples were thinned and the interval doubled to stay within
-    /// `max_points`.
-    pub coarsened: u32,
-    /// The cap on samples per series.
-    pub max_points: usize,
-    /// The host whose switch port's egress queue is [`SimTimeSeries::watched_queue_bytes`].
-    pub watch_host: Option<HostId>,
-    /// Sample times, ascending multiples of `interval`.
-    pub time: Vec<Time>,
-    /// Bytes (wire size) in the egress queue of the switch port cabled to `watch_host`
-    /// (all zeros when `watch_host` is `None`).
-    pub watched_queue_bytes: Vec<u64>,
-    /// The largest egress queue of any switch port at the sample time, bytes.
-    pub max_queue_bytes: Vec<u64>,
-    /// Packets ECN-marked so far (as [`crate::SimStats::ecn_marks`]).
-    pub ecn_marks: Vec<u64>,
-    /// CNPs sent so far (as [`crate::SimStats::cnps_sent`]).
-    pub cnps: Vec<u64>,
-    /// PFC XOFF frames sent so far (as [`crate::SimStats::pfc_xoff_sent`]).
-    pub pfc_xoff: Vec<u64>,
-    /// Transmitters (host NICs and switch ports) held in PFC pause at the sample time.
-    pub paused_ports: Vec<u32>,
-    /// Per source host that delivered any payload (to `watch_host` when one is set),
-    /// ascending by host.
-    pub sources: Vec<SourceSeries>,
 }
 
 /// The state read at one sample boundary.
@@ -108,37 +69,49 @@ struct Snapshot {
 /// The recorder kept by a [`Simulation`] with sampling on.
 #[derive(Clone, Debug)]
 pub(crate) struct Recorder {
-    series: SimTimeSeries,
+    series: TimeSeries,
+    /// The host whose switch port's egress queue is the bottleneck series, and the only
+    /// receiver whose delivered payload counts (every host's with none).
+    watch_host: Option<HostId>,
+    /// Samples per series before coarsening; even, ≥ 2.
+    max_points: usize,
+    /// The interval between the samples held now.
+    interval: Span,
     /// Next boundary to record.
     next: Time,
-    /// Payload bytes delivered per source host so far (indexed by host).
-    delivered: Vec<u64>,
-    /// Index into `series.sources` per host, when that host has a series.
+    /// Payload bytes delivered per source host since the last sample (indexed by host).
+    pending: Vec<u64>,
+    /// Index into `series.senders` per host, when that host has a series.
     source_slot: Vec<Option<usize>>,
 }
 
 impl Recorder {
-    pub(crate) fn new(cfg: TimeSeriesConfig, hosts: u32) -> Self {
+    /// A recorder of `cfg` for `hosts` hosts, its bottleneck series described as
+    /// `bottleneck` ([`TimeSeries::bottleneck`]).
+    pub(crate) fn new(cfg: TimeSeriesConfig, hosts: u32, bottleneck: String) -> Self {
         let interval = cfg.interval.max(Span::from_ps(1));
         let max_points = cfg.max_points.max(2).next_multiple_of(2);
         Recorder {
-            series: SimTimeSeries {
-                requested_interval: interval,
-                interval,
+            series: TimeSeries {
+                requested_interval_ps: interval.as_ps(),
+                interval_ps: interval.as_ps(),
                 coarsened: 0,
-                max_points,
-                watch_host: cfg.watch_host,
-                time: Vec::new(),
-                watched_queue_bytes: Vec::new(),
+                max_points: u32::try_from(max_points).unwrap_or(u32::MAX),
+                bottleneck,
+                time_ps: Vec::new(),
+                bottleneck_queue_bytes: Vec::new(),
                 max_queue_bytes: Vec::new(),
                 ecn_marks: Vec::new(),
                 cnps: Vec::new(),
                 pfc_xoff: Vec::new(),
                 paused_ports: Vec::new(),
-                sources: Vec::new(),
+                senders: Vec::new(),
             },
+            watch_host: cfg.watch_host,
+            max_points,
+            interval,
             next: Time::ZERO + interval,
-            delivered: vec![0; hosts as usize],
+            pending: vec![0; hosts as usize],
             source_slot: vec![None; hosts as usize],
         }
     }
@@ -155,22 +128,22 @@ impl Recorder {
     #[inline]
     pub(crate) fn on_delivered(&mut self, src: HostId, dst: HostId, bytes: u64) {
         let s = src as usize;
-        if s >= self.delivered.len() || self.series.watch_host.is_some_and(|w| w != dst) {
+        if s >= self.pending.len() || self.watch_host.is_some_and(|w| w != dst) {
             return;
         }
-        self.delivered[s] += bytes;
+        self.pending[s] += bytes;
         if self.source_slot[s].is_none() && bytes > 0 {
-            // A new source: zeros for the samples before its first byte, keeping `sources`
+            // A new source: zeros for the samples before its first byte, keeping `senders`
             // sorted by host.
-            let at = self.series.sources.partition_point(|x| x.host < src);
-            self.series.sources.insert(
+            let at = self.series.senders.partition_point(|x| x.host < src);
+            self.series.senders.insert(
                 at,
-                SourceSeries {
+                SenderBytes {
                     host: src,
-                    delivered_bytes: vec![0; self.series.time.len()],
+                    bytes: vec![0; self.series.time_ps.len()],
                 },
             );
-            for (i, x) in self.series.sources.iter().enumerate().skip(at) {
+            for (i, x) in self.series.senders.iter().enumerate().skip(at) {
                 self.source_slot[x.host as usize] = Some(i);
             }
         }
@@ -178,62 +151,67 @@ impl Recorder {
 
     fn push(&mut self, snap: &Snapshot) {
         let s = &mut self.series;
-        s.time.push(self.next);
-        s.watched_queue_bytes.push(snap.watched);
+        s.time_ps.push(self.next.as_ps());
+        s.bottleneck_queue_bytes.push(snap.watched);
         s.max_queue_bytes.push(snap.max_queue);
         s.ecn_marks.push(snap.ecn);
         s.cnps.push(snap.cnps);
         s.pfc_xoff.push(snap.xoff);
         s.paused_ports.push(snap.paused);
-        for src in &mut s.sources {
-            src.delivered_bytes.push(self.delivered[src.host as usize]);
+        for src in &mut s.senders {
+            let pending = &mut self.pending[src.host as usize];
+            src.bytes.push(*pending);
+            *pending = 0;
         }
-        self.next += s.interval;
-        if s.time.len() >= s.max_points {
+        self.next += self.interval;
+        if s.time_ps.len() >= self.max_points {
             self.coarsen();
         }
     }
 
     /// Keep the samples at even multiples of the interval (odd indices, as sample `i` is at
-    /// `(i + 1)·interval`) and double the interval.
+    /// `(i + 1)·interval`), each with the bytes delivered over both intervals it now spans,
+    /// and double the interval.
     fn coarsen(&mut self) {
         fn keep_odd<T: Copy>(v: &mut Vec<T>) {
             let kept: Vec<T> = v.iter().skip(1).step_by(2).copied().collect();
             *v = kept;
         }
         let s = &mut self.series;
-        keep_odd(&mut s.time);
-        keep_odd(&mut s.watched_queue_bytes);
+        keep_odd(&mut s.time_ps);
+        keep_odd(&mut s.bottleneck_queue_bytes);
         keep_odd(&mut s.max_queue_bytes);
         keep_odd(&mut s.ecn_marks);
         keep_odd(&mut s.cnps);
         keep_odd(&mut s.pfc_xoff);
         keep_odd(&mut s.paused_ports);
-        for src in &mut s.sources {
-            keep_odd(&mut src.delivered_bytes);
+        for src in &mut s.senders {
+            src.bytes = src.bytes.chunks_exact(2).map(|p| p[0] + p[1]).collect();
         }
-        s.interval = s.interval * 2;
+        self.interval = self.interval * 2;
+        s.interval_ps = self.interval.as_ps();
         s.coarsened += 1;
-        // `time.len()` was even (max_points is even), so the next boundary, one old interval
-        // after the last kept sample, is an odd multiple: move to the next even one.
-        self.next = match s.time.last() {
-            Some(&t) => t + s.interval,
-            None => Time::ZERO + s.interval,
+        // `time_ps.len()` was even (max_points is even), so the next boundary, one old
+        // interval after the last kept sample, is an odd multiple: move to the next even one.
+        self.next = match s.time_ps.last() {
+            Some(&t) => Time::from_ps(t) + self.interval,
+            None => Time::ZERO + self.interval,
         };
     }
 }
 
 impl Simulation {
-    /// Start recording time series (see [`SimTimeSeries`]), replacing any earlier recorder.
+    /// Start recording time series (see [`TimeSeries`]), replacing any earlier recorder.
     /// Called before the first event, the first sample is at `cfg.interval`; called later,
     /// the boundaries already passed get the present state.
     ///
     /// Sampling adds no event: [`Simulation::trace_hash`] and the event count do not change.
     pub fn enable_timeseries(&mut self, cfg: TimeSeriesConfig) {
-        let mut rec = Recorder::new(cfg, self.cfg.hosts);
+        let bottleneck = self.bottleneck(cfg.watch_host);
+        let mut rec = Recorder::new(cfg, self.cfg.hosts, bottleneck);
         while rec.next() <= self.now {
             // Boundaries already passed (enabled late): record the present state for them.
-            let snap = self.snapshot(rec.series.watch_host);
+            let snap = self.snapshot(rec.watch_host);
             rec.push(&snap);
         }
         self.timeseries = Some(Box::new(rec));
@@ -241,17 +219,17 @@ impl Simulation {
 
     /// The series recorded so far, completed up to `now()`: every boundary `≤ now()` plus one
     /// final sample at the first boundary after `now()` (the state is constant from the last
-    /// event on), so the delivered bytes of the last sample are every byte delivered.
+    /// event on), so the delivered bytes of the samples add up to every byte delivered.
     /// `None` when sampling is off.
-    pub fn timeseries(&self) -> Option<SimTimeSeries> {
+    pub fn timeseries(&self) -> Option<TimeSeries> {
         let mut rec = self.timeseries.as_deref()?.clone();
-        let snap = self.snapshot(rec.series.watch_host);
+        let snap = self.snapshot(rec.watch_host);
         // A boundary that saturated at the end of time has no successor.
         while rec.next() <= self.now && rec.next() < Time::MAX {
             rec.push(&snap);
         }
-        let covered = match rec.series.time.last() {
-            Some(&t) => t >= self.now,
+        let covered = match rec.series.time_ps.last() {
+            Some(&t) => Time::from_ps(t) >= self.now,
             None => false,
         };
         if !covered {
@@ -269,7 +247,7 @@ impl Simulation {
         if next >= t {
             return;
         }
-        let watch = self.timeseries.as_ref().and_then(|r| r.series.watch_host);
+        let watch = self.timeseries.as_ref().and_then(|r| r.watch_host);
         let snap = self.snapshot(watch);
         if let Some(rec) = self.timeseries.as_deref_mut() {
             while rec.next() < t && rec.next() < Time::MAX {
@@ -283,6 +261,19 @@ impl Simulation {
     pub(crate) fn note_delivered(&mut self, src: HostId, dst: HostId, bytes: u64) {
         if let Some(rec) = self.timeseries.as_deref_mut() {
             rec.on_delivered(src, dst, bytes);
+        }
+    }
+
+    /// What the bottleneck series of a recorder watching `watch` measures
+    /// ([`TimeSeries::bottleneck`]).
+    fn bottleneck(&self, watch: Option<HostId>) -> String {
+        match watch.map(|h| (h, self.host_attachment(h))) {
+            Some((h, Some((sw, port)))) => {
+                format!("egress queue of switch {sw} port {port}, toward host {h} (the receiver)")
+            }
+            Some((_, None)) => "largest egress queue in the fabric".to_string(),
+            None => "none: no host watched (zeros; the largest egress queue is max-queue-bytes)"
+                .to_string(),
         }
     }
 
@@ -321,14 +312,14 @@ mod tests {
             max_points: 4,
             watch_host: None,
         };
-        let mut r = Recorder::new(cfg, 2);
+        let mut r = Recorder::new(cfg, 2, String::new());
         // Samples at 10, 20, 30, 40 (value = time); the 4th hits the cap: keep 20 and 40.
         for k in 1..=4 {
             r.push(&snap(10 * k));
         }
-        assert_eq!(r.series.time, vec![Time::from_ps(20), Time::from_ps(40)]);
+        assert_eq!(r.series.time_ps, vec![20, 40]);
         assert_eq!(r.series.ecn_marks, vec![20, 40]);
-        assert_eq!(r.series.interval, Span::from_ps(20));
+        assert_eq!(r.series.interval_ps, 20);
         assert_eq!(r.series.coarsened, 1);
         // The next boundary is 40 + 20 = 60, a multiple of the new interval.
         assert_eq!(r.next(), Time::from_ps(60));
@@ -336,15 +327,15 @@ mod tests {
 
     #[test]
     fn a_late_source_is_back_filled_with_zeros_and_kept_sorted() {
-        let mut r = Recorder::new(TimeSeriesConfig::default(), 4);
+        let mut r = Recorder::new(TimeSeriesConfig::default(), 4, String::new());
         r.on_delivered(3, 0, 100);
         r.push(&snap(0));
         r.on_delivered(1, 2, 50);
         r.push(&snap(0));
-        let hosts: Vec<u32> = r.series.sources.iter().map(|s| s.host).collect();
+        let hosts: Vec<u32> = r.series.senders.iter().map(|s| s.host).collect();
         assert_eq!(hosts, vec![1, 3]);
-        assert_eq!(r.series.sources[0].delivered_bytes, vec![0, 50]);
-        assert_eq!(r.series.sources[1].delivered_bytes, vec![100, 100]);
+        assert_eq!(r.series.senders[0].bytes, vec![0, 50]);
+        assert_eq!(r.series.senders[1].bytes, vec![100, 0]);
     }
 
     #[test]
@@ -353,12 +344,12 @@ mod tests {
             watch_host: Some(0),
             ..TimeSeriesConfig::default()
         };
-        let mut r = Recorder::new(cfg, 4);
+        let mut r = Recorder::new(cfg, 4, String::new());
         r.on_delivered(1, 0, 100); // a sender's data into the receiver
         r.on_delivered(0, 1, 28); // the receiver's grant back to it: not the senders' share
         r.push(&snap(0));
-        let hosts: Vec<u32> = r.series.sources.iter().map(|s| s.host).collect();
+        let hosts: Vec<u32> = r.series.senders.iter().map(|s| s.host).collect();
         assert_eq!(hosts, vec![1]);
-        assert_eq!(r.series.sources[0].delivered_bytes, vec![100]);
+        assert_eq!(r.series.senders[0].bytes, vec![100]);
     }
 }

@@ -4,7 +4,8 @@
 mod common;
 use common::*;
 use xrdma::{SendOpcode, Span, Transport};
-use xrdma_sim::{PfcConfig, SimConfig, SimTimeSeries, Simulation, TimeSeriesConfig};
+use xrdma_reports::TimeSeries;
+use xrdma_sim::{PfcConfig, SimConfig, Simulation, TimeSeriesConfig};
 
 /// `n` senders (hosts 0..n) each RDMA WRITE `bytes` to host `n`; sampling as `ts` (if any).
 fn incast(cfg: SimConfig, n: u32, bytes: u32, ts: Option<TimeSeriesConfig>) -> Simulation {
@@ -39,18 +40,6 @@ fn watch(host: u32, interval_us: u64, max_points: usize) -> TimeSeriesConfig {
     }
 }
 
-/// Per-interval bytes of a cumulative series.
-fn per_interval(cum: &[u64]) -> Vec<u64> {
-    let mut prev = 0;
-    cum.iter()
-        .map(|&c| {
-            let d = c - prev;
-            prev = c;
-            d
-        })
-        .collect()
-}
-
 #[test]
 fn a_single_flow_delivers_the_payload_line_rate_with_an_empty_queue() {
     // 1 sender, 8 MiB WRITE at 100 Gb/s, MTU 1024, 82 header bytes: every full packet is
@@ -61,10 +50,14 @@ fn a_single_flow_delivers_the_payload_line_rate_with_an_empty_queue() {
     run(&mut sim);
     let ts = sim.timeseries().unwrap();
     assert_eq!(ts.coarsened, 0);
-    assert_eq!(ts.interval, Span::from_us(10));
-    assert_eq!(ts.sources.len(), 1);
-    assert_eq!(ts.sources[0].host, 0);
-    let d = per_interval(&ts.sources[0].delivered_bytes);
+    assert_eq!(ts.interval_ps, Span::from_us(10).as_ps());
+    assert_eq!(ts.senders.len(), 1);
+    assert_eq!(ts.senders[0].host, 0);
+    assert_eq!(
+        ts.bottleneck,
+        "egress queue of switch 0 port 1, toward host 1 (the receiver)"
+    );
+    let d = &ts.senders[0].bytes;
     // Transfer time = 8 388 608 B · 8 / 92.586 Gb/s ≈ 724.8 µs: ~73 intervals. The first holds the
     // ~2 µs start (propagation), the last the tail; every interval between carries the line
     // rate to within one packet (packets are counted whole at their delivery instant).
@@ -85,9 +78,9 @@ fn a_single_flow_delivers_the_payload_line_rate_with_an_empty_queue() {
     // of the time) and is empty otherwise. So every sample is 0 or 1106, and at most a few of
     // the ~73 are 1106.
     let one = |q: &u64| *q == 0 || *q == 1106;
-    assert!(ts.watched_queue_bytes.iter().all(one));
+    assert!(ts.bottleneck_queue_bytes.iter().all(one));
     assert!(ts.max_queue_bytes.iter().all(one));
-    let busy = ts.watched_queue_bytes.iter().filter(|&&q| q > 0).count();
+    let busy = ts.bottleneck_queue_bytes.iter().filter(|&&q| q > 0).count();
     assert!(busy <= 5, "{busy} samples with a queued packet");
     assert!(ts.paused_ports.iter().all(|&p| p == 0));
 }
@@ -100,22 +93,23 @@ fn per_interval_bytes_sum_to_the_bytes_delivered() {
     let mut sim = incast(SimConfig::default(), 4, bytes, Some(watch(4, 10, 1024)));
     run(&mut sim);
     let ts = sim.timeseries().unwrap();
-    assert_eq!(ts.sources.len(), 4);
+    assert_eq!(ts.senders.len(), 4);
     let mut total = 0;
-    for s in &ts.sources {
-        let sum: u64 = per_interval(&s.delivered_bytes).iter().sum();
+    for s in &ts.senders {
+        let sum: u64 = s.bytes.iter().sum();
         assert_eq!(sum, u64::from(bytes), "host {}", s.host);
         total += sum;
     }
     assert_eq!(total, sim.stats().delivered_payload_bytes);
     // The last sample is the first boundary at or after the end of the run.
-    let last = *ts.time.last().unwrap();
-    assert!(last >= sim.now() && last - sim.now() < ts.interval);
+    let last = *ts.time_ps.last().unwrap();
+    let now = sim.now().as_ps();
+    assert!(last >= now && last - now < ts.interval_ps);
     // Four senders into one port: the receiver's port queues; its samples never exceed the
     // run's peak, and the fabric's largest queue is at least the watched one.
-    assert!(ts.watched_queue_bytes.iter().any(|&q| q > 0));
+    assert!(ts.bottleneck_queue_bytes.iter().any(|&q| q > 0));
     let peak = sim.stats().max_egress_queue_bytes;
-    for (w, m) in ts.watched_queue_bytes.iter().zip(&ts.max_queue_bytes) {
+    for (w, m) in ts.bottleneck_queue_bytes.iter().zip(&ts.max_queue_bytes) {
         assert!(w <= m && *m <= peak);
     }
 }
@@ -159,19 +153,22 @@ fn coarsening_bounds_the_points_and_keeps_every_byte() {
     let cfg = SimConfig::default();
     let mut sim = incast(cfg, 8, 256 * 1024, Some(watch(8, 1, 64)));
     run(&mut sim);
-    let ts: SimTimeSeries = sim.timeseries().unwrap();
+    let ts: TimeSeries = sim.timeseries().unwrap();
     assert!(
-        ts.time.len() <= 64 && ts.time.len() >= 32,
+        ts.time_ps.len() <= 64 && ts.time_ps.len() >= 32,
         "{}",
-        ts.time.len()
+        ts.time_ps.len()
     );
     assert_eq!(ts.coarsened, 2);
-    assert_eq!(ts.interval, Span::from_us(4));
-    for (i, t) in ts.time.iter().enumerate() {
-        assert_eq!(t.as_ps(), (i as u64 + 1) * ts.interval.as_ps());
+    assert_eq!(ts.interval_ps, Span::from_us(4).as_ps());
+    assert_eq!(ts.requested_interval_ps, Span::from_us(1).as_ps());
+    assert_eq!(ts.max_points, 64);
+    for (i, &t) in ts.time_ps.iter().enumerate() {
+        assert_eq!(t, (i as u64 + 1) * ts.interval_ps);
     }
-    for s in &ts.sources {
-        assert_eq!(*s.delivered_bytes.last().unwrap(), 256 * 1024);
+    assert_eq!(ts.check(), Ok(()));
+    for s in &ts.senders {
+        assert_eq!(s.bytes.iter().sum::<u64>(), 256 * 1024);
     }
 }
 

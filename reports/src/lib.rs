@@ -59,6 +59,4 @@ pub use series::{SenderBytes, TimeSeries};
 pub use summary::{
     completion_span_ps, format_bytes, format_us, goodput_bps, summary_table, LatencySummary,
 };
-pub use transport_info::{
-    CongestionSignal, RcAttributes, TransportCapabilities, TransportInfo, WindowTally,
-};
+pub use transport_info::{CongestionSignal, RcAttributes, TransportInfo, WindowTally};

@@ -91,18 +91,28 @@ pub struct RunResult {
     pub endpoints: Option<Vec<HostEndpoint>>,
 }
 
-/// One host's endpoint at the end of a run ([`RunResult::endpoints`]).
+/// One host's endpoint at the end of a run ([`RunResult::endpoints`]), or at an instant of
+/// it (what `xrdma stat` prints): the core's own record, with the host it is of.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct HostEndpoint {
     /// The host (the scenario's host number).
     pub host: u32,
-    /// Its endpoint's counters and connections: the core's `xrdma::EndpointSnapshot` as
-    /// JSON (keys `at-ps`, `mr-bytes`, …, `connections`), held here as written. The reports
-    /// never read a run's internals, so they carry these records without interpreting them;
-    /// `xrdma stat` decodes them into the core's type.
-    #[serde(flatten)]
-    pub snapshot: serde_json::Map<String, serde_json::Value>,
+    /// Its endpoint's counters and connections (keys `at-ps`, `mr-bytes`, …, `connections`
+    /// beside `host`), written with every object's keys in name order.
+    #[serde(flatten, serialize_with = "keys_in_name_order")]
+    pub snapshot: xrdma::EndpointSnapshot,
+}
+
+/// `snapshot` with every object's keys in name order (as a [`serde_json::Value`] writes
+/// them), the order results have always held endpoint records in.
+fn keys_in_name_order<S: serde::Serializer>(
+    snapshot: &xrdma::EndpointSnapshot,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(snapshot)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
 }
 
 /// Identification of the scenario run.

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
+use xrdma::Capabilities;
 
 /// The transport of a run: its RC QP attributes and capabilities, as the backend reported them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -10,8 +11,9 @@ use std::fmt::Write as _;
 pub struct TransportInfo {
     /// The RC QP attributes applied to every QP.
     pub rc: RcAttributes,
-    /// What the backend observes and delivers.
-    pub capabilities: TransportCapabilities,
+    /// What the backend observes and delivers, as its transport declares it (the core's
+    /// record: a counter it cannot observe is not a measured zero).
+    pub capabilities: Capabilities,
     /// The congestion signals the middleware's send windows shrank on in this run (empty:
     /// none could act, e.g. a device that reports no per-QP CNPs and no link rate for the
     /// delay law); absent from results written before the runner recorded it.
@@ -91,25 +93,6 @@ pub struct RcAttributes {
     pub min_rnr_timer_ns: u64,
     /// Path MTU applied, bytes (the smaller of the configured one and the port's).
     pub path_mtu: u32,
-}
-
-/// The congestion signals and counters the backend delivers; a counter it cannot observe
-/// is not a measured zero.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct TransportCapabilities {
-    /// Per-QP congestion notifications (RoCEv2 CNPs) reach the middleware.
-    pub cnp_per_qp: bool,
-    /// The CNPs the port received (as a reaction point) are counted, not per QP; `false` in
-    /// results written before it was recorded.
-    #[serde(default)]
-    pub cnp_per_port: bool,
-    /// ECN CE marks are counted.
-    pub ecn_marks: bool,
-    /// Switch buffer and queue occupancy are reported.
-    pub buffer_occupancy: bool,
-    /// Per-port packet counters (packets sent, RNR NAKs, sequence NAKs) are read.
-    pub port_counters: bool,
 }
 
 impl TransportInfo {
@@ -199,12 +182,10 @@ mod tests {
                 min_rnr_timer_ns: 10_000,
                 path_mtu: 1024,
             },
-            capabilities: TransportCapabilities {
-                cnp_per_qp: false,
-                ecn_marks: false,
-                buffer_occupancy: false,
-                cnp_per_port: false,
-                port_counters: true,
+            capabilities: {
+                let mut c = Capabilities::NONE;
+                c.port_counters = true;
+                c
             },
             congestion_signals: None,
             window: None,

@@ -17,13 +17,7 @@ pub fn report(rc: RcParams, caps: Capabilities) -> rep::TransportInfo {
             min_rnr_timer_ns: ns(rc.rnr_timer()),
             path_mtu: rc.path_mtu,
         },
-        capabilities: rep::TransportCapabilities {
-            cnp_per_qp: caps.cnp_per_qp,
-            cnp_per_port: caps.cnp_per_port,
-            ecn_marks: caps.ecn_marks,
-            buffer_occupancy: caps.buffer_occupancy,
-            port_counters: caps.port_counters,
-        },
+        capabilities: caps,
         congestion_signals: None,
         window: None,
     }

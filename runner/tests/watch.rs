@@ -17,14 +17,12 @@ impl Watch for Every {
     }
     fn take(&mut self, stat: LiveStat) {
         // The receiver's bytes received so far, summed over its connections.
-        let rx = stat.endpoints[0].snapshot["connections"]
-            .as_array()
-            .map(|cs| {
-                cs.iter()
-                    .map(|c| c["recv-bytes"].as_u64().unwrap_or(0))
-                    .sum()
-            })
-            .unwrap_or(0);
+        let rx = stat.endpoints[0]
+            .snapshot
+            .connections
+            .iter()
+            .map(|c| c.stats.recv_bytes)
+            .sum();
         self.taken.push((stat.at_ps, rx));
     }
 }

@@ -12,7 +12,7 @@ pub struct SimFabric {
 }
 
 impl SimFabric {
-    /// Sample the network every `interval` (see [`xrdma_sim::SimTimeSeries`]), with the
+    /// Sample the network every `interval` (see [`rep::TimeSeries`]), with the
     /// egress queue of the switch port cabled to `receiver` as the bottleneck queue, at most
     /// [`xrdma_sim::DEFAULT_MAX_POINTS`] samples per series.
     pub fn sample(&mut self, interval: Span, receiver: u32) {
@@ -141,14 +141,7 @@ impl FabricReport for SimFabric {
         }
     }
     fn timeseries(&self) -> Option<rep::TimeSeries> {
-        let ts = self.sim.timeseries()?;
-        let bottleneck = match (ts.watch_host, self.sim.host_attachment(ts.watch_host?)) {
-            (Some(h), Some((sw, port))) => {
-                format!("egress queue of switch {sw} port {port}, toward host {h} (the receiver)")
-            }
-            _ => "largest egress queue in the fabric".to_string(),
-        };
-        Some(to_report_series(&ts, bottleneck))
+        self.sim.timeseries()
     }
 }
 
@@ -163,41 +156,4 @@ fn host_model_info(m: &xrdma_sim::HostModel) -> Option<rep::HostModelInfo> {
             .map(|(k, v)| (k.to_string(), v.as_ps()))
             .collect(),
     })
-}
-
-/// The simulator's series in the report schema: cumulative delivered bytes become bytes per
-/// interval.
-fn to_report_series(ts: &xrdma_sim::SimTimeSeries, bottleneck: String) -> rep::TimeSeries {
-    let per_interval = |cum: &[u64]| -> Vec<u64> {
-        let mut prev = 0;
-        cum.iter()
-            .map(|&c| {
-                let d = c.saturating_sub(prev);
-                prev = c;
-                d
-            })
-            .collect()
-    };
-    rep::TimeSeries {
-        requested_interval_ps: ts.requested_interval.as_ps(),
-        interval_ps: ts.interval.as_ps(),
-        coarsened: ts.coarsened,
-        max_points: u32::try_from(ts.max_points).unwrap_or(u32::MAX),
-        bottleneck,
-        time_ps: ts.time.iter().map(|t| t.as_ps()).collect(),
-        bottleneck_queue_bytes: ts.watched_queue_bytes.clone(),
-        max_queue_bytes: ts.max_queue_bytes.clone(),
-        ecn_marks: ts.ecn_marks.clone(),
-        cnps: ts.cnps.clone(),
-        pfc_xoff: ts.pfc_xoff.clone(),
-        paused_ports: ts.paused_ports.clone(),
-        senders: ts
-            .sources
-            .iter()
-            .map(|s| rep::SenderBytes {
-                host: s.host,
-                bytes: per_interval(&s.delivered_bytes),
-            })
-            .collect(),
-    }
 }

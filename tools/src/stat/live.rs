@@ -2,7 +2,6 @@
 //! socket it opened (`xrdma run --stat-socket PATH`, [`xrdma_runner::stat_socket`]), once or
 //! every `--watch` interval, with the device's own counters beside xrdma's.
 
-use super::HostEndpoint;
 use anyhow::{anyhow, Context, Result};
 use std::fmt::Write as _;
 use std::io::Read;
@@ -65,14 +64,6 @@ pub fn ask(path: &Path) -> Result<LiveStat, AskError> {
         }
     }
     serde_json::from_slice(&text).map_err(|e| bad(format!("not a stat answer: {e}")))
-}
-
-/// The answer's endpoints in the core's type.
-///
-/// # Errors
-/// A record that does not decode ([`super::decode`]).
-pub fn endpoints(stat: &LiveStat) -> Result<Vec<HostEndpoint>> {
-    super::decode(&stat.endpoints)
 }
 
 /// The first line of a live table: who answered and when.

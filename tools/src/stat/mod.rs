@@ -12,46 +12,9 @@ pub mod prometheus;
 pub mod replay;
 pub mod table;
 
-use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use anyhow::{bail, Result};
 use std::path::PathBuf;
-use xrdma::EndpointSnapshot;
-
-/// One host's endpoint as a result recorded it, decoded into the core's type.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct HostEndpoint {
-    /// The host (the scenario's host number).
-    pub host: u32,
-    /// Its counters and connections.
-    #[serde(flatten)]
-    pub snapshot: EndpointSnapshot,
-}
-
-/// Decodes a result's endpoint records ([`xrdma_reports::HostEndpoint`], carried by the
-/// reports as written) into the core's [`EndpointSnapshot`], in record order.
-///
-/// # Errors
-/// A record that is not an endpoint snapshot of this version (names the host and the field).
-pub fn decode(records: &[xrdma_reports::HostEndpoint]) -> Result<Vec<HostEndpoint>> {
-    records
-        .iter()
-        .map(|r| {
-            let v = serde_json::Value::Object(r.snapshot.clone());
-            let snapshot = serde_path_to_error::deserialize(v).map_err(|e| {
-                anyhow::anyhow!(
-                    "the endpoint record of host {}, field `{}`: {}",
-                    r.host,
-                    e.path(),
-                    e.inner()
-                )
-            })?;
-            Ok(HostEndpoint {
-                host: r.host,
-                snapshot,
-            })
-        })
-        .collect()
-}
+use xrdma_reports::HostEndpoint;
 
 /// `xrdma stat`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -217,8 +180,7 @@ pub fn run(args: StatArgs) -> Result<()> {
             path.display()
         );
     };
-    let all = decode(records).with_context(|| path.display().to_string())?;
-    let chosen = select(&all, &args.host)?;
+    let chosen = select(records, &args.host)?;
     crate::out!("{}", render(&chosen, format)?);
     Ok(())
 }
@@ -278,8 +240,7 @@ fn render_live(
     hosts: &[u32],
     format: Format,
 ) -> Result<String> {
-    let all = live::endpoints(stat)?;
-    let chosen = select(&all, hosts)?;
+    let chosen = select(&stat.endpoints, hosts)?;
     if format == Format::Json {
         // The whole answer, but only the hosts asked for.
         let mut only = stat.clone();

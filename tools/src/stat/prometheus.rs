@@ -4,8 +4,8 @@
 //! `_bytes`, times are in seconds (Prometheus's base units); a counter the backend cannot
 //! observe has no sample at all (Prometheus has no null).
 
-use super::HostEndpoint;
 use xrdma::ConnSnapshot;
+use xrdma_reports::HostEndpoint;
 
 /// Whether a metric only grows (`counter`) or moves both ways (`gauge`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

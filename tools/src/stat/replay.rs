@@ -4,10 +4,10 @@
 //! the snapshot is taken at the end of the first round of host turns at or after it (its
 //! `at` says when). A replay of a recorded run is checked against it by trace hash.
 
-use super::HostEndpoint;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use xrdma::Time;
+use xrdma_reports::HostEndpoint;
 use xrdma_runner::watch::{LiveStat, Watch};
 
 /// Takes one [`LiveStat`] at the first round at or after each instant.
@@ -53,7 +53,7 @@ pub struct Replay {
 ///
 /// # Errors
 /// The scenario or result does not load; the result is not a simulator run or records no
-/// scenario text; the run fails; a snapshot does not decode. A replay whose trace hash
+/// scenario text; the run fails. A replay whose trace hash
 /// differs from the recorded run's is an error too (this build simulates differently, so
 /// the instants would not be that run's).
 pub fn replay(source: &Path, at: &[Time]) -> Result<Replay> {
@@ -111,11 +111,8 @@ pub fn replay(source: &Path, at: &[Time]) -> Result<Replay> {
     let at = w
         .taken
         .into_iter()
-        .map(|(asked, stat)| {
-            let eps = super::decode(&stat.endpoints)?;
-            Ok((asked, Time::from_ps(stat.at_ps), eps))
-        })
-        .collect::<Result<Vec<_>>>()?;
+        .map(|(asked, stat)| (asked, Time::from_ps(stat.at_ps), stat.endpoints))
+        .collect();
     Ok(Replay {
         at,
         unreached,

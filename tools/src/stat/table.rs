@@ -3,8 +3,8 @@
 //! Bytes are payload bytes, exact; `-` is a counter the backend cannot observe (or an RTT
 //! before its first sample).
 
-use super::HostEndpoint;
 use xrdma_reports::format_us as us;
+use xrdma_reports::HostEndpoint;
 
 /// Columns right-aligned under their headers, two spaces apart.
 fn grid(headers: &[&str], rows: &[Vec<String>]) -> String {

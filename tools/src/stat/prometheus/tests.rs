@@ -1,13 +1,13 @@
 //! The exposition text is well formed and covers every counter a connection record holds.
 
 use super::{render, CONN_METRICS, ENDPOINT_METRICS};
-use crate::stat::{decode, HostEndpoint};
 use std::collections::BTreeSet;
+use xrdma_reports::HostEndpoint;
 
-/// A two-sender incast's endpoints, as `xrdma stat` decodes them from its result.
+/// A two-sender incast's endpoints, as its result records them.
 pub(crate) fn small_run() -> Vec<HostEndpoint> {
     let r = small_result();
-    decode(r.endpoints.as_deref().expect("recorded")).expect("decodes")
+    r.endpoints.expect("recorded")
 }
 
 /// The scenario of [`small_run`].
