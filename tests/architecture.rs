@@ -3,18 +3,19 @@
 //! learns of a backend and the reports never of a backend or a run (they carry the core's
 //! records, such as a transport's capabilities, as the core defines them).
 
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
+
+mod workspace;
 
 /// What each project crate may import, from ARCHITECTURE.md's table.
-const ALLOWED: [(&str, &[&str]); 10] = [
+const ALLOWED: [(&str, &[&str]); 11] = [
     ("xrdma", &[]),
     ("xrdma-conformance", &["xrdma"]),
     ("xrdma-sim", &["xrdma", "xrdma-reports"]),
     ("xrdma-verbs", &["xrdma"]),
     ("xrdma-scenario", &["xrdma", "xrdma-sim"]),
     ("xrdma-reports", &["xrdma"]),
+    ("xrdma-observe", &["xrdma-scenario", "xrdma-reports"]),
     (
         "xrdma-runner",
         &[
@@ -23,11 +24,18 @@ const ALLOWED: [(&str, &[&str]); 10] = [
             "xrdma-verbs",
             "xrdma-scenario",
             "xrdma-reports",
+            "xrdma-observe",
         ],
     ),
     (
         "xrdma-cluster",
-        &["xrdma", "xrdma-scenario", "xrdma-reports", "xrdma-runner"],
+        &[
+            "xrdma",
+            "xrdma-scenario",
+            "xrdma-reports",
+            "xrdma-observe",
+            "xrdma-runner",
+        ],
     ),
     (
         "xrdma-tools",
@@ -37,6 +45,7 @@ const ALLOWED: [(&str, &[&str]); 10] = [
             "xrdma-verbs",
             "xrdma-scenario",
             "xrdma-reports",
+            "xrdma-observe",
             "xrdma-runner",
             "xrdma-cluster",
         ],
@@ -57,19 +66,7 @@ const ALLOWED: [(&str, &[&str]); 10] = [
 
 #[test]
 fn every_crate_imports_only_what_the_architecture_allows() {
-    let o = Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let meta: Value = serde_json::from_slice(&o.stdout).expect("metadata is JSON");
+    let meta = workspace::metadata();
     let packages = meta["packages"].as_array().expect("packages");
     let ours: BTreeSet<&str> = packages
         .iter()
@@ -122,6 +119,7 @@ fn the_verbs_feature_is_gated_in_one_module_per_crate() {
         "tools/src",
         "runner/src",
         "cluster/src",
+        "observe/src",
         "scenarios/src",
         "reports/src",
         "xrdma/src",

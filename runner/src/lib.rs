@@ -4,8 +4,6 @@
 //! | module | its one job |
 //! |---|---|
 //! | [`fabric`] | the [`fabric::Fabric`] trait (hosts with transports, and a clock that moves: what running hosts needs), the [`fabric::FabricReport`] trait (what a result reads from a fabric: counters, path, environment) and their adapters: the simulator (virtual time) and, with the `verbs` feature, an RDMA device (wall-clock time) |
-//! | [`device_counters`] | an RDMA device's own counters read by name from sysfs, and the table mapping them to the result's network counters per driver |
-//! | [`environment`] | where a run happens (host, kernel, device, simulator build, ranks), for the result's `environment` key |
 //! | [`check`] | a scenario's sections turned into checked backend and core configurations |
 //! | [`request`] | one way to run: a [`request::RunRequest`] (scenario, backend, seed, options) in, a [`request::RunOutcome`] out; the one [`request::Backend`] value |
 //! | [`run`] | one run of a scenario on a fabric: build the hosts, drive them, collect the result |
@@ -16,16 +14,15 @@
 //! | [`role`] | one host's part in a workload (sender, receiver, idle) |
 //! | [`transport_info`] | the transport's RC QP attributes and capabilities, as the result records them |
 //!
-//! A run across processes (ranks, their bootstrap, cluster launch) and sweeps of runs are the
+//! A device's counters and where a run happens are read by `xrdma-observe`. A run across
+//! processes (ranks, their bootstrap, cluster launch) and sweeps of runs are the
 //! `xrdma-cluster` crate's, built on this one.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod check;
-pub mod device_counters;
 pub mod drive;
-pub mod environment;
 pub mod fabric;
 pub mod host_cpu;
 pub mod host_faults;

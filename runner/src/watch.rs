@@ -42,7 +42,7 @@ pub struct LiveStat {
     /// Every local host's endpoint ([`crate::drive::endpoints`]).
     pub endpoints: Vec<rep::HostEndpoint>,
     /// The device's port counters as read now (`hw_counters/` by bare name, `counters/` as
-    /// `counters/NAME`; [`crate::device_counters::read_snapshot`]); `None` on the simulator.
+    /// `counters/NAME`; [`xrdma_observe::device_counters::read_snapshot`]); `None` on the simulator.
     pub device: Option<DeviceReading>,
 }
 
@@ -55,5 +55,5 @@ pub struct DeviceReading {
     /// Its port.
     pub port: u8,
     /// Every counter by name, absolute values since the driver loaded.
-    pub counters: crate::device_counters::Snapshot,
+    pub counters: xrdma_observe::device_counters::Snapshot,
 }

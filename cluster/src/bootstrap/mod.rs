@@ -72,7 +72,7 @@ impl Hello {
             scenario: scenario.to_string(),
             scenario_hash: scenario_hash.to_string(),
             rank,
-            host: xrdma_runner::environment::host_name(),
+            host: xrdma_observe::environment::host_name(),
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::bootstrap::{
 use anyhow::{bail, Result};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use xrdma_runner::environment::PeerSeen;
+use xrdma_observe::environment::PeerSeen;
 
 /// A peer rank the receiver's rank admitted.
 #[derive(Debug)]

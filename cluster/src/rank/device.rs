@@ -420,15 +420,15 @@ fn run_rank_of<W: Workload>(
 }
 
 /// Record in `result`'s environment where every rank ran: this one (`rank`) here, the peers
-/// as the bootstrap saw them ([`xrdma_runner::environment::ranks`]).
+/// as the bootstrap saw them ([`xrdma_observe::environment::ranks`]).
 fn record_ranks(
     result: &mut rep::RunResult,
     section: &xrdma_scenario::VerbsSection,
     rank: u32,
-    seen: &[xrdma_runner::environment::PeerSeen],
+    seen: &[xrdma_observe::environment::PeerSeen],
 ) {
     if let Some(env) = &mut result.environment {
         let own = env.host_name.clone();
-        env.ranks = Some(xrdma_runner::environment::ranks(section, rank, own, seen));
+        env.ranks = Some(xrdma_observe::environment::ranks(section, rank, own, seen));
     }
 }

@@ -5,7 +5,7 @@
 //! (from the fabric's creation to the end of its run, [`xrdma_runner::fabric::FabricReport::environment`],
 //! the same definition as the receiver rank's own). The receiver's rank records each rank's
 //! in its `environment.ranks` entry and makes the top-level `environment.device-counters`
-//! and the device-derived network counters ([`xrdma_runner::device_counters::network`]) the sum
+//! and the device-derived network counters ([`xrdma_observe::device_counters::network`]) the sum
 //! over the run's distinct devices ([`merge`]).
 //!
 //! A device is a rank's host name and its device's node GUID, or the device's name where the
@@ -20,8 +20,8 @@
 use crate::bootstrap::{Frame, Peer};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use xrdma_observe::device_counters::{self, Snapshot};
 use xrdma_reports as rep;
-use xrdma_runner::device_counters::{self, Snapshot};
 use xrdma_runner::fabric::FabricReport;
 
 /// What a rank tells the receiver's rank of its device (the `device` frame).

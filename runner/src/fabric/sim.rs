@@ -110,7 +110,9 @@ impl FabricReport for SimFabric {
         }
     }
     fn environment(&self) -> Option<rep::Environment> {
-        Some(crate::environment::sim())
+        // The backend and the simulator's crate version; no host, so the result does not
+        // depend on the machine.
+        Some(rep::Environment::sim(xrdma_sim::VERSION))
     }
     fn transport_info(&self) -> Option<rep::TransportInfo> {
         // What every HostTransport reports (`Transport::rc_params`, `::capabilities`).
@@ -156,4 +158,20 @@ fn host_model_info(m: &xrdma_sim::HostModel) -> Option<rep::HostModelInfo> {
             .map(|(k, v)| (k.to_string(), v.as_ps()))
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_simulated_run_names_the_simulator_only() {
+        let fabric = SimFabric::new(SimConfig::default()).expect("the default configuration");
+        let e = fabric
+            .environment()
+            .expect("a simulated run has an environment");
+        assert_eq!(e.backend, rep::Backend::Sim);
+        assert_eq!(e.simulator_version.as_deref(), Some(xrdma_sim::VERSION));
+        assert_eq!((e.host_name, e.kernel, e.device), (None, None, None));
+    }
 }

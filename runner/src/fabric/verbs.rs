@@ -14,9 +14,9 @@
 //! stops when every sender is finished or the scenario's `verbs.run-timeout` passes.
 
 use super::{Fabric, FabricReport};
-use crate::device_counters::{self, Snapshot};
 use std::path::Path;
 use xrdma::{RcParams, Span, Time};
+use xrdma_observe::device_counters::{self, Snapshot};
 use xrdma_reports as rep;
 use xrdma_scenario::VerbsSection;
 pub use xrdma_verbs::Device;
@@ -170,7 +170,10 @@ fn device_info(device: &Device) -> rep::DeviceInfo {
         link_layer,
         active_mtu: Some(port.active_mtu_bytes()).filter(|&m| m > 0),
         link_rate_bps: device.link_rate_bps(),
-        ..crate::environment::sysfs_device(Path::new(device_counters::SYSFS_ROOT), device.name())
+        ..xrdma_observe::environment::sysfs_device(
+            Path::new(device_counters::SYSFS_ROOT),
+            device.name(),
+        )
     }
 }
 
@@ -245,7 +248,7 @@ impl FabricReport for VerbsFabric {
         device_counters::network(&self.counter_deltas())
     }
     fn environment(&self) -> Option<rep::Environment> {
-        Some(crate::environment::verbs(
+        Some(xrdma_observe::environment::verbs(
             device_info(&self.device),
             self.counter_deltas(),
         ))

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
-use xrdma_runner::device_counters::Snapshot;
+use xrdma_observe::device_counters::Snapshot;
 use xrdma_runner::watch::{DeviceReading, LiveStat};
 
 /// How long to wait for an answer: a busy process answers within a few ms, an idle verbs run

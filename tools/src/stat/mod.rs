@@ -236,7 +236,7 @@ fn run_replay(source: &std::path::Path, args: &StatArgs, format: Format) -> Resu
 /// counters (their change since `prev` in a table).
 fn render_live(
     stat: &xrdma_runner::watch::LiveStat,
-    prev: Option<(&xrdma_runner::device_counters::Snapshot, f64)>,
+    prev: Option<(&xrdma_observe::device_counters::Snapshot, f64)>,
     hosts: &[u32],
     format: Format,
 ) -> Result<String> {

@@ -1,6 +1,6 @@
 //! Where a run happens, for the result's `environment` key ([`rep::Environment`]): the
 //! machine's host name and kernel (from procfs), an RDMA device's firmware, node GUID and
-//! driver (from sysfs), the simulator's build, and where each rank of a run across processes
+//! driver (from sysfs), and where each rank of a run across processes
 //! ran. Whatever cannot be read is `None`, never a guessed value; every path root is a
 //! parameter so tests can point it at a directory of their own.
 
@@ -37,12 +37,6 @@ pub fn kernel_at(proc_kernel: &Path) -> Option<String> {
 /// This machine's host name, `None` when `/proc/sys/kernel/hostname` cannot be read.
 pub fn host_name() -> Option<String> {
     host_name_at(Path::new(PROC_KERNEL))
-}
-
-/// The environment of a simulated run: the backend and the simulator's crate version; no
-/// host, so the result does not depend on the machine.
-pub fn sim() -> rep::Environment {
-    rep::Environment::sim(xrdma_sim::VERSION)
 }
 
 /// What sysfs says of RDMA device `device` under `root` (normally
@@ -226,13 +220,5 @@ mod tests {
             (None, None)
         );
         assert_eq!(r[0].host_name, None);
-    }
-
-    #[test]
-    fn a_simulated_run_names_the_simulator_only() {
-        let e = sim();
-        assert_eq!(e.backend, rep::Backend::Sim);
-        assert_eq!(e.simulator_version.as_deref(), Some(xrdma_sim::VERSION));
-        assert_eq!((e.host_name, e.kernel, e.device), (None, None, None));
     }
 }
