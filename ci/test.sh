@@ -18,6 +18,9 @@ cargo fmt --all -- --check
 step "cargo clippy (all crates but the verbs backend, all targets, warnings are errors)"
 cargo clippy --workspace --exclude xrdma-verbs --all-targets -q -- -D warnings
 
+step "cargo doc (all crates but the verbs backend; a broken link or a stray HTML tag is an error)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --exclude xrdma-verbs --no-deps -q
+
 step "cargo test (all crates but the verbs backend)"
 cargo test --workspace --exclude xrdma-verbs -q
 

@@ -21,7 +21,7 @@ pub struct SweepArgs {
     /// (on/off), backend (sim/verbs), seed.
     #[arg(long = "axis", required = true)]
     pub axes: Vec<String>,
-    /// Output directory [default: results/<scenario name>-sweep].
+    /// Output directory [default: results/NAME-sweep, NAME the scenario's `name`].
     #[arg(short, long)]
     pub out: Option<PathBuf>,
     /// Points run at once [default: the cores available].
@@ -35,7 +35,7 @@ pub struct SweepArgs {
     #[arg(long, value_enum, conflicts_with_all = ["point", "collect"])]
     pub emit: Option<Emit>,
     /// Run only this point (its index from 0 in plan order, or its id) into
-    /// OUT/points/<id>/, as one task of a job; a finished point is not run again. Writes no
+    /// OUT/points/ID/, as one task of a job; a finished point is not run again. Writes no
     /// index.
     #[arg(long, value_name = "K|ID", conflicts_with = "collect")]
     pub point: Option<String>,

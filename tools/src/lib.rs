@@ -11,7 +11,7 @@
 //!   [`profile_file`]), the verbs-level suite on a device ([`conformance`]);
 //! - results read back: runs side by side ([`compare`]), an endpoint's live or recorded
 //!   statistics ([`stat`]), the simulated wire against a captured one ([`wire_compare`]);
-//! - the simulator's own benchmarks ([`bench`], [`window_bench`]);
+//! - the simulator's own benchmarks ([`mod@bench`], [`window_bench`]);
 //! - standard output that survives a closed pipe ([`output`], the [`out!`] and [`outln!`]
 //!   macros).
 //!
