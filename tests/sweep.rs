@@ -188,6 +188,25 @@ fn resume_skips_finished_points_and_redoes_broken_ones() {
 }
 
 #[test]
+fn a_point_whose_directory_another_run_wrote_into_runs_again() {
+    let dir = scratch("overwritten");
+    let out = dir.join("out");
+    let p = plan(&dir, &SMALL).unwrap();
+    let (first, _) = run(&p, &out, 2);
+    // Another run's result in point 0's directory (as `xrdma run --out` on it leaves it): a
+    // valid result, but of point 1's scenario, not point 0's.
+    let r0 = sweep::point_dir(&out, &p.points[0].id).join("result.json");
+    let r1 = sweep::point_dir(&out, &p.points[1].id).join("result.json");
+    std::fs::copy(&r1, &r0).unwrap();
+    let (again, ran) = run(&p, &out, 2);
+    assert_eq!(ran, 1, "point 0 runs again; point 1 is its own");
+    assert!(!again[0].resumed && again[1].resumed);
+    let senders = |o: &sweep::PointOutcome| o.result.as_ref().unwrap().workload.senders;
+    assert_eq!(senders(&again[0]), senders(&first[0]));
+    assert_ne!(senders(&again[0]), senders(&first[1]));
+}
+
+#[test]
 fn index_lists_points_with_figures_of_their_results() {
     let dir = scratch("index");
     let out = dir.join("out");

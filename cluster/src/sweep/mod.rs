@@ -184,6 +184,16 @@ pub struct PointFile {
     pub backend: String,
     /// [`point_hash`].
     pub hash: String,
+    /// [`result_digest`] of the `result.json` this point wrote: a result that is not the
+    /// point's own (another run written into the directory since) is not reused. `None` in a
+    /// `point.json` written before the digest was kept: such a point runs again.
+    #[serde(default)]
+    pub result_digest: Option<String>,
+}
+
+/// XXH3-128 (hex) of a `result.json`'s bytes, as [`PointFile::result_digest`] keeps it.
+pub fn result_digest(bytes: &[u8]) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes))
 }
 
 /// How a point ended.
@@ -229,7 +239,9 @@ pub fn point_dir(out: &Path, id: &str) -> PathBuf {
 }
 
 /// The result of a finished earlier run of `point` under `out`: `point.json` with the same hash
-/// and a `result.json` that reads back in full. `None` otherwise.
+/// and a `result.json` that is the one the point wrote (its [`result_digest`]) and reads back
+/// in full. `None` otherwise: a point whose directory another run has since written into
+/// (`xrdma run --out` on it) runs again rather than lending that run's figures to the point.
 pub fn finished(out: &Path, point: &Point) -> Option<RunResult> {
     let dir = point_dir(out, &point.id);
     let text = std::fs::read_to_string(dir.join("point.json")).ok()?;
@@ -237,7 +249,12 @@ pub fn finished(out: &Path, point: &Point) -> Option<RunResult> {
     if pf.hash != point.hash {
         return None;
     }
-    xrdma_reports::read_json(&dir.join("result.json")).ok()
+    let json = dir.join("result.json");
+    let bytes = std::fs::read(&json).ok()?;
+    if pf.result_digest.as_deref() != Some(result_digest(&bytes).as_str()) {
+        return None;
+    }
+    xrdma_reports::read_json(&json).ok()
 }
 
 fn status_of(r: &RunResult) -> PointStatus {
@@ -303,6 +320,9 @@ where
         ));
         xrdma_reports::write_run_dir(&partial, &result, false)
             .with_context(|| format!("writing {}", partial.display()))?;
+        let written = partial.join("result.json");
+        let bytes =
+            std::fs::read(&written).with_context(|| format!("reading {}", written.display()))?;
         let pf = PointFile {
             id: point.id.clone(),
             axes: plan
@@ -313,6 +333,7 @@ where
             values: point.values.clone(),
             backend: point.backend.name().into(),
             hash: point.hash.clone(),
+            result_digest: Some(result_digest(&bytes)),
         };
         let json = serde_json::to_string_pretty(&pf)? + "\n";
         write_atomic(&partial.join("point.json"), json.as_bytes())?;
