@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::ccdf::LatencyCcdf;
 use crate::chart::write_svg_png;
 use crate::error::ReportError;
 use crate::files::{write_atomic, write_json};
@@ -218,9 +219,21 @@ fn draw(
             .into(),
     );
     step(PLOT_STEMS[1]);
-    let svg = write_svg_png(&CompletionPerSender(r), stage, PLOT_STEMS[1])?;
+    let svg = write_svg_png(&LatencyCcdf(r), stage, PLOT_STEMS[1])?;
     emit(
         PLOT_STEMS[1],
+        svg,
+        "Completion time tail",
+        "1 − CDF of each message's completion time on log–log axes: the fraction of all \
+         messages slower than x. Each decade down is a nine: the dashed gridlines mark p99, \
+         p99.9 and p99.99 where the run has enough messages to show them, and T* is marked. \
+         Messages that did not finish hold the tail up at their fraction."
+            .into(),
+    );
+    step(PLOT_STEMS[2]);
+    let svg = write_svg_png(&CompletionPerSender(r), stage, PLOT_STEMS[2])?;
+    emit(
+        PLOT_STEMS[2],
         svg,
         "Completion per sender",
         "Each message's completion time from the start of the workload, by sender; crosses on \
@@ -229,10 +242,10 @@ fn draw(
     );
     if let Some(ts) = &r.timeseries {
         ts.check().map_err(ReportError::Plot)?;
-        step(PLOT_STEMS[2]);
-        let svg = write_svg_png(&QueuePlot(r, ts), stage, PLOT_STEMS[2])?;
+        step(PLOT_STEMS[3]);
+        let svg = write_svg_png(&QueuePlot(r, ts), stage, PLOT_STEMS[3])?;
         emit(
-            PLOT_STEMS[2],
+            PLOT_STEMS[3],
             svg,
             "Bottleneck queue",
             format!(
@@ -241,8 +254,8 @@ fn draw(
                 ts.bottleneck
             ),
         );
-        step(PLOT_STEMS[3]);
-        let svg = write_svg_png(&ThroughputPlot(r, ts), stage, PLOT_STEMS[3])?;
+        step(PLOT_STEMS[4]);
+        let svg = write_svg_png(&ThroughputPlot(r, ts), stage, PLOT_STEMS[4])?;
         let per_sender = if ts.senders.len() <= MAX_SENDER_LINES {
             "one line per sender".to_string()
         } else {
@@ -253,7 +266,7 @@ fn draw(
             )
         };
         emit(
-            PLOT_STEMS[3],
+            PLOT_STEMS[4],
             svg,
             "Throughput",
             format!(
@@ -261,10 +274,10 @@ fn draw(
                  senders together (top) and per sender (bottom: {per_sender})."
             ),
         );
-        step(PLOT_STEMS[4]);
-        let svg = write_svg_png(&CongestionPlot(r, ts), stage, PLOT_STEMS[4])?;
+        step(PLOT_STEMS[5]);
+        let svg = write_svg_png(&CongestionPlot(r, ts), stage, PLOT_STEMS[5])?;
         emit(
-            PLOT_STEMS[4],
+            PLOT_STEMS[5],
             svg,
             "Congestion signals",
             "Cumulative ECN-marked packets, CNPs and PFC XOFF frames (top), and the host NICs \
@@ -273,10 +286,10 @@ fn draw(
         );
     }
     if let Some(st) = &stages {
-        step(PLOT_STEMS[5]);
-        let svg = write_svg_png(&crate::stageplot::StagePlot(r, st), stage, PLOT_STEMS[5])?;
+        step(PLOT_STEMS[6]);
+        let svg = write_svg_png(&crate::stageplot::StagePlot(r, st), stage, PLOT_STEMS[6])?;
         emit(
-            PLOT_STEMS[5],
+            PLOT_STEMS[6],
             svg,
             "Where the time went",
             "The message at each nearest-rank completion percentile, its bar split into the \

@@ -15,6 +15,7 @@
 //! # let _ = files; Ok(()) }
 //! ```
 
+pub mod ccdf;
 pub mod chart;
 mod environment;
 mod error;

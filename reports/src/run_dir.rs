@@ -417,11 +417,12 @@ pub fn interrupted() -> Vec<String> {
 }
 
 /// File stems of the plots, each written as `STEM.svg` and `STEM.png`: the completion-time
-/// CDF, the per-sender completion times, and (with a time series) the bottleneck queue,
+/// CDF and its tail (1 − CDF, log–log), the per-sender completion times, and (with a time series) the bottleneck queue,
 /// throughput and congestion signals over time, and (for a traced run) the stages of the
 /// message at each completion percentile.
-pub const PLOT_STEMS: [&str; 6] = [
+pub const PLOT_STEMS: [&str; 7] = [
     "latency-cdf",
+    "latency-ccdf",
     "completion",
     "queue",
     "throughput",
@@ -429,15 +430,15 @@ pub const PLOT_STEMS: [&str; 6] = [
     "stages",
 ];
 
-/// The plot stems `r` has, in [`PLOT_STEMS`] order: the CDF and the per-sender completions
+/// The plot stems `r` has, in [`PLOT_STEMS`] order: the CDF, its tail and the per-sender completions
 /// always, the time-series plots when it has a time series, the stages when it was traced.
 pub(crate) fn plot_stems_of(r: &RunResult) -> Vec<&'static str> {
-    let mut v = PLOT_STEMS[..2].to_vec();
+    let mut v = PLOT_STEMS[..3].to_vec();
     if r.timeseries.is_some() {
-        v.extend_from_slice(&PLOT_STEMS[2..5]);
+        v.extend_from_slice(&PLOT_STEMS[3..6]);
     }
     if crate::stages::summarize(r).is_some() {
-        v.push(PLOT_STEMS[5]);
+        v.push(PLOT_STEMS[6]);
     }
     v
 }

@@ -73,11 +73,41 @@ fn cdf_marks_nearest_rank_percentiles_and_unfinished_messages() {
 }
 
 #[test]
+fn ccdf_levels_off_at_the_unfinished_and_draws_no_gridline_below_one_message() {
+    let d = tmp_dir("ccdf");
+    write_report(&d, &result(None), false, false).unwrap();
+    let svg = String::from_utf8(read(&d.join("latency-ccdf.svg"))).unwrap();
+    assert!(svg.contains("4 of 5 delivered, 1 did not finish"), "{svg}");
+    assert!(svg.contains("1 unfinished: the tail levels off at 0.200"));
+    assert!(svg.contains("T* = 32.000 µs"));
+    // Five messages resolve the tail to 1/5: p99 (1 in 100) is not shown.
+    assert!(!svg.contains("p99 ="));
+}
+
+#[test]
+fn ccdf_marks_each_nine_the_run_can_resolve() {
+    // 1000 messages, latencies 1..=1000 µs: p99 and p99.9 are resolved, p99.99 is not.
+    let mut r = result(None);
+    r.messages = (1..=1000u64)
+        .map(|i| msg((i % 4) as u32 + 1, (i / 4) as u32, 0, Some(i * US)))
+        .collect();
+    r.unfinished.clear();
+    let d = tmp_dir("ccdf-nines");
+    write_report(&d, &r, false, false).unwrap();
+    let svg = String::from_utf8(read(&d.join("latency-ccdf.svg"))).unwrap();
+    // Nearest rank: p99 → rank 990, p99.9 → rank 999.
+    assert!(svg.contains("p99 = 990.000 µs"), "{svg}");
+    assert!(svg.contains("p99.9 = 999.000 µs"));
+    assert!(!svg.contains("p99.99 ="));
+    assert!(svg.contains("1000 messages"));
+}
+
+#[test]
 fn time_series_plots_need_a_time_series() {
     let d = tmp_dir("nots");
     let files = write_report(&d, &result(None), false, false).unwrap();
-    // The CDF, the per-sender completions and the stages, each as SVG and PNG.
-    assert_eq!(files.plots.len(), 6);
+    // The CDF, its tail, the per-sender completions and the stages, each as SVG and PNG.
+    assert_eq!(files.plots.len(), 8);
     assert!(!d.join("queue.svg").exists());
     assert!(d.join("stages.svg").exists());
     let html = std::fs::read_to_string(&files.report_html).unwrap();
@@ -96,7 +126,8 @@ fn the_stage_plot_needs_stages_and_goes_with_them() {
     let mut r = result(None);
     r.messages.iter_mut().for_each(|m| m.stages = None);
     let files = write_report(&d, &r, false, false).unwrap();
-    assert_eq!(files.plots.len(), 4);
+    // The CDF, its tail and the per-sender completions, each as SVG and PNG.
+    assert_eq!(files.plots.len(), 6);
     assert!(
         !d.join("stages.svg").exists(),
         "a stale stage plot is removed"
@@ -167,7 +198,7 @@ fn version_1_results_still_read() {
     assert_eq!(back.messages, r.messages);
     // And its report draws without the time-series plots.
     let files = write_report(&d, &back, false, false).unwrap();
-    assert_eq!(files.plots.len(), 4);
+    assert_eq!(files.plots.len(), 6);
 }
 
 #[test]
