@@ -11,6 +11,8 @@ pub const MAX_FLOW_SCALING_RANGE: xrdma::Span = xrdma::Span::from_ms(1000);
 
 /// The smallest fragment size accepted: 1 KiB, the smallest common RoCE MTU.
 pub const MIN_FRAGMENT_SIZE: u64 = 1 << 10;
+/// The largest fragment size accepted: 1 GiB, the core's own bound ([`Config::validate`]).
+pub const MAX_FRAGMENT_SIZE: u64 = 1 << 30;
 
 /// Checks the settings: the core's ranges ([`Config::validate`]) and the scenario's own
 /// limits (fragments of at least 1 KiB and at most `max-window`, a flow scaling range of at
@@ -21,6 +23,16 @@ pub(crate) fn check_xrdma(c: Config) -> Result<Config, FieldError> {
             "fragment-size",
             format!(
                 "{} bytes is below the minimum of 1 KiB ({MIN_FRAGMENT_SIZE} bytes)",
+                c.fragment_size
+            ),
+        ));
+    }
+    // Said here in the scenario's own range: the core's check would name 1 B as its floor.
+    if c.fragment_size > MAX_FRAGMENT_SIZE {
+        return Err(field_error(
+            "fragment-size",
+            format!(
+                "{} bytes is above the maximum of 1 GiB ({MAX_FRAGMENT_SIZE} bytes)",
                 c.fragment_size
             ),
         ));

@@ -432,6 +432,12 @@ fn semantic_checks_are_located_at_their_key() {
         "scenarios/x.yaml:5:3: xrdma.fragment-size: 512 bytes is below the minimum of 1 KiB \
          (1024 bytes)"
     );
+    // Above the range, the scenario's range is named too, not the core's 1 B floor.
+    assert_eq!(
+        err(&with("xrdma:\n  fragment-size: 4GiB\n")),
+        "scenarios/x.yaml:5:3: xrdma.fragment-size: 4294967296 bytes is above the maximum of \
+         1 GiB (1073741824 bytes)"
+    );
     assert_eq!(
         err(&with("sim:\n  ecn: { kmin: 2MB, kmax: 1MB, pmax: 0.2 }\n")),
         "scenarios/x.yaml:5:10: sim.ecn.kmin: Kmin (2097152 bytes) is above Kmax (1048576 \
