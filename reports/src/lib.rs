@@ -19,6 +19,7 @@ pub mod ccdf;
 pub mod chart;
 mod environment;
 mod error;
+mod figures;
 mod files;
 pub mod html;
 mod io;
@@ -42,6 +43,7 @@ pub mod windowed;
 
 pub use environment::{DeviceInfo, DeviceKey, Environment, RankPlace};
 pub use error::ReportError;
+pub use figures::{Figures, LatencySummary};
 pub use files::{commit_temp, read_json, temp_sibling, write_atomic, write_json};
 pub use io::{
     messages_csv, stage_run, write_report, write_report_with, write_run_dir, write_run_dir_with,
@@ -57,7 +59,5 @@ pub use schema::{
     WorkloadInfo, SCHEMA_VERSION,
 };
 pub use series::{SenderBytes, TimeSeries};
-pub use summary::{
-    completion_span_ps, format_bytes, format_us, goodput_bps, summary_table, LatencySummary,
-};
+pub use summary::{completion_span_ps, format_bytes, format_us, goodput_bps, summary_table};
 pub use transport_info::{CongestionSignal, RcAttributes, TransportInfo, WindowTally};

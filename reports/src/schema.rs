@@ -26,7 +26,8 @@ use crate::series::TimeSeries;
 /// it and a file without it (of any version) reads with it absent, so it needs no new
 /// version; so were, by the same reasoning, each rank's `device` and `device-counters` in
 /// `environment.ranks` (a run across processes then sums its distinct devices' counters at
-/// the top level, where an older one had the receiver rank's alone).
+/// the top level, where an older one had the receiver rank's alone), and the optional
+/// `figures` ([`crate::Figures`], derived from the messages).
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// One complete run: what was run, what happened to every message, network counters, the
@@ -65,6 +66,11 @@ pub struct RunResult {
     /// record order; they have no latency. Absent from the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unfinished: Vec<UnfinishedMessage>,
+    /// The run's headline figures ([`crate::Figures`]: completion-time percentiles to p99.99,
+    /// goodput, fairness), derived from `messages` when the result is made; absent in results
+    /// written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figures: Option<crate::Figures>,
     /// Wall-clock measurements: the only non-deterministic fields of the record.
     pub wall_clock: WallClock,
     /// The text of the scenario file that produced the run, when known (schema version 2).

@@ -2,43 +2,12 @@
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
-
+use crate::figures::{Figures, LatencySummary};
 use crate::kinds::WorkloadKind;
 use crate::metrics::{goodput_fairness, SlowdownSummary};
 use crate::percentile::nearest_rank;
 use crate::schema::{MessageRecord, RunResult};
-
-/// Summary statistics of message completion times (latency from the intended send time,
-/// see [`MessageRecord::latency_ps`]), all in picoseconds.
-///
-/// Percentiles use the nearest-rank method ([`nearest_rank`]) over the *delivered* messages;
-/// undelivered messages have no latency and are counted in `undelivered` instead. Every
-/// statistic is `None` when nothing was delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct LatencySummary {
-    /// Number of message records.
-    pub count: u64,
-    /// Messages with a completion time.
-    pub delivered: u64,
-    /// Messages without a completion time (`count - delivered`).
-    pub undelivered: u64,
-    /// Smallest latency, ps.
-    pub min_ps: Option<u64>,
-    /// Median (nearest-rank p50), ps.
-    pub p50_ps: Option<u64>,
-    /// Nearest-rank p90, ps.
-    pub p90_ps: Option<u64>,
-    /// Nearest-rank p99, ps.
-    pub p99_ps: Option<u64>,
-    /// Nearest-rank p99.9, ps.
-    pub p999_ps: Option<u64>,
-    /// Largest latency, ps.
-    pub max_ps: Option<u64>,
-    /// Arithmetic mean latency, ps (summed exactly in `u128`, divided in `f64`).
-    pub mean_ps: Option<f64>,
-}
+use crate::windowed::{windowed_sharing, SKIP_PS, WINDOW_PS};
 
 impl LatencySummary {
     /// Summarizes `records`. Pure: the order of `records` does not matter.
@@ -61,6 +30,7 @@ impl LatencySummary {
             p90_ps: nearest_rank(&lat, 90.0),
             p99_ps: nearest_rank(&lat, 99.0),
             p999_ps: nearest_rank(&lat, 99.9),
+            p9999_ps: nearest_rank(&lat, 99.99),
             max_ps: lat.last().copied(),
             mean_ps,
         }
@@ -469,4 +439,21 @@ fn fault_line(n: &crate::schema::NetworkCounters) -> Option<String> {
         show(n.icrc_drops),
         show(n.ack_timeouts)
     ))
+}
+
+impl Figures {
+    /// The figures of a `kind` workload's `messages`. Pure: the order of `messages` does not
+    /// matter.
+    pub fn of(kind: WorkloadKind, messages: &[MessageRecord]) -> Self {
+        let worst_window_fairness = (kind == WorkloadKind::Incast)
+            .then(|| windowed_sharing(messages, SKIP_PS, WINDOW_PS))
+            .flatten()
+            .map(|w| w.worst_jain);
+        Figures {
+            latency: LatencySummary::from_records(messages),
+            goodput_bps: goodput_bps(messages),
+            fairness: goodput_fairness(messages),
+            worst_window_fairness,
+        }
+    }
 }

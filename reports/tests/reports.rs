@@ -84,6 +84,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
         endpoints: None,
         environment: None,
         unfinished: Vec::new(),
+        figures: None,
         wall_clock: WallClock {
             wall_seconds: 0.25,
             events_per_second: 493_824.0,
@@ -738,4 +739,33 @@ fn the_summary_says_when_the_device_figures_are_summed_over_several_devices() {
         ),
         "{t}"
     );
+}
+
+#[test]
+fn the_headline_figures_are_the_summary_tables() {
+    // Latencies 10, 20, 30, 40 µs and one unfinished.
+    let r = result(
+        vec![
+            msg(1, 0, 1000, 0, Some(10 * US)),
+            msg(2, 0, 1000, 0, Some(20 * US)),
+            msg(3, 0, 1000, 0, Some(30 * US)),
+            msg(4, 0, 1000, 0, Some(40 * US)),
+            msg(4, 1, 1000, 0, None),
+        ],
+        None,
+    );
+    let f = Figures::of(r.workload.kind, &r.messages);
+    assert_eq!(f.latency.count, 5);
+    assert_eq!(f.latency.undelivered, 1);
+    assert_eq!(f.latency.p50_ps, Some(20 * US));
+    // Below 10 000 messages p99.99 is the largest latency.
+    assert_eq!(f.latency.p9999_ps, f.latency.max_ps);
+    assert_eq!(f.latency.max_ps, Some(40 * US));
+    assert_eq!(f.goodput_bps, goodput_bps(&r.messages));
+    // As the table prints them.
+    let table = summary_table(&r);
+    assert!(table.contains("p99.9           40.000 µs"), "{table}");
+    // A JSON round trip keeps every figure, `null` where there is none.
+    let back: Figures = serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
+    assert_eq!(back, f);
 }

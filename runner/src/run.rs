@@ -316,6 +316,7 @@ fn finish<F: Fabric + FabricReport>(
     let sim = fabric.sim_info();
     let events = sim.as_ref().map_or(0, |s| s.events);
     let unfinished = rep::metrics::unfinished(&t.messages);
+    let figures = rep::Figures::of(workload.kind, &t.messages);
     rep::RunResult {
         schema_version: rep::SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -334,6 +335,7 @@ fn finish<F: Fabric + FabricReport>(
         sim,
         errors: t.errors,
         unfinished,
+        figures: Some(figures),
         scenario_yaml: None,
         timeseries: fabric.timeseries(),
         transport: fabric.transport_info(),

@@ -106,6 +106,7 @@ pub fn result(ts: Option<TimeSeries>) -> RunResult {
         sim: None,
         errors: Vec::new(),
         unfinished: Vec::new(),
+        figures: None,
         wall_clock: WallClock {
             wall_seconds: 0.5,
             events_per_second: 10.0,
