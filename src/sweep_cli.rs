@@ -125,8 +125,12 @@ fn write_index(plan: &Plan, dir: RunDir, outcomes: &[PointOutcome]) -> Result<Ve
     let files = sweep::report::stage_reports(&dir, plan, &index, &command.join(" "))
         .with_context(|| dir.unchanged_note())?;
     dir.commit()?;
+    for l in &files.seed_lines {
+        outln!("across seeds: {l}");
+    }
     for f in [&files.index_json, &files.index_csv]
         .into_iter()
+        .chain(&files.seeds_csv)
         .chain(&files.plots)
         .chain([&files.html])
     {

@@ -207,6 +207,39 @@ fn a_point_whose_directory_another_run_wrote_into_runs_again() {
 }
 
 #[test]
+fn a_seed_axis_gives_each_figure_its_mean_and_interval_across_seeds() {
+    let dir = scratch("seeds");
+    let out = dir.join("out");
+    let p = plan(&dir, &["fan-in=2", "seed=1,2,3"]).unwrap();
+    let (outcomes, _) = run(&p, &out, 2);
+    let ix = report::index(&p, &outcomes);
+    let groups = sweep::seeds::seed_groups(&ix).expect("a seed axis of three values");
+    assert_eq!(groups.len(), 1);
+    assert_eq!((groups[0].ok, groups[0].not_ok), (3, 0));
+    // The p99 estimate is the mean of the three seeds' p99, with Student's t(0.975, 2).
+    let p99: Vec<f64> = outcomes
+        .iter()
+        .map(|o| {
+            report::Headline::of(o.result.as_ref().unwrap())
+                .p99_ps
+                .unwrap() as f64
+                / 1e6
+        })
+        .collect();
+    let e = groups[0].figures[1].expect("a p99 estimate");
+    assert_eq!(e.n, 3);
+    assert!((e.mean - p99.iter().sum::<f64>() / 3.0).abs() < 1e-9);
+    let want = xrdma_reports::spread::Estimate::of(&p99).unwrap();
+    assert_eq!(e, want);
+    let csv = sweep::seeds::seeds_csv(&ix, &groups);
+    assert!(csv.starts_with("fan-in,seeds_ok,seeds_not_ok,p50_us_mean,p50_us_ci95,"));
+    assert_eq!(csv.lines().count(), 2);
+    // A sweep without a seed axis has no seed groups.
+    let one = plan(&dir, &["fan-in=2"]).unwrap();
+    assert!(sweep::seeds::seed_groups(&report::index(&one, &outcomes[..1])).is_none());
+}
+
+#[test]
 fn index_lists_points_with_figures_of_their_results() {
     let dir = scratch("index");
     let out = dir.join("out");

@@ -32,6 +32,7 @@ pub mod run_dir;
 pub mod scatter;
 mod schema;
 mod series;
+pub mod spread;
 pub mod stageplot;
 pub mod stages;
 mod summary;

@@ -26,8 +26,10 @@
 //! and a collection of the finished points into the same index, table, plots and page.
 
 pub mod axis;
+pub mod index;
 pub mod jobs;
 pub mod report;
+pub mod seeds;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

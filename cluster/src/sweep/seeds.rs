@@ -1,0 +1,159 @@
+//! A sweep over seeds, summarized: the points that differ only in their `seed` value form a
+//! group, and each headline figure of a group is given as its mean over the seeds with the
+//! 95 % confidence interval of that mean ([`Estimate`], Student's t). Written as
+//! `seeds.csv`; a sweep without a `seed` axis of two or more values has none.
+
+use super::index::{Headline, SweepIndex};
+use super::PointStatus;
+use xrdma_reports::spread::Estimate;
+
+/// The figures estimated across seeds: name (as in `seeds.csv`, unit in the name) and how
+/// to read it from a point's headline.
+#[allow(clippy::type_complexity)]
+const FIGURES: [(&str, fn(&Headline) -> Option<f64>); 5] = [
+    ("p50_us", |h| h.p50_ps.map(|v| v as f64 / 1e6)),
+    ("p99_us", |h| h.p99_ps.map(|v| v as f64 / 1e6)),
+    ("p99.9_us", |h| h.p999_ps.map(|v| v as f64 / 1e6)),
+    ("max_us", |h| h.max_ps.map(|v| v as f64 / 1e6)),
+    ("goodput_gbps", |h| h.goodput_bps.map(|v| v / 1e9)),
+];
+
+/// The points that differ only in their seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeedGroup {
+    /// The values of the other axes, in axis order (the seed axis left out).
+    pub values: Vec<String>,
+    /// Points in the group that ran and passed (the samples).
+    pub ok: usize,
+    /// Points in the group that failed or did not run (left out of the estimates).
+    pub not_ok: usize,
+    /// Each of [`FIGURES`]' estimate over the passing points, in that order.
+    pub figures: Vec<Option<Estimate>>,
+}
+
+/// The seed groups of `ix`, in the order their first point appears; `None` without a `seed`
+/// axis of at least two values.
+pub fn seed_groups(ix: &SweepIndex) -> Option<Vec<SeedGroup>> {
+    let k = ix
+        .axes
+        .iter()
+        .position(|a| a.name == "seed" && a.values.len() >= 2)?;
+    let mut keys: Vec<Vec<String>> = Vec::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for (i, p) in ix.points.iter().enumerate() {
+        let mut key = p.values.clone();
+        key.remove(k);
+        match keys.iter().position(|q| *q == key) {
+            Some(g) => members[g].push(i),
+            None => {
+                keys.push(key);
+                members.push(vec![i]);
+            }
+        }
+    }
+    Some(
+        keys.into_iter()
+            .zip(members)
+            .map(|(values, m)| {
+                let ok: Vec<&Headline> = m
+                    .iter()
+                    .map(|&i| &ix.points[i])
+                    .filter(|p| p.status == PointStatus::Ok)
+                    .filter_map(|p| p.headline.as_ref())
+                    .collect();
+                let figures = FIGURES
+                    .iter()
+                    .map(|(_, read)| {
+                        let xs: Vec<f64> = ok.iter().filter_map(|h| read(h)).collect();
+                        Estimate::of(&xs)
+                    })
+                    .collect();
+                SeedGroup {
+                    values,
+                    ok: ok.len(),
+                    not_ok: m.len() - ok.len(),
+                    figures,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// `seeds.csv`: a header (the other axes, `seeds_ok`, `seeds_not_ok`, then for each figure
+/// `NAME_mean` and `NAME_ci95`, the interval's half-width), one row a group; an empty field
+/// where a figure has no estimate or one sample.
+pub fn seeds_csv(ix: &SweepIndex, groups: &[SeedGroup]) -> String {
+    let mut head: Vec<String> = ix
+        .axes
+        .iter()
+        .filter(|a| a.name != "seed")
+        .map(|a| a.name.clone())
+        .collect();
+    head.extend(["seeds_ok".into(), "seeds_not_ok".into()]);
+    for (name, _) in FIGURES {
+        head.push(format!("{name}_mean"));
+        head.push(format!("{name}_ci95"));
+    }
+    let mut out = head.join(",") + "\n";
+    for g in groups {
+        let mut row = g.values.clone();
+        row.push(g.ok.to_string());
+        row.push(g.not_ok.to_string());
+        for e in &g.figures {
+            row.push(e.map_or(String::new(), |e| format!("{:.6}", e.mean)));
+            row.push(
+                e.and_then(|e| e.half_width)
+                    .map_or(String::new(), |h| format!("{h:.6}")),
+            );
+        }
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// One line a group for the terminal: its other axes' values (`fan-in 4`), p99 and goodput as
+/// mean ± half-width.
+pub fn seed_lines(ix: &SweepIndex, groups: &[SeedGroup]) -> Vec<String> {
+    let names: Vec<&str> = ix
+        .axes
+        .iter()
+        .filter(|a| a.name != "seed")
+        .map(|a| a.name.as_str())
+        .collect();
+    let fmt = |e: &Option<Estimate>, unit: &str| match e {
+        Some(Estimate {
+            mean,
+            half_width: Some(h),
+            ..
+        }) => format!("{mean:.3} ± {h:.3} {unit}"),
+        Some(e) => format!("{:.3} {unit}", e.mean),
+        None => "-".into(),
+    };
+    groups
+        .iter()
+        .map(|g| {
+            let at = if g.values.is_empty() {
+                String::new()
+            } else {
+                let at: Vec<String> = names
+                    .iter()
+                    .zip(&g.values)
+                    .map(|(n, v)| format!("{n} {v}"))
+                    .collect();
+                format!("{}: ", at.join(", "))
+            };
+            format!(
+                "{at}p99 {}, goodput {} over {} seed(s){} (95 % CI, Student's t)",
+                fmt(&g.figures[1], "µs"),
+                fmt(&g.figures[4], "Gb/s"),
+                g.ok,
+                if g.not_ok > 0 {
+                    format!(", {} not ok left out", g.not_ok)
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect()
+}
