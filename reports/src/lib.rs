@@ -31,6 +31,7 @@ pub mod plot;
 pub mod run_dir;
 pub mod scatter;
 mod schema;
+mod sender_bins;
 mod series;
 pub mod spread;
 pub mod stageplot;

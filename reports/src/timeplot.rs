@@ -146,10 +146,11 @@ impl Figure for QueuePlot<'_> {
 ///
 /// Top panel: all senders together, with the bottleneck link rate B when the result has T*
 /// (B counts wire bytes, headers included, so the payload rate stays below it). Bottom panel:
-/// per sender; with at most [`MAX_SENDER_LINES`] senders one line each, otherwise the median
-/// across senders (per interval, nearest rank) with the band from the slowest to the fastest
-/// sender and the mean (the aggregate over N, dashed), so 256 senders stay readable and an
-/// unfair or starved sender shows as a wide band.
+/// per sender, in bins of several intervals where the senders take turns (`sender_bins`:
+/// a sender sending its fair share delivers in every bin); with at most [`MAX_SENDER_LINES`]
+/// senders one line each, otherwise the median across senders (per bin, nearest rank) with
+/// the band from the slowest to the fastest sender and the mean (the aggregate over N,
+/// dashed), so 256 senders stay readable and an unfair or starved sender shows as a wide band.
 pub struct ThroughputPlot<'a>(pub &'a RunResult, pub &'a TimeSeries);
 
 impl Figure for ThroughputPlot<'_> {
@@ -229,20 +230,37 @@ fn draw_per_sender_throughput<DB: DrawingBackend>(
     let x1 = x_max(ts, u);
     let xd = tick_decimals(x1);
     let x_fmt = move |v: &f64| format!("{v:.xd$}");
-    let n = ts.time_ps.len();
+    // Bins long enough that a sender getting its fair share delivers in each one.
+    let k = crate::sender_bins::bin_factor(ts);
+    let bins = crate::sender_bins::bins(ts, k);
+    let bin_steps = |values: &mut dyn Iterator<Item = f64>| -> Vec<(f64, f64)> {
+        let mut pts = Vec::with_capacity(2 * bins.len());
+        for (b, v) in bins.iter().zip(values) {
+            pts.push((u.of(b.start_ps), v));
+            pts.push((u.of(b.end_ps), v));
+        }
+        pts
+    };
     let y_max = nice_upper(
-        ts.senders
-            .iter()
-            .flat_map(|s| s.bytes.iter())
-            .map(|&b| ts.gbps(b))
+        bins.iter()
+            .flat_map(|b| b.bytes.iter().map(|&x| b.gbps(x)))
             .fold(0.0, f64::max),
     );
     let few = ts.senders.len() <= MAX_SENDER_LINES;
+    // Why the bins are long is in the module docs of `sender_bins` and docs/results.md.
+    let binning = if k > 1 {
+        format!(
+            " (bins of {} µs = {k} samples)",
+            (k as u64 * ts.interval_ps) as f64 / 1e6
+        )
+    } else {
+        String::new()
+    };
     let caption = if few {
-        "Delivered payload per sender".to_string()
+        format!("Delivered payload per sender{binning}")
     } else {
         format!(
-            "Delivered payload per sender: median and min–max band over {} senders",
+            "Payload per sender{binning}: median and min–max over {} senders",
             ts.senders.len()
         )
     };
@@ -273,9 +291,9 @@ fn draw_per_sender_throughput<DB: DrawingBackend>(
         return Ok(());
     }
     if few {
-        for (k, s) in ts.senders.iter().enumerate() {
-            let color = TAB10[k % TAB10.len()];
-            let pts = steps(ts, u, s.bytes.iter().map(|&b| ts.gbps(b)));
+        for (j, s) in ts.senders.iter().enumerate() {
+            let color = TAB10[j % TAB10.len()];
+            let pts = bin_steps(&mut bins.iter().map(|b| b.gbps(b.bytes[j])));
             chart
                 .draw_series(LineSeries::new(pts, color.stroke_width(2)))
                 .map_err(plot_err)?
@@ -284,21 +302,21 @@ fn draw_per_sender_throughput<DB: DrawingBackend>(
         }
         return draw_legend(&mut chart, SeriesLabelPosition::UpperRight);
     }
-    // Per interval: min, nearest-rank median, max across senders.
-    let mut lo = Vec::with_capacity(n);
-    let mut med = Vec::with_capacity(n);
-    let mut hi = Vec::with_capacity(n);
+    // Per bin: min, nearest-rank median, max across senders.
+    let mut lo = Vec::with_capacity(bins.len());
+    let mut med = Vec::with_capacity(bins.len());
+    let mut hi = Vec::with_capacity(bins.len());
     let mut col: Vec<u64> = Vec::with_capacity(ts.senders.len());
-    for i in 0..n {
+    for b in &bins {
         col.clear();
-        col.extend(ts.senders.iter().map(|s| s.bytes[i]));
+        col.extend_from_slice(&b.bytes);
         col.sort_unstable();
-        lo.push(ts.gbps(col[0]));
-        med.push(ts.gbps(crate::percentile::nearest_rank(&col, 50.0).unwrap_or(0)));
-        hi.push(ts.gbps(col[col.len() - 1]));
+        lo.push(b.gbps(col[0]));
+        med.push(b.gbps(crate::percentile::nearest_rank(&col, 50.0).unwrap_or(0)));
+        hi.push(b.gbps(col[col.len() - 1]));
     }
-    let upper = steps(ts, u, hi.iter().copied());
-    let mut lower = steps(ts, u, lo.iter().copied());
+    let upper = bin_steps(&mut hi.iter().copied());
+    let mut lower = bin_steps(&mut lo.iter().copied());
     lower.reverse();
     let band: Vec<(f64, f64)> = upper.iter().copied().chain(lower).collect();
     let band_color = TAB10[0].mix(0.25);
@@ -309,7 +327,7 @@ fn draw_per_sender_throughput<DB: DrawingBackend>(
         .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 22, y + 6)], band_color.filled()));
     chart
         .draw_series(LineSeries::new(
-            steps(ts, u, med.iter().copied()),
+            bin_steps(&mut med.iter().copied()),
             TAB10[0].stroke_width(2),
         ))
         .map_err(plot_err)?
@@ -317,13 +335,10 @@ fn draw_per_sender_throughput<DB: DrawingBackend>(
         .legend(line_legend(TAB10[0], 2));
     // The mean sender is the aggregate over N: the fair share of what was delivered.
     let senders = ts.senders.len() as f64;
-    let mean = (0..n).map(|i| {
-        let total: u64 = ts.senders.iter().map(|s| s.bytes[i]).sum();
-        ts.gbps(total) / senders
-    });
+    let mut mean = bins.iter().map(|b| b.gbps(b.bytes.iter().sum()) / senders);
     chart
         .draw_series(DashedLineSeries::new(
-            steps(ts, u, mean),
+            bin_steps(&mut mean),
             6,
             3,
             TAB10[1].stroke_width(2),

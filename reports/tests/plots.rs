@@ -140,7 +140,7 @@ fn throughput_of_many_senders_is_a_band() {
     let d = tmp_dir("band");
     write_report(&d, &result(Some(series(256, 20))), false, false).unwrap();
     let svg = String::from_utf8(read(&d.join("throughput.svg"))).unwrap();
-    assert!(svg.contains("median and min–max band over 256 senders"));
+    assert!(svg.contains("median and min–max over 256 senders"));
     assert!(svg.contains("slowest to fastest sender"));
     // 4 senders: one line each.
     write_report(&d, &result(Some(series(4, 20))), false, false).unwrap();
