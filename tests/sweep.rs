@@ -215,7 +215,16 @@ fn a_seed_axis_gives_each_figure_its_mean_and_interval_across_seeds() {
     let ix = report::index(&p, &outcomes);
     let groups = sweep::seeds::seed_groups(&ix).expect("a seed axis of three values");
     assert_eq!(groups.len(), 1);
-    assert_eq!((groups[0].ok, groups[0].not_ok), (3, 0));
+    assert_eq!(
+        (groups[0].ok, groups[0].not_ok, groups[0].missing),
+        (3, 0, 0)
+    );
+    // A point not finished at collection is missing, not failed.
+    let mut partial = ix.clone();
+    partial.points[2].status = PointStatus::Missing;
+    partial.points[2].headline = None;
+    let g = &sweep::seeds::seed_groups(&partial).unwrap()[0];
+    assert_eq!((g.ok, g.not_ok, g.missing), (2, 0, 1));
     // The p99 estimate is the mean of the three seeds' p99, with Student's t(0.975, 2).
     let p99: Vec<f64> = outcomes
         .iter()
@@ -232,7 +241,7 @@ fn a_seed_axis_gives_each_figure_its_mean_and_interval_across_seeds() {
     let want = xrdma_reports::spread::Estimate::of(&p99).unwrap();
     assert_eq!(e, want);
     let csv = sweep::seeds::seeds_csv(&ix, &groups);
-    assert!(csv.starts_with("fan-in,seeds_ok,seeds_not_ok,p50_us_mean,p50_us_ci95,"));
+    assert!(csv.starts_with("fan-in,seeds_ok,seeds_not_ok,seeds_missing,p50_us_mean,p50_us_ci95,"));
     assert_eq!(csv.lines().count(), 2);
     // A sweep without a seed axis has no seed groups.
     let one = plan(&dir, &["fan-in=2"]).unwrap();

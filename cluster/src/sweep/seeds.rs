@@ -25,8 +25,10 @@ pub struct SeedGroup {
     pub values: Vec<String>,
     /// Points in the group that ran and passed (the samples).
     pub ok: usize,
-    /// Points in the group that failed or did not run (left out of the estimates).
+    /// Points in the group that failed or produced no result (left out of the estimates).
     pub not_ok: usize,
+    /// Points in the group not finished when the sweep was collected (left out too).
+    pub missing: usize,
     /// The estimate of each figure over the passing points: p50, p99, p99.9, max (µs) and
     /// goodput (Gb/s), in `seeds.csv`'s order.
     pub figures: Vec<Option<Estimate>>,
@@ -69,10 +71,15 @@ pub fn seed_groups(ix: &SweepIndex) -> Option<Vec<SeedGroup>> {
                         Estimate::of(&xs)
                     })
                     .collect();
+                let missing = m
+                    .iter()
+                    .filter(|&&i| ix.points[i].status == PointStatus::Missing)
+                    .count();
                 SeedGroup {
                     values,
                     ok: ok.len(),
-                    not_ok: m.len() - ok.len(),
+                    not_ok: m.len() - ok.len() - missing,
+                    missing,
                     figures,
                 }
             })
@@ -80,7 +87,8 @@ pub fn seed_groups(ix: &SweepIndex) -> Option<Vec<SeedGroup>> {
     )
 }
 
-/// `seeds.csv`: a header (the other axes, `seeds_ok`, `seeds_not_ok`, then for each figure
+/// `seeds.csv`: a header (the other axes, `seeds_ok`, `seeds_not_ok`, `seeds_missing`, then
+/// for each figure
 /// `NAME_mean` and `NAME_ci95`, the interval's half-width), one row a group; an empty field
 /// where a figure has no estimate or one sample.
 pub fn seeds_csv(ix: &SweepIndex, groups: &[SeedGroup]) -> String {
@@ -90,7 +98,11 @@ pub fn seeds_csv(ix: &SweepIndex, groups: &[SeedGroup]) -> String {
         .filter(|a| a.name != "seed")
         .map(|a| a.name.clone())
         .collect();
-    head.extend(["seeds_ok".into(), "seeds_not_ok".into()]);
+    head.extend([
+        "seeds_ok".into(),
+        "seeds_not_ok".into(),
+        "seeds_missing".into(),
+    ]);
     for (name, _) in FIGURES {
         head.push(format!("{name}_mean"));
         head.push(format!("{name}_ci95"));
@@ -100,6 +112,7 @@ pub fn seeds_csv(ix: &SweepIndex, groups: &[SeedGroup]) -> String {
         let mut row = g.values.clone();
         row.push(g.ok.to_string());
         row.push(g.not_ok.to_string());
+        row.push(g.missing.to_string());
         for e in &g.figures {
             row.push(e.map_or(String::new(), |e| format!("{:.6}", e.mean)));
             row.push(
@@ -144,16 +157,22 @@ pub fn seed_lines(ix: &SweepIndex, groups: &[SeedGroup]) -> Vec<String> {
                     .collect();
                 format!("{}: ", at.join(", "))
             };
+            let left_out = match (g.not_ok, g.missing) {
+                (0, 0) => String::new(),
+                (n, 0) => format!(", {n} not ok left out"),
+                (0, m) => format!(", {m} missing left out"),
+                (n, m) => format!(", {n} not ok and {m} missing left out"),
+            };
+            let how = if g.ok >= 2 {
+                " (± the 95 % CI, Student's t)"
+            } else {
+                " (too few seeds for an interval)"
+            };
             format!(
-                "{at}p99 {}, goodput {} over {} seed(s){} (95 % CI, Student's t)",
+                "{at}p99 {}, goodput {} over {} seed(s){left_out}{how}",
                 fmt(&g.figures[1], "µs"),
                 fmt(&g.figures[4], "Gb/s"),
                 g.ok,
-                if g.not_ok > 0 {
-                    format!(", {} not ok left out", g.not_ok)
-                } else {
-                    String::new()
-                }
             )
         })
         .collect()
