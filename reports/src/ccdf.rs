@@ -32,6 +32,9 @@ const TAIL: [(f64, &str, RGBColor); 3] = [
 const BODY_POINTS: usize = 2048;
 /// The slowest samples drawn each.
 const TAIL_POINTS: usize = 2048;
+/// Up to this many delivered messages, each is also marked by a dot at the fraction of all
+/// messages at or slower than it (a single message has no step to draw).
+const FEW_MARKED: usize = 32;
 
 /// The completion-time CCDF of a run (`latency-ccdf.svg/.png`), see [`draw_ccdf`].
 pub struct LatencyCcdf<'a>(pub &'a RunResult);
@@ -172,6 +175,17 @@ pub fn draw_ccdf<DB: DrawingBackend>(
             )))
             .map_err(plot_err)?;
     } else {
+        // A few messages are marked one by one too: a single message is a point, no line.
+        if lat.len() <= FEW_MARKED {
+            chart
+                .draw_series(
+                    lat.iter()
+                        .enumerate()
+                        .map(|(i, &v)| (ps_to_us(v), (total - i) as f64 / total as f64))
+                        .map(|p| Circle::new(p, 4, TAB10[0].filled())),
+                )
+                .map_err(plot_err)?;
+        }
         chart
             .draw_series(LineSeries::new(pts, TAB10[0].stroke_width(2)))
             .map_err(plot_err)?
