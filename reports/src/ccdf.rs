@@ -11,12 +11,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::chart::{
-    dashed_legend, draw_legend, log_range, log_tick_label, log_ticks, plot_err, ps_to_us,
-    styled_mesh, Figure, CAPTION_PX, FONT_FAMILY, PERCENTILE_COLOR, TAB10, TITLE_PX, T_STAR_COLOR,
+    dashed_legend, draw_legend, log_tick_label, log_ticks, plot_err, ps_to_us, styled_mesh, Figure,
+    CAPTION_PX, FONT_FAMILY, PERCENTILE_COLOR, TAB10, TITLE_PX, T_STAR_COLOR,
 };
 use crate::error::ReportError;
 use crate::percentile::nearest_rank;
-use crate::plot::{run_title, PANEL_SIZE_PX};
+use crate::plot::{run_title, Latencies, PANEL_SIZE_PX};
 use crate::schema::RunResult;
 use crate::summary::format_us;
 
@@ -115,11 +115,13 @@ pub fn draw_ccdf<DB: DrawingBackend>(
     r: &RunResult,
     area: &DrawingArea<DB, Shift>,
 ) -> Result<(), ReportError> {
-    let mut lat: Vec<u64> = r.messages.iter().filter_map(|m| m.latency_ps()).collect();
-    lat.sort_unstable();
-    let total = r.messages.len();
-    let undelivered = total - lat.len();
-    let t_star_us = r.t_star_bound().map(|i| ps_to_us(i.t_star_ps));
+    let Latencies {
+        sorted: lat,
+        total,
+        undelivered,
+        t_star_us,
+        x_range,
+    } = Latencies::of(r);
     let caption = if undelivered > 0 {
         format!(
             "Completion time tail (1 − CDF): {} of {total} delivered, {undelivered} did not \
@@ -129,15 +131,6 @@ pub fn draw_ccdf<DB: DrawingBackend>(
     } else {
         format!("Completion time tail (1 − CDF, {total} messages)")
     };
-    let lo = lat.first().map(|&v| ps_to_us(v).max(1e-3));
-    let hi = lat.last().map(|&v| ps_to_us(v).max(1e-3));
-    let (lo, hi) = match (lo, hi, t_star_us) {
-        (Some(a), Some(b), Some(t)) => (a.min(t), b.max(t)),
-        (Some(a), Some(b), None) => (a, b),
-        (None, _, Some(t)) => (t, t),
-        _ => (1.0, 1.0),
-    };
-    let x_range = log_range(lo, hi);
     let (x0, x1) = (x_range.start, x_range.end);
     let x_ticks = log_ticks(&x_range);
     let floor = y_floor(total);

@@ -161,6 +161,47 @@ pub fn latency_svg(r: &RunResult, path: &Path) -> Result<(), ReportError> {
     crate::files::write_atomic(path, svg.as_bytes())
 }
 
+/// What the CDF and its tail ([`crate::ccdf`]) both draw from: the delivered latencies in
+/// ascending order, the message count, how many did not finish, T* (µs) and the log x range
+/// around the data and T*.
+pub(crate) struct Latencies {
+    /// Delivered latencies, ps, ascending.
+    pub sorted: Vec<u64>,
+    /// All message records.
+    pub total: usize,
+    /// Records without a latency.
+    pub undelivered: usize,
+    /// T*, µs, when the run has one.
+    pub t_star_us: Option<f64>,
+    /// The x axis: 1-2-5 bounds around the latencies and T* ([`log_range`]).
+    pub x_range: std::ops::Range<f64>,
+}
+
+impl Latencies {
+    /// The latencies of `r`.
+    pub(crate) fn of(r: &RunResult) -> Self {
+        let mut sorted: Vec<u64> = r.messages.iter().filter_map(|m| m.latency_ps()).collect();
+        sorted.sort_unstable();
+        let total = r.messages.len();
+        let t_star_us = r.t_star_bound().map(|i| ps_to_us(i.t_star_ps));
+        let lo = sorted.first().map(|&v| ps_to_us(v).max(1e-3));
+        let hi = sorted.last().map(|&v| ps_to_us(v).max(1e-3));
+        let (lo, hi) = match (lo, hi, t_star_us) {
+            (Some(a), Some(b), Some(t)) => (a.min(t), b.max(t)),
+            (Some(a), Some(b), None) => (a, b),
+            (None, _, Some(t)) => (t, t),
+            _ => (1.0, 1.0),
+        };
+        Latencies {
+            undelivered: total - sorted.len(),
+            sorted,
+            total,
+            t_star_us,
+            x_range: log_range(lo, hi),
+        }
+    }
+}
+
 /// Step CDF of message completion time (latency from the intended send time) on `area`.
 ///
 /// x: latency in µs on a log axis (1-2-5 bounds around the data and T*); y: fraction 0–1 of
@@ -175,11 +216,13 @@ pub fn draw_cdf<DB: DrawingBackend>(
     r: &RunResult,
     area: &DrawingArea<DB, Shift>,
 ) -> Result<(), ReportError> {
-    let mut lat: Vec<u64> = r.messages.iter().filter_map(|m| m.latency_ps()).collect();
-    lat.sort_unstable();
-    let total = r.messages.len();
-    let undelivered = total - lat.len();
-    let t_star_us = r.t_star_bound().map(|i| ps_to_us(i.t_star_ps));
+    let Latencies {
+        sorted: lat,
+        total,
+        undelivered,
+        t_star_us,
+        x_range,
+    } = Latencies::of(r);
     let caption = if undelivered > 0 {
         format!(
             "Completion time CDF: {} of {} delivered, {} did not finish (no latency)",
@@ -190,15 +233,6 @@ pub fn draw_cdf<DB: DrawingBackend>(
     } else {
         format!("Completion time CDF ({total} messages)")
     };
-    let lo = lat.first().map(|&v| ps_to_us(v).max(1e-3));
-    let hi = lat.last().map(|&v| ps_to_us(v).max(1e-3));
-    let (lo, hi) = match (lo, hi, t_star_us) {
-        (Some(a), Some(b), Some(t)) => (a.min(t), b.max(t)),
-        (Some(a), Some(b), None) => (a, b),
-        (None, _, Some(t)) => (t, t),
-        _ => (1.0, 1.0),
-    };
-    let x_range = log_range(lo, hi);
     let (x0, x1) = (x_range.start, x_range.end);
     let ticks = log_ticks(&x_range);
     let mut chart = ChartBuilder::on(area)
