@@ -3,7 +3,7 @@
 //! of the fabric that takes no part. The runner turns every host through this one type.
 
 use xrdma::driver::Application;
-use xrdma::{Endpoint, Event, Time};
+use xrdma::{AnyStack, Endpoint, Event, Messages, Time};
 
 /// A host's role in a workload with senders of type `S` and a receiving side of type `R`.
 pub enum HostRole<S, R> {
@@ -15,8 +15,8 @@ pub enum HostRole<S, R> {
     Idle,
 }
 
-/// A host's application as the runner sees it.
-pub trait HostApp: Application {
+/// A host's application on message stack `M`, as the runner sees it.
+pub trait HostApp<M = Endpoint>: Application<M> {
     /// Whether this host has nothing left to do (a sender whose every message was ACKed or
     /// failed; hosts that only react always are).
     fn finished(&self) -> bool;
@@ -46,15 +46,22 @@ impl<S: Finish, R> HostRole<S, R> {
     }
 }
 
-impl<S: Application, R: Application> Application for HostRole<S, R> {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+/// Workloads are written for any stack (`dyn Messages`); a role runs on the stack `M` its
+/// host has.
+impl<M, S, R> Application<M> for HostRole<S, R>
+where
+    M: Messages + 'static,
+    S: Application<AnyStack>,
+    R: Application<AnyStack>,
+{
+    fn on_event(&mut self, now: Time, ep: &mut M, event: Event) {
         match self {
             HostRole::Sender(s) => s.on_event(now, ep, event),
             HostRole::Receiver(r) => r.on_event(now, ep, event),
             HostRole::Idle => {}
         }
     }
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
+    fn on_turn(&mut self, now: Time, ep: &mut M) {
         match self {
             HostRole::Sender(s) => s.on_turn(now, ep),
             HostRole::Receiver(r) => r.on_turn(now, ep),
@@ -70,7 +77,12 @@ impl<S: Application, R: Application> Application for HostRole<S, R> {
     }
 }
 
-impl<S: Application + Finish, R: Application> HostApp for HostRole<S, R> {
+impl<M, S, R> HostApp<M> for HostRole<S, R>
+where
+    M: Messages + 'static,
+    S: Application<AnyStack> + Finish,
+    R: Application<AnyStack>,
+{
     fn finished(&self) -> bool {
         HostRole::finished(self)
     }

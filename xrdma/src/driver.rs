@@ -55,22 +55,23 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::qp_cache::QpCache;
 
-/// An application running on one endpoint.
-pub trait Application {
-    /// An event from the core at `now`; the application may call [`Endpoint::send`].
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event);
+/// An application running on one message stack `M`: an xrdma [`Endpoint`] unless said
+/// otherwise. An application written for any `M: `[`crate::Messages`] runs over every stack.
+pub trait Application<M: ?Sized = Endpoint> {
+    /// An event from the stack at `now`; the application may send on `ep`.
+    fn on_event(&mut self, now: Time, ep: &mut M, event: Event);
     /// Called on every turn (after events); the application may send what is due at `now`.
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint);
+    fn on_turn(&mut self, now: Time, ep: &mut M);
     /// When the application next wants a turn even if nothing arrives (`None`: never).
     fn next_wake(&self) -> Option<Time>;
 }
 
 /// A boxed application is an application (workloads box their large per-host state).
-impl<A: Application + ?Sized> Application for Box<A> {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+impl<M: ?Sized, A: Application<M> + ?Sized> Application<M> for Box<A> {
+    fn on_event(&mut self, now: Time, ep: &mut M, event: Event) {
         (**self).on_event(now, ep, event);
     }
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
+    fn on_turn(&mut self, now: Time, ep: &mut M) {
         (**self).on_turn(now, ep);
     }
     fn next_wake(&self) -> Option<Time> {

@@ -38,6 +38,7 @@ pub mod fault;
 pub mod fragment;
 pub mod landing;
 pub mod layer;
+pub mod messages;
 pub mod mr_pool;
 pub mod qp_cache;
 pub mod ring;
@@ -54,4 +55,5 @@ pub use endpoint::{
 };
 pub use error::{ConnId, XrdmaError};
 pub use event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op, SetupProgress};
+pub use messages::{AnyStack, Messages};
 pub use seq::Seq;

@@ -19,7 +19,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 use xrdma::driver::Application;
-use xrdma::{ConnId, Endpoint, Event, Time};
+use xrdma::AnyStack;
+use xrdma::{ConnId, Event, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::{Echo, Stall};
 use xxhash_rust::xxh3::xxh3_128;
@@ -98,7 +99,7 @@ impl EchoClient {
         )
     }
 
-    fn issue(&mut self, intended: Time, now: Time, ep: &mut Endpoint) {
+    fn issue(&mut self, intended: Time, now: Time, ep: &mut AnyStack) {
         if !self.errors.is_empty() || self.exchanges.len() >= self.echo.requests as usize {
             return;
         }
@@ -131,8 +132,8 @@ impl EchoClient {
     }
 }
 
-impl Application for EchoClient {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+impl Application<AnyStack> for EchoClient {
+    fn on_event(&mut self, now: Time, ep: &mut AnyStack, event: Event) {
         match &event {
             Event::ConnectionFailed { error, .. } => {
                 self.errors.push(ErrorAt::new(now, error));
@@ -156,7 +157,7 @@ impl Application for EchoClient {
         self.issue(now, now, ep);
     }
 
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
+    fn on_turn(&mut self, now: Time, ep: &mut AnyStack) {
         if self.started || now < self.echo.start {
             return;
         }
@@ -199,8 +200,8 @@ impl EchoServer {
     }
 }
 
-impl Application for EchoServer {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+impl Application<AnyStack> for EchoServer {
+    fn on_event(&mut self, now: Time, ep: &mut AnyStack, event: Event) {
         let Some((conn, request)) = self.log.on_event(now, ep, &event) else {
             return;
         };
@@ -215,7 +216,7 @@ impl Application for EchoServer {
         }
     }
 
-    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
+    fn on_turn(&mut self, _now: Time, _ep: &mut AnyStack) {}
 
     fn next_wake(&self) -> Option<Time> {
         None

@@ -13,7 +13,8 @@ use super::{
 };
 use crate::role::Finish;
 use xrdma::driver::Application;
-use xrdma::{ConnId, Endpoint, Event, MsgId, Time};
+use xrdma::AnyStack;
+use xrdma::{ConnId, Event, MsgId, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::Incast;
 use xxhash_rust::xxh3::xxh3_128;
@@ -96,8 +97,8 @@ impl Sender {
 /// Messages an incast sender keeps queued in xrdma: the head and the next one.
 const FEED_DEPTH: usize = 2;
 
-impl Application for Sender {
-    fn on_event(&mut self, now: Time, _ep: &mut Endpoint, event: Event) {
+impl Application<AnyStack> for Sender {
+    fn on_event(&mut self, now: Time, _ep: &mut AnyStack, event: Event) {
         match event {
             Event::Sent { msg, timing, .. } => self.record_ack(msg, now, Some(timing)),
             Event::SendFailed { msg, .. } => self.record_ack(msg, now, None),
@@ -108,7 +109,7 @@ impl Application for Sender {
         }
     }
 
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
+    fn on_turn(&mut self, now: Time, ep: &mut AnyStack) {
         if now < self.start {
             return;
         }

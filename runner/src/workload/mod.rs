@@ -41,9 +41,9 @@ pub struct Setup {
 /// host (the receiver, or the echo server).
 pub trait Workload {
     /// A sending host's application.
-    type Sender: Application + Finish;
+    type Sender: Application<xrdma::AnyStack> + Finish;
     /// The receiving host's application.
-    type Receiver: Application;
+    type Receiver: Application<xrdma::AnyStack>;
 
     /// The kind, as results name it.
     fn kind(&self) -> rep::WorkloadKind;

@@ -14,7 +14,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 use xrdma::driver::Application;
-use xrdma::{ConnId, Endpoint, Event, MsgId, Span, Time};
+use xrdma::AnyStack;
+use xrdma::{ConnId, Event, MsgId, Span, Time};
 use xrdma_reports as rep;
 use xrdma_scenario::{OpenLoop, OpenLoopEnd, SizeDist, Stall};
 use xxhash_rust::xxh3::xxh3_128;
@@ -173,8 +174,8 @@ impl OpenLoopSender {
     }
 }
 
-impl Application for OpenLoopSender {
-    fn on_event(&mut self, now: Time, _ep: &mut Endpoint, event: Event) {
+impl Application<AnyStack> for OpenLoopSender {
+    fn on_event(&mut self, now: Time, _ep: &mut AnyStack, event: Event) {
         match event {
             Event::Sent { msg, timing, .. } => self.record(msg, now, Some(timing)),
             Event::SendFailed { msg, .. } => self.record(msg, now, None),
@@ -185,7 +186,7 @@ impl Application for OpenLoopSender {
         }
     }
 
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
+    fn on_turn(&mut self, now: Time, ep: &mut AnyStack) {
         if !self.errors.is_empty() {
             self.abandon_rest();
             return;

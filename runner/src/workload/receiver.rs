@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 use xrdma::driver::Application;
 use xrdma::slab::PerConn;
-use xrdma::{ConnId, Endpoint, Event, Time};
+use xrdma::AnyStack;
+use xrdma::{ConnId, Event, Time};
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 /// An error xrdma reported on a host, and the instant it was reported.
@@ -96,7 +97,7 @@ impl ArrivalLog {
     pub fn on_event(
         &mut self,
         now: Time,
-        ep: &Endpoint,
+        ep: &AnyStack,
         event: &Event,
     ) -> Option<(ConnId, &Arrival)> {
         if let Event::ConnectionFailed { error, .. } = event {
@@ -125,12 +126,12 @@ pub struct Receiver {
     pub log: ArrivalLog,
 }
 
-impl Application for Receiver {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+impl Application<AnyStack> for Receiver {
+    fn on_event(&mut self, now: Time, ep: &mut AnyStack, event: Event) {
         self.log.on_event(now, ep, &event);
     }
 
-    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
+    fn on_turn(&mut self, _now: Time, _ep: &mut AnyStack) {}
 
     fn next_wake(&self) -> Option<Time> {
         None
