@@ -9,11 +9,11 @@
 //! report view ([`FabricReport`]) for the live stats a watcher takes.
 
 use crate::fabric::{Fabric, FabricReport};
-use crate::host_faults::{Holding, HostFaultState, Observed};
+use crate::host_faults::{HostFaultState, Observed};
 use crate::role::HostApp;
+use crate::stack::HostStack;
 use crate::watch::{LiveStat, Watch};
-use xrdma::driver::{self, TurnScratch};
-use xrdma::{Endpoint, Time};
+use xrdma::Time;
 use xrdma_reports as rep;
 use xrdma_scenario::Stall;
 
@@ -134,14 +134,14 @@ fn stalled_until(stalls: &[Stall], host: u32, now: Time) -> Option<Time> {
 /// After every round of turns `watch` is asked whether it wants the endpoints
 /// ([`Watch::due`]) and, if so, handed a [`LiveStat`]; taking one changes nothing in the run.
 #[allow(clippy::too_many_arguments)]
-pub fn drive<F: Fabric + FabricReport, A: HostApp>(
+pub fn drive<F: Fabric + FabricReport, S: HostStack<F>, A: HostApp<S>>(
     fabric: &mut F,
-    eps: &mut [Endpoint],
+    eps: &mut [S],
     apps: &mut [A],
     stalls: &[Stall],
     deadline: Option<Time>,
     hf: &mut HostFaultState,
-    remote_settled: impl FnMut(Time, &[Endpoint], &[A]) -> bool,
+    remote_settled: impl FnMut(Time, &[S], &[A]) -> bool,
     watch: &mut dyn Watch,
 ) {
     let mut run = RunHosts {
@@ -152,7 +152,7 @@ pub fn drive<F: Fabric + FabricReport, A: HostApp>(
         hf,
         remote_settled,
         watch,
-        scratch: TurnScratch::default(),
+        scratch: S::Scratch::default(),
     };
     turns(fabric, Clock::EveryRound, &mut run);
     // A client waiting as the run ends is answered with the final state.
@@ -162,22 +162,23 @@ pub fn drive<F: Fabric + FabricReport, A: HostApp>(
 }
 
 /// A scenario run's hosts, as [`drive`] hands them to [`turns`].
-struct RunHosts<'a, A, R> {
-    eps: &'a mut [Endpoint],
+struct RunHosts<'a, S, A, R, X> {
+    eps: &'a mut [S],
     apps: &'a mut [A],
     stalls: &'a [Stall],
     deadline: Option<Time>,
     hf: &'a mut HostFaultState,
     remote_settled: R,
     watch: &'a mut dyn Watch,
-    scratch: TurnScratch,
+    scratch: X,
 }
 
-impl<F, A, R> Hosts<F> for RunHosts<'_, A, R>
+impl<F, S, A, R> Hosts<F> for RunHosts<'_, S, A, R, S::Scratch>
 where
     F: Fabric + FabricReport,
-    A: HostApp,
-    R: FnMut(Time, &[Endpoint], &[A]) -> bool,
+    S: HostStack<F>,
+    A: HostApp<S>,
+    R: FnMut(Time, &[S], &[A]) -> bool,
 {
     fn turn(&mut self, fabric: &mut F, h: u32, now: Time, settled: bool) -> Option<Time> {
         if let Some(until) = stalled_until(self.stalls, h, now) {
@@ -211,7 +212,7 @@ where
 /// The endpoints of `eps` as `fabric` observes them now, with its device's counters.
 /// The time is the fabric's as the snapshot is taken (on a device, later than the round's
 /// `now`), so it agrees with the endpoints' own `at-ps`.
-fn live_stat<F: Fabric + FabricReport>(fabric: &mut F, eps: &[Endpoint]) -> LiveStat {
+fn live_stat<F: Fabric + FabricReport, S: HostStack<F>>(fabric: &mut F, eps: &[S]) -> LiveStat {
     LiveStat {
         pid: std::process::id(),
         backend: fabric.backend(),
@@ -221,60 +222,46 @@ fn live_stat<F: Fabric + FabricReport>(fabric: &mut F, eps: &[Endpoint]) -> Live
     }
 }
 
-/// One driver turn of host `h` at `now` under the host faults: a slow receiver still busy
-/// gets no turn (it is woken when it is free); inside a stop-reposting window the core's
-/// receive WRs are held back, after it they are posted first. Returns the host's next wake.
-fn host_turn<F: Fabric, A: HostApp>(
+/// One turn of host `h`'s stack ([`HostStack::turn`]) at `now` under the host faults: a
+/// slow receiver still busy gets no turn (it is woken when it is free). Returns the host's
+/// next wake.
+fn host_turn<F: Fabric, S: HostStack<F>, A: HostApp<S>>(
     now: Time,
     h: u32,
     fabric: &mut F,
-    ep: &mut Endpoint,
+    stack: &mut S,
     app: &mut A,
-    scratch: &mut TurnScratch,
+    scratch: &mut S::Scratch,
     hf: &mut HostFaultState,
 ) -> Option<Time> {
     if let Some(busy) = hf.busy_until(h, now) {
         return Some(busy);
     }
-    let holding = hf.holding_until(h, now);
-    if holding.is_none() && hf.has_held(h) {
-        hf.release(h, &mut fabric.host(h));
-    }
-    let (held, count) = hf.held_mut(h);
-    let mut t = Holding {
-        inner: fabric.host(h),
-        holding: holding.is_some(),
-        held,
-        count,
-    };
     let mut ack_timeouts = 0;
     let mut seen = Observed {
         app,
         delivered: 0,
         ack_timeouts: &mut ack_timeouts,
     };
-    let wake = crate::host_cpu::turn(now, ep, &mut t, &mut seen, scratch);
+    let wake = stack.turn(now, h, fabric, &mut seen, scratch, hf);
     let delivered = seen.delivered;
     hf.counters.ack_timeouts += ack_timeouts;
-    let earliest = |a: Option<Time>, b: Option<Time>| match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
     // A busy host's next turn is at the end of its processing: what arrived meanwhile (and
     // any later wake it wants) is handled then.
     if let Some(busy) = hf.after_turn(h, now, delivered) {
         return Some(busy);
     }
-    earliest(wake, holding)
+    wake
 }
 
-/// Every host's endpoint snapshot ([`xrdma::driver::snapshot`]) as `fabric` observes its QPs.
-pub fn endpoints<F: Fabric>(fabric: &mut F, eps: &[Endpoint]) -> Vec<rep::HostEndpoint> {
+/// Every host's stack snapshot ([`HostStack::snapshot`]) as `fabric` observes it (hosts
+/// whose stack has none are left out).
+pub fn endpoints<F: Fabric, S: HostStack<F>>(fabric: &mut F, eps: &[S]) -> Vec<rep::HostEndpoint> {
     (0u32..)
         .zip(eps)
-        .map(|(host, ep)| {
-            let snapshot = driver::snapshot(ep, &fabric.host(host));
-            rep::HostEndpoint { host, snapshot }
+        .filter_map(|(host, ep)| {
+            let snapshot = ep.snapshot(fabric, host)?;
+            Some(rep::HostEndpoint { host, snapshot })
         })
         .collect()
 }

@@ -13,9 +13,7 @@
 
 use xrdma::driver::Application;
 use xrdma::layer::TransportLayer;
-use xrdma::{
-    Endpoint, Event, QpAddress, QpNum, RecvWr, Span, Time, Transport, TransportError, XrdmaError,
-};
+use xrdma::{Event, QpAddress, QpNum, RecvWr, Span, Time, Transport, TransportError, XrdmaError};
 pub use xrdma_scenario::HostFaults;
 use xrdma_scenario::Stall;
 
@@ -166,8 +164,8 @@ pub(crate) struct Observed<'a, A: ?Sized> {
     pub ack_timeouts: &'a mut u64,
 }
 
-impl<A: Application + ?Sized> Application for Observed<'_, A> {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+impl<M: ?Sized, A: Application<M> + ?Sized> Application<M> for Observed<'_, A> {
+    fn on_event(&mut self, now: Time, ep: &mut M, event: Event) {
         match &event {
             Event::Message { .. } => self.delivered += 1,
             Event::Fragment {
@@ -184,7 +182,7 @@ impl<A: Application + ?Sized> Application for Observed<'_, A> {
         }
         self.app.on_event(now, ep, event);
     }
-    fn on_turn(&mut self, now: Time, ep: &mut Endpoint) {
+    fn on_turn(&mut self, now: Time, ep: &mut M) {
         self.app.on_turn(now, ep);
     }
     fn next_wake(&self) -> Option<Time> {

@@ -12,6 +12,7 @@
 //! | [`workload`] | the [`workload::Workload`] trait and its implementations (incast, open loop, echo), with the one delivery tally |
 //! | [`host_faults`] | host faults the runner injects (receives held back, slow receivers) |
 //! | [`role`] | one host's part in a workload (sender, receiver, idle) |
+//! | [`stack`] | a host's message stack as the turn loop drives it: xrdma's endpoint, or TCP |
 //! | [`transport_info`] | the transport's RC QP attributes and capabilities, as the result records them |
 //!
 //! A device's counters and where a run happens are read by `xrdma-observe`. A run across
@@ -29,6 +30,7 @@ pub mod host_faults;
 pub mod request;
 pub mod role;
 pub mod run;
+pub mod stack;
 pub mod stat_socket;
 pub mod transport_info;
 pub mod watch;
