@@ -4,6 +4,7 @@ use crate::config_error::SimConfigError;
 use crate::dcqcn::DcqcnConfig;
 use crate::faults::FaultConfig;
 use crate::host_model::HostModel;
+use crate::tcp::TcpSettings;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use xrdma::{RcParams, Span};
@@ -263,6 +264,9 @@ pub struct SimConfig {
     /// host (see [`HostModel`]; a named profile from [`crate::profiles`]). Default: the ideal
     /// host, every cost zero, and then the run is exactly as without this field.
     pub host: HostModel,
+    /// The hosts' kernel TCP, for sockets ([`crate::HostTransport::tcp_write`]). Default:
+    /// Linux's ([`TcpSettings`]).
+    pub tcp: TcpSettings,
 }
 
 impl Default for SimConfig {
@@ -285,6 +289,7 @@ impl Default for SimConfig {
             topology: Topology::Star,
             faults: FaultConfig::default(),
             host: HostModel::IDEAL,
+            tcp: TcpSettings::default(),
         }
     }
 }
@@ -497,6 +502,9 @@ impl SimConfig {
             return Err(invalid("host", e.to_string()));
         }
         if let Err((field, reason)) = self.faults.check(self.hosts) {
+            return Err(invalid(field, reason));
+        }
+        if let Err((field, reason)) = self.tcp.validate() {
             return Err(invalid(field, reason));
         }
         if self.link_rate_bps == 0 {

@@ -40,6 +40,9 @@ pub(crate) enum Event {
         /// QP index on that host.
         qp: u32,
     },
+    /// The retransmission or delayed-ACK timer of TCP socket `0` may have expired (at most
+    /// one pending per socket that counts; see `crate::tcp::host`).
+    TcpTimer(u32),
 }
 
 impl Event {
@@ -54,6 +57,7 @@ impl Event {
             Event::Wake(host) => (6, host as u64),
             Event::NicWake(h) => (10, h as u64),
             Event::RetransmitTimer { host, qp } => (11, (host as u64) << 32 | qp as u64),
+            Event::TcpTimer(s) => (12, s as u64),
         }
     }
 }

@@ -110,6 +110,7 @@ mod packet;
 mod routing;
 mod stats;
 mod switch;
+mod tcp;
 mod timeseries;
 mod topology;
 mod transport;
@@ -129,6 +130,7 @@ pub use faults::{FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector}
 pub use host_model::{profiles, HostModel, HostModelError, MAX_COST};
 pub use stats::SimStats;
 pub use switch::{PortStats, SwitchStats};
+pub use tcp::{TcpSettings, TCP_HEADER_BYTES};
 pub use timeseries::{TimeSeriesConfig, DEFAULT_MAX_POINTS, DEFAULT_SAMPLE_INTERVAL};
 pub use topology::{PortPeer, Topology};
 pub use transport::HostTransport;
@@ -168,6 +170,8 @@ pub struct Simulation {
     host_on: bool,
     /// Packet capture of chosen host links, when on ([`Simulation::enable_capture`]).
     capture: Option<Box<capture::Capture>>,
+    /// The hosts' TCP sockets, by socket id (`crate::tcp::host`).
+    tcp: Vec<tcp::Socket>,
 }
 
 impl Simulation {
@@ -179,7 +183,8 @@ impl Simulation {
         cfg.validate()?;
         let max_wire = (cfg.mtu + cfg.header_bytes + RETH_BYTES + IMMDT_BYTES + AETH_BYTES)
             .max(cfg.header_bytes + CNP_EXTRA_BYTES)
-            .max(PFC_FRAME_BYTES);
+            .max(PFC_FRAME_BYTES)
+            .max(cfg.tcp.mss + TCP_HEADER_BYTES);
         let ser = (0..=max_wire as u64)
             .map(|b| Span::serialization(b, cfg.link_rate_bps))
             .collect();
@@ -206,6 +211,7 @@ impl Simulation {
             faults,
             host_on: !cfg.host.is_ideal(),
             capture: None,
+            tcp: Vec::new(),
             cfg,
         })
     }
@@ -261,6 +267,7 @@ impl Simulation {
                 Event::Wake(host) => self.wake_due(host, t),
                 Event::NicWake(h) => self.hosts[h as usize].egress.pace_wake == t,
                 Event::RetransmitTimer { host, qp } => self.retransmit_due(host, qp, t),
+                Event::TcpTimer(s) => self.tcp_timer_due(s, t),
                 _ => true,
             };
             if !due {
@@ -326,6 +333,18 @@ impl Simulation {
         false
     }
 
+    /// Connect a new TCP socket on host `a` to a new one on host `b`, both established at
+    /// once (no handshake), with [`SimConfig::tcp`]'s settings and DCTCP's reaction to ECN
+    /// when `dctcp`. Returns the socket ids on `a` and on `b`, for their hosts'
+    /// [`HostTransport::tcp_write`] and siblings.
+    ///
+    /// # Panics
+    /// When `a` or `b` is not a host (a caller's bug).
+    pub fn tcp_connect(&mut self, a: HostId, b: HostId, dctcp: bool) -> (u32, u32) {
+        assert!(a < self.cfg.hosts && b < self.cfg.hosts, "no such host");
+        self.tcp_pair(a, b, dctcp)
+    }
+
     /// Counters so far (see [`SimStats`] for each field's meaning).
     pub fn stats(&self) -> SimStats {
         let mut s = self.stats.clone();
@@ -335,6 +354,12 @@ impl Simulation {
             .iter()
             .fold(Span::ZERO, |acc, h| acc + h.egress.paused_time(self.now));
         s.packets_in_flight = self.pool.live() as u64;
+        for k in &self.tcp {
+            let c = k.conn.counters();
+            s.tcp_retransmitted_segments += c.retransmitted_segments;
+            s.tcp_fast_retransmits += c.fast_retransmits;
+            s.tcp_timeouts += c.timeouts;
+        }
         s
     }
 
@@ -375,6 +400,7 @@ impl Simulation {
             Event::Wake(host) => self.mark_ready(host),
             Event::NicWake(h) => self.on_nic_wake(h),
             Event::RetransmitTimer { host, qp } => self.on_retransmit_timer(host, qp),
+            Event::TcpTimer(s) => self.on_tcp_timer(s),
         }
     }
 

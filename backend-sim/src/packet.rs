@@ -19,6 +19,10 @@ pub(crate) enum PktKind {
     Pause,
     /// PFC PAUSE with quanta 0 (XON), sent by the switch to a host.
     Resume,
+    /// A TCP segment between two kernel sockets (`crate::tcp`): `src_qpn`/`dst_qpn` are the
+    /// socket ids, `src_addr` the sequence number, `remote_addr` the ACK, `msg_len` the window
+    /// and `payload` the segment's bytes.
+    Tcp,
 }
 
 /// The message operation a data packet belongs to.
@@ -53,6 +57,12 @@ pub(crate) const F_CE: u8 = 4;
 /// Packet flag: corrupted on a wire (an injected fault); the destination NIC drops it for a
 /// bad ICRC.
 pub(crate) const F_CORRUPT: u8 = 8;
+/// Packet flag: ECN-capable transport (a DCTCP data segment; RoCE packets are marked by kind).
+pub(crate) const F_ECT: u8 = 16;
+/// Packet flag: TCP ECN-Echo.
+pub(crate) const F_ECE: u8 = 32;
+/// Packet flag: TCP Congestion Window Reduced.
+pub(crate) const F_CWR: u8 = 64;
 
 /// One packet. Fields unused by a kind are 0.
 #[derive(Clone, Copy, Debug)]

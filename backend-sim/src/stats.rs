@@ -64,4 +64,22 @@ pub struct SimStats {
     /// Packets a NIC dropped for a bad ICRC (corrupted packets that reached it).
     #[serde(default)]
     pub icrc_drops: u64,
+    /// TCP segments carrying data the hosts' kernels sent, retransmissions included (not in
+    /// `data_packets`).
+    #[serde(default)]
+    pub tcp_segments: u64,
+    /// Pure TCP ACKs the hosts' kernels sent (not in `ack_packets`).
+    #[serde(default)]
+    pub tcp_acks: u64,
+    /// TCP data segments sent again (fast retransmits, timeouts, partial ACKs), counted in
+    /// `tcp_segments` too.
+    #[serde(default)]
+    pub tcp_retransmitted_segments: u64,
+    /// TCP fast retransmits (three duplicate ACKs, RFC 5681 §3.2).
+    #[serde(default)]
+    pub tcp_fast_retransmits: u64,
+    /// TCP retransmission timeouts (RFC 6298 §5.4): with RTOmin, what incast collapse is
+    /// made of.
+    #[serde(default)]
+    pub tcp_timeouts: u64,
 }

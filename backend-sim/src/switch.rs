@@ -18,7 +18,7 @@ use crate::config::{EcnConfig, PfcThresholds, SimConfig, PFC_FRAME_BYTES};
 use crate::config_error::SimConfigError;
 use crate::engine::Event;
 use crate::faults::{FaultConfig, Faults};
-use crate::packet::{Packet, PktKind, F_CE};
+use crate::packet::{Packet, PktKind, F_CE, F_ECT};
 use crate::routing::Routes;
 use crate::topology::{Layout, Peer, PortPeer};
 use crate::Simulation;
@@ -321,7 +321,12 @@ impl Simulation {
             _ => false,
         };
         let q = fab.ports[dst as usize].queue_bytes;
-        let marked = matches!(kind, PktKind::Data | PktKind::ReadResp) && fab.ecn_mark(q);
+        let capable = match kind {
+            PktKind::Data | PktKind::ReadResp => true,
+            PktKind::Tcp => self.pool.get(id).has(F_ECT),
+            _ => false,
+        };
+        let marked = capable && fab.ecn_mark(q);
         let p = self.pool.get_mut(id);
         p.ingress = port;
         if marked {

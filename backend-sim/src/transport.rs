@@ -197,6 +197,32 @@ impl<'a> HostTransport<'a> {
     }
 }
 
+/// The host's kernel TCP sockets (see `crate::tcp`): made in pairs by
+/// [`crate::Simulation::tcp_connect`], each side used only from its own host.
+impl HostTransport<'_> {
+    /// Write as much of `data` to socket `sock` as its send buffer takes; returns the bytes
+    /// taken (0 for a socket of another host, or a full buffer).
+    pub fn tcp_write(&mut self, sock: u32, data: &[u8]) -> usize {
+        self.sim.tcp_write(self.host, sock, data)
+    }
+
+    /// Append every in-order byte that arrived on socket `sock` to `out`; returns how many.
+    pub fn tcp_read(&mut self, sock: u32, out: &mut Vec<u8>) -> usize {
+        self.sim.tcp_read(self.host, sock, out)
+    }
+
+    /// Bytes written to `sock` that its peer has not ACKed yet (Linux `SIOCOUTQ`).
+    pub fn tcp_unacked(&self, sock: u32) -> u64 {
+        self.sim.tcp_unacked(self.host, sock)
+    }
+
+    /// Move the host's sockets with news (bytes to read, bytes ACKed) since the last call
+    /// into `out`, each once.
+    pub fn tcp_poll_ready(&mut self, out: &mut Vec<u32>) {
+        self.sim.tcp_poll_ready(self.host, out);
+    }
+}
+
 impl LocalMemory for HostTransport<'_> {
     fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
         let h = self.check_host()?;

@@ -59,7 +59,8 @@ pub struct Checked {
 pub fn check(sc: &Scenario) -> Result<Checked> {
     let cfg = check_xrdma(sc)?;
     let section = sc.sim_or_default();
-    let sim = sim_config(&section, sc.rc_params(), sc.workload.hosts());
+    let mut sim = sim_config(&section, sc.rc_params(), sc.workload.hosts());
+    sim.tcp = sc.tcp;
     if let Err(SimConfigError::Invalid { field, reason }) = sim.validate() {
         let key = section.scenario_key(field);
         let refs: Vec<&str> = key.iter().map(String::as_str).collect();

@@ -7,16 +7,17 @@ use crate::drive::drive;
 use crate::fabric::{Fabric, FabricReport, SimFabric};
 use crate::host_faults::{HostFaultState, HostFaults};
 use crate::role::HostRole;
+pub use crate::stack::{connect, pair_mut};
+use crate::stack::{HostStack, TcpMessages};
 use crate::watch::{NoWatch, Watch};
 use crate::workload::{
     self, tally, PayloadPool, ReceiverView, SenderRecord, Setup, Visit, Workload,
 };
 use anyhow::{bail, Result};
 use std::time::Instant;
-use xrdma::driver;
 use xrdma::{Config, Endpoint};
 use xrdma_reports as rep;
-use xrdma_scenario::Scenario;
+use xrdma_scenario::{Scenario, Stack};
 
 /// Every host's application in a run of workload `W`: a sender, the receiving side, or idle.
 pub type App<W> = HostRole<<W as Workload>::Sender, <W as Workload>::Receiver>;
@@ -42,10 +43,26 @@ pub(crate) fn run_sim_captured(
     if let Some(interval) = section.sample_interval {
         fabric.sample(interval, sc.workload.receiver());
     }
-    if let Some(c) = capture.or(section.capture) {
+    let capture = capture.or(section.capture);
+    if sc.stack.is_tcp() {
+        if capture.is_some() {
+            bail!("packet capture writes RoCE frames only: it cannot capture `stack: tcp`");
+        }
+        if !faults.stop_reposting.is_empty() {
+            bail!("`sim.faults.stop-reposting` holds back receive WRs, which TCP does not post");
+        }
+    }
+    if let Some(c) = capture {
         fabric.capture(c);
     }
-    let result = run_on_with_faults(sc, &checked.xrdma, seed, &mut fabric, &faults, watch)?;
+    let result = if sc.stack.is_tcp() {
+        let stacks = (0..fabric.hosts())
+            .map(|_| TcpMessages::new(sc.stack == Stack::Dctcp))
+            .collect();
+        run_stacks_on(sc, seed, &mut fabric, stacks, &faults, watch)?
+    } else {
+        run_on_with_faults(sc, &checked.xrdma, seed, &mut fabric, &faults, watch)?
+    };
     Ok((result, fabric.captures()))
 }
 
@@ -103,48 +120,76 @@ pub fn run_on_with_faults<F: Fabric + FabricReport>(
     faults: &HostFaults,
     watch: &mut dyn Watch,
 ) -> Result<rep::RunResult> {
-    struct RunOn<'a, F> {
+    if sc.stack.is_tcp() {
+        bail!(
+            "`stack: {}` runs on the simulator only: the {} backend has no TCP stack yet",
+            sc.stack.name(),
+            fabric.backend()
+        );
+    }
+    let cfg = &crate::fabric::config_for(cfg, fabric);
+    let mut eps = Vec::with_capacity(fabric.hosts() as usize);
+    for _ in 0..fabric.hosts() {
+        eps.push(Endpoint::new(cfg.clone())?);
+    }
+    run_stacks_on(sc, seed, fabric, eps, faults, watch)
+}
+
+/// [`run_on_with_faults`] over the message stacks `stacks`, one per host of `fabric` by host
+/// index, not yet connected.
+///
+/// # Errors
+/// As [`run_on`].
+pub fn run_stacks_on<F: Fabric + FabricReport, S: HostStack<F>>(
+    sc: &Scenario,
+    seed: u64,
+    fabric: &mut F,
+    stacks: Vec<S>,
+    faults: &HostFaults,
+    watch: &mut dyn Watch,
+) -> Result<rep::RunResult> {
+    struct RunOn<'a, F, S> {
         sc: &'a Scenario,
-        cfg: &'a Config,
         seed: u64,
         fabric: &'a mut F,
+        stacks: Vec<S>,
         faults: &'a HostFaults,
         watch: &'a mut dyn Watch,
     }
-    impl<F: Fabric + FabricReport> Visit for RunOn<'_, F> {
+    impl<F: Fabric + FabricReport, S: HostStack<F>> Visit for RunOn<'_, F, S> {
         type Output = Result<rep::RunResult>;
         fn visit<W: Workload>(self, w: &W) -> Self::Output {
             let RunOn {
                 sc,
-                cfg,
                 seed,
                 fabric,
+                stacks,
                 faults,
                 watch,
             } = self;
-            run_workload(w, sc, cfg, seed, fabric, faults, watch)
+            run_workload(w, sc, seed, fabric, stacks, faults, watch)
         }
     }
     workload::visit(
         &sc.workload,
         RunOn {
             sc,
-            cfg,
             seed,
             fabric,
+            stacks,
             faults,
             watch,
         },
     )
 }
 
-/// The run of one workload `w`: see [`run_on`].
-fn run_workload<W: Workload, F: Fabric + FabricReport>(
+/// The run of one workload `w` over `eps`, every host's stack: see [`run_on`].
+fn run_workload<W: Workload, F: Fabric + FabricReport, S: HostStack<F>>(
     w: &W,
     sc: &Scenario,
-    cfg: &Config,
     seed: u64,
     fabric: &mut F,
+    mut eps: Vec<S>,
     faults: &HostFaults,
     watch: &mut dyn Watch,
 ) -> Result<rep::RunResult> {
@@ -158,11 +203,6 @@ fn run_workload<W: Workload, F: Fabric + FabricReport>(
             fabric.backend()
         );
     }
-    let cfg = &crate::fabric::config_for(cfg, fabric);
-    let mut eps = Vec::with_capacity(hosts as usize);
-    for _ in 0..hosts {
-        eps.push(Endpoint::new(cfg.clone())?);
-    }
     let setup = setup(w, seed);
     let receiver = w.receiver_host();
     let mut apps: Vec<App<W>> = Vec::with_capacity(hosts as usize);
@@ -170,7 +210,7 @@ fn run_workload<W: Workload, F: Fabric + FabricReport>(
         apps.push(if h == receiver {
             HostRole::Receiver(w.receiver(&setup))
         } else if w.is_sender(h) {
-            let (conn, _) = connect(fabric, &mut eps, h, receiver)?;
+            let (conn, _) = S::connect(fabric, &mut eps, h, receiver)?;
             HostRole::Sender(w.sender(&setup, h, conn))
         } else {
             // A fabric larger than the workload: the remaining hosts stay silent.
@@ -196,18 +236,22 @@ fn run_workload<W: Workload, F: Fabric + FabricReport>(
             *a = HostRole::Idle;
         }
     }
-    crate::transport_info::add_windows(&mut senders, |h| eps.get(h as usize));
-    let mut r = collect(
+    for r in &mut senders {
+        r.window = eps.get(r.host as usize).and_then(S::window_tally);
+    }
+    let path = S::path(fabric);
+    let mut r = collect_on_path(
         w,
         sc,
         fabric,
+        path,
         seed,
         &senders,
         receiver_view(w, &apps),
         wall.elapsed().as_secs_f64(),
     );
     r.network.ack_timeouts = Some(hf.counters.ack_timeouts);
-    crate::transport_info::record_window_signals(&mut r, &eps);
+    S::describe(&mut r, &eps);
     r.endpoints = Some(crate::drive::endpoints(fabric, &eps));
     Ok(r)
 }
@@ -217,39 +261,6 @@ pub fn setup<W: Workload>(w: &W, seed: u64) -> Setup {
     Setup {
         seed,
         pool: PayloadPool::new(seed, w.largest_message()),
-    }
-}
-
-/// Connects host `a` to host `b` with one RC QP pair, exchanging
-/// [`xrdma::driver::ConnInfo`] in process; returns the connection at `a` and at `b`.
-///
-/// # Errors
-/// The transport's error from registration, QP creation or connection.
-pub fn connect<F: Fabric>(
-    fabric: &mut F,
-    eps: &mut [Endpoint],
-    a: u32,
-    b: u32,
-) -> Result<(xrdma::ConnId, xrdma::ConnId)> {
-    let (a_ep, b_ep) = pair_mut(eps, a as usize, b as usize);
-    let half_a = driver::open(a_ep, &mut fabric.host(a))?;
-    let half_b = driver::open(b_ep, &mut fabric.host(b))?;
-    let conn_a = driver::establish(a_ep, &mut fabric.host(a), half_a, &half_b.info, b)?;
-    let conn_b = driver::establish(b_ep, &mut fabric.host(b), half_b, &half_a.info, a)?;
-    Ok((conn_a, conn_b))
-}
-
-/// Mutable references to two distinct elements `a` and `b` of `v`.
-///
-/// # Panics
-/// When `a == b` or either is out of bounds (a runner bug).
-pub fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
-    if a < b {
-        let (x, y) = v.split_at_mut(b);
-        (&mut x[a], &mut y[0])
-    } else {
-        let (x, y) = v.split_at_mut(a);
-        (&mut y[0], &mut x[b])
     }
 }
 
@@ -286,10 +297,25 @@ pub fn collect<W: Workload, F: Fabric + FabricReport>(
     got: ReceiverView<'_>,
     wall_seconds: f64,
 ) -> rep::RunResult {
+    let path = fabric.path();
+    collect_on_path(w, sc, fabric, path, seed, senders, got, wall_seconds)
+}
+
+/// [`collect`], with T* on `path` (the path as the run's message stack packs it).
+#[allow(clippy::too_many_arguments)]
+fn collect_on_path<W: Workload, F: Fabric + FabricReport>(
+    w: &W,
+    sc: &Scenario,
+    fabric: &F,
+    path: rep::PathModel,
+    seed: u64,
+    senders: &[SenderRecord],
+    got: ReceiverView<'_>,
+    wall_seconds: f64,
+) -> rep::RunResult {
     // Stages are kept on request only (`trace:`): six numbers per message.
     let t = tally(w.receiver_host(), senders, got, sc.trace);
     let workload = w.shape(&t.messages);
-    let path = fabric.path();
     let ideal = if w.bounded_by_t_star() {
         path.ideal(w.bottleneck_bytes(&t.messages))
     } else {

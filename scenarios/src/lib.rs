@@ -57,6 +57,7 @@ mod open_loop;
 mod rc_section;
 mod sim_section;
 mod span_index;
+mod stack;
 mod traffic;
 pub mod units;
 mod verbs_section;
@@ -69,10 +70,12 @@ pub use faults_section::{HostFaults, SlowReceiver};
 pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
 pub use sim_section::{SimSection, DEFAULT_SAMPLE_INTERVAL};
 pub use span_index::locate_key;
+pub use stack::Stack;
 pub use traffic::{parse_message_rate, MessageRate, RateError, SizeChoice, SizeDist, Stall};
 pub use verbs_section::{RankSpec, VerbsSection};
 pub use workload::{Incast, MessageSpec, Workload};
 pub use xrdma_section::MIN_FRAGMENT_SIZE;
+pub use xrdma_sim::TcpSettings;
 
 use check::{field_error, under, FieldError};
 use serde::Deserialize;
@@ -101,6 +104,11 @@ pub struct Scenario {
     pub sim: Option<SimSection>,
     /// The `verbs:` block (the real-RDMA backend reads it; the simulator ignores it).
     pub verbs: Option<VerbsSection>,
+    /// The message stack the workload runs over (`stack:`, default `xrdma`).
+    pub stack: Stack,
+    /// The hosts' kernel TCP (`tcp:`, read as [`TcpSettings`]; Linux's defaults when the
+    /// block is absent); used when `stack` is `tcp` or `dctcp`.
+    pub tcp: TcpSettings,
     /// Whether the result keeps every message's stage breakdown (`trace:`, default false;
     /// `xrdma run --trace` sets it): where its completion time went, which `xrdma trace`
     /// summarises and plots. Off by default because it adds six numbers per message.
@@ -248,6 +256,8 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
         rc: body.rc,
         sim: body.sim,
         verbs: body.verbs,
+        stack: body.stack,
+        tcp: body.tcp,
         trace: body.trace,
         source_path: path_for_messages.to_path_buf(),
         overrides: Vec::new(),
@@ -263,6 +273,8 @@ struct Body {
     rc: xrdma::RcParams,
     sim: Option<SimSection>,
     verbs: Option<VerbsSection>,
+    stack: Stack,
+    tcp: TcpSettings,
     trace: bool,
 }
 
@@ -283,6 +295,10 @@ struct RawBody {
     sim: Option<sim_section::RawSim>,
     verbs: Option<verbs_section::RawVerbs>,
     #[serde(default)]
+    stack: Stack,
+    #[serde(default)]
+    tcp: TcpSettings,
+    #[serde(default)]
     trace: bool,
 }
 
@@ -302,6 +318,10 @@ fn check_body(raw: RawBody, path_mtu_written: bool) -> Result<Body, FieldError> 
         .map(verbs_section::check_verbs)
         .transpose()
         .map_err(under("verbs"))?;
+    if let Err((field, reason)) = raw.tcp.validate() {
+        let key = field.strip_prefix("tcp.").unwrap_or(field);
+        return Err(field_error(key, reason).under("tcp"));
+    }
     let body = Body {
         name: raw.name,
         description: raw.description,
@@ -310,6 +330,8 @@ fn check_body(raw: RawBody, path_mtu_written: bool) -> Result<Body, FieldError> 
         rc,
         sim,
         verbs,
+        stack: raw.stack,
+        tcp: raw.tcp,
         trace: raw.trace,
     };
     if body.name.trim().is_empty() {

@@ -78,7 +78,7 @@ pub(crate) fn addressing(p: &Packet, src_mac: [u8; 6], dst_mac: [u8; 6]) -> Addr
 }
 
 /// The BTH opcode of `p` (IBA Table 38, the RC rows; 0x81 for a CNP, RoCEv2 Annex A17.9.3);
-/// `None` for PFC frames.
+/// `None` for PFC frames and TCP segments.
 pub(crate) fn opcode(p: &Packet) -> Option<u8> {
     let first = p.has(F_FIRST);
     let last = p.has(F_LAST);
@@ -105,7 +105,7 @@ pub(crate) fn opcode(p: &Packet) -> Option<u8> {
         },
         PktKind::Ack | PktKind::Nak => 0x11,
         PktKind::Cnp => 0x81,
-        PktKind::Pause | PktKind::Resume => return None,
+        PktKind::Pause | PktKind::Resume | PktKind::Tcp => return None,
     })
 }
 

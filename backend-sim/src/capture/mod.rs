@@ -245,6 +245,11 @@ impl Simulation {
             return;
         }
         let p = pool.get(id);
+        // TCP segments are not written as frames (the runner refuses a capture of TCP).
+        if p.kind == PktKind::Tcp {
+            link.skipped += 1;
+            return;
+        }
         let frame = &mut link.frames;
         let start = frame.len();
         let len = match map::transport(p, cfg.rc.min_rnr_timer, cfg.ack_every) {

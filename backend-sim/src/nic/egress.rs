@@ -64,6 +64,8 @@ pub(crate) struct Egress {
     ctrl: VecDeque<u32>,
     /// QP indices with data to send, round-robin.
     ring: VecDeque<u32>,
+    /// TCP sockets that may have a segment to send, round-robin (`crate::tcp::host`).
+    pub tcp: VecDeque<u32>,
     tx_busy: bool,
     tx_pkt: u32,
     /// Time of the NIC wake-up event that matters ([`Time::MAX`]: none pending).
@@ -80,6 +82,7 @@ impl Egress {
         Egress {
             ctrl: VecDeque::new(),
             ring: VecDeque::new(),
+            tcp: VecDeque::new(),
             tx_busy: false,
             tx_pkt: 0,
             pace_wake: Time::MAX,
@@ -162,6 +165,8 @@ impl Simulation {
                     }
                 }
             }
+            id
+        } else if let Some(id) = self.tcp_next_segment(h) {
             id
         } else {
             match self.next_data_packet(h) {

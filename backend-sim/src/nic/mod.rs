@@ -184,6 +184,8 @@ pub(crate) struct Host {
     pub ready: bool,
     /// The host model's CPU clock and CQE visibility (untouched with the ideal model).
     pub clock: HostClock,
+    /// TCP sockets with news for the application, each once (`crate::tcp::host`).
+    pub tcp_ready: Vec<u32>,
 }
 
 impl Host {
@@ -198,6 +200,7 @@ impl Host {
             wake_queued: Time::MAX,
             ready: false,
             clock: HostClock::new(),
+            tcp_ready: Vec::new(),
         }
     }
 
@@ -223,6 +226,10 @@ impl Simulation {
             }
             PktKind::Resume => {
                 self.on_resume(h);
+                return;
+            }
+            PktKind::Tcp => {
+                self.tcp_receive(h, &p);
                 return;
             }
             _ => {}
@@ -258,7 +265,7 @@ impl Simulation {
                 }
                 self.on_request(h, qi, &p);
             }
-            PktKind::Pause | PktKind::Resume => {}
+            PktKind::Pause | PktKind::Resume | PktKind::Tcp => {}
         }
         self.nic_try_tx(h);
     }

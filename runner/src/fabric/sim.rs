@@ -33,6 +33,17 @@ impl SimFabric {
         self.sim.captures()
     }
 
+    /// Connect a new TCP socket on host `a` to one on host `b`
+    /// ([`xrdma_sim::Simulation::tcp_connect`]); returns the socket ids on `a` and on `b`.
+    pub fn tcp_connect(&mut self, a: u32, b: u32, dctcp: bool) -> (u32, u32) {
+        self.sim.tcp_connect(a, b, dctcp)
+    }
+
+    /// The simulation's configuration.
+    pub fn config(&self) -> &SimConfig {
+        self.sim.config()
+    }
+
     /// A fabric over a new simulation of `cfg`.
     ///
     /// # Errors

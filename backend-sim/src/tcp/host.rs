@@ -1,0 +1,299 @@
+//! TCP sockets in the simulated hosts' kernels: the glue between one connection's model
+//! ([`TcpConn`]), the application's socket calls ([`crate::HostTransport::tcp_write`] and its
+//! siblings) and the network (segments through the same NIC, links, switches, ECN and PFC as
+//! RoCE packets).
+//!
+//! # State
+//! `Simulation::tcp`, one [`Socket`] per connection end, indexed by socket id:
+//! - `conn`: the connection's model; `host`, `peer_host`, `peer`: where the socket and its
+//!   peer socket are.
+//! - `snd`: the bytes written and not yet ACKed, stream offsets `[snd_base, conn.written())`.
+//!   Segments carry no bytes: when data arrives in order, the receiving kernel copies it from
+//!   the peer's `snd` (still there: the sender drops bytes only once this side ACKs them).
+//! - `rcv`: in-order bytes not yet read, offsets `[conn.read_to(), conn.rcv_nxt())`.
+//! - `timer_queued`: the time of the one `TcpTimer` event that counts ([`Time::MAX`]: none).
+//! - `in_ring`: listed in its host NIC's TCP ring (`Egress::tcp`), at most once.
+//! - `notified`: listed in its host's ready sockets (`Host::tcp_ready`), at most once.
+//!
+//! # Events
+//! - A TCP segment reaches its host's NIC (`nic_receive` → [`Simulation::tcp_receive`]): the
+//!   connection takes it, new in-order bytes are copied in, the socket is listed for the
+//!   application when it has news (bytes to read, bytes ACKed), and the NIC looks for a
+//!   segment to send.
+//! - The NIC's link is free (`nic_try_tx` → [`Simulation::tcp_next_segment`]): the sockets of
+//!   the TCP ring take turns, one segment each, after the control queue and before the QPs.
+//! - `TcpTimer` ([`Simulation::on_tcp_timer`]): the connection's retransmission or
+//!   delayed-ACK timer.
+//!
+//! Left out: the kernel's CPU costs per segment and per call (the host model does not charge
+//! TCP yet), TSO/GRO, pacing, SYN/FIN (sockets are connected when made), and classic ECN for
+//! non-DCTCP TCP (its segments are not ECN-capable: a marking switch neither marks nor drops
+//! them early).
+
+use super::{Segment, TcpConn, TCP_HEADER_BYTES};
+use crate::engine::Event;
+use crate::packet::{Packet, PktKind, F_CE, F_CWR, F_ECE, F_ECT};
+use crate::Simulation;
+use std::collections::VecDeque;
+use xrdma::Time;
+
+/// One end of a TCP connection (see the module doc).
+#[derive(Debug)]
+pub(crate) struct Socket {
+    pub host: u32,
+    pub peer_host: u32,
+    pub peer: u32,
+    pub conn: TcpConn,
+    snd: VecDeque<u8>,
+    snd_base: u64,
+    rcv: VecDeque<u8>,
+    timer_queued: Time,
+    pub in_ring: bool,
+    pub notified: bool,
+}
+
+impl Socket {
+    fn new(host: u32, peer_host: u32, peer: u32, conn: TcpConn) -> Socket {
+        Socket {
+            host,
+            peer_host,
+            peer,
+            conn,
+            snd: VecDeque::new(),
+            snd_base: 0,
+            rcv: VecDeque::new(),
+            timer_queued: Time::MAX,
+            in_ring: false,
+            notified: false,
+        }
+    }
+
+    /// Drop the sent bytes the peer has ACKed.
+    fn release_acked(&mut self) {
+        let acked = self.conn.snd_una();
+        if acked > self.snd_base {
+            let n = (acked - self.snd_base) as usize;
+            self.snd.drain(..n.min(self.snd.len()));
+            self.snd_base = acked;
+        }
+    }
+}
+
+impl Simulation {
+    /// Connect a new socket on host `a` to a new socket on host `b` (both established at
+    /// once, no handshake); DCTCP's reaction to ECN when `dctcp`. Returns the two socket ids.
+    pub(crate) fn tcp_pair(&mut self, a: u32, b: u32, dctcp: bool) -> (u32, u32) {
+        let cfg = self.cfg.tcp.config(dctcp);
+        let (sa, sb) = (self.tcp.len() as u32, self.tcp.len() as u32 + 1);
+        self.tcp.push(Socket::new(a, b, sb, TcpConn::new(cfg)));
+        self.tcp.push(Socket::new(b, a, sa, TcpConn::new(cfg)));
+        (sa, sb)
+    }
+
+    /// The socket `s` when it exists and is on host `h`.
+    fn socket_of(&mut self, h: u32, s: u32) -> Option<&mut Socket> {
+        self.tcp.get_mut(s as usize).filter(|k| k.host == h)
+    }
+
+    /// The application on host `h` writes `data` to socket `s`: as much as its send buffer
+    /// takes, which is returned (0 for a socket not on `h`).
+    pub(crate) fn tcp_write(&mut self, h: u32, s: u32, data: &[u8]) -> usize {
+        let Some(k) = self.socket_of(h, s) else {
+            return 0;
+        };
+        let n = (k.conn.send_space().min(data.len() as u64)) as usize;
+        if n == 0 {
+            return 0;
+        }
+        k.snd.extend(&data[..n]);
+        k.conn.write(n as u64);
+        self.tcp_kick(s);
+        n
+    }
+
+    /// The application on host `h` reads every in-order byte of socket `s` into `out`;
+    /// returns how many.
+    pub(crate) fn tcp_read(&mut self, h: u32, s: u32, out: &mut Vec<u8>) -> usize {
+        let Some(k) = self.socket_of(h, s) else {
+            return 0;
+        };
+        let n = k.rcv.len();
+        if n == 0 {
+            return 0;
+        }
+        out.extend(k.rcv.drain(..));
+        let upto = k.conn.rcv_nxt();
+        k.conn.read(upto);
+        // Reading may open the window: a window update may be owed.
+        self.tcp_kick(s);
+        n
+    }
+
+    /// Bytes written to socket `s` that its peer has not ACKed yet (Linux `SIOCOUTQ`).
+    pub(crate) fn tcp_unacked(&self, h: u32, s: u32) -> u64 {
+        self.tcp
+            .get(s as usize)
+            .filter(|k| k.host == h)
+            .map_or(0, |k| k.conn.written() - k.conn.snd_una())
+    }
+
+    /// Move the sockets of host `h` that have news for the application (bytes to read,
+    /// bytes ACKed) into `out`, each once, in the order they had it.
+    pub(crate) fn tcp_poll_ready(&mut self, h: u32, out: &mut Vec<u32>) {
+        let host = &mut self.hosts[h as usize];
+        for s in host.tcp_ready.drain(..) {
+            self.tcp[s as usize].notified = false;
+            out.push(s);
+        }
+    }
+
+    /// List socket `s` for its application and mark its host ready.
+    fn tcp_notify(&mut self, s: u32) {
+        let k = &mut self.tcp[s as usize];
+        let h = k.host;
+        if !k.notified {
+            k.notified = true;
+            self.hosts[h as usize].tcp_ready.push(s);
+        }
+        self.mark_ready(h);
+    }
+
+    /// Socket `s` may have a segment to send or a timer to move: list it in its NIC's TCP
+    /// ring, start the NIC, and re-arm its timer.
+    fn tcp_kick(&mut self, s: u32) {
+        let k = &mut self.tcp[s as usize];
+        let h = k.host;
+        if !k.in_ring {
+            k.in_ring = true;
+            self.hosts[h as usize].egress.tcp.push_back(s);
+        }
+        self.tcp_arm(s);
+        self.nic_try_tx(h);
+    }
+
+    /// Make sure socket `s`'s `TcpTimer` fires by its connection's next deadline.
+    fn tcp_arm(&mut self, s: u32) {
+        let k = &mut self.tcp[s as usize];
+        if let Some(t) = k.conn.next_timeout() {
+            if t < k.timer_queued {
+                k.timer_queued = t;
+                self.queue.push(t, Event::TcpTimer(s));
+            }
+        }
+    }
+
+    /// Whether the `TcpTimer` of socket `s` at `t` is the one that counts and its connection
+    /// still has a deadline by then (else it is stale and must not move the clock).
+    pub(crate) fn tcp_timer_due(&mut self, s: u32, t: Time) -> bool {
+        let k = &mut self.tcp[s as usize];
+        if k.timer_queued != t {
+            return false;
+        }
+        k.timer_queued = Time::MAX;
+        match k.conn.next_timeout() {
+            Some(d) if d <= t => true,
+            _ => {
+                self.tcp_arm(s);
+                false
+            }
+        }
+    }
+
+    /// `TcpTimer` of socket `s`: its connection handles what expired.
+    pub(crate) fn on_tcp_timer(&mut self, s: u32) {
+        let now = self.now;
+        self.tcp[s as usize].conn.on_timeout(now);
+        self.tcp_kick(s);
+    }
+
+    /// The next TCP segment host `h`'s NIC sends: the sockets of its TCP ring take turns, one
+    /// segment each; a socket with nothing to send leaves the ring.
+    pub(crate) fn tcp_next_segment(&mut self, h: u32) -> Option<u32> {
+        let now = self.now;
+        while let Some(s) = self.hosts[h as usize].egress.tcp.pop_front() {
+            let k = &mut self.tcp[s as usize];
+            let Some(seg) = k.conn.poll_transmit(now) else {
+                k.in_ring = false;
+                continue;
+            };
+            let (peer_host, peer) = (k.peer_host, k.peer);
+            self.hosts[h as usize].egress.tcp.push_back(s);
+            self.tcp_arm(s);
+            let mut p = Packet::control(PktKind::Tcp, h, peer_host, seg.len + TCP_HEADER_BYTES);
+            p.src_qpn = s;
+            p.dst_qpn = peer;
+            p.payload = seg.len;
+            p.src_addr = seg.seq;
+            p.remote_addr = seg.ack;
+            p.msg_len = u32::try_from(seg.wnd).unwrap_or(u32::MAX);
+            for (on, flag) in [(seg.ect, F_ECT), (seg.ece, F_ECE), (seg.cwr, F_CWR)] {
+                if on {
+                    p.flags |= flag;
+                }
+            }
+            if seg.len > 0 {
+                self.stats.tcp_segments += 1;
+            } else {
+                self.stats.tcp_acks += 1;
+            }
+            return Some(self.pool.alloc(p));
+        }
+        None
+    }
+
+    /// A TCP segment `p` reached host `h` (see the module doc).
+    pub(crate) fn tcp_receive(&mut self, h: u32, p: &Packet) {
+        let s = p.dst_qpn;
+        let Some(k) = self.tcp.get(s as usize) else {
+            self.stats.out_of_sequence_drops += 1;
+            return;
+        };
+        if k.host != h || k.peer != p.src_qpn {
+            self.stats.out_of_sequence_drops += 1;
+            return;
+        }
+        let seg = Segment {
+            seq: p.src_addr,
+            len: p.payload,
+            ack: p.remote_addr,
+            wnd: u64::from(p.msg_len),
+            ect: p.has(F_ECT),
+            ce: p.has(F_CE),
+            ece: p.has(F_ECE),
+            cwr: p.has(F_CWR),
+        };
+        let now = self.now;
+        let (si, pi) = (s as usize, k.peer as usize);
+        let k = &mut self.tcp[si];
+        let (before_rcv, before_una) = (k.conn.rcv_nxt(), k.conn.snd_una());
+        k.conn.on_segment(now, &seg);
+        let (after_rcv, after_una) = (k.conn.rcv_nxt(), k.conn.snd_una());
+        if after_una > before_una {
+            k.release_acked();
+        }
+        if after_rcv > before_rcv {
+            // The peer still holds these bytes: it drops only what this side has ACKed,
+            // which is below `before_rcv`.
+            let (k, peer) = pair(&mut self.tcp, si, pi);
+            let from = (before_rcv - peer.snd_base) as usize;
+            let to = (after_rcv - peer.snd_base) as usize;
+            k.rcv.extend(peer.snd.range(from..to));
+            self.stats.delivered_payload_bytes += after_rcv - before_rcv;
+        }
+        if after_rcv > before_rcv || after_una > before_una {
+            self.tcp_notify(s);
+        }
+        self.tcp_kick(s);
+    }
+}
+
+/// Mutable references to two distinct sockets `a` and `b`.
+fn pair(v: &mut [Socket], a: usize, b: usize) -> (&mut Socket, &mut Socket) {
+    if a < b {
+        let (x, y) = v.split_at_mut(b);
+        (&mut x[a], &mut y[0])
+    } else {
+        let (x, y) = v.split_at_mut(a);
+        (&mut y[0], &mut x[b])
+    }
+}

@@ -1,0 +1,159 @@
+//! The TCP baseline stacks (`stack: tcp | dctcp`): every workload runs over them with the
+//! same delivery check and report as over xrdma, and the simulated kernel TCP shows the
+//! incast collapse the literature puts at a 200 ms RTOmin (Vasudevan et al., SIGCOMM 2009)
+//! and DCTCP's shallow queues under ECN marking (Alizadeh et al., SIGCOMM 2010).
+
+use std::path::Path;
+use xrdma_reports::RunResult;
+use xrdma_runner::request::run_sim;
+use xrdma_scenario::{Scenario, Stack};
+
+const SEEDS: [u64; 4] = [1, 2, 3, 4];
+
+fn load(path: &str) -> Scenario {
+    xrdma_scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).expect("loads")
+}
+
+fn parse(text: &str) -> Scenario {
+    xrdma_scenario::parse(text, Path::new("tcp-test.yaml")).expect("parses")
+}
+
+fn run(sc: &Scenario, stack: Stack, seed: u64) -> RunResult {
+    let mut sc = sc.clone();
+    sc.stack = stack;
+    let mut sim = sc.sim_or_default();
+    sim.seed = seed;
+    sc.sim = Some(sim);
+    run_sim(&sc).expect("run succeeds")
+}
+
+/// Every message delivered once, intact, completed at its sender, no error, and the result
+/// consistent (T* below the last completion among its checks).
+fn all_delivered(r: &RunResult) {
+    let d = &r.delivery;
+    assert_eq!(
+        d.delivered as usize,
+        r.messages.len(),
+        "{d:?} {:?}",
+        r.errors
+    );
+    assert_eq!((d.missing, d.digest_mismatches, d.duplicates), (0, 0, 0));
+    assert!(r.messages.iter().all(|m| m.completed_ps.is_some()));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.validate().is_empty(), "{:?}", r.validate());
+}
+
+#[test]
+fn every_shipped_workload_runs_over_tcp_and_dctcp_at_every_seed() {
+    for path in [
+        "scenarios/incast-8.yaml",
+        "scenarios/echo.yaml",
+        "scenarios/open-loop-stall.yaml",
+    ] {
+        let sc = load(path);
+        for stack in [Stack::Tcp, Stack::Dctcp] {
+            for seed in SEEDS {
+                let r = run(&sc, stack, seed);
+                all_delivered(&r);
+                assert!(
+                    r.transport.is_none(),
+                    "{path}: RC attributes describe no TCP run"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_tcp_run_is_the_same_bit_for_bit_at_the_same_seed() {
+    let sc = load("scenarios/incast-8.yaml");
+    for stack in [Stack::Tcp, Stack::Dctcp] {
+        let a = run(&sc, stack, 7);
+        let b = run(&sc, stack, 7);
+        assert_eq!(
+            a.sim.as_ref().map(|s| s.trace_hash.clone()),
+            b.sim.as_ref().map(|s| s.trace_hash.clone())
+        );
+        assert_eq!(a.messages, b.messages);
+    }
+}
+
+/// 32 senders × 256 KiB into one 10 Gb/s port of a switch with a 256 KiB buffer, drop-tail.
+fn shallow_incast(rto_min: &str) -> Scenario {
+    parse(&format!(
+        "name: collapse\nstack: tcp\ntcp: {{ rto-min: {rto_min} }}\n\
+         workload:\n  incast:\n    senders: 32\n    receiver: 0\n    messages:\n      - {{ size: 256KiB, count: 1 }}\n\
+         sim:\n  link-rate: 10Gbps\n  switch-buffer: 256KiB\n"
+    ))
+}
+
+fn goodput(r: &RunResult) -> f64 {
+    r.figures
+        .as_ref()
+        .and_then(|f| f.goodput_bps)
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn a_200ms_rto_min_collapses_a_shallow_buffered_incast_and_1ms_recovers_it() {
+    let (slow, fast) = (shallow_incast("200ms"), shallow_incast("1ms"));
+    for seed in SEEDS {
+        let (s, f) = (run(&slow, Stack::Tcp, seed), run(&fast, Stack::Tcp, seed));
+        all_delivered(&s);
+        all_delivered(&f);
+        let drops = s.network.drops.unwrap_or(0);
+        assert!(drops > 0, "seed {seed}: the buffer overflows");
+        let last = |r: &RunResult| {
+            r.messages
+                .iter()
+                .filter_map(|m| m.completed_ps)
+                .max()
+                .unwrap_or(0)
+        };
+        // Some sender loses its whole window's tail and waits out RTOmin.
+        assert!(last(&s) >= 200_000_000_000, "seed {seed}: {} ps", last(&s));
+        assert!(last(&f) < 50_000_000_000, "seed {seed}: {} ps", last(&f));
+        assert!(
+            goodput(&f) > 10.0 * goodput(&s),
+            "seed {seed}: {} vs {} b/s",
+            goodput(&f),
+            goodput(&s)
+        );
+    }
+}
+
+#[test]
+fn dctcp_keeps_a_marking_switch_from_dropping_where_tcp_overflows_it() {
+    let text = |stack: &str| {
+        format!(
+            "name: dctcp\nstack: {stack}\ntcp: {{ rto-min: 1ms }}\n\
+             workload:\n  incast:\n    senders: 16\n    receiver: 0\n    messages:\n      - {{ size: 1MiB, count: 1 }}\n\
+             sim:\n  link-rate: 10Gbps\n  switch-buffer: 512KiB\n  ecn: {{ kmin: 64KiB, kmax: 64KiB, pmax: 1 }}\n"
+        )
+    };
+    for seed in SEEDS {
+        let d = run(&parse(&text("dctcp")), Stack::Dctcp, seed);
+        let t = run(&parse(&text("tcp")), Stack::Tcp, seed);
+        all_delivered(&d);
+        all_delivered(&t);
+        assert!(
+            d.network.ecn_marks.unwrap_or(0) > 0,
+            "seed {seed}: {:?}",
+            d.network
+        );
+        assert_eq!(d.network.drops, Some(0), "seed {seed}: {:?}", d.network);
+        assert!(
+            t.network.drops.unwrap_or(0) > 0,
+            "seed {seed}: {:?}",
+            t.network
+        );
+    }
+}
+
+#[test]
+fn a_tcp_run_refuses_what_only_rdma_has() {
+    let mut sc = load("scenarios/faults/stop-reposting.yaml");
+    sc.stack = Stack::Tcp;
+    let e = run_sim(&sc).expect_err("refused").to_string();
+    assert!(e.contains("stop-reposting"), "{e}");
+}
