@@ -13,7 +13,7 @@ const ALLOWED: [(&str, &[&str]); 11] = [
     ("xrdma-conformance", &["xrdma"]),
     ("xrdma-sim", &["xrdma", "xrdma-reports"]),
     ("xrdma-verbs", &["xrdma"]),
-    ("xrdma-scenario", &["xrdma", "xrdma-sim"]),
+    ("xrdma-scenario", &["xrdma", "xrdma-sim", "xrdma-reports"]),
     ("xrdma-reports", &["xrdma"]),
     ("xrdma-observe", &["xrdma-scenario", "xrdma-reports"]),
     (

@@ -157,3 +157,69 @@ fn a_tcp_run_refuses_what_only_rdma_has() {
     let e = run_sim(&sc).expect_err("refused").to_string();
     assert!(e.contains("stop-reposting"), "{e}");
 }
+
+#[test]
+fn a_zero_initial_rto_is_refused_not_run_forever() {
+    let text = "name: x\nstack: tcp\ntcp: { rto-initial: 0s }\nworkload:\n  incast:\n    senders: 2\n    receiver: 0\n    messages: [ { size: 64KiB } ]\n";
+    let e = xrdma_scenario::parse(text, Path::new("x.yaml"))
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("tcp.rto-initial"), "{e}");
+}
+
+#[test]
+fn a_tcp_run_counts_its_segments_and_retransmissions() {
+    for seed in SEEDS {
+        let r = run(&shallow_incast("1ms"), Stack::Tcp, seed);
+        let n = &r.network;
+        assert!(n.data_packets > Some(0), "seed {seed}: {n:?}");
+        assert!(n.drops > Some(0), "seed {seed}: {n:?}");
+        // Every dropped segment is sent again.
+        assert!(n.retransmitted_packets >= n.drops, "seed {seed}: {n:?}");
+    }
+}
+
+/// The latest completion, ps after time 0.
+fn last_completion(r: &RunResult) -> u64 {
+    r.messages
+        .iter()
+        .filter_map(|m| m.completed_ps)
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_tcp_message_completes_when_the_peer_application_has_it() {
+    // The receiver's application stops for 100 ms: the messages that arrive meanwhile
+    // complete only after it, over TCP as over xrdma (the kernel's ACK alone would not wait).
+    let sc = load("scenarios/open-loop-stall.yaml");
+    for seed in SEEDS {
+        let r = run(&sc, Stack::Tcp, seed);
+        all_delivered(&r);
+        let p99 = r
+            .figures
+            .as_ref()
+            .and_then(|f| f.latency.p99_ps)
+            .unwrap_or(0);
+        assert!(p99 > 50_000_000_000, "seed {seed}: p99 {p99} ps");
+    }
+}
+
+#[test]
+fn a_lone_last_segment_does_not_wait_out_the_delayed_ack_timer() {
+    // Linux's 40 ms delayed ACK is the default; the receiving stack's ACK frame carries the
+    // kernel's ACK at once, so a lossless incast ends near T*.
+    let sc = load("scenarios/incast-8.yaml");
+    for stack in [Stack::Tcp, Stack::Dctcp] {
+        for seed in SEEDS {
+            let r = run(&sc, stack, seed);
+            all_delivered(&r);
+            let t_star = r.ideal.as_ref().map_or(0, |i| i.t_star_ps);
+            assert!(
+                (last_completion(&r) as f64) < 1.2 * t_star as f64,
+                "seed {seed}: {} ps against T* {t_star} ps",
+                last_completion(&r)
+            );
+        }
+    }
+}

@@ -130,7 +130,7 @@ pub use faults::{FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector}
 pub use host_model::{profiles, HostModel, HostModelError, MAX_COST};
 pub use stats::SimStats;
 pub use switch::{PortStats, SwitchStats};
-pub use tcp::{TcpSettings, TCP_HEADER_BYTES};
+pub use tcp::{TcpSettings, TcpSocketState, TCP_HEADER_BYTES};
 pub use timeseries::{TimeSeriesConfig, DEFAULT_MAX_POINTS, DEFAULT_SAMPLE_INTERVAL};
 pub use topology::{PortPeer, Topology};
 pub use transport::HostTransport;

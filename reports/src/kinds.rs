@@ -68,3 +68,50 @@ impl fmt::Display for Backend {
         f.write_str(self.name())
     }
 }
+
+/// The message stack every host of a run ran the workload over (a scenario's `stack:`).
+/// Workloads and reports are the same for each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", expecting = "one of `xrdma`, `tcp`, `dctcp`")]
+pub enum Stack {
+    /// xrdma over RC QPs (the default).
+    #[default]
+    Xrdma,
+    /// Messages over kernel TCP sockets, NewReno's loss reaction (RFC 5681, RFC 6582).
+    Tcp,
+    /// Messages over kernel TCP sockets with DCTCP's reaction to ECN marks (RFC 8257).
+    Dctcp,
+}
+
+impl fmt::Display for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Stack {
+    type Err = String;
+    /// A stack by its name (`xrdma`, `tcp`, `dctcp`).
+    fn from_str(s: &str) -> Result<Stack, String> {
+        [Stack::Xrdma, Stack::Tcp, Stack::Dctcp]
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| "expected `xrdma`, `tcp` or `dctcp`".to_string())
+    }
+}
+
+impl Stack {
+    /// The stack's name, as a scenario writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::Xrdma => "xrdma",
+            Stack::Tcp => "tcp",
+            Stack::Dctcp => "dctcp",
+        }
+    }
+
+    /// Whether the stack is TCP (either reaction).
+    pub fn is_tcp(self) -> bool {
+        self != Stack::Xrdma
+    }
+}

@@ -51,7 +51,7 @@ pub use io::{
     messages_csv, stage_run, write_report, write_report_with, write_run_dir, write_run_dir_with,
     RunFiles,
 };
-pub use kinds::{Backend, WorkloadKind};
+pub use kinds::{Backend, Stack, WorkloadKind};
 pub use path::{IdealCompletion, PathModel};
 pub use plot::{latency_svg, latency_svg_string};
 pub use run_dir::{RunDir, PLOT_STEMS};

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::kinds::{Backend, WorkloadKind};
+use crate::kinds::{Backend, Stack, WorkloadKind};
 use crate::path::{IdealCompletion, PathModel};
 use crate::series::TimeSeries;
 
@@ -133,6 +133,10 @@ pub struct ScenarioInfo {
     pub backend: Backend,
     /// Seed of every pseudo-random choice in the run.
     pub seed: u64,
+    /// The message stack the workload ran over; results written before there was a choice
+    /// ran over xrdma.
+    #[serde(default)]
+    pub stack: Stack,
 }
 
 /// Shape of the workload.
@@ -286,7 +290,8 @@ pub struct DeliveryCheck {
 #[serde(rename_all = "kebab-case")]
 pub struct NetworkCounters {
     // Every counter is `None` (`null`) where the backend cannot observe it, never 0.
-    /// Data packets transmitted by NICs (retransmissions included).
+    /// Data packets transmitted by NICs (retransmissions included): RoCE packets carrying
+    /// data, and TCP segments carrying data.
     pub data_packets: Option<u64>,
     /// Packets ECN-marked (CE) by switches; a packet marked at several hops counts once.
     pub ecn_marks: Option<u64>,
@@ -303,9 +308,10 @@ pub struct NetworkCounters {
     pub max_buffer_bytes: Option<u64>,
     /// Peak length of any single egress queue, bytes.
     pub max_egress_queue_bytes: Option<u64>,
-    /// Data packets sent again by go-back-N (included in `data_packets`).
+    /// Data packets sent again (included in `data_packets`): by RC go-back-N, and TCP
+    /// segments sent again (fast retransmits, timeouts, partial ACKs).
     pub retransmitted_packets: Option<u64>,
-    /// Retransmission (local ACK) timeouts that fired.
+    /// Retransmission timeouts that fired: RC local ACK timeouts and TCP RTOs.
     pub retransmit_timeouts: Option<u64>,
     /// PSN sequence-error NAKs sent by responders.
     pub seq_naks: Option<u64>,

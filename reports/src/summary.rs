@@ -109,8 +109,8 @@ pub fn summary_table(r: &RunResult) -> String {
     // Writing into a String cannot fail; the results are ignored deliberately.
     let _ = writeln!(
         w,
-        "run        {} ({}) backend={} seed={}",
-        r.scenario.name, r.scenario.path, r.scenario.backend, r.scenario.seed
+        "run        {} ({}) backend={} stack={} seed={}",
+        r.scenario.name, r.scenario.path, r.scenario.backend, r.scenario.stack, r.scenario.seed
     );
     if let Some(env) = &r.environment {
         w.push_str(&env.summary_lines());

@@ -37,6 +37,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             path: "scenarios/incast-test.yaml".into(),
             backend: Backend::Sim,
             seed: 7,
+            stack: Default::default(),
         },
         workload: WorkloadInfo {
             kind: WorkloadKind::Incast,

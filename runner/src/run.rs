@@ -351,6 +351,7 @@ fn finish<F: Fabric + FabricReport>(
             path: sc.source_path.display().to_string(),
             backend: fabric.backend(),
             seed,
+            stack: sc.stack,
         },
         workload,
         messages: t.messages,

@@ -115,7 +115,7 @@ enum Timer {
 /// - The peer's window is taken to be our own `rcv_buf` until its first segment arrives.
 /// - No Linux quick-ACK mode: the receiver delays ACKs from the first segment.
 /// - RTO = max(`rto_min`, SRTT + max(G, 4·RTTVAR)) per RFC 6298; Linux instead floors the
-///   variance term (RTO ≈ SRTT + max(`rto_min`, 4·mdev)), a larger RTO by about SRTT.
+///   variance term (RTO ≈ SRTT + max(`rto_min`, 4·mdev)), larger by up to SRTT.
 /// - The cwnd grows only while the flow is cwnd-limited, taken as: the data outstanding
 ///   before the ACK was at least half the cwnd (Linux `tcp_is_cwnd_limited` in slow start).
 /// - A DCTCP window cut is applied at once (Linux reaches it gradually through PRR); the
@@ -155,8 +155,6 @@ pub(crate) struct TcpConn {
     rttvar: Span,
     rto_base: Span,
     backoff: u32,
-    /// Timeouts since `snd_una` last advanced.
-    rto_retries: u32,
     /// Persist probes since the peer's window last grew.
     probes: u32,
     /// The one segment being timed: (end offset, send time).
@@ -232,7 +230,6 @@ impl TcpConn {
             rttvar: Span::ZERO,
             rto_base: cfg.rto_initial.min(cfg.rto_max),
             backoff: 0,
-            rto_retries: 0,
             probes: 0,
             rtt_timed: None,
             timer: None,
@@ -290,7 +287,6 @@ impl TcpConn {
     }
 
     /// Incoming offset below which the application has read everything.
-    #[allow(dead_code)] // state a socket view reads; not shown yet
     pub(crate) fn read_to(&self) -> u64 {
         self.read_to
     }
@@ -388,10 +384,11 @@ impl TcpConn {
     /// Handles whatever has expired by `now` (a call before any deadline does nothing).
     ///
     /// Delayed ACK: the ACK becomes owed. Retransmission timeout (RFC 6298 §5.4–5.6, RFC 5681
-    /// §3.1, RFC 6582 §3.2): ssthresh = max(FlightSize/2, 2·MSS) (on the first timeout of a
-    /// loss only), cwnd = 1 MSS, go-back-N from `snd_una`, fast recovery left, the RTO
-    /// doubled (up to `rto_max`) and the timer restarted. Persist: one probe is due and the
-    /// timer restarts at double the interval (Linux `tcp_probe_timer`).
+    /// §3.1, RFC 6582 §3.2): ssthresh = max(FlightSize/2, 2·MSS), cwnd = 1 MSS, go-back-N
+    /// from `snd_una` (its first segment is sent whatever silly-window avoidance says, or a
+    /// one-byte probe if the peer's window is shut), fast recovery left, `recover` =
+    /// `snd_max`, the RTO doubled (up to `rto_max`) and the timer restarted. Persist: one
+    /// probe is due and the timer restarts at double the interval (Linux `tcp_probe_timer`).
     pub(crate) fn on_timeout(&mut self, now: Time) {
         if self.delack.is_some_and(|t| t <= now) {
             self.delack = None;
@@ -421,13 +418,11 @@ impl TcpConn {
     }
 
     /// Congestion window, bytes (initially `init_cwnd`·`mss`; never below one MSS).
-    #[allow(dead_code)] // state a socket view reads; not shown yet
     pub(crate) fn cwnd(&self) -> u64 {
         self.cwnd
     }
 
     /// Slow-start threshold, bytes (`u64::MAX` until the first congestion event).
-    #[allow(dead_code)] // state a socket view reads; not shown yet
     pub(crate) fn ssthresh(&self) -> u64 {
         self.ssthresh
     }
@@ -439,14 +434,12 @@ impl TcpConn {
     }
 
     /// Smoothed RTT (RFC 6298 SRTT); `None` before the first sample.
-    #[allow(dead_code)] // state a socket view reads; not shown yet
     pub(crate) fn srtt(&self) -> Option<Span> {
         self.srtt
     }
 
     /// DCTCP's estimate α of the fraction of marked bytes, in [0, 1]; starts at 1 (Linux
     /// `dctcp_alpha_on_init`). Stays 1 without DCTCP.
-    #[allow(dead_code)] // state a socket view reads; not shown yet
     pub(crate) fn dctcp_alpha(&self) -> f64 {
         self.alpha
     }
@@ -543,7 +536,6 @@ impl TcpConn {
             self.snd_nxt = self.snd_nxt.max(ack);
             self.snd_max = self.snd_max.max(ack);
             self.dup_acks = 0;
-            self.rto_retries = 0;
             if let Some((end, sent)) = self.rtt_timed {
                 if ack >= end {
                     self.rtt_timed = None;
@@ -633,10 +625,9 @@ impl TcpConn {
     /// A retransmission timeout with data outstanding (see [`on_timeout`](Self::on_timeout)).
     fn on_rto(&mut self, now: Time) {
         self.counters.timeouts += 1;
-        if self.rto_retries == 0 {
-            self.ssthresh = ((self.snd_max - self.snd_una) / 2).max(2 * self.mss);
-        }
-        self.rto_retries += 1;
+        // Repeated timeouts find the same FlightSize (nothing is ACKed, nothing new is
+        // sent), so ssthresh holds as RFC 5681 §3.1 asks.
+        self.ssthresh = ((self.snd_max - self.snd_una) / 2).max(2 * self.mss);
         self.cwnd = self.mss;
         self.ca_acked = 0;
         self.recover = self.snd_max;

@@ -35,7 +35,24 @@ use crate::engine::Event;
 use crate::packet::{Packet, PktKind, F_CE, F_CWR, F_ECE, F_ECT};
 use crate::Simulation;
 use std::collections::VecDeque;
-use xrdma::Time;
+use xrdma::{Span, Time};
+
+/// What one TCP socket's connection looks like now ([`Simulation::tcp_socket`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpSocketState {
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Slow-start threshold, bytes (`u64::MAX` before the first loss or ECN cut).
+    pub ssthresh: u64,
+    /// Smoothed RTT (RFC 6298), `None` before the first sample.
+    pub srtt: Option<Span>,
+    /// Current retransmission timeout, backoff included.
+    pub rto: Span,
+    /// DCTCP's estimate α of the marked fraction (1 before the first window ends).
+    pub dctcp_alpha: f64,
+    /// Bytes that arrived in order and the application has not read yet.
+    pub unread: u64,
+}
 
 /// One end of a TCP connection (see the module doc).
 #[derive(Debug)]
@@ -127,6 +144,19 @@ impl Simulation {
         // Reading may open the window: a window update may be owed.
         self.tcp_kick(s);
         n
+    }
+
+    /// The state of socket `s`'s connection; `None` for no such socket.
+    pub fn tcp_socket(&self, s: u32) -> Option<TcpSocketState> {
+        let c = &self.tcp.get(s as usize)?.conn;
+        Some(TcpSocketState {
+            cwnd: c.cwnd(),
+            ssthresh: c.ssthresh(),
+            srtt: c.srtt(),
+            rto: c.rto(),
+            dctcp_alpha: c.dctcp_alpha(),
+            unread: c.rcv_nxt() - c.read_to(),
+        })
     }
 
     /// Bytes written to socket `s` that its peer has not ACKed yet (Linux `SIOCOUTQ`).

@@ -17,7 +17,10 @@
 pub(crate) mod conn;
 pub(crate) mod host;
 mod settings;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use conn::{Segment, TcpConfig, TcpConn};
 pub(crate) use host::Socket;
+pub use host::TcpSocketState;
 pub use settings::{TcpSettings, TCP_HEADER_BYTES};

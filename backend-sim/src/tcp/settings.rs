@@ -92,7 +92,8 @@ impl TcpSettings {
     ///
     /// # Errors
     /// The first bad field's name and why: an MSS outside 64 B – 64 KiB, an initial window,
-    /// `ack-every` or a buffer of zero, `rto-min` above `rto-max`, a gain outside (0, 1].
+    /// `ack-every` or a buffer of zero, `rto-min` or `rto-initial` of zero or above
+    /// `rto-max`, a gain outside (0, 1].
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(64..=65_536).contains(&self.mss) {
             return Err(("tcp.mss", format!("{} is outside 64 B – 64 KiB", self.mss)));
@@ -106,6 +107,15 @@ impl TcpSettings {
             if v == 0 {
                 return Err((field, "must be at least 1".into()));
             }
+        }
+        if self.rto_initial == Span::ZERO || self.rto_initial > self.rto_max {
+            return Err((
+                "tcp.rto-initial",
+                format!(
+                    "{} must be above 0 and at most rto-max ({}): a zero timeout never waits",
+                    self.rto_initial, self.rto_max
+                ),
+            ));
         }
         if self.rto_min > self.rto_max || self.rto_min == Span::ZERO {
             return Err((

@@ -3,8 +3,9 @@
 
 use std::fmt;
 
-use xrdma_scenario::units::{parse_size, UnitError};
-use xrdma_scenario::{Scenario, Workload};
+use xrdma::Span;
+use xrdma_scenario::units::{parse_size, parse_time, UnitError};
+use xrdma_scenario::{Scenario, Stack, Workload};
 
 use xrdma_runner::request::Backend;
 
@@ -29,10 +30,14 @@ pub enum AxisKind {
     Backend,
     /// `seed`: `sim.seed` (also the payload seed on the verbs backend).
     Seed,
+    /// `stack`: the message stack (`xrdma`, `tcp`, `dctcp`).
+    Stack,
+    /// `rto-min`: `tcp.rto-min`, the TCP stacks' lower bound of the retransmission timeout.
+    RtoMin,
 }
 
 /// Every axis with its name, in the order they are listed in errors and help.
-pub const AXES: [(AxisKind, &str); 8] = [
+pub const AXES: [(AxisKind, &str); 10] = [
     (AxisKind::FanIn, "fan-in"),
     (AxisKind::Size, "size"),
     (AxisKind::Beta, "beta"),
@@ -41,6 +46,8 @@ pub const AXES: [(AxisKind, &str); 8] = [
     (AxisKind::Pfc, "pfc"),
     (AxisKind::Backend, "backend"),
     (AxisKind::Seed, "seed"),
+    (AxisKind::Stack, "stack"),
+    (AxisKind::RtoMin, "rto-min"),
 ];
 
 impl AxisKind {
@@ -55,6 +62,8 @@ impl AxisKind {
             AxisKind::Dcqcn => vec!["sim", "dcqcn"],
             AxisKind::Pfc => vec!["sim", "pfc"],
             AxisKind::Seed => vec!["sim", "seed"],
+            AxisKind::Stack => vec!["stack"],
+            AxisKind::RtoMin => vec!["tcp", "rto-min"],
             AxisKind::Backend => return None,
         })
     }
@@ -86,6 +95,10 @@ pub enum AxisValue {
     Backend(Backend),
     /// A seed.
     Seed(u64),
+    /// A message stack.
+    Stack(Stack),
+    /// A duration (rto-min).
+    Span(Span),
 }
 
 /// A parsed axis: its kind, the values and their text as written.
@@ -185,6 +198,11 @@ fn parse_value(kind: AxisKind, text: &str) -> Result<AxisValue, String> {
             .parse::<u64>()
             .map(AxisValue::Seed)
             .map_err(|_| "expected a whole number".into()),
+        AxisKind::Stack => text.parse::<Stack>().map(AxisValue::Stack),
+        AxisKind::RtoMin => match parse_time(text).map_err(unit)? {
+            Span::ZERO => Err("must be above 0".into()),
+            t => Ok(AxisValue::Span(t)),
+        },
     }
 }
 
@@ -322,6 +340,16 @@ pub fn apply(
             s.seed = seed;
             sc.sim = Some(s);
         }
+        (AxisKind::Stack, AxisValue::Stack(stack)) => sc.stack = stack,
+        (AxisKind::RtoMin, AxisValue::Span(t)) => {
+            if t > sc.tcp.rto_max {
+                return Err(format!(
+                    "rto-min {t} is above the base scenario's tcp.rto-max ({})",
+                    sc.tcp.rto_max
+                ));
+            }
+            sc.tcp.rto_min = t;
+        }
         (k, v) => return Err(format!("value {v:?} does not belong to axis {}", k.name())),
     }
     Ok(())
@@ -330,6 +358,40 @@ pub fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stack_and_rto_min_axes_set_the_scenario_and_refuse_what_is_not_one() {
+        let a = parse_axis("stack=xrdma,tcp,dctcp").unwrap();
+        assert_eq!(
+            a.values,
+            [Stack::Xrdma, Stack::Tcp, Stack::Dctcp].map(AxisValue::Stack)
+        );
+        let e = parse_axis("stack=udp").unwrap_err().to_string();
+        assert!(e.contains("`udp`") && e.contains("`dctcp`"), "{e}");
+        let r = parse_axis("rto-min=1ms,200ms").unwrap();
+        assert_eq!(
+            r.values,
+            [Span::from_ms(1), Span::from_ms(200)].map(AxisValue::Span)
+        );
+        assert!(parse_axis("rto-min=0s").is_err());
+        let mut sc = xrdma_scenario::parse(
+            "name: x\nworkload:\n  incast:\n    senders: 2\n    receiver: 0\n    messages: [ { size: 1 } ]\n",
+            std::path::Path::new("x.yaml"),
+        )
+        .unwrap();
+        let mut backend = Backend::Sim;
+        apply(
+            &mut sc,
+            &mut backend,
+            AxisKind::Stack,
+            AxisValue::Stack(Stack::Dctcp),
+        )
+        .unwrap();
+        apply(&mut sc, &mut backend, AxisKind::RtoMin, r.values[0]).unwrap();
+        assert_eq!((sc.stack, sc.tcp.rto_min), (Stack::Dctcp, Span::from_ms(1)));
+        let too_long = AxisValue::Span(Span::from_ms(200_000));
+        assert!(apply(&mut sc, &mut backend, AxisKind::RtoMin, too_long).is_err());
+    }
 
     #[test]
     fn parses_units_and_switches() {

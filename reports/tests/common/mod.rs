@@ -77,6 +77,7 @@ pub fn result(ts: Option<TimeSeries>) -> RunResult {
             path: "scenarios/plots-test.yaml".into(),
             backend: Backend::Sim,
             seed: 3,
+            stack: Default::default(),
         },
         workload: WorkloadInfo {
             kind: WorkloadKind::Incast,

@@ -100,7 +100,8 @@ impl FabricReport for SimFabric {
     fn network(&self) -> rep::NetworkCounters {
         let st = self.sim.stats();
         rep::NetworkCounters {
-            data_packets: Some(st.data_packets),
+            // A run uses one stack: RoCE's and TCP's counters add up to that stack's.
+            data_packets: Some(st.data_packets + st.tcp_segments),
             ecn_marks: Some(st.ecn_marks),
             cnps: Some(st.cnps_sent),
             pfc_xoff: Some(st.pfc_xoff_sent),
@@ -108,8 +109,8 @@ impl FabricReport for SimFabric {
             drops: Some(st.drops),
             max_buffer_bytes: Some(st.max_buffer_bytes),
             max_egress_queue_bytes: Some(st.max_egress_queue_bytes),
-            retransmitted_packets: Some(st.retransmitted_packets),
-            retransmit_timeouts: Some(st.retransmit_timeouts),
+            retransmitted_packets: Some(st.retransmitted_packets + st.tcp_retransmitted_segments),
+            retransmit_timeouts: Some(st.retransmit_timeouts + st.tcp_timeouts),
             seq_naks: Some(st.seq_naks),
             rnr_naks: Some(st.rnr_naks),
             lossless: Some(self.sim.config().pfc.is_some()),

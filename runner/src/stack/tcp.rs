@@ -3,11 +3,16 @@
 //!
 //! Each message goes on its connection's byte stream as an 8-byte little-endian length and
 //! then its bytes; the receiving side cuts the stream back into messages. A message is
-//! [`Event::Sent`] once the peer's kernel has ACKed its last byte (the socket's unacknowledged
-//! bytes, Linux `SIOCOUTQ`, fall below its end): the same instant xrdma reports, the ACK
-//! covering the last piece. Its [`SendTiming`] has no grant (TCP has no rendezvous), `head`
-//! when it reached the head of the connection's queue, and `last_post` when its last byte
-//! went into the socket's send buffer.
+//! [`Event::Sent`] once the peer's stack has delivered it, as xrdma's core reports a message
+//! its peer's core has taken: after each turn that delivered messages on a connection, the
+//! receiving stack writes an ACK frame (the length word's top bit set, the other 63 bits the
+//! count of messages delivered so far) on the reverse stream. The ACK frame also carries the
+//! kernel's ACK at once, so a lone last segment does not wait out the delayed-ACK timer. Its
+//! [`SendTiming`] has no grant (TCP has no rendezvous), `head` when its first byte went to
+//! the socket, and `last_post` when its last byte did.
+//!
+//! Frames are whole on the stream: an ACK frame owed while a message is half written goes
+//! after that message (TCP's head-of-line blocking, as an RPC library over TCP has it).
 //!
 //! The sockets are the simulator's (its hosts' kernel TCP, `xrdma_sim`'s `tcp` module), made
 //! in pairs by [`SimFabric::tcp_connect`].
@@ -26,33 +31,48 @@ use xrdma::{
 use xrdma_reports as rep;
 use xrdma_sim::TCP_HEADER_BYTES;
 
-/// Bytes of a message's length header on the stream.
+/// Bytes of a frame's header on the stream.
 const HEADER: usize = 8;
 
-/// A message being written to its socket.
+/// Header bit of an ACK frame (see the module doc).
+const ACK_FRAME: u64 = 1 << 63;
+
+/// A message accepted and not yet written.
 struct Out {
     id: MsgId,
-    /// The length header, then the message.
-    header: [u8; HEADER],
     data: Bytes,
+    accepted: Time,
+}
+
+/// The frame being written to a socket: a message or an ACK.
+struct Frame {
+    header: [u8; HEADER],
+    /// The message, with when its first byte was written; `None` for an ACK frame.
+    msg: Option<(Out, Time)>,
     /// Bytes of header and message written so far.
     off: usize,
-    accepted: Time,
-    head: Option<Time>,
 }
 
-impl Out {
+impl Frame {
     fn len(&self) -> usize {
-        HEADER + self.data.len()
+        HEADER + self.msg.as_ref().map_or(0, |(m, _)| m.data.len())
     }
-}
 
-/// A message wholly written, waiting for the peer's ACK of its last byte.
-struct Unacked {
-    id: MsgId,
-    /// Stream offset just past its last byte.
-    end: u64,
-    timing: SendTiming,
+    /// Write as much of the frame as `sock` takes; whether it is all written.
+    fn write<T: SocketCalls>(&mut self, t: &mut T, sock: u32) -> bool {
+        while self.off < self.len() {
+            let n = match &self.msg {
+                _ if self.off < HEADER => t.write(sock, &self.header[self.off..]),
+                Some((m, _)) => t.write(sock, &m.data[self.off - HEADER..]),
+                None => 0,
+            };
+            if n == 0 {
+                return false;
+            }
+            self.off += n;
+        }
+        true
+    }
 }
 
 /// One connection: its socket and both directions' framing.
@@ -60,13 +80,25 @@ struct Conn {
     sock: u32,
     peer: u32,
     out: VecDeque<Out>,
-    unacked: VecDeque<Unacked>,
-    /// Bytes written to the socket so far.
-    written: u64,
-    /// Bytes read from the socket and not yet cut into messages.
+    /// The frame being written, if one is half written or blocked on a full buffer.
+    cur: Option<Frame>,
+    /// Messages wholly written, in order, waiting for the peer's ACK frame.
+    unacked: VecDeque<(MsgId, SendTiming)>,
+    /// Messages the peer has said it delivered.
+    peer_delivered: u64,
+    /// Messages delivered here, and how many of them an ACK frame written so far counts.
+    delivered: u64,
+    ack_written: u64,
+    /// Bytes read from the socket and not yet cut into frames.
     inbuf: Vec<u8>,
     /// Listed in `TcpMessages::writable`.
     listed: bool,
+}
+
+impl Conn {
+    fn has_output(&self) -> bool {
+        self.cur.is_some() || !self.out.is_empty() || self.delivered > self.ack_written
+    }
 }
 
 /// The TCP message stack of one host (see the module doc).
@@ -104,8 +136,11 @@ impl TcpMessages {
             sock,
             peer,
             out: VecDeque::new(),
+            cur: None,
             unacked: VecDeque::new(),
-            written: 0,
+            peer_delivered: 0,
+            delivered: 0,
+            ack_written: 0,
             inbuf: Vec::new(),
             listed: false,
         });
@@ -120,7 +155,7 @@ impl TcpMessages {
         }
     }
 
-    /// Take in what socket `sock` has: arrived bytes cut into messages, ACKed messages.
+    /// Take in what socket `sock` has: arrived bytes cut into messages and ACK frames.
     fn take_in<T: SocketCalls>(&mut self, now: Time, t: &mut T, sock: u32) {
         let Some(&i) = self.by_sock.get(&sock) else {
             return;
@@ -132,71 +167,85 @@ impl TcpMessages {
         c.inbuf.extend_from_slice(&self.buf);
         let mut at = 0;
         while c.inbuf.len() - at >= HEADER {
-            let mut len = [0u8; HEADER];
-            len.copy_from_slice(&c.inbuf[at..at + HEADER]);
-            let len = u64::from_le_bytes(len) as usize;
+            let mut word = [0u8; HEADER];
+            word.copy_from_slice(&c.inbuf[at..at + HEADER]);
+            let word = u64::from_le_bytes(word);
+            if word & ACK_FRAME != 0 {
+                at += HEADER;
+                while c.peer_delivered < word & !ACK_FRAME {
+                    c.peer_delivered += 1;
+                    if let Some((msg, mut timing)) = c.unacked.pop_front() {
+                        timing.acked = now;
+                        self.events.push_back(Event::Sent { conn, msg, timing });
+                    }
+                }
+                continue;
+            }
+            let len = word as usize;
             if c.inbuf.len() - at - HEADER < len {
                 break;
             }
             let data = Bytes::copy_from_slice(&c.inbuf[at + HEADER..at + HEADER + len]);
             self.events.push_back(Event::Message { conn, data });
+            c.delivered += 1;
             at += HEADER + len;
         }
         c.inbuf.drain(..at);
-        let acked = c.written - t.unacked(sock);
-        while c.unacked.front().is_some_and(|u| u.end <= acked) {
-            if let Some(mut u) = c.unacked.pop_front() {
-                u.timing.acked = now;
-                self.events.push_back(Event::Sent {
-                    conn,
-                    msg: u.id,
-                    timing: u.timing,
-                });
-            }
+        if c.has_output() && !c.listed {
+            c.listed = true;
+            self.writable.push_back(i);
         }
     }
 
-    /// Write what the connections have queued, as far as their send buffers take it.
+    /// Write what the connections owe (ACK frames first at a frame boundary, then queued
+    /// messages), as far as their send buffers take it.
     fn flush<T: SocketCalls>(&mut self, now: Time, t: &mut T) {
         for _ in 0..self.writable.len() {
             let Some(i) = self.writable.pop_front() else {
                 break;
             };
             let c = &mut self.conns[i as usize];
-            while let Some(m) = c.out.front_mut() {
-                m.head.get_or_insert(now);
-                while m.off < m.len() {
-                    let n = if m.off < HEADER {
-                        t.write(c.sock, &m.header[m.off..])
+            loop {
+                if c.cur.is_none() {
+                    c.cur = if c.delivered > c.ack_written {
+                        c.ack_written = c.delivered;
+                        Some(Frame {
+                            header: (ACK_FRAME | c.delivered).to_le_bytes(),
+                            msg: None,
+                            off: 0,
+                        })
+                    } else if let Some(m) = c.out.pop_front() {
+                        Some(Frame {
+                            header: (m.data.len() as u64).to_le_bytes(),
+                            msg: Some((m, now)),
+                            off: 0,
+                        })
                     } else {
-                        t.write(c.sock, &m.data[m.off - HEADER..])
-                    };
-                    if n == 0 {
                         break;
-                    }
-                    m.off += n;
-                    c.written += n as u64;
+                    };
                 }
-                if m.off < m.len() {
+                let Some(f) = c.cur.as_mut() else { break };
+                if !f.write(t, c.sock) {
                     break;
                 }
-                if let Some(m) = c.out.pop_front() {
-                    c.unacked.push_back(Unacked {
-                        id: m.id,
-                        end: c.written,
-                        timing: SendTiming {
-                            accepted: m.accepted,
-                            head: m.head.unwrap_or(now),
-                            granted: None,
-                            last_post: now,
-                            acked: now,
-                        },
-                    });
+                if let Some(Frame {
+                    msg: Some((m, head)),
+                    ..
+                }) = c.cur.take()
+                {
+                    let timing = SendTiming {
+                        accepted: m.accepted,
+                        head,
+                        granted: None,
+                        last_post: now,
+                        acked: now,
+                    };
+                    c.unacked.push_back((m.id, timing));
                 }
             }
-            // Still blocked on a full send buffer: tried again on the next turn (an ACK that
-            // frees the buffer gives the host one).
-            c.listed = !c.out.is_empty();
+            // Still blocked on a full send buffer: tried again on the next turn (the kernel's
+            // ACK that frees the buffer gives the host one).
+            c.listed = c.has_output();
             if c.listed {
                 self.writable.push_back(i);
             }
@@ -220,11 +269,8 @@ impl Messages for TcpMessages {
         let c = &mut self.conns[i];
         c.out.push_back(Out {
             id,
-            header: len.to_le_bytes(),
             data,
-            off: 0,
             accepted: now,
-            head: None,
         });
         if !c.listed {
             c.listed = true;
@@ -233,7 +279,10 @@ impl Messages for TcpMessages {
         Ok(id)
     }
     fn queued_messages(&self, conn: ConnId) -> usize {
-        self.conn_index(conn).map_or(0, |i| self.conns[i].out.len())
+        self.conn_index(conn).map_or(0, |i| {
+            let c = &self.conns[i];
+            c.out.len() + usize::from(c.cur.as_ref().is_some_and(|f| f.msg.is_some()))
+        })
     }
     fn peer(&self, conn: ConnId) -> Option<u32> {
         self.conn_index(conn).ok().map(|i| self.conns[i].peer)
@@ -247,7 +296,6 @@ impl Messages for TcpMessages {
 trait SocketCalls {
     fn write(&mut self, sock: u32, data: &[u8]) -> usize;
     fn read(&mut self, sock: u32, out: &mut Vec<u8>) -> usize;
-    fn unacked(&self, sock: u32) -> u64;
     fn poll_ready(&mut self, out: &mut Vec<u32>);
 }
 
@@ -257,9 +305,6 @@ impl SocketCalls for xrdma_sim::HostTransport<'_> {
     }
     fn read(&mut self, sock: u32, out: &mut Vec<u8>) -> usize {
         self.tcp_read(sock, out)
-    }
-    fn unacked(&self, sock: u32) -> u64 {
-        self.tcp_unacked(sock)
     }
     fn poll_ready(&mut self, out: &mut Vec<u32>) {
         self.tcp_poll_ready(out);
