@@ -246,6 +246,17 @@ fn a_seed_axis_gives_each_figure_its_mean_and_interval_across_seeds() {
     // A sweep without a seed axis has no seed groups.
     let one = plan(&dir, &["fan-in=2"]).unwrap();
     assert!(sweep::seeds::seed_groups(&report::index(&one, &outcomes[..1])).is_none());
+    // The fan-in plot draws the seeds' mean with its interval: one series, one point.
+    let series = report::fan_in_series(&ix).expect("a fan-in axis");
+    assert_eq!(series.len(), 1, "{series:?}");
+    assert_eq!(series[0].points.len(), 1);
+    let pt = series[0].points[0];
+    let near = |ps: Option<u64>, us: f64| ps.is_some_and(|v| (v as f64 - us * 1e6).abs() <= 1.0);
+    assert!(near(pt.p99_ps, want.mean), "{pt:?} {want:?}");
+    assert!(
+        near(pt.ci_ps[1], want.half_width.unwrap()),
+        "{pt:?} {want:?}"
+    );
 }
 
 #[test]

@@ -39,6 +39,41 @@ pub struct FanInPoint {
     /// The ideal incast finish T*, ps (see [`crate::IdealCompletion`]); needed for the
     /// normalized plot.
     pub t_star_ps: Option<u64>,
+    /// Half-widths of the 95 % confidence intervals of the p50, p99 and p99.9 above, ps,
+    /// when the point is the mean over seeds ([`crate::spread::Estimate`]); drawn as error
+    /// bars. `None`: one run.
+    pub ci_ps: [Option<u64>; 3],
+}
+
+impl FanInPoint {
+    /// The mean over `runs` (the same point at several seeds) of each percentile, with its
+    /// 95 % confidence interval across them; T* is the runs' smallest. `None` for no run.
+    pub fn mean_of(runs: &[FanInPoint]) -> Option<FanInPoint> {
+        let first = runs.first()?;
+        let est = |which: usize| {
+            let xs: Vec<f64> = runs
+                .iter()
+                .filter_map(|p| percentile_of(p, which))
+                .map(|v| v as f64)
+                .collect();
+            (xs.len() == runs.len())
+                .then(|| crate::spread::Estimate::of(&xs))
+                .flatten()
+        };
+        let [p50, p99, p999] = [0, 1, 2].map(est);
+        let mean = |e: Option<crate::spread::Estimate>| e.map(|e| e.mean.round() as u64);
+        let ci = |e: Option<crate::spread::Estimate>| {
+            e.and_then(|e| e.half_width).map(|h| h.round() as u64)
+        };
+        Some(FanInPoint {
+            fan_in: first.fan_in,
+            p50_ps: mean(p50),
+            p99_ps: mean(p99),
+            p999_ps: mean(p999),
+            t_star_ps: runs.iter().filter_map(|p| p.t_star_ps).min(),
+            ci_ps: [ci(p50), ci(p99), ci(p999)],
+        })
+    }
 }
 
 /// One line group of the fan-in plot: the points of one combination of the other swept
@@ -61,11 +96,12 @@ pub enum FanInScale {
 }
 
 /// The three percentiles drawn per series, with their dash pattern (dash, gap) in pixels
-/// (`None` = solid).
+/// (`None` = solid); p99 is marked with circles, p99.9 with squares and p50 with nothing, so
+/// the two tails stay apart where their lines overlap.
 const PERCENTILES: [(&str, Option<(u32, u32)>); 3] = [
     ("p50", None),
     ("p99", Some((10, 5))),
-    ("p99.9", Some((3, 4))),
+    ("p99.9", Some((3, 3))),
 ];
 
 /// One drawn line: series index, percentile index, vertices.
@@ -85,18 +121,48 @@ fn percentile_of(p: &FanInPoint, which: usize) -> Option<u64> {
 
 /// The y values of one line: `(log2 fan-in, value)` with value in the plot's unit.
 fn line_values(s: &FanInSeries, which: usize, scale: FanInScale, unit_ps: f64) -> Vec<(f64, f64)> {
+    line_points(s, which, scale, unit_ps)
+        .into_iter()
+        .map(|(x, y, _)| (x, y))
+        .collect()
+}
+
+/// [`line_values`] with each point's confidence half-width in the same unit (0: none).
+fn line_points(
+    s: &FanInSeries,
+    which: usize,
+    scale: FanInScale,
+    unit_ps: f64,
+) -> Vec<(f64, f64, f64)> {
     let mut pts: Vec<&FanInPoint> = s.points.iter().collect();
     pts.sort_by_key(|p| p.fan_in);
     pts.into_iter()
         .filter(|p| p.fan_in > 0)
         .filter_map(|p| {
             let v = percentile_of(p, which)? as f64;
-            let y = match scale {
-                FanInScale::Absolute => v / unit_ps,
-                FanInScale::NormalizedToTStar => v / p.t_star_ps.filter(|&t| t > 0)? as f64,
+            let per = match scale {
+                FanInScale::Absolute => unit_ps,
+                FanInScale::NormalizedToTStar => p.t_star_ps.filter(|&t| t > 0)? as f64,
             };
-            (y > 0.0).then_some((f64::from(p.fan_in).log2(), y))
+            let ci = p.ci_ps[which].map_or(0.0, |c| c as f64 / per);
+            let y = v / per;
+            (y > 0.0).then_some((f64::from(p.fan_in).log2(), y, ci))
         })
+        .collect()
+}
+
+/// The absolute plot's T* line: at each fan-in the smallest T* of any series (a lower bound
+/// for every series), in the plot's unit.
+fn t_star_line(series: &[FanInSeries], unit_ps: f64) -> Vec<(f64, f64)> {
+    let mut at: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    for p in series.iter().flat_map(|s| &s.points) {
+        if let (Some(t), true) = (p.t_star_ps, p.fan_in > 0) {
+            let e = at.entry(p.fan_in).or_insert(t);
+            *e = (*e).min(t);
+        }
+    }
+    at.into_iter()
+        .map(|(n, t)| (f64::from(n).log2(), t as f64 / unit_ps))
         .collect()
 }
 
@@ -224,9 +290,39 @@ pub fn draw_fan_in<DB: DrawingBackend>(
             None => DashedPathElement::new(vec![(x, y), (x + 24, y)], 24, 0, style),
             Some((d, g)) => DashedPathElement::new(vec![(x, y), (x + 24, y)], d, g, style),
         });
+        match pi {
+            0 => chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 2, color.filled())))
+                .map_err(plot_err)?,
+            1 => chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(plot_err)?,
+            _ => chart
+                .draw_series(pts.iter().map(|&p| {
+                    EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], color.stroke_width(2))
+                }))
+                .map_err(plot_err)?,
+        };
+        // The seeds' 95 % confidence interval of the mean, where the point is one.
+        let bars = line_points(&series[si], pi, scale, unit_ps);
         chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .draw_series(bars.into_iter().filter(|b| b.2 > 0.0).map(|(x, y, ci)| {
+                PathElement::new(
+                    vec![(x, (y - ci).max(y / 10.0)), (x, y + ci)],
+                    color.stroke_width(1),
+                )
+            }))
             .map_err(plot_err)?;
+    }
+    if scale == FanInScale::Absolute {
+        let t_star = t_star_line(series, unit_ps);
+        if !t_star.is_empty() {
+            chart
+                .draw_series(DashedLineSeries::new(t_star, 8, 5, BLACK.stroke_width(1)))
+                .map_err(plot_err)?
+                .label("T* (the lowest of the series)")
+                .legend(|(x, y)| DashedPathElement::new(vec![(x, y), (x + 24, y)], 8, 5, BLACK));
+        }
     }
     if scale == FanInScale::NormalizedToTStar {
         chart
@@ -413,6 +509,7 @@ mod tests {
             p99_ps: Some(2 * p50),
             p999_ps: Some(3 * p50),
             t_star_ps: Some(t_star),
+            ci_ps: [None; 3],
         }
     }
 

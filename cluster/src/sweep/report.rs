@@ -108,7 +108,13 @@ pub fn fan_in_series(ix: &SweepIndex) -> Option<Vec<FanInSeries>> {
         .axes
         .iter()
         .position(|a| a.name == AxisKind::FanIn.name())?;
-    let mut series: Vec<FanInSeries> = Vec::new();
+    // Points that differ only in seed are one point: the mean over the seeds, with its
+    // confidence interval.
+    let seeds = ix
+        .axes
+        .iter()
+        .position(|a| a.name == AxisKind::Seed.name() && a.values.len() > 1);
+    let mut runs: Vec<(String, Vec<FanInPoint>)> = Vec::new();
     for p in &ix.points {
         let Some(h) = &p.headline else { continue };
         let label = ix
@@ -117,7 +123,7 @@ pub fn fan_in_series(ix: &SweepIndex) -> Option<Vec<FanInSeries>> {
             .zip(&p.values)
             .enumerate()
             // An axis with one value is the same for every line: it does not tell them apart.
-            .filter(|(i, (a, _))| *i != fan && a.values.len() > 1)
+            .filter(|(i, (a, _))| *i != fan && Some(*i) != seeds && a.values.len() > 1)
             .map(|(_, (a, v))| format!("{}={v}", a.name))
             .collect::<Vec<_>>()
             .join(", ");
@@ -127,15 +133,34 @@ pub fn fan_in_series(ix: &SweepIndex) -> Option<Vec<FanInSeries>> {
             p99_ps: h.p99_ps,
             p999_ps: h.p999_ps,
             t_star_ps: h.t_star_ps,
+            ci_ps: [None; 3],
         };
-        match series.iter_mut().find(|s| s.label == label) {
-            Some(s) => s.points.push(point),
-            None => series.push(FanInSeries {
-                label,
-                points: vec![point],
-            }),
+        match runs.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, v)) => v.push(point),
+            None => runs.push((label, vec![point])),
         }
     }
+    let series = runs
+        .into_iter()
+        .map(|(label, pts)| {
+            let mut fans: Vec<u32> = pts.iter().map(|p| p.fan_in).collect();
+            fans.sort_unstable();
+            fans.dedup();
+            let points = fans
+                .into_iter()
+                .filter_map(|n| {
+                    let at: Vec<FanInPoint> =
+                        pts.iter().filter(|p| p.fan_in == n).copied().collect();
+                    if at.len() == 1 {
+                        at.first().copied()
+                    } else {
+                        FanInPoint::mean_of(&at)
+                    }
+                })
+                .collect();
+            FanInSeries { label, points }
+        })
+        .collect();
     Some(series)
 }
 
