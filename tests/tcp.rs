@@ -223,3 +223,17 @@ fn a_lone_last_segment_does_not_wait_out_the_delayed_ack_timer() {
         }
     }
 }
+
+#[test]
+fn a_tcp_run_samples_what_each_sender_delivered() {
+    let sc = load("scenarios/incast-8.yaml");
+    for stack in [Stack::Tcp, Stack::Dctcp] {
+        let r = run(&sc, stack, 1);
+        let ts = r.timeseries.as_ref().expect("incast-8 samples the network");
+        assert_eq!(ts.senders.len(), 8, "one series per sender");
+        // Each sender's stream: its payload and an 8-byte length word per message.
+        let payload: u64 = r.messages.iter().map(|m| m.payload_bytes()).sum();
+        let sampled: u64 = ts.senders.iter().flat_map(|s| &s.bytes).sum();
+        assert_eq!(sampled, payload + 8 * r.messages.len() as u64);
+    }
+}

@@ -64,7 +64,30 @@ fn sampling_note(ts: &TimeSeries) -> String {
 }
 
 fn x_max(ts: &TimeSeries, u: TimeUnit) -> f64 {
-    ts.time_ps.last().map_or(1.0, |&t| u.of(t).max(1e-9))
+    u.of(active_end_ps(ts)).max(1e-9)
+}
+
+/// Where the time plots end: one sample after the last one in which anything moved (a queue
+/// held bytes, a sender delivered, a counter grew, a port was paused), so trailing transport
+/// ACKs and timers (TCP's delayed ACK, 40 ms after the last message) do not squeeze the run
+/// into the left edge; the whole series when nothing moved.
+fn active_end_ps(ts: &TimeSeries) -> u64 {
+    let n = ts.time_ps.len();
+    let grew = |v: &[u64], i: usize| i < v.len() && v[i] > if i == 0 { 0 } else { v[i - 1] };
+    let last = (0..n).rev().find(|&i| {
+        ts.bottleneck_queue_bytes.get(i).is_some_and(|&q| q > 0)
+            || ts.max_queue_bytes.get(i).is_some_and(|&q| q > 0)
+            || ts.paused_ports.get(i).is_some_and(|&p| p > 0)
+            || ts
+                .senders
+                .iter()
+                .any(|s| s.bytes.get(i).is_some_and(|&b| b > 0))
+            || grew(&ts.ecn_marks, i)
+            || grew(&ts.cnps, i)
+            || grew(&ts.pfc_xoff, i)
+    });
+    let end = last.map_or(n.saturating_sub(1), |i| (i + 1).min(n.saturating_sub(1)));
+    ts.time_ps.get(end).copied().unwrap_or(0)
 }
 
 /// The bottleneck queue over time (`queue.svg/.png`).
@@ -85,7 +108,7 @@ impl Figure for QueuePlot<'_> {
         let body = root
             .titled(&run_title(r), (FONT_FAMILY, TITLE_PX))
             .map_err(plot_err)?;
-        let u = TimeUnit::for_span(ts.time_ps.last().copied().unwrap_or(0));
+        let u = TimeUnit::for_span(active_end_ps(ts));
         let xd = tick_decimals(x_max(ts, u));
         let x_fmt = move |v: &f64| format!("{v:.xd$}");
         let data_max = ts.max_queue_bytes.iter().copied().max().unwrap_or(0);
@@ -164,7 +187,7 @@ impl Figure for ThroughputPlot<'_> {
             .titled(&run_title(r), (FONT_FAMILY, TITLE_PX))
             .map_err(plot_err)?;
         let (top, bottom) = body.split_vertically(TALL_PX * 45 / 100);
-        let u = TimeUnit::for_span(ts.time_ps.last().copied().unwrap_or(0));
+        let u = TimeUnit::for_span(active_end_ps(ts));
         let xd = tick_decimals(x_max(ts, u));
         let x_fmt = move |v: &f64| format!("{v:.xd$}");
         let x1 = x_max(ts, u);
@@ -367,7 +390,7 @@ impl Figure for CongestionPlot<'_> {
             .titled(&run_title(r), (FONT_FAMILY, TITLE_PX))
             .map_err(plot_err)?;
         let (top, bottom) = body.split_vertically(TALL_PX * 50 / 100);
-        let u = TimeUnit::for_span(ts.time_ps.last().copied().unwrap_or(0));
+        let u = TimeUnit::for_span(active_end_ps(ts));
         let xd = tick_decimals(x_max(ts, u));
         let x_fmt = move |v: &f64| format!("{v:.xd$}");
         let x1 = x_max(ts, u);
@@ -448,5 +471,46 @@ impl Figure for CongestionPlot<'_> {
             .label(format!("paused at the sample time (peak {p_max})"))
             .legend(line_legend(TAB10[4], 2));
         draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::SenderBytes;
+
+    fn series(bytes: Vec<u64>) -> TimeSeries {
+        let n = bytes.len();
+        TimeSeries {
+            time_ps: (1..=n as u64).map(|i| i * 10).collect(),
+            bottleneck_queue_bytes: vec![0; n],
+            max_queue_bytes: vec![0; n],
+            ecn_marks: vec![0; n],
+            cnps: vec![0; n],
+            pfc_xoff: vec![0; n],
+            paused_ports: vec![0; n],
+            senders: vec![SenderBytes { host: 1, bytes }],
+            requested_interval_ps: 10,
+            interval_ps: 10,
+            coarsened: 0,
+            max_points: 1024,
+            bottleneck: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_plots_end_one_sample_after_the_last_activity() {
+        // Deliveries in samples 0..=2, then 40 idle samples (a trailing delayed ACK).
+        let mut bytes = vec![5, 5, 5];
+        bytes.extend([0; 40]);
+        assert_eq!(active_end_ps(&series(bytes)), 40);
+        // A counter that only stays where it was is not activity; one that grows is.
+        let mut ts = series(vec![0; 10]);
+        ts.ecn_marks = vec![0, 0, 3, 3, 3, 3, 3, 3, 3, 3];
+        assert_eq!(active_end_ps(&ts), 40);
+        // Nothing moved at all: the whole series.
+        assert_eq!(active_end_ps(&series(vec![0; 10])), 100);
+        // Activity in the last sample: the last sample.
+        assert_eq!(active_end_ps(&series(vec![0, 0, 7])), 30);
     }
 }

@@ -309,6 +309,8 @@ impl Simulation {
             let to = (after_rcv - peer.snd_base) as usize;
             k.rcv.extend(peer.snd.range(from..to));
             self.stats.delivered_payload_bytes += after_rcv - before_rcv;
+            // Stream bytes: the messages with their 8-byte length words.
+            self.note_delivered(p.src_host, h, after_rcv - before_rcv);
         }
         if after_rcv > before_rcv || after_una > before_una {
             self.tcp_notify(s);
