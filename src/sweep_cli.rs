@@ -18,7 +18,8 @@ pub struct SweepArgs {
     pub scenario: PathBuf,
     /// An axis to vary, NAME=V1,V2,...; repeat for more axes. Names: fan-in, size (every
     /// message of the list gets this size), beta, initial-window, dcqcn (on/off), pfc
-    /// (on/off), backend (sim/verbs), seed, stack (xrdma/tcp/dctcp), rto-min (tcp.rto-min).
+    /// (on/off), backend (sim/verbs), seed, stack (xrdma/tcp/dctcp), rto-min
+    /// (tcp.rto-min), delayed-ack (tcp.delayed-ack).
     #[arg(long = "axis", required = true)]
     pub axes: Vec<String>,
     /// Output directory [default: results/NAME-sweep, NAME the scenario's `name`].

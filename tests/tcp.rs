@@ -237,3 +237,32 @@ fn a_tcp_run_samples_what_each_sender_delivered() {
         assert_eq!(sampled, payload + 8 * r.messages.len() as u64);
     }
 }
+
+#[test]
+fn tcp_settings_that_spoil_a_run_are_named_in_a_warning() {
+    let warnings = |text: &str| {
+        xrdma_runner::check::check(&parse(text))
+            .expect("checks")
+            .warnings
+            .join("\n")
+    };
+    let incast = "workload:\n  incast:\n    senders: 2\n    receiver: 0\n    messages: [ { size: 64KiB } ]\n";
+    let w = warnings(&format!("name: x\nstack: dctcp\n{incast}"));
+    assert!(w.contains("without `sim.ecn`"), "{w}");
+    let w = warnings(&format!(
+        "name: x\nstack: tcp\ntcp: {{ mss: 9000 }}\n{incast}"
+    ));
+    assert!(w.contains("jumbo frame"), "{w}");
+    assert!(!w.contains("spurious timeout"), "{w}");
+    let w = warnings(&format!(
+        "name: x\nstack: tcp\ntcp: {{ rto-min: 1ms }}\n{incast}"
+    ));
+    assert!(w.contains("spurious timeout"), "{w}");
+    // The shipped study carries every stack's settings and warns of nothing, over any stack.
+    for stack in [Stack::Xrdma, Stack::Tcp, Stack::Dctcp] {
+        let mut sc = load("scenarios/study/fan-in.yaml");
+        sc.stack = stack;
+        let w = xrdma_runner::check::check(&sc).expect("checks").warnings;
+        assert!(w.is_empty(), "{stack}: {w:?}");
+    }
+}

@@ -227,7 +227,14 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
             path.join(".")
         ));
     };
-    if let Workload::Incast(i) = &sc.workload {
+    // A scenario meant for comparing stacks (a sweep's `stack` axis) carries the settings of
+    // each, so the blocks of the stacks a run does not use are not flagged.
+    if sc.stack.is_tcp() {
+        tcp_warnings(sc, sim, &mut warn);
+    }
+    if sc.stack.is_tcp() {
+        // xrdma's own settings and the RC QP's do not describe a TCP run: skip their checks.
+    } else if let Workload::Incast(i) = &sc.workload {
         // What the senders may have in flight at once (each at most a max-window, and no more
         // than it sends) takes the receiver's link (B) `bytes·(1 + header/MTU)·8 / B` to
         // drain: a fragment at the back of that queue waits that long for its ACK.
@@ -248,7 +255,8 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
             );
         }
     }
-    if (sim.pfc.is_none() || !sim.faults.is_empty()) && sim.rc.local_ack_timeout == 0 {
+    if sc.stack.is_tcp() {
+    } else if (sim.pfc.is_none() || !sim.faults.is_empty()) && sim.rc.local_ack_timeout == 0 {
         warn(
             &["rc", "local-ack-timeout"],
             "the fabric is lossy (no `pfc`, or injected faults), but 0 turns the NIC's local \
@@ -320,6 +328,43 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
     }
     w
 }
+
+/// The warnings of a TCP run (`stack: tcp | dctcp`): TCP settings that spoil the run.
+fn tcp_warnings(sc: &Scenario, sim: &SimConfig, warn: &mut impl FnMut(&[&str], String)) {
+    if sc.stack == xrdma_scenario::Stack::Dctcp && sim.ecn.is_none() {
+        warn(
+            &["stack"],
+            "DCTCP reacts to ECN marks, and without `sim.ecn` no segment is marked: the run is \
+             plain TCP"
+                .into(),
+        );
+    }
+    let tcp = &sc.tcp;
+    if tcp.mss > TCP_JUMBO_MSS {
+        warn(
+            &["tcp", "mss"],
+            format!(
+                "{} B is above the {TCP_JUMBO_MSS} B of a 9000-byte jumbo frame: no Ethernet \
+                 carries such segments (TSO cuts them before the wire)",
+                tcp.mss
+            ),
+        );
+    }
+    if tcp.delayed_ack > tcp.rto_min {
+        warn(
+            &["tcp", "rto-min"],
+            format!(
+                "{} is below the {} delayed ACK: a segment whose ACK the peer delays may be \
+                 retransmitted before the ACK comes (a spurious timeout)",
+                tcp.rto_min, tcp.delayed_ack
+            ),
+        );
+    }
+}
+
+/// The largest MSS of a 9000-byte jumbo frame: 9000 less 20 IPv4, 20 TCP and 12 timestamp
+/// bytes.
+const TCP_JUMBO_MSS: u32 = 8948;
 
 /// Estimate of a simulated run's peak resident memory, bytes: what the run's buffers and
 /// records touch, not what they reserve (the simulator's memory regions are mapped lazily,

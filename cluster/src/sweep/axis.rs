@@ -34,10 +34,12 @@ pub enum AxisKind {
     Stack,
     /// `rto-min`: `tcp.rto-min`, the TCP stacks' lower bound of the retransmission timeout.
     RtoMin,
+    /// `delayed-ack`: `tcp.delayed-ack`, the TCP receivers' delayed-ACK timer.
+    DelayedAck,
 }
 
 /// Every axis with its name, in the order they are listed in errors and help.
-pub const AXES: [(AxisKind, &str); 10] = [
+pub const AXES: [(AxisKind, &str); 11] = [
     (AxisKind::FanIn, "fan-in"),
     (AxisKind::Size, "size"),
     (AxisKind::Beta, "beta"),
@@ -48,6 +50,7 @@ pub const AXES: [(AxisKind, &str); 10] = [
     (AxisKind::Seed, "seed"),
     (AxisKind::Stack, "stack"),
     (AxisKind::RtoMin, "rto-min"),
+    (AxisKind::DelayedAck, "delayed-ack"),
 ];
 
 impl AxisKind {
@@ -64,6 +67,7 @@ impl AxisKind {
             AxisKind::Seed => vec!["sim", "seed"],
             AxisKind::Stack => vec!["stack"],
             AxisKind::RtoMin => vec!["tcp", "rto-min"],
+            AxisKind::DelayedAck => vec!["tcp", "delayed-ack"],
             AxisKind::Backend => return None,
         })
     }
@@ -203,6 +207,7 @@ fn parse_value(kind: AxisKind, text: &str) -> Result<AxisValue, String> {
             Span::ZERO => Err("must be above 0".into()),
             t => Ok(AxisValue::Span(t)),
         },
+        AxisKind::DelayedAck => parse_time(text).map(AxisValue::Span).map_err(unit),
     }
 }
 
@@ -350,6 +355,7 @@ pub fn apply(
             }
             sc.tcp.rto_min = t;
         }
+        (AxisKind::DelayedAck, AxisValue::Span(t)) => sc.tcp.delayed_ack = t,
         (k, v) => return Err(format!("value {v:?} does not belong to axis {}", k.name())),
     }
     Ok(())
@@ -391,6 +397,9 @@ mod tests {
         assert_eq!((sc.stack, sc.tcp.rto_min), (Stack::Dctcp, Span::from_ms(1)));
         let too_long = AxisValue::Span(Span::from_ms(200_000));
         assert!(apply(&mut sc, &mut backend, AxisKind::RtoMin, too_long).is_err());
+        let d = parse_axis("delayed-ack=0s,40ms").unwrap();
+        apply(&mut sc, &mut backend, AxisKind::DelayedAck, d.values[1]).unwrap();
+        assert_eq!(sc.tcp.delayed_ack, Span::from_ms(40));
     }
 
     #[test]
