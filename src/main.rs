@@ -64,12 +64,13 @@ enum Command {
     /// with the prediction error per figure).
     Calibrate(xrdma_tools::calibrate::CalibrateArgs),
     /// Put two or more runs side by side: headline figures with ratios to the first run, and
-    /// their completion-time CDFs overlaid (compare.txt, compare-cdf.svg/.png).
+    /// their completion-time CDFs and tails overlaid (compare.txt, compare-cdf.svg/.png,
+    /// compare-ccdf.svg/.png).
     Compare {
         /// Run directories or result.json files; the first is the reference.
         #[arg(required = true, num_args = 2..)]
         runs: Vec<PathBuf>,
-        /// Output directory [default: results/compare].
+        /// Output directory [default: results/compare-A-vs-B, after the runs' directories].
         #[arg(short, long)]
         out: Option<PathBuf>,
         /// Compare runs even when their workloads differ.

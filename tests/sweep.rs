@@ -331,10 +331,21 @@ fn compare_shows_ratios_to_the_first_run_and_refuses_other_workloads() {
     assert!(p50.contains("(×2.000)"), "{table}");
     let files = compare::write_compare(&dir.join("cmp"), &runs).unwrap();
     let svg = std::fs::read_to_string(&files.svg).unwrap();
+    // The tails, each run in its own line pattern (the second dashed).
+    let tail = std::fs::read_to_string(&files.tail_svg).unwrap();
+    assert!(tail.contains("1 − CDF, log"), "{tail}");
+    // Named after the runs' directories, so another comparison writes elsewhere.
+    let default = compare::default_out(&runs);
+    assert!(default.starts_with("results"), "{}", default.display());
+    let name = default.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("compare-") && name.contains("-vs-"),
+        "{name}"
+    );
     // A sweep point's run is named after its axis values.
     assert_eq!(runs[0].result.scenario.name, "small [fan-in=2, size=4KiB]");
     assert!(
-        svg.contains("small [fan-in=2, size=4KiB] (sim, seed 2)") && svg.contains("µs, log"),
+        svg.contains("small [fan-in=2, size=4KiB] (sim, xrdma, seed 2)") && svg.contains("µs, log"),
         "{svg}"
     );
     // A run with a message that never completed is marked failed, and the table says on how

@@ -387,21 +387,49 @@ fn overlay_cdf(r: &RunResult) -> Vec<(f64, f64)> {
     pts
 }
 
-/// Draws the completion-time CDFs of `runs` on one chart: x the message completion time in µs
-/// on a log axis, y the fraction of all messages of each run (a run with undelivered messages
-/// ends below 1), one colour per run with a legend.
+/// What an overlay of runs shows ([`draw_overlay`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverlayView {
+    /// The CDF: the fraction of messages done by each time, on a linear y axis.
+    Cdf,
+    /// The tail: the fraction of messages slower than each time (1 − CDF) on a log y axis,
+    /// down to one message of the largest run; gridlines at p99, p99.9 and p99.99.
+    Ccdf,
+}
+
+/// Line patterns (dash, gap in pixels; `None` solid) that tell runs apart besides their
+/// colour, where their tails run together.
+const RUN_DASHES: [Option<(u32, u32)>; 4] = [None, Some((10, 5)), Some((3, 3)), Some((14, 4))];
+
+/// Draws the completion-time CDFs of `runs` on one chart, or their tails (`view`): x the
+/// message completion time in µs on a log axis, y the fraction of all messages of each run
+/// done by then (a run with undelivered messages ends below 1) or slower than that; one
+/// colour and one line pattern per run, with a legend.
 ///
 /// # Errors
 /// [`ReportError::Font`] if the embedded font cannot be registered, [`ReportError::Plot`] if
 /// drawing fails.
-pub fn draw_cdf_overlay<DB: DrawingBackend>(
+pub fn draw_overlay<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     title: &str,
     runs: &[LabelledRun<'_>],
+    view: OverlayView,
 ) -> Result<(), ReportError> {
     ensure_font()?;
     area.fill(&WHITE).map_err(plot_err)?;
-    let curves: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| overlay_cdf(r.result)).collect();
+    let mut curves: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| overlay_cdf(r.result)).collect();
+    let most = runs
+        .iter()
+        .map(|r| r.result.messages.len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let floor = 0.5 / most as f64;
+    if view == OverlayView::Ccdf {
+        for c in &mut curves {
+            *c = c.iter().map(|&(x, f)| (x, (1.0 - f).max(floor))).collect();
+        }
+    }
     let xs = curves.iter().flatten().map(|p| p.0);
     let (x_lo, x_hi) = xs.fold((f64::INFINITY, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
     let x_range = if x_lo.is_finite() && x_hi > 0.0 {
@@ -412,27 +440,93 @@ pub fn draw_cdf_overlay<DB: DrawingBackend>(
     // 1-2-5 ticks per decade (powers of ten over wide ranges), as on a run's own CDF, so
     // labels never run into each other.
     let ticks = log_ticks(&x_range);
-    let mut chart = ChartBuilder::on(area)
+    let x_fmt = |v: &f64| log_tick_label(*v);
+    let mut builder = ChartBuilder::on(area);
+    builder
         .caption(title, (FONT_FAMILY, 20))
         .margin(16)
         // Room for the last tick label, which is centred on the right edge.
         .margin_right(36)
         .x_label_area_size(48)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x_range.log_scale().with_key_points(ticks), 0f64..1.0)
-        .map_err(plot_err)?;
-    let x_fmt = |v: &f64| log_tick_label(*v);
-    chart
-        .configure_mesh()
-        .x_desc("message completion time from intended send (µs, log)")
-        .y_desc("fraction of messages")
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&|v: &f64| format!("{v:.1}"))
-        .label_style((FONT_FAMILY, 13))
-        .axis_desc_style((FONT_FAMILY, 15))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(plot_err)?;
+        .y_label_area_size(60);
+    let x_desc = "message completion time from intended send (µs, log)";
+    match view {
+        OverlayView::Cdf => {
+            let mut chart = builder
+                .build_cartesian_2d(x_range.log_scale().with_key_points(ticks), 0f64..1.0)
+                .map_err(plot_err)?;
+            chart
+                .configure_mesh()
+                .x_desc(x_desc)
+                .y_desc("fraction of messages")
+                .x_label_formatter(&x_fmt)
+                .y_label_formatter(&|v: &f64| format!("{v:.1}"))
+                .label_style((FONT_FAMILY, 13))
+                .axis_desc_style((FONT_FAMILY, 15))
+                .light_line_style(WHITE.mix(0.0))
+                .draw()
+                .map_err(plot_err)?;
+            draw_runs(&mut chart, runs, curves)?;
+            finish_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        }
+        OverlayView::Ccdf => {
+            let mut chart = builder
+                .build_cartesian_2d(
+                    x_range.log_scale().with_key_points(ticks),
+                    (floor..1.0).log_scale(),
+                )
+                .map_err(plot_err)?;
+            chart
+                .configure_mesh()
+                .x_desc(x_desc)
+                .y_desc("fraction of messages slower (1 − CDF, log)")
+                .x_label_formatter(&x_fmt)
+                .y_label_formatter(&|v: &f64| format!("{v:e}"))
+                .label_style((FONT_FAMILY, 13))
+                .axis_desc_style((FONT_FAMILY, 15))
+                .light_line_style(WHITE.mix(0.0))
+                .draw()
+                .map_err(plot_err)?;
+            // p99, p99.9 and p99.99, where the largest run has the messages to show them.
+            for (q, name) in [(1e-2, "p99"), (1e-3, "p99.9"), (1e-4, "p99.99")] {
+                if q >= floor * 2.0 {
+                    let (lo, hi) = (chart.x_range().start, chart.x_range().end);
+                    chart
+                        .draw_series(DashedLineSeries::new(
+                            vec![(lo, q), (hi, q)],
+                            2,
+                            4,
+                            BLACK.mix(0.5).stroke_width(1),
+                        ))
+                        .map_err(plot_err)?;
+                    chart
+                        .draw_series(std::iter::once(Text::new(
+                            name.to_string(),
+                            (lo, q),
+                            (FONT_FAMILY, 12),
+                        )))
+                        .map_err(plot_err)?;
+                }
+            }
+            draw_runs(&mut chart, runs, curves)?;
+            finish_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        }
+    }
+    area.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// Each run's curve, in its colour and line pattern, with its legend entry.
+fn draw_runs<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    runs: &[LabelledRun<'_>],
+    curves: Vec<Vec<(f64, f64)>>,
+) -> Result<(), ReportError>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
     for (i, (run, pts)) in runs.iter().zip(curves).enumerate() {
         let style = TAB10[i % TAB10.len()].stroke_width(2);
         let label = if pts.is_empty() {
@@ -440,25 +534,41 @@ pub fn draw_cdf_overlay<DB: DrawingBackend>(
         } else {
             run.label.to_string()
         };
-        chart
-            .draw_series(LineSeries::new(pts, style))
-            .map_err(plot_err)?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+        let dash = RUN_DASHES[i % RUN_DASHES.len()];
+        let anno = match dash {
+            None => chart.draw_series(LineSeries::new(pts, style)),
+            Some((d, g)) => chart.draw_series(DashedLineSeries::new(pts, d, g, style)),
+        }
+        .map_err(plot_err)?;
+        anno.label(label).legend(move |(x, y)| {
+            let (d, g) = dash.unwrap_or((24, 0));
+            DashedPathElement::new(vec![(x, y), (x + 24, y)], d, g, style)
+        });
     }
+    Ok(())
+}
+
+/// The legend, boxed, at `position`.
+fn finish_legend<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> Result<(), ReportError>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(position)
         .label_font((FONT_FAMILY, 13))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
-        .map_err(plot_err)?;
-    area.present().map_err(plot_err)?;
-    Ok(())
+        .map_err(plot_err)
 }
 
-/// Renders a figure drawn by `draw` ([`draw_fan_in`] or [`draw_cdf_overlay`] in a closure) to
+/// Renders a figure drawn by `draw` ([`draw_fan_in`] or [`draw_overlay`] in a closure) to
 /// an SVG document of [`SWEEP_WIDTH_PX`] × [`SWEEP_HEIGHT_PX`].
 ///
 /// # Errors

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use xrdma_reports::sweep_plot::{draw_cdf_overlay, render_png, render_svg, LabelledRun};
+use xrdma_reports::sweep_plot::{draw_overlay, render_png, render_svg, LabelledRun, OverlayView};
 use xrdma_reports::{format_us, RunResult};
 
 use xrdma_cluster::sweep::report::Headline;
@@ -56,10 +56,8 @@ pub fn load_runs(args: &[PathBuf]) -> Result<Vec<CompareRun>> {
     let mut runs = Vec::new();
     for a in args {
         let (path, result) = load_run(a)?;
-        let label = format!(
-            "{} ({}, seed {})",
-            result.scenario.name, result.scenario.backend, result.scenario.seed
-        );
+        let s = &result.scenario;
+        let label = format!("{} ({}, {}, seed {})", s.name, s.backend, s.stack, s.seed);
         runs.push(CompareRun {
             label,
             path,
@@ -99,9 +97,15 @@ pub fn run(
         )?;
     }
     crate::out!("{}", compare_table(&runs));
-    let out = out.unwrap_or_else(|| PathBuf::from("results").join("compare"));
+    let out = out.unwrap_or_else(|| default_out(&runs));
     let files = write_compare(&out, &runs)?;
-    for f in [&files.table, &files.svg, &files.png] {
+    for f in [
+        &files.table,
+        &files.svg,
+        &files.png,
+        &files.tail_svg,
+        &files.tail_png,
+    ] {
         crate::outln!("wrote {}", f.display());
     }
     let failed: Vec<&str> = runs
@@ -120,6 +124,43 @@ pub fn run(
     Ok(std::process::ExitCode::from(
         crate::output::EXIT_RESULT_FAILED,
     ))
+}
+
+/// The longest default output directory name, bytes (a file name holds 255).
+const MAX_OUT_NAME: usize = 200;
+
+/// Where a comparison goes by default: `results/compare-A-vs-B…`, named after the runs'
+/// directories (a `result.json`'s parent), so comparing other runs writes elsewhere.
+pub fn default_out(runs: &[CompareRun]) -> PathBuf {
+    let names: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            r.path.parent().and_then(Path::file_name).map_or_else(
+                || r.result.scenario.name.clone(),
+                |d| d.to_string_lossy().into_owned(),
+            )
+        })
+        .map(|n| {
+            n.chars()
+                .map(|c| {
+                    if c.is_alphanumeric() || "-_.".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut name = format!("compare-{}", names.join("-vs-"));
+    if name.len() > MAX_OUT_NAME {
+        let mut cut = MAX_OUT_NAME;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+    }
+    PathBuf::from("results").join(name)
 }
 
 /// Checks that every run has the first run's workload (kind, senders, bytes and messages per
@@ -320,6 +361,10 @@ pub struct CompareFiles {
     pub svg: PathBuf,
     /// `compare-cdf.png`.
     pub png: PathBuf,
+    /// `compare-ccdf.svg`: the tails.
+    pub tail_svg: PathBuf,
+    /// `compare-ccdf.png`.
+    pub tail_png: PathBuf,
 }
 
 /// Writes `compare.txt` ([`compare_table`]) and the overlaid CDF as `compare-cdf.svg` and
@@ -333,6 +378,8 @@ pub fn write_compare(out: &Path, runs: &[CompareRun]) -> Result<CompareFiles> {
         table: out.join("compare.txt"),
         svg: out.join("compare-cdf.svg"),
         png: out.join("compare-cdf.png"),
+        tail_svg: out.join("compare-ccdf.svg"),
+        tail_png: out.join("compare-ccdf.png"),
     };
     write_atomic(&files.table, compare_table(runs).as_bytes())?;
     let labelled: Vec<LabelledRun<'_>> = runs
@@ -342,9 +389,23 @@ pub fn write_compare(out: &Path, runs: &[CompareRun]) -> Result<CompareFiles> {
             result: &r.result,
         })
         .collect();
-    let title = "Message completion time CDF";
-    let svg = render_svg(|a| draw_cdf_overlay(a, title, &labelled))?;
-    write_atomic(&files.svg, svg.as_bytes())?;
-    render_png(&files.png, |a| draw_cdf_overlay(a, title, &labelled))?;
+    for (view, title, svg_path, png_path) in [
+        (
+            OverlayView::Cdf,
+            "Message completion time CDF",
+            &files.svg,
+            &files.png,
+        ),
+        (
+            OverlayView::Ccdf,
+            "Message completion time: the tail (1 − CDF)",
+            &files.tail_svg,
+            &files.tail_png,
+        ),
+    ] {
+        let svg = render_svg(|a| draw_overlay(a, title, &labelled, view))?;
+        write_atomic(svg_path, svg.as_bytes())?;
+        render_png(png_path, |a| draw_overlay(a, title, &labelled, view))?;
+    }
     Ok(files)
 }
