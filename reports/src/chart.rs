@@ -25,7 +25,7 @@ use crate::error::ReportError;
 
 /// Family name under which the embedded font is registered with plotters.
 pub const FONT_FAMILY: &str = "sans-serif";
-static FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+pub(crate) static FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 
 /// Figure title size, pixels.
 pub const TITLE_PX: u32 = 22;
@@ -113,7 +113,8 @@ pub fn write_png<F: Figure>(fig: &F, path: &Path) -> Result<(), ReportError> {
     ensure_font()?;
     let tmp = crate::files::temp_sibling(path);
     let drawn = (|| {
-        let root = BitMapBackend::new(&tmp, fig.size()).into_drawing_area();
+        let root =
+            crate::TextOnBitmap::new(BitMapBackend::new(&tmp, fig.size())).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         fig.draw(&root)?;
         root.present()

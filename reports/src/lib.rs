@@ -21,6 +21,7 @@ mod environment;
 mod error;
 mod figures;
 mod files;
+mod glyphs;
 pub mod html;
 mod io;
 mod kinds;
@@ -47,6 +48,7 @@ pub use environment::{DeviceInfo, DeviceKey, Environment, RankPlace};
 pub use error::ReportError;
 pub use figures::{Figures, LatencySummary};
 pub use files::{commit_temp, read_json, temp_sibling, write_atomic, write_json};
+pub use glyphs::TextOnBitmap;
 pub use io::{
     messages_csv, stage_run, write_report, write_report_with, write_run_dir, write_run_dir_with,
     RunFiles,

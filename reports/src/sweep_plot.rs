@@ -594,11 +594,14 @@ pub fn render_svg(
 /// the rename fails.
 pub fn render_png(
     path: &Path,
-    draw: impl FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), ReportError>,
+    draw: impl FnOnce(
+        &DrawingArea<crate::TextOnBitmap<BitMapBackend<'_>>, Shift>,
+    ) -> Result<(), ReportError>,
 ) -> Result<(), ReportError> {
     let tmp = crate::files::temp_sibling(path);
     let drawn = {
-        let root = BitMapBackend::new(&tmp, (SWEEP_WIDTH_PX, SWEEP_HEIGHT_PX)).into_drawing_area();
+        let bitmap = BitMapBackend::new(&tmp, (SWEEP_WIDTH_PX, SWEEP_HEIGHT_PX));
+        let root = crate::TextOnBitmap::new(bitmap).into_drawing_area();
         draw(&root)
     };
     if let Err(e) = drawn {
