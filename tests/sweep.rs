@@ -342,6 +342,19 @@ fn compare_shows_ratios_to_the_first_run_and_refuses_other_workloads() {
         name.starts_with("compare-") && name.contains("-vs-"),
         "{name}"
     );
+    // Long names are cut, and two comparisons that differ only past the cut still part ways.
+    let long = |tail: &str| {
+        let mut rs = runs.clone();
+        for (i, r) in rs.iter_mut().enumerate() {
+            r.path = Path::new(&format!("{}{i}{tail}", "x".repeat(150))).join("result.json");
+        }
+        compare::default_out(&rs)
+    };
+    let (a1, a2) = (long("a"), long("b"));
+    assert_ne!(a1, a2);
+    for p in [&a1, &a2] {
+        assert!(p.file_name().unwrap().len() <= 200, "{}", p.display());
+    }
     // A sweep point's run is named after its axis values.
     assert_eq!(runs[0].result.scenario.name, "small [fan-in=2, size=4KiB]");
     assert!(

@@ -266,3 +266,19 @@ fn tcp_settings_that_spoil_a_run_are_named_in_a_warning() {
         assert!(w.is_empty(), "{stack}: {w:?}");
     }
 }
+
+#[test]
+fn tcp_settings_that_cannot_run_are_refused_naming_the_field() {
+    let refused = |tcp: &str| {
+        let text = format!("name: x\nstack: tcp\ntcp: {tcp}\nworkload:\n  incast:\n    senders: 2\n    receiver: 0\n    messages: [ {{ size: 64KiB }} ]\n");
+        xrdma_scenario::parse(&text, Path::new("x.yaml"))
+            .expect_err("refused")
+            .to_string()
+    };
+    // A send buffer below one segment ran for simulated hours, a byte at a time.
+    assert!(refused("{ snd-buf: 1B }").contains("tcp.snd-buf"));
+    assert!(refused("{ rcv-buf: 100B, mss: 1000 }").contains("tcp.rcv-buf"));
+    // An RTOmin above RTOmax is blamed on the key written, not on rto-initial.
+    let e = refused("{ rto-min: 10ms, rto-max: 5ms }");
+    assert!(e.contains("tcp.rto-min"), "{e}");
+}

@@ -350,12 +350,12 @@ fn tcp_warnings(sc: &Scenario, sim: &SimConfig, warn: &mut impl FnMut(&[&str], S
             ),
         );
     }
-    if tcp.delayed_ack > tcp.rto_min {
+    if tcp.delayed_ack >= tcp.rto_min {
         warn(
             &["tcp", "rto-min"],
             format!(
-                "{} is below the {} delayed ACK: a segment whose ACK the peer delays may be \
-                 retransmitted before the ACK comes (a spurious timeout)",
+                "{} is not above the {} delayed ACK: a segment whose ACK the peer delays may \
+                 be retransmitted before the ACK comes (a spurious timeout)",
                 tcp.rto_min, tcp.delayed_ack
             ),
         );

@@ -14,7 +14,7 @@ use xrdma_cluster::sweep::write_atomic;
 /// One run of a comparison.
 #[derive(Clone, Debug)]
 pub struct CompareRun {
-    /// Legend and column text: `name (backend, seed N)`, with the run's directory name (or the
+    /// Legend and column text: `name (backend, stack, seed N)`, with the run's directory name (or the
     /// path) appended when two runs would otherwise share it.
     pub label: String,
     /// The `result.json` it was read from.
@@ -130,7 +130,9 @@ pub fn run(
 const MAX_OUT_NAME: usize = 200;
 
 /// Where a comparison goes by default: `results/compare-A-vs-B…`, named after the runs'
-/// directories (a `result.json`'s parent), so comparing other runs writes elsewhere.
+/// directories (a `result.json`'s parent), so comparing other runs writes elsewhere. A name
+/// longer than [`MAX_OUT_NAME`] is cut and ends with 16 hex digits of the XXH3-64 of the whole
+/// name, so two long comparisons of different runs still part ways.
 pub fn default_out(runs: &[CompareRun]) -> PathBuf {
     let names: Vec<String> = runs
         .iter()
@@ -154,11 +156,13 @@ pub fn default_out(runs: &[CompareRun]) -> PathBuf {
         .collect();
     let mut name = format!("compare-{}", names.join("-vs-"));
     if name.len() > MAX_OUT_NAME {
-        let mut cut = MAX_OUT_NAME;
+        let tag = format!("-{:016x}", xxhash_rust::xxh3::xxh3_64(name.as_bytes()));
+        let mut cut = MAX_OUT_NAME - tag.len();
         while !name.is_char_boundary(cut) {
             cut -= 1;
         }
         name.truncate(cut);
+        name.push_str(&tag);
     }
     PathBuf::from("results").join(name)
 }

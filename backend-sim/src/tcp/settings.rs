@@ -91,9 +91,9 @@ impl TcpSettings {
     /// Check the settings.
     ///
     /// # Errors
-    /// The first bad field's name and why: an MSS outside 64 B – 64 KiB, an initial window,
-    /// `ack-every` or a buffer of zero, `rto-min` or `rto-initial` of zero or above
-    /// `rto-max`, a gain outside (0, 1].
+    /// The first bad field's name and why: an MSS outside 64 B – 64 KiB, an initial window or
+    /// `ack-every` of zero, a buffer below one MSS, `rto-min` or `rto-initial` of zero or
+    /// above `rto-max`, a gain outside (0, 1].
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if !(64..=65_536).contains(&self.mss) {
             return Err(("tcp.mss", format!("{} is outside 64 B – 64 KiB", self.mss)));
@@ -101,21 +101,20 @@ impl TcpSettings {
         for (field, v) in [
             ("tcp.init-cwnd", u64::from(self.init_cwnd)),
             ("tcp.ack-every", u64::from(self.ack_every)),
-            ("tcp.rcv-buf", self.rcv_buf),
-            ("tcp.snd-buf", self.snd_buf),
         ] {
             if v == 0 {
                 return Err((field, "must be at least 1".into()));
             }
         }
-        if self.rto_initial == Span::ZERO || self.rto_initial > self.rto_max {
-            return Err((
-                "tcp.rto-initial",
-                format!(
-                    "{} must be above 0 and at most rto-max ({}): a zero timeout never waits",
-                    self.rto_initial, self.rto_max
-                ),
-            ));
+        // A buffer below one segment leaves the connection sending a byte at a time, for
+        // simulated hours.
+        for (field, v) in [("tcp.rcv-buf", self.rcv_buf), ("tcp.snd-buf", self.snd_buf)] {
+            if v < u64::from(self.mss) {
+                return Err((
+                    field,
+                    format!("{v} B is below one segment (tcp.mss = {} B)", self.mss),
+                ));
+            }
         }
         if self.rto_min > self.rto_max || self.rto_min == Span::ZERO {
             return Err((
@@ -123,6 +122,15 @@ impl TcpSettings {
                 format!(
                     "{} must be above 0 and at most rto-max ({})",
                     self.rto_min, self.rto_max
+                ),
+            ));
+        }
+        if self.rto_initial == Span::ZERO || self.rto_initial > self.rto_max {
+            return Err((
+                "tcp.rto-initial",
+                format!(
+                    "{} must be above 0 and at most rto-max ({}): a zero timeout never waits",
+                    self.rto_initial, self.rto_max
                 ),
             ));
         }
