@@ -92,6 +92,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     }
     // Locked for the whole sweep: a second sweep into it is refused at once.
     let dir = open_out_dir(&out, xrdma_reports::run_dir::Holds::Sweep)?;
+    sweep::report::check_keeps_earlier_points(&out, &plan)?;
     let jobs = args.jobs.unwrap_or_else(sweep::default_jobs);
     if jobs == 0 {
         bail!("--jobs must be at least 1");

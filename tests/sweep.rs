@@ -462,3 +462,28 @@ fn compare_prints_a_counter_the_backend_does_not_observe_as_not_observed() {
     old[1].result.environment = None;
     assert!(compare::compare_table(&old).contains("not recorded"));
 }
+
+#[test]
+fn a_sweep_over_other_points_is_refused_where_an_earlier_sweep_lives() {
+    let dir = scratch("other-points");
+    let out = dir.join("out");
+    let first = plan(&dir, &["fan-in=2"]).unwrap();
+    let (outcomes, _) = run(&first, &out, 1);
+    let index = report::index(&first, &outcomes);
+    std::fs::write(
+        out.join("index.json"),
+        serde_json::to_string(&index).unwrap(),
+    )
+    .unwrap();
+    // The same points again, or more of them, keep the earlier one.
+    for axes in [&["fan-in=2"][..], &["fan-in=2,4"][..]] {
+        let p = plan(&dir, axes).unwrap();
+        report::check_keeps_earlier_points(&out, &p).unwrap();
+    }
+    // Other points would drop it from the index and plots.
+    let other = plan(&dir, &["fan-in=4"]).unwrap();
+    let e = report::check_keeps_earlier_points(&out, &other)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("fan-in=2") && e.contains("--out"), "{e}");
+}

@@ -25,7 +25,7 @@ use crate::error::ReportError;
 
 /// Family name under which the embedded font is registered with plotters.
 pub const FONT_FAMILY: &str = "sans-serif";
-pub(crate) static FONT_TTF: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+use crate::glyphs::FONT_TTF;
 
 /// Figure title size, pixels.
 pub const TITLE_PX: u32 = 22;
@@ -368,6 +368,7 @@ pub fn ps_to_us(ps: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TextOnBitmap;
 
     #[test]
     fn log_range_snaps_to_125_steps() {
@@ -406,5 +407,50 @@ mod tests {
         assert_eq!(ByteUnit::for_max(1023).symbol, "B");
         assert_eq!(ByteUnit::for_max(1024).symbol, "KiB");
         assert_eq!(ByteUnit::for_max(3 << 20).of(3 << 20), 3.0);
+    }
+
+    /// The ink of `text` drawn at (10, 10) in 15 px on a 120 × 40 bitmap, through plotters'
+    /// own text path or through [`TextOnBitmap`]: (leftmost column, bottom row of each char).
+    fn drawn(text: &str, fixed: bool) -> Vec<(i32, i32)> {
+        use plotters::prelude::*;
+        super::ensure_font().expect("the font registers");
+        let (w, h) = (120u32, 40u32);
+        let mut buf = vec![255u8; (w * h * 3) as usize];
+        {
+            let bitmap = BitMapBackend::with_buffer(&mut buf, (w, h));
+            let style = (super::FONT_FAMILY, 15).into_font().color(&BLACK);
+            if fixed {
+                let root = TextOnBitmap::new(bitmap).into_drawing_area();
+                root.draw_text(text, &style, (10, 10)).expect("draws");
+                root.present().expect("presents");
+            } else {
+                let root = bitmap.into_drawing_area();
+                root.draw_text(text, &style, (10, 10)).expect("draws");
+                root.present().expect("presents");
+            }
+        }
+        let dark = |x: u32, y: u32| buf[((y * w + x) * 3) as usize] < 128;
+        let cols: Vec<u32> = (0..w).filter(|&x| (0..h).any(|y| dark(x, y))).collect();
+        let rows: Vec<u32> = (0..h).filter(|&y| (0..w).any(|x| dark(x, y))).collect();
+        vec![(
+            cols.first().copied().unwrap_or(0) as i32,
+            rows.last().copied().unwrap_or(0) as i32,
+        )]
+    }
+
+    #[test]
+    fn png_text_keeps_the_bearing_and_baseline_that_plotters_loses() {
+        // plotters inks a `1` from its layout's left edge, the fixed path one bearing later.
+        let (plain, fixed) = (drawn("1", false)[0].0, drawn("1", true)[0].0);
+        assert!(
+            fixed > plain,
+            "`1` from x = {fixed} fixed, {plain} through plotters"
+        );
+        // A point ends on the digits' baseline (within a pixel) on the fixed path.
+        let (dot, eight) = (drawn(".", true)[0].1, drawn("8", true)[0].1);
+        assert!(
+            (dot - eight).abs() <= 1,
+            "`.` ends at row {dot}, `8` at {eight}"
+        );
     }
 }

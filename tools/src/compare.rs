@@ -131,8 +131,8 @@ const MAX_OUT_NAME: usize = 200;
 
 /// Where a comparison goes by default: `results/compare-A-vs-B…`, named after the runs'
 /// directories (a `result.json`'s parent), so comparing other runs writes elsewhere. A name
-/// longer than [`MAX_OUT_NAME`] is cut and ends with 16 hex digits of the XXH3-64 of the whole
-/// name, so two long comparisons of different runs still part ways.
+/// longer than 200 bytes (`MAX_OUT_NAME`) is cut and ends with 16 hex digits of the XXH3-64
+/// of the whole name, so two long comparisons of different runs still part ways.
 pub fn default_out(runs: &[CompareRun]) -> PathBuf {
     let names: Vec<String> = runs
         .iter()
@@ -208,7 +208,7 @@ pub fn check_same_workload(runs: &[CompareRun], remedy: &str) -> Result<()> {
 /// observe, and how to read it from a run.
 type Metric = (&'static str, bool, fn(&RunResult, &Headline) -> Option<f64>);
 
-const METRICS: [Metric; 12] = [
+const METRICS: [Metric; 13] = [
     ("p50 µs", false, |_, h| h.p50_ps.map(|v| v as f64)),
     ("p99 µs", false, |_, h| h.p99_ps.map(|v| v as f64)),
     ("p99.9 µs", false, |_, h| h.p999_ps.map(|v| v as f64)),
@@ -226,6 +226,10 @@ const METRICS: [Metric; 12] = [
     ("drops", true, |r, _| r.network.drops.map(|v| v as f64)),
     ("retransmitted", true, |r, _| {
         r.network.retransmitted_packets.map(|v| v as f64)
+    }),
+    // RC local ACK timeouts and TCP RTOs: what a tail waits out.
+    ("timeouts", true, |r, _| {
+        r.network.retransmit_timeouts.map(|v| v as f64)
     }),
 ];
 

@@ -321,3 +321,48 @@ pub fn stage_reports(
     write_atomic(&stage.join("sweep.html"), sweep_html(&page).as_bytes())?;
     Ok(files)
 }
+
+/// Checks that a sweep of `plan` into `out` keeps every point the index already there lists
+/// (a resumed or extended sweep), so its index, plots and seed summary never silently drop
+/// the results of an earlier sweep over other points: a sweep directory holds one whole
+/// sweep. No index, or one that does not parse, is no earlier sweep.
+///
+/// # Errors
+/// The earlier index lists a point this plan does not have; the message names one, the
+/// earlier axes, and how to keep both.
+pub fn check_keeps_earlier_points(out: &Path, plan: &Plan) -> Result<()> {
+    let Some(earlier) = std::fs::read_to_string(out.join("index.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<SweepIndex>(&t).ok())
+    else {
+        return Ok(());
+    };
+    let Some(lost) = earlier
+        .points
+        .iter()
+        .find(|e| !plan.points.iter().any(|p| p.id == e.id))
+    else {
+        return Ok(());
+    };
+    let axes = |names: Vec<String>| names.join(" ");
+    anyhow::bail!(
+        "{} holds a sweep over {} whose point {} is not a point of this sweep (over {}): its \
+         index and plots would no longer show it. Give --out another directory, or sweep a \
+         superset of its axes' values",
+        out.display(),
+        axes(
+            earlier
+                .axes
+                .iter()
+                .map(|a| format!("{}={}", a.name, a.values.join(",")))
+                .collect()
+        ),
+        lost.id,
+        axes(
+            plan.axes
+                .iter()
+                .map(|a| format!("{}={}", a.kind.name(), a.texts.join(",")))
+                .collect()
+        ),
+    )
+}
