@@ -130,9 +130,13 @@ fn write_index(plan: &Plan, dir: RunDir, outcomes: &[PointOutcome]) -> Result<Ve
     for l in &files.seed_lines {
         outln!("across seeds: {l}");
     }
+    for l in &files.verdict_lines {
+        outln!("against seeds: {l}");
+    }
     for f in [&files.index_json, &files.index_csv]
         .into_iter()
         .chain(&files.seeds_csv)
+        .chain(&files.verdicts)
         .chain(&files.plots)
         .chain([&files.html])
     {

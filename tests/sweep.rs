@@ -487,3 +487,25 @@ fn a_sweep_over_other_points_is_refused_where_an_earlier_sweep_lives() {
         .to_string();
     assert!(e.contains("fan-in=2") && e.contains("--out"), "{e}");
 }
+
+#[test]
+fn a_sweep_over_stacks_and_seeds_says_whether_a_stack_moves_p99_beyond_the_spread() {
+    let dir = scratch("verdicts");
+    let out = dir.join("out");
+    let p = plan(&dir, &["stack=xrdma,tcp", "fan-in=2", "seed=1,2,3"]).unwrap();
+    let (outcomes, _) = run(&p, &out, 2);
+    let ix = report::index(&p, &outcomes);
+    let groups = sweep::seeds::seed_groups(&ix).expect("a seed axis");
+    let lines = sweep::seeds::verdict_lines(&ix, &groups);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let l = &lines[0];
+    assert!(l.starts_with("stack tcp against stack xrdma: p99 ×"), "{l}");
+    // The verdict follows the intervals: disjoint is beyond the spread.
+    let (a, b) = (groups[1].figures[1].unwrap(), groups[0].figures[1].unwrap());
+    let want = if a.differs_from(&b) == Some(true) {
+        "beyond the seeds' spread"
+    } else {
+        "within the seeds' spread"
+    };
+    assert!(l.ends_with(want), "{l}");
+}

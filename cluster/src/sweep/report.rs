@@ -182,6 +182,11 @@ pub struct SweepFiles {
     pub seeds_csv: Option<PathBuf>,
     /// One line a seed group for the terminal ([`super::seeds::seed_lines`]).
     pub seed_lines: Vec<String>,
+    /// `verdicts.txt`: whether each setting moves p99 beyond the seeds' spread
+    /// ([`super::seeds::verdict_lines`]); `None` without seed groups.
+    pub verdicts: Option<PathBuf>,
+    /// Its lines, for the terminal.
+    pub verdict_lines: Vec<String>,
     /// `sweep.html`.
     pub html: PathBuf,
 }
@@ -227,6 +232,8 @@ pub fn stage_reports(
         plots: Vec::new(),
         seeds_csv: None,
         seed_lines: Vec::new(),
+        verdicts: None,
+        verdict_lines: Vec::new(),
         html: out.join("sweep.html"),
     };
     let json = serde_json::to_string_pretty(ix)? + "\n";
@@ -237,6 +244,13 @@ pub fn stage_reports(
         write_atomic(&stage.join("seeds.csv"), csv.as_bytes())?;
         files.seeds_csv = Some(out.join("seeds.csv"));
         files.seed_lines = super::seeds::seed_lines(ix, &groups);
+        let verdicts = super::seeds::verdict_lines(ix, &groups);
+        if !verdicts.is_empty() {
+            let text = verdicts.join("\n") + "\n";
+            write_atomic(&stage.join("verdicts.txt"), text.as_bytes())?;
+            files.verdicts = Some(out.join("verdicts.txt"));
+        }
+        files.verdict_lines = verdicts;
     }
     let mut page = SweepPage {
         title: format!("sweep of {}", ix.scenario),

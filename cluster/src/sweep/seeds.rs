@@ -177,3 +177,61 @@ pub fn seed_lines(ix: &SweepIndex, groups: &[SeedGroup]) -> Vec<String> {
         })
         .collect()
 }
+
+/// Whether each setting changes p99 by more than the seeds' spread: for every axis but the
+/// seed with two or more values, each group against the group that differs from it only in
+/// that axis, at the axis's first value (`stack tcp` against `stack xrdma`, at the same other
+/// values). A difference counts when the two 95 % intervals are disjoint
+/// ([`Estimate::differs_from`], a conservative test); one line a pair, for the terminal and
+/// `verdicts.txt`.
+pub fn verdict_lines(ix: &SweepIndex, groups: &[SeedGroup]) -> Vec<String> {
+    let axes: Vec<&super::index::IndexAxis> = ix.axes.iter().filter(|a| a.name != "seed").collect();
+    let mut lines = Vec::new();
+    for (k, axis) in axes.iter().enumerate() {
+        if axis.values.len() < 2 {
+            continue;
+        }
+        let first = &axis.values[0];
+        for g in groups.iter().filter(|g| g.values[k] != *first) {
+            let Some(base) = groups.iter().find(|b| {
+                b.values[k] == *first
+                    && (0..axes.len()).all(|j| j == k || b.values[j] == g.values[j])
+            }) else {
+                continue;
+            };
+            let at: Vec<String> = axes
+                .iter()
+                .zip(&g.values)
+                .enumerate()
+                .filter(|(j, (a, _))| *j != k && a.values.len() > 1)
+                .map(|(_, (a, v))| format!("{} {v}", a.name))
+                .collect();
+            let at = if at.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", at.join(", "))
+            };
+            let (Some(a), Some(b)) = (g.figures[1], base.figures[1]) else {
+                continue;
+            };
+            let pm = |e: Estimate| match e.half_width {
+                Some(h) => format!("{:.3} ± {h:.3}", e.mean),
+                None => format!("{:.3}", e.mean),
+            };
+            let verdict = match a.differs_from(&b) {
+                Some(true) => "beyond the seeds' spread",
+                Some(false) => "within the seeds' spread",
+                None => "too few seeds to say",
+            };
+            lines.push(format!(
+                "{at}{n} {} against {n} {first}: p99 ×{:.3} ({} against {} µs), {verdict}",
+                g.values[k],
+                a.mean / b.mean,
+                pm(a),
+                pm(b),
+                n = axis.name,
+            ));
+        }
+    }
+    lines
+}
