@@ -427,36 +427,68 @@ pub fn draw_per_sender<DB: DrawingBackend>(
             ))
             .legend(dashed_legend(T_STAR_COLOR));
     }
-    // Put the legend in the right-hand corner (top or bottom quarter of the panel, right 30 %)
-    // that covers fewer points; undelivered crosses sit on the top edge. Ties go to the bottom.
+    // The legend goes in the right 30 % of the panel; undelivered crosses sit on the top edge.
     let x_cut = s_min + 0.7 * (s_max - s_min);
-    let corner_count = |top: bool| {
-        shown
-            .iter()
-            .filter(|m| f64::from(m.sender) >= x_cut)
-            .filter(|m| {
-                let y = m
-                    .completed_ps
-                    .map_or(y_max, |c| ps_to_us(c.saturating_sub(start)));
-                if top {
-                    y >= 0.75 * y_max
-                } else {
-                    y <= 0.25 * y_max
-                }
-            })
-            .count()
-    };
-    let position = if corner_count(true) < corner_count(false) {
-        SeriesLabelPosition::UpperRight
-    } else {
-        SeriesLabelPosition::LowerRight
-    };
+    let right: Vec<f64> = shown
+        .iter()
+        .filter(|m| f64::from(m.sender) >= x_cut)
+        .map(|m| {
+            m.completed_ps
+                .map_or(y_max, |c| ps_to_us(c.saturating_sub(start)))
+        })
+        .collect();
+    let position = legend_band(&right, t_star_us, y_max);
     draw_legend(&mut chart, position)
+}
+
+/// Where the per-sender panel's legend goes: the band of the right-hand side (bottom, middle
+/// or top quarter of the height `y_max`) that covers the fewest of the points `ys` drawn
+/// there; a band the T* line (`t_star`) crosses counts as covering them all. Ties go to the
+/// lower band.
+fn legend_band(ys: &[f64], t_star: Option<f64>, y_max: f64) -> SeriesLabelPosition {
+    let covered = |lo: f64, hi: f64| {
+        let band = lo * y_max..=hi * y_max;
+        let points = ys.iter().filter(|y| band.contains(y)).count();
+        if t_star.is_some_and(|t| band.contains(&t)) {
+            points + ys.len() + 1
+        } else {
+            points
+        }
+    };
+    [
+        (SeriesLabelPosition::LowerRight, 0.0, 0.25),
+        (SeriesLabelPosition::MiddleRight, 0.375, 0.625),
+        (SeriesLabelPosition::UpperRight, 0.75, 1.0),
+    ]
+    .into_iter()
+    .min_by_key(|&(_, lo, hi)| covered(lo, hi))
+    .map_or(SeriesLabelPosition::LowerRight, |(p, _, _)| p)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_per_sender_legend_goes_where_neither_points_nor_t_star_are() {
+        // The main job: most points low, the last message and T* near the top; the legend
+        // used to sit on the top band, over both.
+        let mut ys = vec![1_000.0; 300];
+        ys.extend(vec![29_500.0; 75]);
+        let pos = legend_band(&ys, Some(29_000.0), 35_000.0);
+        assert!(matches!(pos, SeriesLabelPosition::MiddleRight), "{pos:?}");
+        // Points everywhere but the top, and no T*: the top.
+        let ys: Vec<f64> = (0..70).map(|i| f64::from(i) * 350.0).collect();
+        assert!(matches!(
+            legend_band(&ys, None, 35_000.0),
+            SeriesLabelPosition::UpperRight
+        ));
+        // Nothing drawn: the bottom.
+        assert!(matches!(
+            legend_band(&[], None, 1.0),
+            SeriesLabelPosition::LowerRight
+        ));
+    }
 
     #[test]
     fn cdf_steps_end_at_delivered_fraction() {
