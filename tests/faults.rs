@@ -1,6 +1,9 @@
 //! Faults injected from the scenario (`sim.faults`): every shipped fault scenario delivers
 //! each message once, intact, or fails it with a typed error, and counts what happened.
 
+mod common;
+
+use common::all_delivered;
 use std::path::Path;
 use xrdma_reports::RunResult;
 use xrdma_runner::request::run_sim;
@@ -12,21 +15,6 @@ fn load(path: &str) -> Scenario {
 
 fn run(path: &str) -> RunResult {
     run_sim(&load(path)).expect("run succeeds")
-}
-
-/// Every message delivered once, intact, completed at its sender, and no error.
-fn all_delivered(r: &RunResult) {
-    let d = &r.delivery;
-    assert_eq!(
-        d.delivered as usize,
-        r.messages.len(),
-        "{d:?} {:?}",
-        r.errors
-    );
-    assert_eq!((d.missing, d.digest_mismatches, d.duplicates), (0, 0, 0));
-    assert!(r.messages.iter().all(|m| m.completed_ps.is_some()));
-    assert!(r.errors.is_empty(), "{:?}", r.errors);
-    assert!(r.validate().is_empty(), "{:?}", r.validate());
 }
 
 #[test]

@@ -3,6 +3,9 @@
 //! incast collapse the literature puts at a 200 ms RTOmin (Vasudevan et al., SIGCOMM 2009)
 //! and DCTCP's shallow queues under ECN marking (Alizadeh et al., SIGCOMM 2010).
 
+mod common;
+
+use common::all_delivered;
 use std::path::Path;
 use xrdma_reports::RunResult;
 use xrdma_runner::request::run_sim;
@@ -25,22 +28,6 @@ fn run(sc: &Scenario, stack: Stack, seed: u64) -> RunResult {
     sim.seed = seed;
     sc.sim = Some(sim);
     run_sim(&sc).expect("run succeeds")
-}
-
-/// Every message delivered once, intact, completed at its sender, no error, and the result
-/// consistent (T* below the last completion among its checks).
-fn all_delivered(r: &RunResult) {
-    let d = &r.delivery;
-    assert_eq!(
-        d.delivered as usize,
-        r.messages.len(),
-        "{d:?} {:?}",
-        r.errors
-    );
-    assert_eq!((d.missing, d.digest_mismatches, d.duplicates), (0, 0, 0));
-    assert!(r.messages.iter().all(|m| m.completed_ps.is_some()));
-    assert!(r.errors.is_empty(), "{:?}", r.errors);
-    assert!(r.validate().is_empty(), "{:?}", r.validate());
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! What the sweep tests share: the small incast they sweep, a scratch directory, and planning.
+//! What the integration tests share: the small incast the sweep tests sweep, a scratch
+//! directory, planning, and the delivery check of a run that must lose nothing.
 
 #![allow(dead_code)] // each test crate uses part of it
 
@@ -42,4 +43,21 @@ pub fn write_base(dir: &Path) -> PathBuf {
 pub fn plan_at(path: &Path, axes: &[&str]) -> anyhow::Result<Plan> {
     let base = xrdma_scenario::load(path)?;
     sweep::plan(base, BASE.to_string(), sweep::parse_axes(axes)?)
+}
+
+/// Every message of `r` delivered once, intact, completed at its sender, no error, and the
+/// result consistent with itself ([`xrdma_reports::RunResult::validate`]: T* below the last
+/// completion among its checks).
+pub fn all_delivered(r: &xrdma_reports::RunResult) {
+    let d = &r.delivery;
+    assert_eq!(
+        d.delivered as usize,
+        r.messages.len(),
+        "{d:?} {:?}",
+        r.errors
+    );
+    assert_eq!((d.missing, d.digest_mismatches, d.duplicates), (0, 0, 0));
+    assert!(r.messages.iter().all(|m| m.completed_ps.is_some()));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.validate().is_empty(), "{:?}", r.validate());
 }

@@ -138,7 +138,10 @@ impl Simulation {
         if n == 0 {
             return 0;
         }
-        out.extend(k.rcv.drain(..));
+        let (a, b) = k.rcv.as_slices();
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
+        k.rcv.clear();
         let upto = k.conn.rcv_nxt();
         k.conn.read(upto);
         // Reading may open the window: a window update may be owed.

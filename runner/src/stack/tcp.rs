@@ -111,7 +111,6 @@ pub struct TcpMessages {
     /// Connections with messages to write.
     writable: VecDeque<u32>,
     ready: Vec<u32>,
-    buf: Vec<u8>,
 }
 
 impl TcpMessages {
@@ -125,7 +124,6 @@ impl TcpMessages {
             events: VecDeque::new(),
             writable: VecDeque::new(),
             ready: Vec::new(),
-            buf: Vec::new(),
         }
     }
 
@@ -161,10 +159,9 @@ impl TcpMessages {
             return;
         };
         let conn = ConnId::new(i, 0);
-        self.buf.clear();
-        t.read(sock, &mut self.buf);
         let c = &mut self.conns[i as usize];
-        c.inbuf.extend_from_slice(&self.buf);
+        // Straight onto what is left of the last frame, not through a buffer of its own.
+        t.read(sock, &mut c.inbuf);
         let mut at = 0;
         while c.inbuf.len() - at >= HEADER {
             let mut word = [0u8; HEADER];
