@@ -245,12 +245,28 @@ fn tcp_settings_that_spoil_a_run_are_named_in_a_warning() {
         "name: x\nstack: tcp\ntcp: {{ rto-min: 1ms }}\n{incast}"
     ));
     assert!(w.contains("spurious timeout"), "{w}");
+    // A host model without kernel TCP costs makes TCP look free; one with them does not warn.
+    let w = warnings(&format!(
+        "name: x\nstack: tcp\nsim: {{ host: rxe-guest }}\n{incast}"
+    ));
+    assert!(w.contains("charges nothing for kernel TCP"), "{w}");
+    let w = warnings(&format!(
+        "name: x\nstack: tcp\nsim: {{ host: connectx6 }}\n{incast}"
+    ));
+    assert!(!w.contains("kernel TCP"), "{w}");
     // The shipped study carries every stack's settings and warns of nothing, over any stack.
-    for stack in [Stack::Xrdma, Stack::Tcp, Stack::Dctcp] {
-        let mut sc = load("scenarios/study/fan-in.yaml");
-        sc.stack = stack;
-        let w = xrdma_runner::check::check(&sc).expect("checks").warnings;
-        assert!(w.is_empty(), "{stack}: {w:?}");
+    let all = [Stack::Xrdma, Stack::Tcp, Stack::Dctcp];
+    let per_hop = [Stack::Xrdma, Stack::Tcp];
+    for (path, stacks) in [
+        ("scenarios/study/fan-in.yaml", &all[..]),
+        ("scenarios/study/per-hop.yaml", &per_hop[..]),
+    ] {
+        for &stack in stacks {
+            let mut sc = load(path);
+            sc.stack = stack;
+            let w = xrdma_runner::check::check(&sc).expect("checks").warnings;
+            assert!(w.is_empty(), "{path} {stack}: {w:?}");
+        }
     }
 }
 

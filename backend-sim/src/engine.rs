@@ -43,6 +43,9 @@ pub(crate) enum Event {
     /// The retransmission or delayed-ACK timer of TCP socket `0` may have expired (at most
     /// one pending per socket that counts; see `crate::tcp::host`).
     TcpTimer(u32),
+    /// The receiving kernel has done its work on TCP segment `0` (a packet pool id): the
+    /// segment takes effect (with the host model only; see `crate::tcp::host`).
+    TcpRx(u32),
 }
 
 impl Event {
@@ -58,6 +61,7 @@ impl Event {
             Event::NicWake(h) => (10, h as u64),
             Event::RetransmitTimer { host, qp } => (11, (host as u64) << 32 | qp as u64),
             Event::TcpTimer(s) => (12, s as u64),
+            Event::TcpRx(id) => (13, id as u64),
         }
     }
 }

@@ -401,6 +401,7 @@ impl Simulation {
             Event::NicWake(h) => self.on_nic_wake(h),
             Event::RetransmitTimer { host, qp } => self.on_retransmit_timer(host, qp),
             Event::TcpTimer(s) => self.on_tcp_timer(s),
+            Event::TcpRx(id) => self.on_tcp_rx(id),
         }
     }
 

@@ -200,10 +200,11 @@ impl<'a> HostTransport<'a> {
 /// The host's kernel TCP sockets (see `crate::tcp`): made in pairs by
 /// [`crate::Simulation::tcp_connect`], each side used only from its own host.
 impl HostTransport<'_> {
-    /// Write as much of `data` to socket `sock` as its send buffer takes; returns the bytes
-    /// taken (0 for a socket of another host, or a full buffer).
-    pub fn tcp_write(&mut self, sock: u32, data: &[u8]) -> usize {
-        self.sim.tcp_write(self.host, sock, data)
+    /// Write as much of `parts`, in order, to socket `sock` as its send buffer takes, in one
+    /// call (`writev`); returns the bytes taken (0 for a socket of another host, or a full
+    /// buffer). With the host model the call costs `tcp-write-call` and the copy.
+    pub fn tcp_write(&mut self, sock: u32, parts: &[&[u8]]) -> usize {
+        self.sim.tcp_write(self.host, sock, parts)
     }
 
     /// Append every in-order byte that arrived on socket `sock` to `out`; returns how many.

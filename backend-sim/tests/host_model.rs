@@ -27,6 +27,7 @@ fn test_costs() -> HostModel {
         nic_tx_byte: Span::from_ps(53),
         rx_dma_write: ns(59),
         cqe_write: ns(61),
+        ..HostModel::IDEAL
     }
 }
 

@@ -22,6 +22,7 @@ mod error;
 mod figures;
 mod files;
 mod glyphs;
+mod host_cpu;
 pub mod html;
 mod io;
 mod kinds;
@@ -49,6 +50,7 @@ pub use error::ReportError;
 pub use figures::{Figures, LatencySummary};
 pub use files::{commit_temp, read_json, temp_sibling, write_atomic, write_json};
 pub use glyphs::TextOnBitmap;
+pub use host_cpu::{CpuSource, HostCpuTime};
 pub use io::{
     messages_csv, stage_run, write_report, write_report_with, write_run_dir, write_run_dir_with,
     RunFiles,

@@ -71,6 +71,10 @@ pub struct RunResult {
     /// written before they were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub figures: Option<crate::Figures>,
+    /// The hosts' CPU time over the run (the CPU column of a comparison of stacks); `None`
+    /// where the backend cannot observe it (see [`crate::HostCpuTime`]).
+    #[serde(default)]
+    pub host_cpu: Option<crate::HostCpuTime>,
     /// Wall-clock measurements: the only non-deterministic fields of the record.
     pub wall_clock: WallClock,
     /// The text of the scenario file that produced the run, when known (schema version 2).

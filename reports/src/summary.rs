@@ -237,6 +237,15 @@ pub fn summary_table(r: &RunResult) -> String {
             if ws.windows == 1 { "" } else { "s" }
         );
     }
+    if let Some(cpu) = &r.host_cpu {
+        let bytes: u128 = r
+            .messages
+            .iter()
+            .filter(|m| m.completed_ps.is_some())
+            .map(|m| u128::from(m.payload_bytes()))
+            .sum();
+        let _ = writeln!(w, "{}", cpu.summary_line(s.delivered, bytes));
+    }
     if let Some(sd) = r
         .path
         .ideal(0)

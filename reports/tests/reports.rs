@@ -83,6 +83,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
         timeseries: None,
         transport: None,
         endpoints: None,
+        host_cpu: None,
         environment: None,
         unfinished: Vec::new(),
         figures: None,

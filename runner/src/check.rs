@@ -350,6 +350,18 @@ fn tcp_warnings(sc: &Scenario, sim: &SimConfig, warn: &mut impl FnMut(&[&str], S
             ),
         );
     }
+    let host = &sim.host;
+    if !host.is_ideal() && !host.charges_kernel_tcp() {
+        warn(
+            &["sim", "host"],
+            format!(
+                "the `{}` host model charges nothing for kernel TCP (every `tcp-*` cost is \
+                 0): this TCP run's hosts pay only the application's costs, and its latency \
+                 and CPU time are not comparable with xrdma's",
+                host.name()
+            ),
+        );
+    }
     if tcp.delayed_ack >= tcp.rto_min {
         warn(
             &["tcp", "rto-min"],

@@ -368,6 +368,7 @@ fn finish<F: Fabric + FabricReport>(
         transport: fabric.transport_info(),
         environment: fabric.environment(),
         endpoints: None,
+        host_cpu: fabric.host_cpu(),
         wall_clock: rep::WallClock {
             wall_seconds,
             events_per_second: if wall_seconds > 0.0 {

@@ -389,6 +389,13 @@ mod tests {
             nic_tx_byte: xrdma::Span::from_ps(54),
             rx_dma_write: ns(59),
             cqe_write: ns(61),
+            // Kernel TCP's costs are not xrdma's: none of them may show in its hop.
+            tcp_write_call: ns(67),
+            tcp_read_call: ns(71),
+            tcp_copy_byte: xrdma::Span::from_ps(73),
+            tcp_tx_segment: ns(79),
+            tcp_rx_segment: ns(83),
+            tcp_wakeup: ns(89),
         };
         let opts = PingOptions {
             size: 64,

@@ -16,10 +16,14 @@
 //! - `deferred`: the host needs a turn but its CPU is busy: it gets it at `cpu`.
 //! - `ready_event`: the time of the model's one wake that counts ([`Time::MAX`]: none); one
 //!   at another time is stale and dropped without moving the clock.
+//! - `tcp_news`: sockets with news for the application and when it sees it (`tcp-wakeup`
+//!   after the kernel had it), in time order; moved to `Host::tcp_ready` when due.
+//! - `busy`: every cost charged so far, application and kernel (the host's CPU time).
 //!
 //! # Events
 //! - The model's `Wake` ([`Simulation::on_host_ready`]): a deferred turn whose CPU is now
-//!   free, or a CQE now visible, marks the host ready; what is still to come re-arms it.
+//!   free, a CQE now visible, or a socket's news now due marks the host ready; what is still
+//!   to come re-arms it.
 
 use crate::engine::Event;
 use crate::{HostId, Simulation};
@@ -35,6 +39,8 @@ pub(crate) struct HostClock {
     pub cq_last: Time,
     pub deferred: bool,
     pub ready_event: Time,
+    pub tcp_news: VecDeque<(Time, u32)>,
+    pub busy: Span,
 }
 
 impl HostClock {
@@ -46,6 +52,8 @@ impl HostClock {
             cq_last: Time::ZERO,
             deferred: false,
             ready_event: Time::MAX,
+            tcp_news: VecDeque::new(),
+            busy: Span::ZERO,
         }
     }
 }
@@ -66,7 +74,36 @@ impl Simulation {
             return start;
         }
         c.cpu = start + cost;
+        c.busy += cost;
         c.cpu
+    }
+
+    /// Charge `cost` of the kernel's CPU time to host `h`, starting at `not_before` or when
+    /// the CPU is free, in a turn or not (a softirq runs when a packet comes); returns when
+    /// the work ends.
+    pub(crate) fn charge_kernel(&mut self, h: HostId, not_before: Time, cost: Span) -> Time {
+        let start = self.cpu_start(h).max(not_before);
+        let c = &mut self.hosts[h as usize].clock;
+        c.cpu = start + cost;
+        c.busy += cost;
+        c.cpu
+    }
+
+    /// CPU time host `h` has been charged so far by the host model (its turns, calls, the
+    /// application's messages and the kernel's TCP work); zero with the ideal model.
+    pub fn host_cpu_busy(&self, h: HostId) -> Span {
+        self.hosts
+            .get(h as usize)
+            .map_or(Span::ZERO, |host| host.clock.busy)
+    }
+
+    /// Socket `s` of host `h` has news the application sees `tcp-wakeup` from now.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn tcp_news_later(&mut self, h: HostId, s: u32) {
+        let at = self.now + self.cfg.host.tcp_wakeup;
+        self.hosts[h as usize].clock.tcp_news.push_back((at, s));
+        self.arm_host_ready(h, at);
     }
 
     /// A turn of host `h` starts now: charge the turn's fixed cost.
@@ -178,10 +215,23 @@ impl Simulation {
     #[inline(never)]
     pub(crate) fn on_host_ready(&mut self, h: HostId) {
         let now = self.now;
-        let c = &mut self.hosts[h as usize].clock;
+        let host = &mut self.hosts[h as usize];
+        let c = &mut host.clock;
         c.ready_event = Time::MAX;
         let head = c.cq_visible.front().copied();
         let deferred = std::mem::take(&mut c.deferred);
+        let mut news = false;
+        while let Some(&(at, s)) = c.tcp_news.front() {
+            if at > now {
+                break;
+            }
+            c.tcp_news.pop_front();
+            host.tcp_ready.push(s);
+            news = true;
+        }
+        if let Some(&(at, _)) = host.clock.tcp_news.front() {
+            self.arm_host_ready(h, at);
+        }
         match head {
             Some(v) if v > now => self.arm_host_ready(h, v),
             Some(_) => {
@@ -190,7 +240,7 @@ impl Simulation {
             }
             None => {}
         }
-        if deferred {
+        if deferred || news {
             self.mark_ready(h);
         }
     }

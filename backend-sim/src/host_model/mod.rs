@@ -35,6 +35,19 @@
 //!  B's CPU                      turn at max(CQE visible, CPU free) |turn|poll|app|...
 //! ```
 //!
+//! - **Kernel TCP** (`stack: tcp` or `dctcp`) costs the same CPU clock. A `write` call
+//!   costs `tcp-write-call + bytes × tcp-copy-byte` and its bytes may leave only when it
+//!   ends; a `read` call `tcp-read-call + bytes × tcp-copy-byte`. Every segment sent, data
+//!   or ACK, costs `tcp-tx-segment` when the NIC takes it, and it starts on the wire when
+//!   that work ends (the link waits for it: one core's kernel bounds a host's segment
+//!   rate). A segment received takes effect `rx-dma-write` after its last bit, plus
+//!   `tcp-rx-segment` of the CPU's time: its ACK, its bytes and its news come then. The
+//!   news reaches the application's turn `tcp-wakeup` later. Kernel work runs whether or
+//!   not the application is in a turn (softirq), and delays its next turn like any call.
+//!
+//! Every charged cost is also counted as the host's **busy CPU time**
+//! (`Simulation::host_cpu_busy`): the CPU column of a run's result.
+//!
 //! The core and the application see the turn's start as `now` for everything they do in the
 //! turn; the CPU clock only moves when the calls reach the NIC. A call outside a turn (the
 //! connection setup before a run, `HostTransport::begin_turn` not called) costs no CPU time;
@@ -48,7 +61,9 @@
 //! response starts at the request's arrival), interrupt and event-mode wake-ups (hosts
 //! busy-poll), the
 //! cost of copying bytes into and out of registered memory, and contention between hosts'
-//! CPUs (each host has its own).
+//! CPUs (each host has its own). For kernel TCP: TSO and GRO (every MSS-sized segment pays
+//! the per-segment costs), the NIC's DMA reads of a segment's descriptor and payload, and
+//! the receiving kernel's cost per byte other than the copy to the application.
 //!
 //! The ideal model ([`HostModel::IDEAL`], the default) costs nothing and schedules nothing:
 //! a simulation with it runs exactly the events it ran before the model existed. The named
@@ -133,6 +148,25 @@ host_model! {
     app_recv_message = "app-recv-message",
     /// CPU: the application's and middleware's work per message the application sends.
     app_send_message = "app-send-message",
+    /// CPU, kernel TCP: one `write` (`writev`) call on a socket that takes bytes (the system
+    /// call's entry and exit, the socket lock, `tcp_sendmsg`'s bookkeeping), before its copy.
+    tcp_write_call = "tcp-write-call",
+    /// CPU, kernel TCP: one `read` call on a socket that returns bytes, before its copy.
+    tcp_read_call = "tcp-read-call",
+    /// CPU, kernel TCP: per byte copied between the application and a socket buffer, on
+    /// `write` and on `read`.
+    tcp_copy_byte = "tcp-copy-byte",
+    /// CPU, kernel TCP: the transmit path per segment, data or pure ACK (TCP and IP output,
+    /// the qdisc, the driver's descriptor and doorbell); the segment starts on the wire when
+    /// it is done.
+    tcp_tx_segment = "tcp-tx-segment",
+    /// CPU, kernel TCP: the receive path per segment (the interrupt, the NAPI poll, IP and
+    /// TCP input, ACK processing); the segment takes effect when it is done.
+    tcp_rx_segment = "tcp-rx-segment",
+    /// Latency, kernel TCP: from a socket's news (bytes to read, bytes ACKed) to the
+    /// application's turn, the wake-up of a thread blocked in `epoll_wait` (0: the
+    /// application busy-polls its sockets).
+    tcp_wakeup = "tcp-wakeup",
     /// NIC: from the doorbell written to the chain's WQEs in the NIC (the MMIO write crossing
     /// PCIe, and the WQEs' DMA read where they are not written with it).
     wqe_fetch = "wqe-fetch",
@@ -264,6 +298,20 @@ impl HostModel {
         }
     }
 
+    /// Whether any of kernel TCP's costs (the `tcp-*` keys) is above zero.
+    pub fn charges_kernel_tcp(&self) -> bool {
+        [
+            self.tcp_write_call,
+            self.tcp_read_call,
+            self.tcp_copy_byte,
+            self.tcp_tx_segment,
+            self.tcp_rx_segment,
+            self.tcp_wakeup,
+        ]
+        .iter()
+        .any(|&c| c > Span::ZERO)
+    }
+
     /// The transmit engine's time for a packet carrying `payload` bytes:
     /// `nic-tx-packet + payload × nic-tx-byte`.
     #[inline]
@@ -284,6 +332,18 @@ impl HostModel {
     /// `poll-call + cqes × poll-cqe`.
     pub fn poll_cost(&self, cqes: u64) -> Span {
         self.poll_call + self.poll_cqe * cqes
+    }
+
+    /// CPU time of a `write` call on a TCP socket that takes `bytes`:
+    /// `tcp-write-call + bytes × tcp-copy-byte`.
+    pub fn tcp_write_cost(&self, bytes: u64) -> Span {
+        self.tcp_write_call + self.tcp_copy_byte * bytes
+    }
+
+    /// CPU time of a `read` call on a TCP socket that returns `bytes`:
+    /// `tcp-read-call + bytes × tcp-copy-byte`.
+    pub fn tcp_read_cost(&self, bytes: u64) -> Span {
+        self.tcp_read_call + self.tcp_copy_byte * bytes
     }
 
     /// CPU time of the application's work on `delivered` messages delivered to it and `sent`

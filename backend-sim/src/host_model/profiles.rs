@@ -48,6 +48,25 @@ use xrdma::Span;
 ///    message at each end than the estimates below; a scenario that wants XRDMA's figure on
 ///    short links overrides `app-recv-message` and `app-send-message`. The CPU-side costs are
 ///    estimates (cycle counts at 3 GHz), stated per cost.
+///
+/// Kernel TCP (`stack: tcp`) on the same server: Linux with interrupts and an application
+/// blocked in `epoll_wait`, no TSO or GRO (the simulator sends MSS-sized segments). Sources:
+/// Cai et al., "Understanding Host Network Stack Overheads" (SIGCOMM 2021): the copy between
+/// user and kernel is the largest per-byte cost, and one core receives about 42 Gb/s with
+/// every offload on, about half of its cycles copying, so about 10 GB/s of copy per core;
+/// without TSO and GRO the per-segment work dominates. Belay et al., "IX: A Protected
+/// Dataplane Operating System for High Throughput and Low Latency" (OSDI 2014): Linux's
+/// small-message latency is several times a polling dataplane's, from interrupts, wake-ups
+/// and system calls. The per-call and per-segment costs are estimates (cycle counts at
+/// 3 GHz), stated per cost; they put a 64 B hop of kernel TCP at
+/// `tcp-write-call + tcp-tx-segment + rx-dma-write + tcp-rx-segment + tcp-wakeup + turn +
+/// tcp-read-call + app-recv-message + app-send-message + 160 × tcp-copy-byte = 9.77 µs` of
+/// host time (a test checks it; the message, its 8-byte length and the 8-byte ACK frame of
+/// the message before it go in one `writev` and come out in one `read`), plus the wire:
+/// `xrdma ping`'s fabric makes it 11.8 µs, four times xrdma's 2.93 µs
+/// (`scenarios/study/per-hop.yaml`). XRDMA's description quotes 80 µs per hop over TCP:
+/// that is its RPC framework's, with hand-offs between threads; kernel TCP alone is a
+/// fraction of it.
 pub const CONNECTX6: HostModel = HostModel {
     profile: Cow::Borrowed("connectx6"),
     // Writing one 64-byte WQE (a cache line of stores, ~120 cycles at 3 GHz): estimate.
@@ -67,6 +86,22 @@ pub const CONNECTX6: HostModel = HostModel {
     // hop against 0.6 µs end to end bounds a middleware's whole per-hop cost at 2.6 µs.
     app_recv_message: Span::from_ns(100),
     app_send_message: Span::from_ns(100),
+    // A `writev` on a socket: the system call's entry and exit with today's mitigations,
+    // the socket lock, `tcp_sendmsg` allocating the skb (~3000 cycles): estimate.
+    tcp_write_call: Span::from_ns(1_000),
+    // A `read`: the system call, `tcp_recvmsg`, freeing the skb (~2400 cycles): estimate.
+    tcp_read_call: Span::from_ns(800),
+    // About 10 GB/s of copy per core (Cai et al. 2021, above).
+    tcp_copy_byte: Span::from_ps(100),
+    // TCP and IP output, the qdisc and the driver's descriptor and doorbell per segment
+    // (~3000 cycles): estimate.
+    tcp_tx_segment: Span::from_ns(1_000),
+    // The interrupt, the NAPI poll, IP and TCP input per segment without GRO (~4500
+    // cycles): estimate.
+    tcp_rx_segment: Span::from_ns(1_500),
+    // Waking the thread in `epoll_wait`: the scheduler, the context switch and the core
+    // leaving a shallow idle state: estimate.
+    tcp_wakeup: Span::from_ns(5_000),
     // The BlueFlame MMIO write crossing PCIe to the NIC: about half a 0.4–0.5 µs round trip
     // (Neugebauer et al. 2018).
     wqe_fetch: Span::from_ns(200),
@@ -152,6 +187,14 @@ pub const RXE_GUEST: HostModel = HostModel {
     rx_dma_write: Span::from_ns(2_000),
     // The completer posting the CQE into the shared ring: the rest of (2).
     cqe_write: Span::from_ns(500),
+    // The guest's kernel TCP is not fitted yet: it costs nothing here, and a TCP run with
+    // this profile says so (a warning).
+    tcp_write_call: Span::ZERO,
+    tcp_read_call: Span::ZERO,
+    tcp_copy_byte: Span::ZERO,
+    tcp_tx_segment: Span::ZERO,
+    tcp_rx_segment: Span::ZERO,
+    tcp_wakeup: Span::ZERO,
 };
 
 /// Every built-in profile, the default first.
@@ -188,6 +231,23 @@ mod tests {
             c.poll_cqe,
         ]);
         assert_eq!(inline_path, Span::from_ns(600));
+    }
+
+    #[test]
+    fn connectx6_kernel_tcp_hop_sums_to_its_stated_host_time() {
+        let c = &CONNECTX6;
+        // A 64 B message, its length word and the ACK frame before it: 80 B in one segment.
+        let hop = sum(&[
+            c.tcp_write_cost(80),
+            c.tcp_tx_segment,
+            c.rx_dma_write,
+            c.tcp_rx_segment,
+            c.tcp_wakeup,
+            c.turn,
+            c.tcp_read_cost(80),
+            c.app_cost(1, 1),
+        ]);
+        assert_eq!(hop, Span::from_ns(9_766));
     }
 
     #[test]

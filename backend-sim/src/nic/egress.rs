@@ -154,6 +154,7 @@ impl Simulation {
         if host.egress.tx_busy || host.egress.paused {
             return;
         }
+        let mut kernel = Span::ZERO;
         let id = if let Some(id) = host.egress.ctrl.pop_front() {
             let p = self.pool.get(id);
             if p.kind == PktKind::Ack {
@@ -166,7 +167,8 @@ impl Simulation {
                 }
             }
             id
-        } else if let Some(id) = self.tcp_next_segment(h) {
+        } else if let Some((id, hold)) = self.tcp_next_segment(h) {
+            kernel = hold;
             id
         } else {
             match self.next_data_packet(h) {
@@ -179,7 +181,7 @@ impl Simulation {
         };
         let mut busy = self.ser(self.pool.get(id).wire);
         if self.host_on {
-            busy += self.tx_engine_time(id);
+            busy += self.tx_engine_time(id) + kernel;
         }
         let host = &mut self.hosts[h as usize];
         host.egress.tx_busy = true;
@@ -322,7 +324,7 @@ impl Simulation {
     }
 
     /// Make sure host `h`'s NIC looks for a packet again at `at`.
-    fn schedule_nic_wake(&mut self, h: u32, at: Time) {
+    pub(crate) fn schedule_nic_wake(&mut self, h: u32, at: Time) {
         let e = &mut self.hosts[h as usize].egress;
         if at < e.pace_wake {
             e.pace_wake = at;

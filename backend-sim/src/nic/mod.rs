@@ -229,7 +229,7 @@ impl Simulation {
                 return;
             }
             PktKind::Tcp => {
-                self.tcp_receive(h, &p);
+                self.tcp_arrive(h, p);
                 return;
             }
             _ => {}

@@ -13,10 +13,14 @@
 //! - `rcv`: in-order bytes not yet read, offsets `[conn.read_to(), conn.rcv_nxt())`.
 //! - `timer_queued`: the time of the one `TcpTimer` event that counts ([`Time::MAX`]: none).
 //! - `in_ring`: listed in its host NIC's TCP ring (`Egress::tcp`), at most once.
+//! - `hold_until`: with the host model, the end of the last `write` call: no segment of the
+//!   socket leaves before it.
 //! - `notified`: listed in its host's ready sockets (`Host::tcp_ready`), at most once.
 //!
 //! # Events
-//! - A TCP segment reaches its host's NIC (`nic_receive` → [`Simulation::tcp_receive`]): the
+//! - A TCP segment reaches its host's NIC (`nic_receive` → [`Simulation::tcp_arrive`]; with
+//!   the host model, `TcpRx` when the receiving kernel has done its work,
+//!   [`Simulation::on_tcp_rx`]; then [`Simulation::tcp_receive`]): the
 //!   connection takes it, new in-order bytes are copied in, the socket is listed for the
 //!   application when it has news (bytes to read, bytes ACKed), and the NIC looks for a
 //!   segment to send.
@@ -25,8 +29,11 @@
 //! - `TcpTimer` ([`Simulation::on_tcp_timer`]): the connection's retransmission or
 //!   delayed-ACK timer.
 //!
-//! Left out: the kernel's CPU costs per segment and per call (the host model does not charge
-//! TCP yet), TSO/GRO, pacing, SYN/FIN (sockets are connected when made), and classic ECN for
+//! The host model's kernel costs (`tcp-*`, see [`crate::HostModel`]) are charged here: the
+//! calls in `tcp_write` and `tcp_read`, a segment sent in `tcp_next_segment`, a segment
+//! received in `tcp_arrive`, the wake-up in `tcp_notify`.
+//!
+//! Left out: TSO/GRO, pacing, SYN/FIN (sockets are connected when made), and classic ECN for
 //! non-DCTCP TCP (its segments are not ECN-capable: a marking switch neither marks nor drops
 //! them early).
 
@@ -65,6 +72,7 @@ pub(crate) struct Socket {
     snd_base: u64,
     rcv: VecDeque<u8>,
     timer_queued: Time,
+    hold_until: Time,
     pub in_ring: bool,
     pub notified: bool,
 }
@@ -80,6 +88,7 @@ impl Socket {
             snd_base: 0,
             rcv: VecDeque::new(),
             timer_queued: Time::MAX,
+            hold_until: Time::ZERO,
             in_ring: false,
             notified: false,
         }
@@ -112,18 +121,31 @@ impl Simulation {
         self.tcp.get_mut(s as usize).filter(|k| k.host == h)
     }
 
-    /// The application on host `h` writes `data` to socket `s`: as much as its send buffer
-    /// takes, which is returned (0 for a socket not on `h`).
-    pub(crate) fn tcp_write(&mut self, h: u32, s: u32, data: &[u8]) -> usize {
+    /// The application on host `h` writes `parts`, in order, to socket `s` in one call
+    /// (`writev`): as much as its send buffer takes, which is returned (0 for a socket not
+    /// on `h`). With the host model the call costs `tcp-write-call` and the copy, and the
+    /// socket's segments wait for its end.
+    pub(crate) fn tcp_write(&mut self, h: u32, s: u32, parts: &[&[u8]]) -> usize {
         let Some(k) = self.socket_of(h, s) else {
             return 0;
         };
-        let n = (k.conn.send_space().min(data.len() as u64)) as usize;
+        let mut room = k.conn.send_space();
+        let mut n = 0;
+        for part in parts {
+            let take = (room.min(part.len() as u64)) as usize;
+            k.snd.extend(&part[..take]);
+            n += take;
+            room -= take as u64;
+        }
         if n == 0 {
             return 0;
         }
-        k.snd.extend(&data[..n]);
         k.conn.write(n as u64);
+        if self.host_on {
+            let cost = self.cfg.host.tcp_write_cost(n as u64);
+            let end = self.charge_cpu(h, cost);
+            self.tcp[s as usize].hold_until = end;
+        }
         self.tcp_kick(s);
         n
     }
@@ -144,6 +166,10 @@ impl Simulation {
         k.rcv.clear();
         let upto = k.conn.rcv_nxt();
         k.conn.read(upto);
+        if self.host_on {
+            let cost = self.cfg.host.tcp_read_cost(n as u64);
+            self.charge_cpu(h, cost);
+        }
         // Reading may open the window: a window update may be owed.
         self.tcp_kick(s);
         n
@@ -184,11 +210,16 @@ impl Simulation {
     fn tcp_notify(&mut self, s: u32) {
         let k = &mut self.tcp[s as usize];
         let h = k.host;
-        if !k.notified {
-            k.notified = true;
-            self.hosts[h as usize].tcp_ready.push(s);
+        if k.notified {
+            return;
         }
-        self.mark_ready(h);
+        k.notified = true;
+        if self.host_on && self.cfg.host.tcp_wakeup > Span::ZERO {
+            self.tcp_news_later(h, s);
+        } else {
+            self.hosts[h as usize].tcp_ready.push(s);
+            self.mark_ready(h);
+        }
     }
 
     /// Socket `s` may have a segment to send or a timer to move: list it in its NIC's TCP
@@ -239,12 +270,21 @@ impl Simulation {
         self.tcp_kick(s);
     }
 
-    /// The next TCP segment host `h`'s NIC sends: the sockets of its TCP ring take turns, one
-    /// segment each; a socket with nothing to send leaves the ring.
-    pub(crate) fn tcp_next_segment(&mut self, h: u32) -> Option<u32> {
+    /// The next TCP segment host `h`'s NIC sends, and how long the kernel's transmit work
+    /// holds it (zero without the host model): the sockets of its TCP ring take turns, one
+    /// segment each; a socket with nothing to send leaves the ring, one whose last `write`
+    /// has not ended yet waits (the NIC looks again then).
+    pub(crate) fn tcp_next_segment(&mut self, h: u32) -> Option<(u32, Span)> {
         let now = self.now;
-        while let Some(s) = self.hosts[h as usize].egress.tcp.pop_front() {
+        let mut held = Time::MAX;
+        for _ in 0..self.hosts[h as usize].egress.tcp.len() {
+            let s = self.hosts[h as usize].egress.tcp.pop_front()?;
             let k = &mut self.tcp[s as usize];
+            if k.hold_until > now {
+                held = held.min(k.hold_until);
+                self.hosts[h as usize].egress.tcp.push_back(s);
+                continue;
+            }
             let Some(seg) = k.conn.poll_transmit(now) else {
                 k.in_ring = false;
                 continue;
@@ -269,9 +309,40 @@ impl Simulation {
             } else {
                 self.stats.tcp_acks += 1;
             }
-            return Some(self.pool.alloc(p));
+            let hold = if self.host_on {
+                let cost = self.cfg.host.tcp_tx_segment;
+                self.charge_kernel(h, now, cost) - now
+            } else {
+                Span::ZERO
+            };
+            return Some((self.pool.alloc(p), hold));
+        }
+        if held != Time::MAX {
+            self.schedule_nic_wake(h, held);
         }
         None
+    }
+
+    /// A TCP segment `p` reached host `h`'s NIC: it takes effect now, or with the host model
+    /// once its payload is in host memory (`rx-dma-write`) and the kernel has spent
+    /// `tcp-rx-segment` on it (`TcpRx`).
+    pub(crate) fn tcp_arrive(&mut self, h: u32, p: Packet) {
+        if !self.host_on {
+            self.tcp_receive(h, &p);
+            return;
+        }
+        let m = &self.cfg.host;
+        let (dma, cost) = (m.rx_dma_write, m.tcp_rx_segment);
+        let at = self.charge_kernel(h, self.now + dma, cost);
+        let id = self.pool.alloc(p);
+        self.queue.push(at, Event::TcpRx(id));
+    }
+
+    /// `TcpRx`: the receiving kernel is done with segment `id`.
+    pub(crate) fn on_tcp_rx(&mut self, id: u32) {
+        let p = *self.pool.get(id);
+        self.pool.release(id);
+        self.tcp_receive(p.dst_host, &p);
     }
 
     /// A TCP segment `p` reached host `h` (see the module doc).

@@ -116,6 +116,7 @@ pub fn result(ts: Option<TimeSeries>) -> RunResult {
         timeseries: ts,
         transport: None,
         endpoints: None,
+        host_cpu: None,
         environment: None,
     }
 }

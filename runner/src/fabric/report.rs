@@ -33,6 +33,10 @@ pub trait FabricReport {
     fn timeseries(&self) -> Option<rep::TimeSeries> {
         None
     }
+    /// The hosts' CPU time over the run so far; `None` by default (not observed).
+    fn host_cpu(&self) -> Option<rep::HostCpuTime> {
+        None
+    }
     /// The device's port counters as they read now, for a watcher of the running run
     /// ([`crate::watch::LiveStat::device`]); `None` by default (the simulator has no device).
     fn device_reading(&self) -> Option<crate::watch::DeviceReading> {

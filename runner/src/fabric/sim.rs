@@ -157,6 +157,17 @@ impl FabricReport for SimFabric {
     fn timeseries(&self) -> Option<rep::TimeSeries> {
         self.sim.timeseries()
     }
+    /// What the host model charged each host; `None` with the ideal host, which charges
+    /// nothing (its hosts' time is not modelled, not zero).
+    fn host_cpu(&self) -> Option<rep::HostCpuTime> {
+        let m = &self.sim.config().host;
+        (!m.is_ideal()).then(|| rep::HostCpuTime {
+            source: rep::CpuSource::HostModel,
+            per_host_ps: (0..self.sim.config().hosts)
+                .map(|h| self.sim.host_cpu_busy(h).as_ps())
+                .collect(),
+        })
+    }
 }
 
 /// The host model for the result; `None` for the ideal host (it costs nothing).

@@ -11,6 +11,10 @@
 //! [`SendTiming`] has no grant (TCP has no rendezvous), `head` when its first byte went to
 //! the socket, and `last_post` when its last byte did.
 //!
+//! The frames a turn owes a connection (an ACK frame, messages) go in one gathered write, as
+//! an RPC library over TCP writes with `writev`: a small message and the ACK frame before it
+//! leave in one segment, and the host model charges one call.
+//!
 //! Frames are whole on the stream: an ACK frame owed while a message is half written goes
 //! after that message (TCP's head-of-line blocking, as an RPC library over TCP has it).
 //!
@@ -44,11 +48,15 @@ struct Out {
     accepted: Time,
 }
 
-/// The frame being written to a socket: a message or an ACK.
+/// Frames gathered into one `writev` call at most (Linux's `IOV_MAX` is 1024 slices).
+const GATHER: usize = 64;
+
+/// A frame on its way to a socket: a message or an ACK.
 struct Frame {
     header: [u8; HEADER],
-    /// The message, with when its first byte was written; `None` for an ACK frame.
-    msg: Option<(Out, Time)>,
+    /// The message, with when its first byte was written (`None` before); `None` for an ACK
+    /// frame.
+    msg: Option<(Out, Option<Time>)>,
     /// Bytes of header and message written so far.
     off: usize,
 }
@@ -58,20 +66,14 @@ impl Frame {
         HEADER + self.msg.as_ref().map_or(0, |(m, _)| m.data.len())
     }
 
-    /// Write as much of the frame as `sock` takes; whether it is all written.
-    fn write<T: SocketCalls>(&mut self, t: &mut T, sock: u32) -> bool {
-        while self.off < self.len() {
-            let n = match &self.msg {
-                _ if self.off < HEADER => t.write(sock, &self.header[self.off..]),
-                Some((m, _)) => t.write(sock, &m.data[self.off - HEADER..]),
-                None => 0,
-            };
-            if n == 0 {
-                return false;
-            }
-            self.off += n;
+    /// The frame's bytes not written yet, as at most two slices.
+    fn rest(&self) -> [&[u8]; 2] {
+        let body: &[u8] = self.msg.as_ref().map_or(&[], |(m, _)| &m.data);
+        if self.off < HEADER {
+            [&self.header[self.off..], body]
+        } else {
+            [&body[self.off - HEADER..], &[]]
         }
-        true
     }
 }
 
@@ -195,49 +197,79 @@ impl TcpMessages {
     }
 
     /// Write what the connections owe (ACK frames first at a frame boundary, then queued
-    /// messages), as far as their send buffers take it.
+    /// messages), as far as their send buffers take it: one gathered write per connection
+    /// for up to [`GATHER`] frames, as an RPC library over TCP writes with `writev`.
     fn flush<T: SocketCalls>(&mut self, now: Time, t: &mut T) {
+        let mut frames: Vec<Frame> = Vec::with_capacity(GATHER);
         for _ in 0..self.writable.len() {
             let Some(i) = self.writable.pop_front() else {
                 break;
             };
             let c = &mut self.conns[i as usize];
             loop {
-                if c.cur.is_none() {
-                    c.cur = if c.delivered > c.ack_written {
-                        c.ack_written = c.delivered;
-                        Some(Frame {
-                            header: (ACK_FRAME | c.delivered).to_le_bytes(),
-                            msg: None,
-                            off: 0,
-                        })
-                    } else if let Some(m) = c.out.pop_front() {
-                        Some(Frame {
-                            header: (m.data.len() as u64).to_le_bytes(),
-                            msg: Some((m, now)),
-                            off: 0,
-                        })
-                    } else {
-                        break;
-                    };
+                frames.extend(c.cur.take());
+                let prev_ack = c.ack_written;
+                if c.delivered > c.ack_written {
+                    c.ack_written = c.delivered;
+                    frames.push(Frame {
+                        header: (ACK_FRAME | c.delivered).to_le_bytes(),
+                        msg: None,
+                        off: 0,
+                    });
                 }
-                let Some(f) = c.cur.as_mut() else { break };
-                if !f.write(t, c.sock) {
+                while frames.len() < GATHER {
+                    let Some(m) = c.out.pop_front() else { break };
+                    frames.push(Frame {
+                        header: (m.data.len() as u64).to_le_bytes(),
+                        msg: Some((m, None)),
+                        off: 0,
+                    });
+                }
+                if frames.is_empty() {
                     break;
                 }
-                if let Some(Frame {
-                    msg: Some((m, head)),
-                    ..
-                }) = c.cur.take()
-                {
-                    let timing = SendTiming {
-                        accepted: m.accepted,
-                        head,
-                        granted: None,
-                        last_post: now,
-                        acked: now,
-                    };
-                    c.unacked.push_back((m.id, timing));
+                let parts: Vec<&[u8]> = frames.iter().flat_map(Frame::rest).collect();
+                let wanted: usize = parts.iter().map(|p| p.len()).sum();
+                let mut n = t.write(c.sock, &parts);
+                let all = n == wanted;
+                let mut left = Vec::new();
+                for mut f in frames.drain(..) {
+                    let take = n.min(f.len() - f.off);
+                    n -= take;
+                    f.off += take;
+                    if let Some((_, head)) = f.msg.as_mut() {
+                        if take > 0 && head.is_none() {
+                            *head = Some(now);
+                        }
+                    }
+                    if f.off < f.len() {
+                        left.push(f);
+                        continue;
+                    }
+                    if let Some((m, head)) = f.msg {
+                        let timing = SendTiming {
+                            accepted: m.accepted,
+                            head: head.unwrap_or(now),
+                            granted: None,
+                            last_post: now,
+                            acked: now,
+                        };
+                        c.unacked.push_back((m.id, timing));
+                    }
+                }
+                // What the buffer did not take waits, in order: the frame begun (or first)
+                // as the one being written, untouched messages back at the head of the
+                // queue, an untouched ACK frame dropped (owed again, with a newer count).
+                let mut left = left.into_iter();
+                c.cur = left.next();
+                for f in left.rev() {
+                    match f.msg {
+                        Some((m, _)) => c.out.push_front(m),
+                        None => c.ack_written = prev_ack,
+                    }
+                }
+                if !all {
+                    break;
                 }
             }
             // Still blocked on a full send buffer: tried again on the next turn (the kernel's
@@ -291,14 +323,15 @@ impl Messages for TcpMessages {
 
 /// The socket calls the stack makes on its host ([`xrdma_sim::HostTransport`]'s `tcp_*`).
 trait SocketCalls {
-    fn write(&mut self, sock: u32, data: &[u8]) -> usize;
+    /// Write `parts` in order in one call (`writev`); the bytes taken.
+    fn write(&mut self, sock: u32, parts: &[&[u8]]) -> usize;
     fn read(&mut self, sock: u32, out: &mut Vec<u8>) -> usize;
     fn poll_ready(&mut self, out: &mut Vec<u32>);
 }
 
 impl SocketCalls for xrdma_sim::HostTransport<'_> {
-    fn write(&mut self, sock: u32, data: &[u8]) -> usize {
-        self.tcp_write(sock, data)
+    fn write(&mut self, sock: u32, parts: &[&[u8]]) -> usize {
+        self.tcp_write(sock, parts)
     }
     fn read(&mut self, sock: u32, out: &mut Vec<u8>) -> usize {
         self.tcp_read(sock, out)
@@ -313,7 +346,7 @@ impl HostStack<SimFabric> for TcpMessages {
 
     /// Take in what the host's sockets have (messages, ACKs), let `app` react, and write what
     /// is queued. The host model charges the turn and the application's messages as it does
-    /// for xrdma's turn ([`crate::host_cpu`]); the kernel's own costs are not modelled yet.
+    /// for xrdma's turn ([`crate::host_cpu`]), and the simulated kernel its socket calls.
     fn turn<A: Application<Self> + ?Sized>(
         &mut self,
         now: Time,
