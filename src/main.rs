@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use xrdma_runner::check;
 use xrdma_runner::request::{Backend, RunRequest};
-use xrdma_testbed::run_cli::backend_arg;
+use xrdma_testbed::run_cli::rdma_backend_arg;
 use xrdma_tools::output::EXIT_RESULT_FAILED;
 use xrdma_tools::{out, outln};
 
@@ -95,7 +95,7 @@ enum Command {
     /// `N passed, M failed`; exits 2 when a case fails.
     Conformance {
         /// The backend to run on.
-        #[arg(long, default_value = "sim", value_parser = backend_arg())]
+        #[arg(long, default_value = "sim", value_parser = rdma_backend_arg())]
         backend: Backend,
     },
     /// Benchmark the simulator: 256:1 x 2 MiB incasts (PFC only, DCQCN, through xrdma) and a

@@ -33,6 +33,10 @@ pub struct RunArgs {
     /// Where to run it.
     #[arg(long, default_value = "sim", value_parser = backend_arg())]
     pub backend: Backend,
+    /// Override the scenario's `stack` (`xrdma`, `tcp` or `dctcp`): the same workload over
+    /// another message stack.
+    #[arg(long, value_parser = stack_arg())]
+    pub stack: Option<xrdma_scenario::Stack>,
     /// Write a pcap of these hosts' links (e.g. `0,8`) into the output directory, with
     /// the bounds of the scenario's `sim.capture` (simulator only).
     #[arg(long, value_name = "HOSTS", value_parser = capture_cli::parse_hosts)]
@@ -75,6 +79,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         seed,
         csv,
         backend,
+        stack,
         capture,
         stat_socket,
         trace,
@@ -86,6 +91,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let mut req = RunRequest::load(&scenario, backend)?;
     req.seed = seed;
+    req.stack = stack;
     req.trace = trace;
     req.capture_hosts = capture.map(|c| c.0);
     for note in req.check()? {
@@ -94,7 +100,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let sc = req.effective_scenario();
     let launched = match backend {
         Backend::Verbs => launch.resolve(&sc)?,
-        Backend::Sim => None,
+        Backend::Sim | Backend::Sockets => None,
     };
     if launched.is_some() && stat_socket.is_some() {
         bail!("--stat-socket answers for a single-process run, not for one rank of many");
@@ -116,10 +122,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let on = if backend == Backend::Sim {
-        "the simulator"
-    } else {
-        "the RDMA device"
+    let on = match backend {
+        Backend::Sim => "the simulator",
+        Backend::Verbs => "the RDMA device",
+        Backend::Sockets => "this machine's TCP sockets",
     };
     eprintln!("running {} on {on} ...", scenario.display());
     if let Some(l) = &launched {
@@ -229,9 +235,35 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
     Ok(verdict(&r))
 }
 
-/// The `--backend` values (`sim`, `verbs`), parsed into the runner's [`Backend`].
+/// `--stack`'s parser: the stacks by name.
+pub fn stack_arg() -> impl clap::builder::TypedValueParser<Value = xrdma_scenario::Stack> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    use xrdma_scenario::Stack;
+    PossibleValuesParser::new(Stack::ALL.map(|s| s.name())).try_map(|s| {
+        Stack::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("`{s}` is not a stack"))
+    })
+}
+
+/// The `--backend` values of `run` and `sweep` (`sim`, `verbs`, `sockets`), parsed into the
+/// runner's [`Backend`].
 pub fn backend_arg() -> impl clap::builder::TypedValueParser<Value = Backend> {
+    backends_arg(&Backend::ALL)
+}
+
+/// The `--backend` values of the tools and `conformance` (`sim`, `verbs`): they run xrdma,
+/// which the sockets backend does not.
+pub fn rdma_backend_arg() -> impl clap::builder::TypedValueParser<Value = Backend> {
+    backends_arg(&Backend::RDMA)
+}
+
+fn backends_arg(list: &[Backend]) -> impl clap::builder::TypedValueParser<Value = Backend> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    PossibleValuesParser::new(Backend::ALL.map(|b| PossibleValue::new(b.name()).help(b.about())))
-        .try_map(|s| s.parse::<Backend>())
+    PossibleValuesParser::new(
+        list.iter()
+            .map(|b| PossibleValue::new(b.name()).help(b.about())),
+    )
+    .try_map(|s| s.parse::<Backend>())
 }

@@ -18,7 +18,7 @@ pub struct SweepArgs {
     pub scenario: PathBuf,
     /// An axis to vary, NAME=V1,V2,...; repeat for more axes. Names: fan-in, size (every
     /// message of the list gets this size), beta, initial-window, dcqcn (on/off), pfc
-    /// (on/off), backend (sim/verbs), seed, stack (xrdma/tcp/dctcp), rto-min
+    /// (on/off), backend (sim/verbs/sockets), seed, stack (xrdma/tcp/dctcp), rto-min
     /// (tcp.rto-min), delayed-ack (tcp.delayed-ack).
     #[arg(long = "axis", required = true)]
     pub axes: Vec<String>,
@@ -244,7 +244,7 @@ fn run_one(plan: &Plan, out: &Path, which: &str) -> Result<ExitCode> {
     }
     let launched = match p.backend {
         Backend::Verbs => LaunchOptions::default().resolve(&p.scenario)?,
-        Backend::Sim => None,
+        Backend::Sim | Backend::Sockets => None,
     };
     if p.backend == Backend::Sim {
         if let Some((var, rank)) = launch_cli::launcher_rank().filter(|(_, r)| *r != 0) {

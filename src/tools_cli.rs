@@ -3,7 +3,7 @@
 //! given, or the RDMA device the environment names) and their figures on the terminal. The
 //! tools themselves are `xrdma_tools`'.
 
-use crate::run_cli::backend_arg;
+use crate::run_cli::rdma_backend_arg;
 use anyhow::{bail, Result};
 use clap::Args;
 use std::process::ExitCode;
@@ -19,7 +19,7 @@ use xrdma_tools::{out, outln};
 #[derive(Args, Debug)]
 pub struct PingArgs {
     /// Where to run it.
-    #[arg(long, default_value = "sim", value_parser = backend_arg())]
+    #[arg(long, default_value = "sim", value_parser = rdma_backend_arg())]
     pub backend: Backend,
     /// Message size (`64B`, `4KiB`, ...).
     #[arg(long, default_value = "64B", value_parser = parse_size)]
@@ -57,7 +57,7 @@ pub struct PingArgs {
 #[derive(Args, Debug)]
 pub struct BwArgs {
     /// Where to run it.
-    #[arg(long, default_value = "sim", value_parser = backend_arg())]
+    #[arg(long, default_value = "sim", value_parser = rdma_backend_arg())]
     pub backend: Backend,
     /// Message size.
     #[arg(long, default_value = "64KiB", value_parser = parse_size)]
@@ -88,7 +88,7 @@ pub struct BwArgs {
 #[derive(Args, Debug)]
 pub struct IdleArgs {
     /// Where to run it (the simulator has no CPU cost to measure).
-    #[arg(long, default_value = "verbs", value_parser = backend_arg())]
+    #[arg(long, default_value = "verbs", value_parser = rdma_backend_arg())]
     pub backend: Backend,
     /// Length of the idle period, seconds.
     #[arg(long, default_value_t = 3.0)]
@@ -99,7 +99,7 @@ pub struct IdleArgs {
 #[derive(Args, Debug)]
 pub struct SoakArgs {
     /// Where to run it.
-    #[arg(long, default_value = "sim", value_parser = backend_arg())]
+    #[arg(long, default_value = "sim", value_parser = rdma_backend_arg())]
     pub backend: Backend,
     /// Messages streamed (sizes cycle through 64 B, 1 KiB and 8 KiB).
     #[arg(long, default_value_t = 1_000_000)]
@@ -113,7 +113,7 @@ pub struct SoakArgs {
 #[derive(Args, Debug)]
 pub struct QpSetupArgs {
     /// Where to run it (on the simulator the times are only its book-keeping).
-    #[arg(long, default_value = "verbs", value_parser = backend_arg())]
+    #[arg(long, default_value = "verbs", value_parser = rdma_backend_arg())]
     pub backend: Backend,
     /// Pairs set up each way (at most 10 M).
     #[arg(long, default_value_t = 100, value_parser = tools::parse_iters)]
@@ -161,6 +161,7 @@ pub fn ping(args: PingArgs) -> Result<ExitCode> {
             let mut fabric = VerbsFabric::for_tool(2, TOOL_TIMEOUT)?;
             tools::ping_out::run(&mut fabric, verb, &opts, label)?
         }
+        Backend::Sockets => return Err(sockets_refused("ping")),
     };
     out!("{}", r.render(&stats, json)?);
     Ok(ExitCode::SUCCESS)
@@ -204,6 +205,7 @@ pub fn bw(args: BwArgs) -> Result<ExitCode> {
     let r = match backend {
         Backend::Sim => tools::bw::run(&mut host.fabric()?, &opts)?,
         Backend::Verbs => tools::bw::run(&mut VerbsFabric::for_tool(2, TOOL_TIMEOUT)?, &opts)?,
+        Backend::Sockets => return Err(sockets_refused("bw")),
     };
     let w = tools::bw::config(window);
     outln!(
@@ -256,6 +258,7 @@ pub fn soak(args: SoakArgs) -> Result<ExitCode> {
     let r = match backend {
         Backend::Sim => tools::soak::run(&mut tools::sim_fabric()?, &opts)?,
         Backend::Verbs => tools::soak::run(&mut VerbsFabric::for_tool(2, TOOL_TIMEOUT)?, &opts)?,
+        Backend::Sockets => return Err(sockets_refused("soak")),
     };
     outln!(
         "xrdma soak ({}): {messages} messages, {cycles} cycles, {:.1} s wall",
@@ -293,6 +296,7 @@ pub fn qp_setup(args: QpSetupArgs) -> Result<ExitCode> {
             let dev = open_env_device()?;
             tools::qp_setup::run(|| VerbsFabric::with_device(&dev, 2, TOOL_TIMEOUT), iters)?
         }
+        Backend::Sockets => return Err(sockets_refused("qp-setup")),
     };
     outln!(
         "xrdma qp-setup ({backend:?}): QP pair connect, fresh (create_qp + connect_qp) vs \
@@ -326,4 +330,13 @@ fn ensure_fits(size: u64) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The error of a tool asked to run on the sockets backend (the command line does not offer
+/// it: [`rdma_backend_arg`]).
+fn sockets_refused(tool: &str) -> anyhow::Error {
+    match Backend::Sockets.require_rdma(&format!("xrdma {tool}")) {
+        Err(e) => e,
+        Ok(()) => anyhow::anyhow!("xrdma {tool} needs an RDMA backend"),
+    }
 }

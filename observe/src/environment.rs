@@ -76,6 +76,20 @@ pub fn verbs(
     }
 }
 
+/// Where a run on the kernel-socket backend happened: this machine, its kernel, no device.
+pub fn sockets() -> rep::Environment {
+    let proc_kernel = Path::new(PROC_KERNEL);
+    rep::Environment {
+        backend: rep::Backend::Sockets,
+        simulator_version: None,
+        host_name: host_name_at(proc_kernel),
+        kernel: kernel_at(proc_kernel),
+        device: None,
+        device_counters: None,
+        ranks: None,
+    }
+}
+
 /// A peer rank as the receiver's rank saw it in the bootstrap: its rank, the host name its
 /// hello named, and the address its connection came from.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,12 +11,17 @@ pub enum CpuSource {
     /// application's messages, the kernel's TCP work), as `xrdma_sim`'s `HostModel` states
     /// them.
     HostModel,
+    /// The real CPU time of the thread that ran every host of a single-process run, user
+    /// and kernel (`/proc/thread-self/schedstat`): the kernel's TCP work done in its system
+    /// calls and the interrupts taken while it ran included, its sleeps excluded.
+    Process,
 }
 
 impl std::fmt::Display for CpuSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             CpuSource::HostModel => "the host model's charged costs",
+            CpuSource::Process => "the running thread's CPU time",
         })
     }
 }
@@ -28,26 +33,33 @@ impl std::fmt::Display for CpuSource {
 pub struct HostCpuTime {
     /// Where the figures come from.
     pub source: CpuSource,
-    /// Each host's CPU time, ps, in host order.
-    pub per_host_ps: Vec<u64>,
+    /// Every host's CPU time together, ps.
+    pub total_ps: u64,
+    /// Each host's CPU time, ps, in host order; `None` where hosts share a process and
+    /// their time cannot be told apart.
+    pub per_host_ps: Option<Vec<u64>>,
 }
 
 impl HostCpuTime {
-    /// Every host's CPU time together, ps.
-    pub fn total_ps(&self) -> u128 {
-        self.per_host_ps.iter().map(|&p| u128::from(p)).sum()
+    /// A record of each host's time, in host order, with their total.
+    pub fn of_hosts(source: CpuSource, per_host_ps: Vec<u64>) -> HostCpuTime {
+        HostCpuTime {
+            source,
+            total_ps: per_host_ps.iter().sum(),
+            per_host_ps: Some(per_host_ps),
+        }
     }
 
     /// The hosts' CPU time per completed message, ps, over `completed` messages (all hosts'
     /// time, an echo's request and response as one); `None` when none completed.
     pub fn per_message_ps(&self, completed: u64) -> Option<f64> {
-        (completed > 0).then(|| self.total_ps() as f64 / completed as f64)
+        (completed > 0).then(|| self.total_ps as f64 / completed as f64)
     }
 
     /// The hosts' CPU time per 10^9 payload bytes, ps, over `payload_bytes` delivered
     /// (request and response for an echo); `None` when nothing was delivered.
     pub fn per_gb_ps(&self, payload_bytes: u128) -> Option<f64> {
-        (payload_bytes > 0).then(|| self.total_ps() as f64 * 1e9 / payload_bytes as f64)
+        (payload_bytes > 0).then(|| self.total_ps as f64 * 1e9 / payload_bytes as f64)
     }
 
     /// The summary's line for `completed` messages carrying `payload_bytes`: per message and
@@ -69,6 +81,7 @@ impl HostCpuTime {
         let busiest = self
             .per_host_ps
             .iter()
+            .flatten()
             .enumerate()
             .max_by_key(|&(h, &p)| (p, std::cmp::Reverse(h)));
         let busiest = match busiest {
@@ -88,11 +101,8 @@ mod tests {
 
     #[test]
     fn per_message_and_per_gb_divide_the_total_by_what_completed() {
-        let cpu = HostCpuTime {
-            source: CpuSource::HostModel,
-            per_host_ps: vec![3_000_000, 1_000_000],
-        };
-        assert_eq!(cpu.total_ps(), 4_000_000);
+        let cpu = HostCpuTime::of_hosts(CpuSource::HostModel, vec![3_000_000, 1_000_000]);
+        assert_eq!(cpu.total_ps, 4_000_000);
         assert_eq!(cpu.per_message_ps(2), Some(2_000_000.0));
         // 4 µs for 4 000 bytes: 1 s per 10^9 bytes.
         assert_eq!(cpu.per_gb_ps(4_000), Some(1e12));
@@ -105,10 +115,7 @@ mod tests {
         );
         assert_eq!(cpu.per_message_ps(0), None);
         assert_eq!(cpu.per_gb_ps(0), None);
-        let small = HostCpuTime {
-            per_host_ps: vec![4_000],
-            ..cpu
-        };
+        let small = HostCpuTime::of_hosts(CpuSource::HostModel, vec![4_000]);
         assert!(small.summary_line(2, 4_000).contains("1.000 ms per GB"));
     }
 }

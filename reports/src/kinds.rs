@@ -51,6 +51,9 @@ pub enum Backend {
     Sim,
     /// An RDMA device through ibverbs (`backend-verbs`): Soft-RoCE or a hardware NIC.
     Verbs,
+    /// Kernel TCP sockets between the hosts of one process, over loopback: the TCP baseline
+    /// on a real machine, no RDMA device.
+    Sockets,
 }
 
 impl Backend {
@@ -59,6 +62,7 @@ impl Backend {
         match self {
             Backend::Sim => "sim",
             Backend::Verbs => "verbs",
+            Backend::Sockets => "sockets",
         }
     }
 }
@@ -101,6 +105,9 @@ impl std::str::FromStr for Stack {
 }
 
 impl Stack {
+    /// Every stack, in the order help texts list them.
+    pub const ALL: [Stack; 3] = [Stack::Xrdma, Stack::Tcp, Stack::Dctcp];
+
     /// The stack's name, as a scenario writes it.
     pub fn name(self) -> &'static str {
         match self {

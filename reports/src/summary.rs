@@ -325,6 +325,14 @@ pub fn summary_table(r: &RunResult) -> String {
         w.push_str(&t.summary_lines());
     }
     let n = &r.network;
+    if r.scenario.backend == crate::kinds::Backend::Sockets {
+        let _ = writeln!(
+            w,
+            "network    not observed (the kernel's sockets over loopback: no device, no switch)"
+        );
+        let _ = writeln!(w, "wall clock {:.3} s", r.wall_clock.wall_seconds);
+        return o;
+    }
     let c = |x: Option<u64>| x.map_or_else(|| "n/a".to_string(), |v| v.to_string());
     let on_device = r.scenario.backend == crate::kinds::Backend::Verbs
         || (n.ecn_marks.is_none() && n.pfc_xoff.is_none() && n.max_buffer_bytes.is_none());

@@ -1,14 +1,14 @@
-//! The one turn loop ([`turns`]): lets a [`Fabric`] move time and gives a turn to each host
+//! The one turn loop ([`turns`]): lets a [`Clocked`] fabric move time and gives a turn to each host
 //! that needs one, until the hosts' own stop condition ([`Hosts::after_round`]) or the fabric
 //! ends the run. Everything that runs hosts goes through it: scenario runs and ranks
 //! ([`drive`]: driver turns with the host model's inputs, [`crate::host_cpu::turn`], under the
 //! scenario's stalls and the runner's host faults), and each measurement tool with its own
 //! [`Hosts`] (an xrdma endpoint pair, one side of a two-process tool, raw verbs).
 //!
-//! [`turns`] needs the fabric's time and hosts only ([`Fabric`]); [`drive`] also reads its
+//! [`turns`] needs the fabric's time and hosts only ([`Clocked`] fabric); [`drive`] also reads its
 //! report view ([`FabricReport`]) for the live stats a watcher takes.
 
-use crate::fabric::{Fabric, FabricReport};
+use crate::fabric::{Clocked, FabricReport};
 use crate::host_faults::{HostFaultState, Observed};
 use crate::role::HostApp;
 use crate::stack::HostStack;
@@ -23,7 +23,7 @@ pub enum Round {
     /// More to do: the fabric moves time on.
     Go,
     /// The workload has nothing left to do: a real-time fabric stops at its next advance, a
-    /// simulated one runs out its remaining events (see [`Fabric::advance`]).
+    /// simulated one runs out its remaining events (see [`Clocked::advance`]).
     Settled,
     /// Stop now, without another advance.
     Stop,
@@ -47,7 +47,7 @@ pub const WALL_CLOCK_EVERY: u64 = 1024;
 
 /// The hosts a [`turns`] loop runs: each gets a turn when the fabric says it is ready, and
 /// after each round they say whether the run goes on.
-pub trait Hosts<F: Fabric> {
+pub trait Hosts<F: Clocked> {
     /// Host `h`'s turn at `now` (`settled`: the last round said [`Round::Settled`]); returns
     /// when it next wants a turn even if nothing arrives (`None`: never).
     fn turn(&mut self, fabric: &mut F, h: u32, now: Time, settled: bool) -> Option<Time>;
@@ -71,7 +71,7 @@ pub struct Ended {
 /// turns `hosts` says whether to go on ([`Hosts::after_round`]), and the fabric moves time
 /// until some hosts are ready, each of which gets a turn at the round's time (read as `clock`
 /// says), its wake set from what the turn returns.
-pub fn turns<F: Fabric, H: Hosts<F> + ?Sized>(
+pub fn turns<F: Clocked, H: Hosts<F> + ?Sized>(
     fabric: &mut F,
     clock: Clock,
     hosts: &mut H,
@@ -134,7 +134,7 @@ fn stalled_until(stalls: &[Stall], host: u32, now: Time) -> Option<Time> {
 /// After every round of turns `watch` is asked whether it wants the endpoints
 /// ([`Watch::due`]) and, if so, handed a [`LiveStat`]; taking one changes nothing in the run.
 #[allow(clippy::too_many_arguments)]
-pub fn drive<F: Fabric + FabricReport, S: HostStack<F>, A: HostApp<S>>(
+pub fn drive<F: Clocked + FabricReport, S: HostStack<F>, A: HostApp<S>>(
     fabric: &mut F,
     eps: &mut [S],
     apps: &mut [A],
@@ -175,7 +175,7 @@ struct RunHosts<'a, S, A, R, X> {
 
 impl<F, S, A, R> Hosts<F> for RunHosts<'_, S, A, R, S::Scratch>
 where
-    F: Fabric + FabricReport,
+    F: Clocked + FabricReport,
     S: HostStack<F>,
     A: HostApp<S>,
     R: FnMut(Time, &[S], &[A]) -> bool,
@@ -212,7 +212,7 @@ where
 /// The endpoints of `eps` as `fabric` observes them now, with its device's counters.
 /// The time is the fabric's as the snapshot is taken (on a device, later than the round's
 /// `now`), so it agrees with the endpoints' own `at-ps`.
-fn live_stat<F: Fabric + FabricReport, S: HostStack<F>>(fabric: &mut F, eps: &[S]) -> LiveStat {
+fn live_stat<F: Clocked + FabricReport, S: HostStack<F>>(fabric: &mut F, eps: &[S]) -> LiveStat {
     LiveStat {
         pid: std::process::id(),
         backend: fabric.backend(),
@@ -225,7 +225,7 @@ fn live_stat<F: Fabric + FabricReport, S: HostStack<F>>(fabric: &mut F, eps: &[S
 /// One turn of host `h`'s stack ([`HostStack::turn`]) at `now` under the host faults: a
 /// slow receiver still busy gets no turn (it is woken when it is free). Returns the host's
 /// next wake.
-fn host_turn<F: Fabric, S: HostStack<F>, A: HostApp<S>>(
+fn host_turn<F: Clocked, S: HostStack<F>, A: HostApp<S>>(
     now: Time,
     h: u32,
     fabric: &mut F,
@@ -256,7 +256,7 @@ fn host_turn<F: Fabric, S: HostStack<F>, A: HostApp<S>>(
 
 /// Every host's stack snapshot ([`HostStack::snapshot`]) as `fabric` observes it (hosts
 /// whose stack has none are left out).
-pub fn endpoints<F: Fabric, S: HostStack<F>>(fabric: &mut F, eps: &[S]) -> Vec<rep::HostEndpoint> {
+pub fn endpoints<F: Clocked, S: HostStack<F>>(fabric: &mut F, eps: &[S]) -> Vec<rep::HostEndpoint> {
     (0u32..)
         .zip(eps)
         .filter_map(|(host, ep)| {

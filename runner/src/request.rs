@@ -24,17 +24,38 @@ pub enum Backend {
     Sim,
     /// A real RDMA device through ibverbs (builds with the `verbs` feature only).
     Verbs,
+    /// This machine's kernel TCP sockets, every host in this process (`stack: tcp` only).
+    Sockets,
 }
 
 impl Backend {
     /// Every backend, in the order the command line lists them.
-    pub const ALL: [Backend; 2] = [Backend::Sim, Backend::Verbs];
+    pub const ALL: [Backend; 3] = [Backend::Sim, Backend::Verbs, Backend::Sockets];
 
-    /// The name as written on the command line and in results (`sim`, `verbs`).
+    /// The backends xrdma runs on (the sockets backend runs TCP only).
+    pub const RDMA: [Backend; 2] = [Backend::Sim, Backend::Verbs];
+
+    /// Fail when the backend cannot run xrdma (the sockets backend); `what` names the
+    /// command.
+    ///
+    /// # Errors
+    /// [`Backend::Sockets`].
+    pub fn require_rdma(self, what: &str) -> Result<()> {
+        if self == Backend::Sockets {
+            bail!(
+                "{what} runs xrdma, which needs --backend sim or verbs; the sockets backend \
+                 runs scenarios over kernel TCP (`xrdma run FILE --backend sockets --stack tcp`)"
+            );
+        }
+        Ok(())
+    }
+
+    /// The name as written on the command line and in results (`sim`, `verbs`, `sockets`).
     pub fn name(self) -> &'static str {
         match self {
             Backend::Sim => "sim",
             Backend::Verbs => "verbs",
+            Backend::Sockets => "sockets",
         }
     }
 
@@ -45,13 +66,17 @@ impl Backend {
             Backend::Verbs => {
                 "A real RDMA device through ibverbs (builds made with `--features verbs` only)"
             }
+            Backend::Sockets => {
+                "This machine's kernel TCP over loopback, every host in one process (`stack: \
+                 tcp`: the baseline xrdma is compared with)"
+            }
         }
     }
 
     /// Whether this build can run on the backend (the device needs the `verbs` feature).
     pub fn is_built(self) -> bool {
         match self {
-            Backend::Sim => true,
+            Backend::Sim | Backend::Sockets => true,
             Backend::Verbs => crate::fabric::VERBS_BUILT,
         }
     }
@@ -82,12 +107,12 @@ impl fmt::Display for Backend {
 impl FromStr for Backend {
     type Err = String;
 
-    /// `sim` or `verbs`.
+    /// `sim`, `verbs` or `sockets`.
     fn from_str(s: &str) -> Result<Self, String> {
         Backend::ALL
             .into_iter()
             .find(|b| b.name() == s)
-            .ok_or_else(|| format!("`{s}` is not a backend: write `sim` or `verbs`"))
+            .ok_or_else(|| format!("`{s}` is not a backend: write `sim`, `verbs` or `sockets`"))
     }
 }
 
@@ -101,6 +126,8 @@ pub struct RunRequest {
     /// Replaces the scenario's `sim.seed` (which also seeds the payload bytes, arrivals and
     /// request sizes on a device) when given.
     pub seed: Option<u64>,
+    /// Replaces the scenario's `stack` when given.
+    pub stack: Option<xrdma_scenario::Stack>,
     /// Record every message's stages (as the scenario's `trace: true`) when set.
     pub trace: bool,
     /// Capture the simulator's packets on the links of these hosts (with the bounds of the
@@ -131,6 +158,7 @@ impl RunRequest {
             scenario,
             backend,
             seed: None,
+            stack: None,
             trace: false,
             capture_hosts: None,
             scenario_yaml: None,
@@ -158,6 +186,9 @@ impl RunRequest {
     pub fn effective_scenario(&self) -> Scenario {
         let mut sc = self.scenario.clone();
         sc.trace |= self.trace;
+        if let Some(stack) = self.stack {
+            sc.stack = stack;
+        }
         if let Some(seed) = self.seed {
             let mut s = sc.sim_or_default();
             s.seed = seed;
@@ -200,6 +231,20 @@ impl RunRequest {
                     notes.push(
                         "note: the verbs backend ignores the `sim:` block (but for its seed), \
                          its `host` model too: a device's host is real"
+                            .to_string(),
+                    );
+                }
+            }
+            Backend::Sockets => {
+                if self.capture_hosts.is_some() {
+                    bail!("--capture records the simulator's packets: it needs --backend sim");
+                }
+                crate::run::check_sockets(&sc)?;
+                if sc.sim.is_some() {
+                    notes.push(
+                        "note: the sockets backend ignores the `sim:` block (but for its seed) \
+                         and the `tcp:` block: this machine's kernel TCP runs with its own \
+                         settings"
                             .to_string(),
                     );
                 }
@@ -247,6 +292,7 @@ impl RunRequest {
                 crate::run::run_sim_captured(&sc, capture, watch)?
             }
             Backend::Verbs => (crate::run::run_verbs_watched(&sc, watch)?, Vec::new()),
+            Backend::Sockets => (crate::run::run_sockets_watched(&sc, watch)?, Vec::new()),
         };
         result.scenario_yaml.clone_from(&self.scenario_yaml);
         let warnings = result
@@ -280,7 +326,10 @@ mod tests {
             assert_eq!(b.name().parse::<Backend>(), Ok(b));
         }
         let e = "rxe".parse::<Backend>().unwrap_err();
-        assert!(e.contains("`rxe`") && e.contains("`sim` or `verbs`"), "{e}");
+        assert!(
+            e.contains("`rxe`") && e.contains("`sim`, `verbs` or `sockets`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::check::check;
 use crate::drive::drive;
-use crate::fabric::{Fabric, FabricReport, SimFabric};
+use crate::fabric::{Clocked, Fabric, FabricReport, SimFabric};
 use crate::host_faults::{HostFaultState, HostFaults};
 use crate::role::HostRole;
 pub use crate::stack::{connect, pair_mut};
@@ -85,6 +85,55 @@ pub(crate) fn run_verbs_watched(
     run_on_with_faults(sc, &cfg, seed, &mut fabric, &HostFaults::default(), watch)
 }
 
+/// Run `sc`'s workload over this machine's kernel TCP ([`crate::fabric::SocketFabric`]):
+/// every host in this process, each sender's connection a loopback socket pair, stopping at
+/// the `verbs:` block's `run-timeout` (the only key of the block it reads). The `sim:` block
+/// is not read, except its seed, which seeds the payload bytes as on the simulator.
+///
+/// # Errors
+/// A stack other than `tcp` (DCTCP is the machine's setting, xrdma needs a device), a
+/// multi-process `verbs.ranks`, or a socket call the kernel refuses during setup.
+pub(crate) fn run_sockets_watched(sc: &Scenario, watch: &mut dyn Watch) -> Result<rep::RunResult> {
+    check_sockets(sc)?;
+    let section = sc.verbs.clone().unwrap_or_default();
+    let mut fabric = crate::fabric::SocketFabric::new(sc.workload.hosts(), section.run_timeout)?;
+    let seed = sc.sim_or_default().seed;
+    let stacks = (0..fabric.hosts())
+        .map(|_| TcpMessages::new(false))
+        .collect();
+    run_stacks_on(sc, seed, &mut fabric, stacks, &HostFaults::default(), watch)
+}
+
+/// What the sockets backend ([`crate::fabric::SocketFabric`]) cannot run, refused before
+/// anything runs.
+///
+/// # Errors
+/// A stack other than `tcp` (DCTCP is the machine's setting, xrdma needs a device) or a
+/// multi-process `verbs.ranks`, naming the scenario's line.
+pub fn check_sockets(sc: &Scenario) -> Result<()> {
+    match sc.stack {
+        Stack::Tcp => {}
+        Stack::Xrdma => bail!(
+            "{}: stack: the sockets backend runs kernel TCP: write `stack: tcp` (or run \
+             xrdma with `--backend verbs` or `--backend sim`)",
+            crate::check::where_is(sc, &["stack"])
+        ),
+        Stack::Dctcp => bail!(
+            "{}: stack: on the sockets backend the machine's kernel chooses the congestion \
+             control (`sysctl net.ipv4.tcp_congestion_control=dctcp`): write `stack: tcp`",
+            crate::check::where_is(sc, &["stack"])
+        ),
+    }
+    if sc.verbs.as_ref().is_some_and(|v| !v.ranks.is_empty()) {
+        bail!(
+            "{}: verbs.ranks: the sockets backend runs every host in this process; a run \
+             across processes is the verbs backend's",
+            crate::check::where_is(sc, &["verbs", "ranks"])
+        );
+    }
+    Ok(())
+}
+
 /// Run `sc`'s workload on any [`Fabric`] with the xrdma configuration `cfg`; `seed` seeds the
 /// payload bytes, the open-loop arrivals and the echo request sizes.
 ///
@@ -122,7 +171,8 @@ pub fn run_on_with_faults<F: Fabric + FabricReport>(
 ) -> Result<rep::RunResult> {
     if sc.stack.is_tcp() {
         bail!(
-            "`stack: {}` runs on the simulator only: the {} backend has no TCP stack yet",
+            "`stack: {}` does not run on the {} backend: kernel TCP runs on the simulator \
+             (`--backend sim`) or on this machine's sockets (`--backend sockets`)",
             sc.stack.name(),
             fabric.backend()
         );
@@ -140,7 +190,7 @@ pub fn run_on_with_faults<F: Fabric + FabricReport>(
 ///
 /// # Errors
 /// As [`run_on`].
-pub fn run_stacks_on<F: Fabric + FabricReport, S: HostStack<F>>(
+pub fn run_stacks_on<F: Clocked + FabricReport, S: HostStack<F>>(
     sc: &Scenario,
     seed: u64,
     fabric: &mut F,
@@ -156,7 +206,7 @@ pub fn run_stacks_on<F: Fabric + FabricReport, S: HostStack<F>>(
         faults: &'a HostFaults,
         watch: &'a mut dyn Watch,
     }
-    impl<F: Fabric + FabricReport, S: HostStack<F>> Visit for RunOn<'_, F, S> {
+    impl<F: Clocked + FabricReport, S: HostStack<F>> Visit for RunOn<'_, F, S> {
         type Output = Result<rep::RunResult>;
         fn visit<W: Workload>(self, w: &W) -> Self::Output {
             let RunOn {
@@ -184,7 +234,7 @@ pub fn run_stacks_on<F: Fabric + FabricReport, S: HostStack<F>>(
 }
 
 /// The run of one workload `w` over `eps`, every host's stack: see [`run_on`].
-fn run_workload<W: Workload, F: Fabric + FabricReport, S: HostStack<F>>(
+fn run_workload<W: Workload, F: Clocked + FabricReport, S: HostStack<F>>(
     w: &W,
     sc: &Scenario,
     seed: u64,
@@ -288,7 +338,7 @@ pub fn receiver_view<'a, W: Workload>(w: &W, apps: &'a [App<W>]) -> ReceiverView
 /// multi-process run gathers the records of every rank first), with the fabric's counters.
 /// Each message keeps its stages ([`rep::MessageStages`]) only when the scenario says
 /// `trace: true`.
-pub fn collect<W: Workload, F: Fabric + FabricReport>(
+pub fn collect<W: Workload, F: Clocked + FabricReport>(
     w: &W,
     sc: &Scenario,
     fabric: &F,
@@ -303,7 +353,7 @@ pub fn collect<W: Workload, F: Fabric + FabricReport>(
 
 /// [`collect`], with T* on `path` (the path as the run's message stack packs it).
 #[allow(clippy::too_many_arguments)]
-fn collect_on_path<W: Workload, F: Fabric + FabricReport>(
+fn collect_on_path<W: Workload, F: Clocked + FabricReport>(
     w: &W,
     sc: &Scenario,
     fabric: &F,
@@ -329,7 +379,7 @@ fn collect_on_path<W: Workload, F: Fabric + FabricReport>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn finish<F: Fabric + FabricReport>(
+fn finish<F: Clocked + FabricReport>(
     sc: &Scenario,
     fabric: &F,
     seed: u64,

@@ -22,7 +22,7 @@ use std::path::Path;
 use std::time::Instant;
 use xrdma::{QpCaps, SendOpcode, SendWr, Sge, Time, Transport};
 use xrdma_runner::drive::{turns, Clock, Hosts, Round};
-use xrdma_runner::fabric::{Fabric, FabricReport, SimFabric};
+use xrdma_runner::fabric::{Clocked, Fabric, FabricReport, SimFabric};
 use xrdma_sim::{DcqcnConfig, EcnConfig, PfcConfig, SimConfig, Topology};
 
 /// The case names, in the order `xrdma bench` runs them.

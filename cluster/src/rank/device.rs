@@ -9,8 +9,8 @@ use xrdma::driver::{self, ConnInfo};
 use xrdma::{Endpoint, Span, Time};
 use xrdma_reports as rep;
 use xrdma_runner::drive::drive;
-use xrdma_runner::fabric::Fabric;
 use xrdma_runner::fabric::VerbsFabric;
+use xrdma_runner::fabric::{Clocked, Fabric};
 use xrdma_runner::host_faults::{HostFaultState, HostFaults};
 use xrdma_runner::role::HostRole;
 use xrdma_runner::run::{collect, pair_mut, receiver_view, records, setup, App};
@@ -420,7 +420,8 @@ fn run_rank_of<W: Workload>(
 }
 
 /// Record in `result`'s environment where every rank ran: this one (`rank`) here, the peers
-/// as the bootstrap saw them ([`xrdma_observe::environment::ranks`]).
+/// as the bootstrap saw them ([`xrdma_observe::environment::ranks`]); and leave out the CPU
+/// time, which is this rank's alone.
 fn record_ranks(
     result: &mut rep::RunResult,
     section: &xrdma_scenario::VerbsSection,
@@ -431,4 +432,6 @@ fn record_ranks(
         let own = env.host_name.clone();
         env.ranks = Some(xrdma_observe::environment::ranks(section, rank, own, seen));
     }
+    // This process's CPU time is one rank's, not the run's hosts': not observed as a whole.
+    result.host_cpu = None;
 }

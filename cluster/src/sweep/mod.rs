@@ -154,6 +154,10 @@ pub fn plan(base: Scenario, base_yaml: String, axes: Vec<Axis>) -> Result<Plan> 
                 xrdma_runner::check::check_xrdma(&sc)
                     .with_context(|| format!("sweep point {id}"))?;
             }
+            Backend::Sockets => {
+                xrdma_runner::run::check_sockets(&sc)
+                    .with_context(|| format!("sweep point {id}"))?;
+            }
         }
         let hash = point_hash(&sc, backend);
         points.push(Point {

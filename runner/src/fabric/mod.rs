@@ -6,14 +6,16 @@
 //! moves with the wall clock and polls its hosts. The same scenario therefore runs unchanged
 //! on either.
 //!
-//! [`Fabric`] is what running hosts needs (the one turn loop, [`crate::drive::turns`], and
-//! the tools): the hosts, the clock, wakes, and what an endpoint's configuration takes from
-//! the fabric ([`config_for`]). [`FabricReport`] is what collecting a result needs (the
+//! [`Clocked`] is what running hosts needs (the one turn loop, [`crate::drive::turns`]): the
+//! hosts, the clock and wakes. [`Fabric`] adds each host's RDMA transport (xrdma's endpoints
+//! and the tools run on it) and what an endpoint's configuration takes from the fabric
+//! ([`config_for`]); the kernel-socket fabric ([`SocketFabric`]) has none. [`FabricReport`] is what collecting a result needs (the
 //! network's counters, the path, the simulator's statistics, the environment). Code that
 //! only runs hosts bounds on `Fabric` alone; code that collects results bounds on both.
 
 mod report;
 mod sim;
+mod sockets;
 /// The real-RDMA fabric; in a build without the `verbs` feature, the same names, none of which
 /// can be made (`verbs_absent.rs`). The crate's one gate on the feature: its callers need none.
 #[cfg_attr(not(feature = "verbs"), path = "verbs_absent.rs")]
@@ -21,21 +23,16 @@ mod verbs;
 
 pub use report::FabricReport;
 pub use sim::{ideal_base_rtt, SimFabric};
+pub use sockets::{SocketFabric, SocketHost};
 pub use verbs::{open_env_device, Device, VerbsFabric, BUILT as VERBS_BUILT};
 
 use crate::host_cpu::HostCpu;
 use xrdma::{Time, Transport};
 use xrdma_reports as rep;
 
-/// Hosts with transports, and time: all that running hosts needs. What a result reads from a
-/// fabric is its [`FabricReport`].
-pub trait Fabric {
-    /// A host's transport, borrowed from the fabric for one driver turn, with its side of the
-    /// host model ([`crate::host_cpu::HostCpu`]).
-    type Host<'a>: Transport + HostCpu
-    where
-        Self: 'a;
-
+/// Hosts and a clock that moves: what the turn loop ([`crate::drive::turns`]) and a message
+/// stack's run need of any fabric, with RDMA or without ([`SocketFabric`]).
+pub trait Clocked {
     /// The backend, as reports name it. It stays here, not in [`FabricReport`], because
     /// running hosts needs it: the turn loop reads the clock every round on the simulator's
     /// virtual clock ([`crate::drive::Clock`]), and whoever runs hosts names the fabric when
@@ -43,8 +40,6 @@ pub trait Fabric {
     fn backend(&self) -> rep::Backend;
     /// Number of hosts.
     fn hosts(&self) -> u32;
-    /// Host `h`'s transport.
-    fn host(&mut self, h: u32) -> Self::Host<'_>;
     /// Now, on the fabric's clock.
     fn now(&self) -> Time;
     /// Move time forward until some hosts need a turn and push them into `ready` (each once).
@@ -53,6 +48,19 @@ pub trait Fabric {
     fn advance(&mut self, ready: &mut Vec<u32>, settled: bool) -> bool;
     /// Host `h` wants a turn at `at` even if nothing arrives ([`Time::MAX`]: no wake).
     fn set_wake(&mut self, h: u32, at: Time);
+}
+
+/// Hosts with RDMA transports, on a clock: all that running xrdma's endpoints needs. What a
+/// result reads from a fabric is its [`FabricReport`].
+pub trait Fabric: Clocked {
+    /// A host's transport, borrowed from the fabric for one driver turn, with its side of the
+    /// host model ([`crate::host_cpu::HostCpu`]).
+    type Host<'a>: Transport + HostCpu
+    where
+        Self: 'a;
+
+    /// Host `h`'s transport.
+    fn host(&mut self, h: u32) -> Self::Host<'_>;
     /// Rate of a host's link, bits/s, where the fabric knows it (the simulator's
     /// `link-rate`, a device port's active rate); the send window adds one fragment's
     /// serialisation at this rate to its target and shrinks on delay only with it
@@ -65,6 +73,17 @@ pub trait Fabric {
     fn ack_timeout_floor(&self) -> Option<xrdma::Span> {
         None
     }
+}
+
+/// The calling thread's CPU time so far, user and kernel: `/proc/thread-self/schedstat`'s
+/// first field, ns on a CPU (finer than `/proc/self/stat`'s 10 ms ticks; proc(5)). A run's
+/// hosts all run on the thread that drives them, so this is their time, and no other
+/// thread's (a test harness's, a watcher's). Time asleep (in `epoll_wait`, say) is not
+/// counted. `None` where it cannot be read.
+pub(crate) fn thread_cpu() -> Option<xrdma::Span> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(xrdma::Span::from_ns(ns))
 }
 
 /// `cfg` as an endpoint on `fabric` runs it: [`with_link_rate`], then

@@ -1,7 +1,7 @@
 //! The simulator as a [`Fabric`] (virtual time from event to event) and its report view
 //! ([`FabricReport`]: the engine's counters, statistics and samples).
 
-use super::{Fabric, FabricReport};
+use super::{Clocked, Fabric, FabricReport};
 use xrdma::{Span, Time};
 use xrdma_reports as rep;
 use xrdma_sim::{SimConfig, Simulation, Topology};
@@ -70,20 +70,12 @@ pub fn ideal_base_rtt(cfg: &SimConfig) -> Span {
     cfg.link_delay * 4 + hdr + hdr + ack + ack
 }
 
-impl Fabric for SimFabric {
-    type Host<'a> = xrdma_sim::HostTransport<'a>;
-
+impl Clocked for SimFabric {
     fn backend(&self) -> rep::Backend {
         rep::Backend::Sim
     }
     fn hosts(&self) -> u32 {
         self.sim.config().hosts
-    }
-    fn link_rate_bps(&self) -> Option<u64> {
-        Some(self.sim.config().link_rate_bps)
-    }
-    fn host(&mut self, h: u32) -> Self::Host<'_> {
-        self.sim.transport(h)
     }
     fn now(&self) -> Time {
         self.sim.now()
@@ -93,6 +85,17 @@ impl Fabric for SimFabric {
     }
     fn set_wake(&mut self, h: u32, at: Time) {
         self.sim.set_wake(h, at);
+    }
+}
+
+impl Fabric for SimFabric {
+    type Host<'a> = xrdma_sim::HostTransport<'a>;
+
+    fn link_rate_bps(&self) -> Option<u64> {
+        Some(self.sim.config().link_rate_bps)
+    }
+    fn host(&mut self, h: u32) -> Self::Host<'_> {
+        self.sim.transport(h)
     }
 }
 
@@ -161,11 +164,11 @@ impl FabricReport for SimFabric {
     /// nothing (its hosts' time is not modelled, not zero).
     fn host_cpu(&self) -> Option<rep::HostCpuTime> {
         let m = &self.sim.config().host;
-        (!m.is_ideal()).then(|| rep::HostCpuTime {
-            source: rep::CpuSource::HostModel,
-            per_host_ps: (0..self.sim.config().hosts)
+        (!m.is_ideal()).then(|| {
+            let per_host = (0..self.sim.config().hosts)
                 .map(|h| self.sim.host_cpu_busy(h).as_ps())
-                .collect(),
+                .collect();
+            rep::HostCpuTime::of_hosts(rep::CpuSource::HostModel, per_host)
         })
     }
 }

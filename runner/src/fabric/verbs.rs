@@ -13,7 +13,7 @@
 //! a run across ranks). Every host gets a turn on every `advance` (busy polling); the run
 //! stops when every sender is finished or the scenario's `verbs.run-timeout` passes.
 
-use super::{Fabric, FabricReport};
+use super::{Clocked, Fabric, FabricReport};
 use std::path::Path;
 use xrdma::{RcParams, Span, Time};
 use xrdma_observe::device_counters::{self, Snapshot};
@@ -48,13 +48,15 @@ pub struct VerbsFabric {
     /// The counters at the end of the run, read once by [`FabricReport::network`] so the network
     /// counters and the environment's raw differences are of the same reading.
     counters_at_end: std::cell::RefCell<Option<Snapshot>>,
-    /// The last time [`Fabric::now`] read the clock: the run timeout is checked against it, so
+    /// The last time [`Clocked::now`] read the clock: the run timeout is checked against it, so
     /// `advance` reads no clock of its own (a read costs about 1 µs on the HPET clock source
     /// of the TCG guest CI uses, and the runner reads the clock once per round anyway).
     last_now: std::cell::Cell<Time>,
     /// The RC attributes asked for (what the transports apply may differ: the path MTU, and
     /// Soft-RoCE's local ACK timeout).
     requested_rc: RcParams,
+    /// The CPU time of the thread that made the fabric (and runs its hosts), then.
+    cpu_at_start: Option<Span>,
 }
 
 impl VerbsFabric {
@@ -126,6 +128,7 @@ impl VerbsFabric {
             counters_at_end: std::cell::RefCell::new(None),
             last_now: std::cell::Cell::new(Time::ZERO),
             requested_rc: rc,
+            cpu_at_start: super::thread_cpu(),
         })
     }
 
@@ -190,17 +193,12 @@ impl VerbsFabric {
 /// A device's host is real: it spends its CPU time itself, the model takes nothing.
 impl crate::host_cpu::HostCpu for VerbsTransport {}
 
-impl Fabric for VerbsFabric {
-    type Host<'a> = &'a mut VerbsTransport;
-
+impl Clocked for VerbsFabric {
     fn backend(&self) -> rep::Backend {
         rep::Backend::Verbs
     }
     fn hosts(&self) -> u32 {
         self.hosts.len() as u32
-    }
-    fn host(&mut self, h: u32) -> Self::Host<'_> {
-        &mut self.hosts[h as usize]
     }
     /// The time since the run's start; the first reading starts the clock (see the module's
     /// note).
@@ -223,6 +221,14 @@ impl Fabric for VerbsFabric {
     }
     fn set_wake(&mut self, _h: u32, _at: Time) {
         // Every host gets a turn on every advance, so a wake time needs no bookkeeping.
+    }
+}
+
+impl Fabric for VerbsFabric {
+    type Host<'a> = &'a mut VerbsTransport;
+
+    fn host(&mut self, h: u32) -> Self::Host<'_> {
+        &mut self.hosts[h as usize]
     }
     /// The port's rate ([`Device::link_rate_bps`]): `None` on a RoCE port whose netdev
     /// declares no speed (rxe on a virtio-net NIC by default), so the delay signal is not
@@ -276,6 +282,16 @@ impl FabricReport for VerbsFabric {
     }
     fn transport_info(&self) -> Option<rep::TransportInfo> {
         self.hosts.first().map(crate::transport_info::of)
+    }
+    /// The CPU time of the thread that runs the hosts, since the fabric was made: the hosts
+    /// busy-poll their CQs, so it is about the run's wall time.
+    fn host_cpu(&self) -> Option<rep::HostCpuTime> {
+        let (start, now) = (self.cpu_at_start?, super::thread_cpu()?);
+        Some(rep::HostCpuTime {
+            source: rep::CpuSource::Process,
+            total_ps: now.saturating_sub(start).as_ps(),
+            per_host_ps: None,
+        })
     }
 }
 

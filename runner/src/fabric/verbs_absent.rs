@@ -4,7 +4,7 @@
 //! [`VerbsFabric`] and [`Device`] are uninhabited, so code written against them compiles in
 //! every build and no caller needs a `cfg`.
 
-use super::{Fabric, FabricReport, SimFabric};
+use super::{Clocked, Fabric, FabricReport, SimFabric};
 use crate::request::Backend;
 use xrdma::{RcParams, Span, Time};
 use xrdma_reports as rep;
@@ -73,16 +73,11 @@ impl VerbsFabric {
     }
 }
 
-impl Fabric for VerbsFabric {
-    type Host<'a> = <SimFabric as Fabric>::Host<'a>;
-
+impl Clocked for VerbsFabric {
     fn backend(&self) -> rep::Backend {
         match *self {}
     }
     fn hosts(&self) -> u32 {
-        match *self {}
-    }
-    fn host(&mut self, _h: u32) -> Self::Host<'_> {
         match *self {}
     }
     fn now(&self) -> Time {
@@ -92,6 +87,14 @@ impl Fabric for VerbsFabric {
         match *self {}
     }
     fn set_wake(&mut self, _h: u32, _at: Time) {
+        match *self {}
+    }
+}
+
+impl Fabric for VerbsFabric {
+    type Host<'a> = <SimFabric as Fabric>::Host<'a>;
+
+    fn host(&mut self, _h: u32) -> Self::Host<'_> {
         match *self {}
     }
 }

@@ -4,9 +4,9 @@
 
 mod tcp;
 
-pub use tcp::TcpMessages;
+pub use tcp::{SocketCalls, TcpFabric, TcpMessages};
 
-use crate::fabric::Fabric;
+use crate::fabric::{Clocked, Fabric};
 use crate::host_faults::{Holding, HostFaultState};
 use anyhow::Result;
 use xrdma::driver::{self, Application, TurnScratch};
@@ -15,7 +15,7 @@ use xrdma_reports as rep;
 
 /// A host's message stack, driven by the runner (see the module doc). Its applications see
 /// it as [`Messages`].
-pub trait HostStack<F: Fabric>: Messages + Sized + 'static {
+pub trait HostStack<F: Clocked>: Messages + Sized + 'static {
     /// Reusable buffers for [`HostStack::turn`], so a turn does not allocate.
     type Scratch: Default;
     /// One turn of host `h` at `now`: take in what the fabric delivered, let `app` react, hand

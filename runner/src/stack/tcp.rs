@@ -22,7 +22,8 @@
 //! in pairs by [`SimFabric::tcp_connect`].
 
 use super::HostStack;
-use crate::fabric::{Fabric, SimFabric};
+use crate::fabric::{Clocked, Fabric, FabricReport, SimFabric, SocketFabric, SocketHost};
+use crate::host_cpu::HostCpu;
 use crate::host_faults::HostFaultState;
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
@@ -321,12 +322,34 @@ impl Messages for TcpMessages {
     }
 }
 
-/// The socket calls the stack makes on its host ([`xrdma_sim::HostTransport`]'s `tcp_*`).
-trait SocketCalls {
+/// The socket calls the stack makes on its host: the simulated kernel's
+/// ([`xrdma_sim::HostTransport`]'s `tcp_*`) or the machine's ([`SocketHost`]).
+pub trait SocketCalls: HostCpu {
     /// Write `parts` in order in one call (`writev`); the bytes taken.
     fn write(&mut self, sock: u32, parts: &[&[u8]]) -> usize;
+    /// Append what socket `sock` has to `out`; the bytes read.
     fn read(&mut self, sock: u32, out: &mut Vec<u8>) -> usize;
+    /// The sockets that may have news (bytes to read, bytes ACKed).
     fn poll_ready(&mut self, out: &mut Vec<u32>);
+}
+
+/// A fabric whose hosts have kernel TCP sockets, which [`TcpMessages`] runs on: the
+/// simulator's ([`SimFabric`]) or this machine's ([`SocketFabric`]).
+pub trait TcpFabric: Clocked + FabricReport {
+    /// A host's socket calls, for one turn.
+    type Sockets<'a>: SocketCalls
+    where
+        Self: 'a;
+    /// Host `h`'s socket calls.
+    fn sockets(&mut self, h: u32) -> Self::Sockets<'_>;
+    /// Connect a new socket of host `a` to a new socket of host `b`, with DCTCP's reaction
+    /// to ECN when `dctcp`; the two socket ids.
+    ///
+    /// # Errors
+    /// The kernel refuses a socket call, or the fabric cannot set DCTCP.
+    fn connect_sockets(&mut self, a: u32, b: u32, dctcp: bool) -> anyhow::Result<(u32, u32)>;
+    /// The path as TCP packs bytes into packets, for T* (see [`HostStack::path`]).
+    fn tcp_path(&self) -> rep::PathModel;
 }
 
 impl SocketCalls for xrdma_sim::HostTransport<'_> {
@@ -341,22 +364,73 @@ impl SocketCalls for xrdma_sim::HostTransport<'_> {
     }
 }
 
-impl HostStack<SimFabric> for TcpMessages {
-    type Scratch = ();
+impl SocketCalls for SocketHost<'_> {
+    fn write(&mut self, sock: u32, parts: &[&[u8]]) -> usize {
+        SocketHost::write(self, sock, parts)
+    }
+    fn read(&mut self, sock: u32, out: &mut Vec<u8>) -> usize {
+        SocketHost::read(self, sock, out)
+    }
+    fn poll_ready(&mut self, out: &mut Vec<u32>) {
+        SocketHost::poll_ready(self, out);
+    }
+}
 
-    /// Take in what the host's sockets have (messages, ACKs), let `app` react, and write what
-    /// is queued. The host model charges the turn and the application's messages as it does
-    /// for xrdma's turn ([`crate::host_cpu`]), and the simulated kernel its socket calls.
-    fn turn<A: Application<Self> + ?Sized>(
+impl TcpFabric for SimFabric {
+    type Sockets<'a> = xrdma_sim::HostTransport<'a>;
+
+    fn sockets(&mut self, h: u32) -> Self::Sockets<'_> {
+        self.host(h)
+    }
+    fn connect_sockets(&mut self, a: u32, b: u32, dctcp: bool) -> anyhow::Result<(u32, u32)> {
+        Ok(self.tcp_connect(a, b, dctcp))
+    }
+    /// Segments of at most the MSS, each with [`xrdma_sim::TCP_HEADER_BYTES`] on the wire;
+    /// the base RTT is a header-only segment and its ACK (both that size) on idle links.
+    fn tcp_path(&self) -> rep::PathModel {
+        let cfg = self.config();
+        let mut path = FabricReport::path(self);
+        let hdr = Span::serialization(u64::from(TCP_HEADER_BYTES), cfg.link_rate_bps);
+        path.base_rtt_ps = path
+            .base_rtt_ps
+            .map(|_| (cfg.link_delay * 4 + hdr * 4).as_ps());
+        path.header_bytes = Some(u64::from(TCP_HEADER_BYTES));
+        path.mtu_bytes = Some(u64::from(cfg.tcp.mss));
+        path
+    }
+}
+
+impl TcpFabric for SocketFabric {
+    type Sockets<'a> = SocketHost<'a>;
+
+    fn sockets(&mut self, h: u32) -> Self::Sockets<'_> {
+        self.host(h)
+    }
+    /// A loopback socket pair. DCTCP is the machine's setting
+    /// (`net.ipv4.tcp_congestion_control`), not a socket's here: refused.
+    fn connect_sockets(&mut self, a: u32, b: u32, dctcp: bool) -> anyhow::Result<(u32, u32)> {
+        if dctcp {
+            anyhow::bail!("the sockets backend cannot set DCTCP on a socket: write `stack: tcp`");
+        }
+        self.tcp_connect(a, b)
+    }
+    /// A real path is not stated (no T*).
+    fn tcp_path(&self) -> rep::PathModel {
+        FabricReport::path(self)
+    }
+}
+
+impl TcpMessages {
+    /// One turn on host calls `t`: take in what the host's sockets have (messages, ACKs), let
+    /// `app` react, and write what is queued. The host model charges the turn and the
+    /// application's messages as it does for xrdma's turn ([`crate::host_cpu`]), and the
+    /// simulated kernel its socket calls; a real host charges nothing.
+    fn turn_on<T: SocketCalls, A: Application<Self> + ?Sized>(
         &mut self,
         now: Time,
-        h: u32,
-        fabric: &mut SimFabric,
+        t: &mut T,
         app: &mut A,
-        _scratch: &mut (),
-        _hf: &mut HostFaultState,
     ) -> Option<Time> {
-        let mut t = fabric.host(h);
         let charges = t.charges();
         if charges {
             t.begin_turn();
@@ -365,7 +439,7 @@ impl HostStack<SimFabric> for TcpMessages {
         ready.clear();
         t.poll_ready(&mut ready);
         for &s in &ready {
-            self.take_in(now, &mut t, s);
+            self.take_in(now, t, s);
         }
         self.ready = ready;
         let accepted = self.next_msg;
@@ -376,7 +450,7 @@ impl HostStack<SimFabric> for TcpMessages {
                 app.on_event(now, self, ev);
             }
             app.on_turn(now, self);
-            self.flush(now, &mut t);
+            self.flush(now, t);
             if self.events.is_empty() {
                 break;
             }
@@ -387,19 +461,37 @@ impl HostStack<SimFabric> for TcpMessages {
         }
         app.next_wake()
     }
+}
 
-    fn snapshot(&self, _fabric: &mut SimFabric, _h: u32) -> Option<EndpointSnapshot> {
+impl<F: TcpFabric> HostStack<F> for TcpMessages {
+    type Scratch = ();
+
+    /// Take in what the host's sockets have, let `app` react, write what is queued; on the
+    /// simulator the host model charges the turn, the messages and the kernel's calls.
+    fn turn<A: Application<Self> + ?Sized>(
+        &mut self,
+        now: Time,
+        h: u32,
+        fabric: &mut F,
+        app: &mut A,
+        _scratch: &mut (),
+        _hf: &mut HostFaultState,
+    ) -> Option<Time> {
+        self.turn_on(now, &mut fabric.sockets(h), app)
+    }
+
+    fn snapshot(&self, _fabric: &mut F, _h: u32) -> Option<EndpointSnapshot> {
         None
     }
 
     fn connect(
-        fabric: &mut SimFabric,
+        fabric: &mut F,
         stacks: &mut [Self],
         a: u32,
         b: u32,
     ) -> anyhow::Result<(ConnId, ConnId)> {
         let dctcp = stacks[a as usize].dctcp;
-        let (sa, sb) = fabric.tcp_connect(a, b, dctcp);
+        let (sa, sb) = fabric.connect_sockets(a, b, dctcp)?;
         let ca = stacks[a as usize].add(sa, b);
         let cb = stacks[b as usize].add(sb, a);
         Ok((ca, cb))
@@ -415,17 +507,7 @@ impl HostStack<SimFabric> for TcpMessages {
         r.transport = None;
     }
 
-    /// Segments of at most the MSS, each with [`xrdma_sim::TCP_HEADER_BYTES`] on the wire;
-    /// the base RTT is a header-only segment and its ACK (both that size) on idle links.
-    fn path(fabric: &SimFabric) -> rep::PathModel {
-        let cfg = fabric.config();
-        let mut path = crate::fabric::FabricReport::path(fabric);
-        let hdr = Span::serialization(u64::from(TCP_HEADER_BYTES), cfg.link_rate_bps);
-        path.base_rtt_ps = path
-            .base_rtt_ps
-            .map(|_| (cfg.link_delay * 4 + hdr * 4).as_ps());
-        path.header_bytes = Some(u64::from(TCP_HEADER_BYTES));
-        path.mtu_bytes = Some(u64::from(cfg.tcp.mss));
-        path
+    fn path(fabric: &F) -> rep::PathModel {
+        fabric.tcp_path()
     }
 }

@@ -74,6 +74,7 @@ pub fn banner(stat: &LiveStat) -> String {
         match stat.backend {
             xrdma_reports::Backend::Sim => "sim (virtual time)",
             xrdma_reports::Backend::Verbs => "verbs",
+            xrdma_reports::Backend::Sockets => "sockets",
         },
         stat.at_ps as f64 / 1e9
     )

@@ -1,0 +1,124 @@
+//! The sockets backend (`--backend sockets`): the same workloads over this machine's kernel
+//! TCP, every host in this process over loopback, with the same delivery check and report;
+//! the process's CPU time as the CPU column; and what it cannot run refused before it runs.
+
+mod common;
+
+use common::all_delivered;
+use std::path::Path;
+use xrdma_reports::{Backend as ResultBackend, CpuSource, RunResult};
+use xrdma_runner::request::{Backend, RunRequest};
+use xrdma_scenario::{Scenario, Stack};
+
+fn load(path: &str) -> Scenario {
+    xrdma_scenario::load(Path::new(path)).expect("loads")
+}
+
+fn run(sc: Scenario, stack: Stack) -> anyhow::Result<RunResult> {
+    let mut req = RunRequest::new(sc, Backend::Sockets);
+    req.stack = Some(stack);
+    req.check()?;
+    Ok(req.run()?.result)
+}
+
+#[test]
+fn every_shipped_workload_runs_over_the_machines_tcp() {
+    for path in [
+        "scenarios/incast-8.yaml",
+        "scenarios/echo.yaml",
+        "scenarios/study/per-hop.yaml",
+    ] {
+        let r = run(load(path), Stack::Tcp).expect("runs");
+        all_delivered(&r);
+        assert_eq!(r.scenario.backend, ResultBackend::Sockets, "{path}");
+        assert_eq!(r.scenario.stack, Stack::Tcp, "{path}");
+        // A real network is not observed, and its path is not stated: no counter, no T*.
+        assert_eq!(r.network.data_packets, None, "{path}");
+        assert_eq!(r.ideal, None, "{path}");
+        assert!(r.sim.is_none() && r.transport.is_none(), "{path}");
+        let cpu = r.host_cpu.as_ref().expect("the process's CPU time");
+        assert_eq!(cpu.source, CpuSource::Process, "{path}");
+        assert!(
+            cpu.total_ps > 0 && cpu.per_host_ps.is_none(),
+            "{path}: {cpu:?}"
+        );
+        let summary = xrdma_reports::summary_table(&r);
+        assert!(
+            summary.contains("backend=sockets stack=tcp")
+                && summary.contains("host CPU")
+                && summary.contains("network    not observed")
+                && !summary.contains("device "),
+            "{summary}"
+        );
+    }
+}
+
+#[test]
+fn what_the_sockets_backend_cannot_run_is_refused_before_it_runs() {
+    let sc = load("scenarios/incast-8.yaml");
+    let e = run(sc.clone(), Stack::Xrdma).unwrap_err().to_string();
+    assert!(
+        e.contains("write `stack: tcp`") && e.contains("--backend verbs"),
+        "{e}"
+    );
+    let e = run(sc.clone(), Stack::Dctcp).unwrap_err().to_string();
+    assert!(e.contains("tcp_congestion_control"), "{e}");
+    let mut two = sc;
+    two.verbs = Some(xrdma_scenario::VerbsSection {
+        ranks: (0..2)
+            .map(|r| xrdma_scenario::RankSpec {
+                address: ([127, 0, 0, 1], 18600 + r).into(),
+                hosts: vec![u32::from(r)],
+            })
+            .collect(),
+        ..Default::default()
+    });
+    let e = run(two, Stack::Tcp).unwrap_err().to_string();
+    assert!(e.contains("verbs.ranks"), "{e}");
+}
+
+#[test]
+fn the_command_line_runs_the_sockets_backend_and_keeps_it_from_the_tools() {
+    let out = std::env::temp_dir().join(format!("xrdma-sockets-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let xrdma = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_xrdma"))
+            .args(args)
+            .output()
+            .expect("xrdma starts")
+    };
+    let o = out.to_str().expect("a UTF-8 temp dir");
+    // Without `--stack tcp` the scenario's xrdma is refused, and nothing is written.
+    let r = xrdma(&[
+        "run",
+        "scenarios/incast-8.yaml",
+        "--backend",
+        "sockets",
+        "--out",
+        o,
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains("write `stack: tcp`"), "{err}");
+    assert!(!out.exists());
+    let r = xrdma(&[
+        "run",
+        "scenarios/incast-8.yaml",
+        "--backend",
+        "sockets",
+        "--stack",
+        "tcp",
+        "--out",
+        o,
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    let summary = std::fs::read_to_string(out.join("summary.txt")).expect("a summary");
+    assert!(summary.contains("backend=sockets stack=tcp"), "{summary}");
+    let _ = std::fs::remove_dir_all(&out);
+    // The tools run xrdma: the sockets backend is not among their values.
+    let r = xrdma(&["ping", "--backend", "sockets"]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains("[possible values: sim, verbs]"), "{err}");
+}
