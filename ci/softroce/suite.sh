@@ -57,6 +57,10 @@
 #                   RESULTS_DIR/calibrate/calibrate.env); passes when every step ran and gave
 #                   its figures, whether or not the 25 % target is met; each miss is printed
 #                   as `!!! TARGET MISSED: ...`
+#   per hop         scenarios/study/per-hop.yaml over xrdma on rxe0 and over loopback TCP
+#                   (`--backend sockets --stack tcp`): each run delivers every message intact;
+#                   RESULTS_DIR/per-hop.env holds each stack's half round trip and CPU per
+#                   request and response (figures, no target)
 # Ends with the line "softroce: N passed, M failed"; exit status 0 only when none failed.
 set -euo pipefail
 
@@ -257,6 +261,36 @@ missed_targets() { # FIGURES_ENV
   done < "$1"
 }
 [[ -f $results/figures.env ]] && missed_targets "$results/figures.env"
+# The per-hop study on this machine: scenarios/study/per-hop.yaml unedited, over xrdma on rxe0
+# and over the kernel's TCP on loopback (--backend sockets); RESULTS_DIR/per-hop.env holds each
+# stack's half round trip (p50 / 2) and the running thread's CPU time per request and
+# response, µs, and TCP's over xrdma's. A figure, not a target: the guest's speed varies.
+per_hop() {
+  local dir=$results/per-hop stack backend p50 cpu
+  mkdir -p "$dir"
+  for stack in xrdma tcp; do
+    backend=verbs
+    [[ $stack == tcp ]] && backend=sockets
+    timeout 300 "$xrdma" run --backend "$backend" --stack "$stack" \
+      "$repo/scenarios/study/per-hop.yaml" --out "$dir/$stack" > "$dir/$stack.log" 2>&1 ||
+      { tail -n 20 "$dir/$stack.log" >&2; return 1; }
+    softroce_all_delivered "$dir/$stack/result.json" 10000 || return 1
+    p50=$(sed -n 's/^  p50 *\([0-9.]*\) µs$/\1/p' "$dir/$stack/summary.txt")
+    cpu=$(sed -n 's/^host CPU *\([0-9.]*\) µs per message.*/\1/p' "$dir/$stack/summary.txt")
+    if ! softroce_num "$p50" || ! softroce_num "$cpu"; then
+      echo "no p50 or host CPU line in $dir/$stack/summary.txt" >&2
+      return 1
+    fi
+    echo "${stack}_half_rtt_64_us=$(awk -v p="$p50" 'BEGIN { printf "%.3f", p / 2 }')"
+    echo "${stack}_cpu_per_exchange_us=$cpu"
+  done > "$dir.env"
+  awk -F= '{ v[$1] = $2 } END {
+    printf "tcp_over_xrdma_half_rtt=%.2f\n", v["tcp_half_rtt_64_us"] / v["xrdma_half_rtt_64_us"]
+    printf "tcp_over_xrdma_cpu=%.2f\n", v["tcp_cpu_per_exchange_us"] / v["xrdma_cpu_per_exchange_us"]
+  }' "$dir.env" >> "$dir.env"
+  cat "$dir.env"
+}
+check "per hop" "$results/per-hop.log" per_hop
 check calibrate "$results/calibrate.log" "$here/calibrate.sh" "$results" "$xrdma"
 grep -h '^!!! TARGET MISSED' "$results/calibrate.log" || true
 
