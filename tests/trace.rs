@@ -228,3 +228,21 @@ trace: true
     let err = String::from_utf8_lossy(&t.stderr);
     assert!(err.contains("do not add up"), "{err}");
 }
+
+#[test]
+fn the_report_page_holds_the_stages_of_a_traced_run_and_the_endpoints_of_every_run() {
+    let traced = xrdma_reports::html::report_html(&run(true), &[]);
+    let st = stages::summarize(&run(true)).expect("stages");
+    assert!(traced.contains("<h2>Where the time went</h2>"), "{traced}");
+    let first = stages::stage_table(&st);
+    let first = first.lines().next().expect("a line");
+    assert!(traced.contains(&xrdma_reports::html::escape(first)));
+    let plain = xrdma_reports::html::report_html(&run(false), &[]);
+    assert!(!plain.contains("Where the time went"));
+    for page in [&traced, &plain] {
+        // The receiver and the four senders, each with its connections.
+        assert!(page.contains("<h2>Endpoints</h2>"));
+        assert!(page.contains("5 endpoint(s) with a connection"), "{page}");
+        assert!(page.contains("connections\n") && page.contains("qp-cached"));
+    }
+}

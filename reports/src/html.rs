@@ -38,8 +38,11 @@ pub fn escape(text: &str) -> String {
 ///
 /// Sections: a header (scenario name, file, backend, seed, tool version, schema version), the
 /// summary table of [`summary_table`] (which includes the run's wall-clock time, the only
-/// non-deterministic content), the plots, a note when the run has no time series (a backend
-/// that is not simulated, or sampling off), and the scenario YAML from
+/// non-deterministic content), where the time went when the run was traced (the table of
+/// `xrdma trace`, [`crate::stages::stage_table`]), the plots, a note when the run has no time
+/// series (a backend that is not simulated, or sampling off), the endpoints and connections
+/// with a connection as the run left them (the table of `xrdma stat`,
+/// [`crate::endpoint_table::render`], folded), and the scenario YAML from
 /// [`RunResult::scenario_yaml`] (or a note that the result does not hold it).
 pub fn report_html(r: &RunResult, plots: &[HtmlPlot]) -> String {
     let mut o = String::new();
@@ -68,6 +71,13 @@ pub fn report_html(r: &RunResult, plots: &[HtmlPlot]) -> String {
         "<h2>Summary</h2>\n<pre class=\"summary\">{}</pre>",
         escape(&summary_table(r))
     );
+    if let Some(st) = crate::stages::summarize(r) {
+        let _ = writeln!(
+            o,
+            "<h2>Where the time went</h2>\n<pre class=\"summary\">{}</pre>",
+            escape(&crate::stages::stage_table(&st))
+        );
+    }
     for p in plots {
         let _ = writeln!(
             o,
@@ -85,6 +95,20 @@ pub fn report_html(r: &RunResult, plots: &[HtmlPlot]) -> String {
              simulator samples queues, throughput and congestion signals, and only with \
              <code>sim.sample-interval</code> not <code>off</code>).</p>",
             escape(r.scenario.backend.name())
+        );
+    }
+    if let Some(all) = &r.endpoints {
+        let with_conns: Vec<_> = all
+            .iter()
+            .filter(|e| !e.snapshot.connections.is_empty())
+            .collect();
+        let _ = writeln!(
+            o,
+            "<h2>Endpoints</h2>\n<details><summary>{} endpoint(s) with a connection, as the run \
+             left them (what <code>xrdma stat</code> prints)</summary>\n<pre>{}</pre>\n\
+             </details>",
+            with_conns.len(),
+            escape(&crate::endpoint_table::render(&with_conns))
         );
     }
     o.push_str("<h2>Scenario</h2>\n");

@@ -17,6 +17,7 @@
 
 pub mod ccdf;
 pub mod chart;
+pub mod endpoint_table;
 mod environment;
 mod error;
 mod figures;

@@ -34,6 +34,14 @@ impl PathModel {
         )
     }
 
+    /// The payload ceiling of the bottleneck, bits per second: `B × MTU / (MTU + header)`,
+    /// the most payload a link of rate B carries in full packets (92.6 Gb/s for RoCE's
+    /// 1024-byte MTU and 82-byte headers at 100 Gb/s); `None` when a figure is unknown.
+    pub fn payload_ceiling_bps(&self) -> Option<f64> {
+        let (b, mtu, hdr) = (self.bottleneck_bps?, self.mtu_bytes?, self.header_bytes?);
+        (mtu > 0).then(|| b as f64 * mtu as f64 / (mtu + hdr) as f64)
+    }
+
     /// The path of an ideal completion (how a result of schema version 2, which had no path
     /// model, states it).
     pub fn of_ideal(i: &IdealCompletion) -> Self {
@@ -105,5 +113,28 @@ impl IdealCompletion {
             mtu_bytes,
             total_bytes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_payload_ceiling_takes_each_packets_header_off_the_link_rate() {
+        let path = |mtu, hdr| PathModel {
+            base_rtt_ps: None,
+            bottleneck_bps: Some(100_000_000_000),
+            header_bytes: Some(hdr),
+            mtu_bytes: Some(mtu),
+        };
+        // RoCE on the main job: 1024-byte MTU, 82-byte headers.
+        let roce = path(1024, 82).payload_ceiling_bps().expect("stated");
+        assert!((roce / 1e9 - 92.586).abs() < 1e-3, "{roce}");
+        // TCP: 1448-byte MSS, 90 bytes of headers.
+        let tcp = path(1448, 90).payload_ceiling_bps().expect("stated");
+        assert!((tcp / 1e9 - 94.148).abs() < 1e-3, "{tcp}");
+        assert_eq!(path(0, 82).payload_ceiling_bps(), None);
+        assert_eq!(PathModel::default().payload_ceiling_bps(), None);
     }
 }

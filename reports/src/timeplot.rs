@@ -167,8 +167,9 @@ impl Figure for QueuePlot<'_> {
 /// Throughput over time (`throughput.svg/.png`), receiver side: payload bytes delivered per
 /// interval, in Gb/s, drawn as steps over each interval.
 ///
-/// Top panel: all senders together, with the bottleneck link rate B when the result has T*
-/// (B counts wire bytes, headers included, so the payload rate stays below it). Bottom panel:
+/// Top panel: all senders together, with the bottleneck's payload ceiling where the path
+/// states it (`B × MTU / (MTU + header)`, [`crate::PathModel::payload_ceiling_bps`]: the
+/// payload a link of rate B carries in full packets, what the line can reach). Bottom panel:
 /// per sender, in bins of several intervals where the senders take turns (`sender_bins`:
 /// a sender sending its fair share delivers in every bin); with at most [`MAX_SENDER_LINES`]
 /// senders one line each, otherwise the median across senders (per bin, nearest rank) with
@@ -195,7 +196,7 @@ impl Figure for ThroughputPlot<'_> {
         let total: Vec<u64> = (0..n)
             .map(|i| ts.senders.iter().map(|s| s.bytes[i]).sum())
             .collect();
-        let link_gbps = r.path.bottleneck_bps.map(|b| b as f64 / 1e9);
+        let link_gbps = r.path.payload_ceiling_bps().map(|b| b / 1e9);
         let agg_max = total.iter().map(|&b| ts.gbps(b)).fold(0.0, f64::max);
         let y_top = nice_upper(agg_max.max(link_gbps.unwrap_or(0.0)));
         let mut chart = ChartBuilder::on(&top)
@@ -237,7 +238,10 @@ impl Figure for ThroughputPlot<'_> {
                     T_STAR_COLOR.stroke_width(2),
                 ))
                 .map_err(plot_err)?
-                .label(format!("bottleneck link rate B = {g} Gb/s (wire)"))
+                .label(format!(
+                    "payload ceiling B × MTU / (MTU + header) = {g:.2} Gb/s (B = {} Gb/s)",
+                    r.path.bottleneck_bps.map_or(0.0, |b| b as f64 / 1e9)
+                ))
                 .legend(dashed_legend(T_STAR_COLOR));
         }
         draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;

@@ -10,7 +10,6 @@
 pub mod live;
 pub mod prometheus;
 pub mod replay;
-pub mod table;
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -74,7 +73,7 @@ fn parse_interval(text: &str) -> Result<f64, String> {
 /// The output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// [`table::render`].
+    /// [`xrdma_reports::endpoint_table::render`].
     Table,
     /// The endpoints as pretty JSON.
     Json,
@@ -119,7 +118,7 @@ pub fn select<'a>(all: &'a [HostEndpoint], hosts: &[u32]) -> Result<Vec<&'a Host
 /// Serialising to JSON (not expected).
 pub fn render(endpoints: &[&HostEndpoint], format: Format) -> Result<String> {
     Ok(match format {
-        Format::Table => table::render(endpoints),
+        Format::Table => table(endpoints),
         Format::Json => {
             let mut s = serde_json::to_string_pretty(endpoints)?;
             s.push('\n');
@@ -261,7 +260,7 @@ fn render_live(
         }
         _ => {
             let mut s = live::banner(stat);
-            s += &table::render(&chosen);
+            s += &table(&chosen);
             if let Some(d) = &stat.device {
                 s += &live::device_table(d, prev);
             }
@@ -269,6 +268,14 @@ fn render_live(
             s
         }
     })
+}
+
+/// The endpoint and connection tables, with the hint `stat` gives when no endpoint is chosen.
+fn table(endpoints: &[&HostEndpoint]) -> String {
+    if endpoints.is_empty() {
+        return "no endpoint has a connection (name one with --host)\n".to_string();
+    }
+    xrdma_reports::endpoint_table::render(endpoints)
 }
 
 #[cfg(test)]

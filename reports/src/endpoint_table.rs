@@ -1,10 +1,11 @@
-//! The netstat-like text of `xrdma stat`: one line per endpoint (its QP cache and MR pool),
-//! then one line per connection (its state, QP, traffic, window and what it holds).
+//! The netstat-like text of a run's endpoints, as `xrdma stat` prints it and `report.html`
+//! shows it: one line per endpoint (its QP cache and MR pool), then one line per connection
+//! (its state, QP, traffic, window and what it holds).
 //! Bytes are payload bytes, exact; `-` is a counter the backend cannot observe (or an RTT
 //! before its first sample).
 
-use xrdma_reports::format_us as us;
-use xrdma_reports::HostEndpoint;
+use crate::schema::HostEndpoint;
+use crate::summary::format_us as us;
 
 /// Columns right-aligned under their headers, two spaces apart.
 fn grid(headers: &[&str], rows: &[Vec<String>]) -> String {
@@ -33,10 +34,11 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
-/// The endpoint table and the connection table of `endpoints`.
+/// The endpoint table and the connection table of `endpoints` (a line saying so when there
+/// is none).
 pub fn render(endpoints: &[&HostEndpoint]) -> String {
     if endpoints.is_empty() {
-        return "no endpoint has a connection (name one with --host)\n".to_string();
+        return "no endpoint has a connection\n".to_string();
     }
     let eps: Vec<Vec<String>> = endpoints
         .iter()
