@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::all_delivered;
+use common::{all_delivered, last_completion};
 use std::path::Path;
 use xrdma_reports::RunResult;
 use xrdma_runner::request::run_sim;
@@ -164,15 +164,6 @@ fn a_tcp_run_counts_its_segments_and_retransmissions() {
         // Every dropped segment is sent again.
         assert!(n.retransmitted_packets >= n.drops, "seed {seed}: {n:?}");
     }
-}
-
-/// The latest completion, ps after time 0.
-fn last_completion(r: &RunResult) -> u64 {
-    r.messages
-        .iter()
-        .filter_map(|m| m.completed_ps)
-        .max()
-        .unwrap_or(0)
 }
 
 #[test]

@@ -23,6 +23,7 @@ mod error;
 mod figures;
 mod files;
 mod glyphs;
+mod heartbeat;
 mod host_cpu;
 pub mod html;
 mod io;
@@ -51,6 +52,7 @@ pub use error::ReportError;
 pub use figures::{Figures, LatencySummary};
 pub use files::{commit_temp, read_json, temp_sibling, write_atomic, write_json};
 pub use glyphs::TextOnBitmap;
+pub use heartbeat::{HeartbeatRecord, HeartbeatSample};
 pub use host_cpu::{CpuSource, HostCpuTime};
 pub use io::{
     messages_csv, stage_run, write_report, write_report_with, write_run_dir, write_run_dir_with,
@@ -66,5 +68,7 @@ pub use schema::{
     WorkloadInfo, SCHEMA_VERSION,
 };
 pub use series::{SenderBytes, TimeSeries};
-pub use summary::{completion_span_ps, format_bytes, format_us, goodput_bps, summary_table};
+pub use summary::{
+    completion_span_ps, format_bytes, format_us, goodput_bps, heartbeat_line, summary_table,
+};
 pub use transport_info::{CongestionSignal, RcAttributes, TransportInfo, WindowTally};

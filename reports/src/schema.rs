@@ -71,6 +71,9 @@ pub struct RunResult {
     /// written before they were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub figures: Option<crate::Figures>,
+    /// The heartbeat beside the workload (a scenario's `heartbeat:`); `None` without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<crate::HeartbeatRecord>,
     /// The hosts' CPU time over the run (the CPU column of a comparison of stacks); `None`
     /// where the backend cannot observe it (see [`crate::HostCpuTime`]).
     #[serde(default)]

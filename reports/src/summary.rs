@@ -237,6 +237,9 @@ pub fn summary_table(r: &RunResult) -> String {
             if ws.windows == 1 { "" } else { "s" }
         );
     }
+    if let Some(hb) = &r.heartbeat {
+        let _ = writeln!(w, "{}", heartbeat_line(hb));
+    }
     if let Some(cpu) = &r.host_cpu {
         let bytes: u128 = r
             .messages
@@ -432,6 +435,34 @@ pub fn summary_table(r: &RunResult) -> String {
         wc.events_per_second / 1e6
     );
     o
+}
+
+/// The summary's heartbeat line: the beats sent and answered, and the round trip's p50, p99
+/// and maximum (nearest rank).
+pub fn heartbeat_line(h: &crate::HeartbeatRecord) -> String {
+    let rtts = h.sorted_rtts();
+    let unanswered = h.samples.len() - rtts.len();
+    let q = |p: f64| {
+        crate::percentile::nearest_rank(&rtts, p).map_or_else(|| "-".to_string(), format_us)
+    };
+    format!(
+        "heartbeat  host {} -> host {} every {} µs, {} B: {} beat(s), {} answered{}; round \
+         trip p50 {} µs  p99 {} µs  max {} µs",
+        h.from,
+        h.to,
+        format_us(h.every_ps),
+        h.size,
+        h.samples.len(),
+        rtts.len(),
+        if unanswered > 0 {
+            format!(" ({unanswered} not answered when the run ended)")
+        } else {
+            String::new()
+        },
+        q(50.0),
+        q(99.0),
+        q(100.0),
+    )
 }
 
 /// The injected-fault counters as one summary line, when any is non-zero: losses, link-down

@@ -59,21 +59,29 @@ pub struct Checked {
 pub fn check(sc: &Scenario) -> Result<Checked> {
     let cfg = check_xrdma(sc)?;
     let section = sc.sim_or_default();
-    let mut sim = sim_config(&section, sc.rc_params(), sc.workload.hosts());
+    let mut sim = sim_config(&section, sc.rc_params(), sc.hosts());
     sim.tcp = sc.tcp;
     if let Err(SimConfigError::Invalid { field, reason }) = sim.validate() {
         let key = section.scenario_key(field);
         let refs: Vec<&str> = key.iter().map(String::as_str).collect();
         let reason = if field == "hosts" {
-            let hosts = sc.workload.hosts();
+            let hosts = sc.hosts();
             format!(
-                "the senders and the receiver make {hosts} hosts; the simulator's host count \
-                 {reason}"
+                "the senders and the receiver (and the heartbeat's hosts) make {hosts} hosts; \
+                 the simulator's host count {reason}"
             )
         } else {
             reason
         };
         bail!("{}: {}: {reason}", where_is(sc, &refs), key.join("."));
+    }
+    if let Some(h) = sc.heartbeat.filter(|h| h.hosts() > sim.hosts) {
+        bail!(
+            "{}: heartbeat: host {} is not on the topology, which has hosts 0..={}",
+            where_is(sc, &["heartbeat"]),
+            h.from.max(h.to),
+            sim.hosts - 1
+        );
     }
     if sim.hosts < sc.workload.hosts() {
         let kind = sc.workload.kind();

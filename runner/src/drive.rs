@@ -153,6 +153,7 @@ pub fn drive<F: Clocked + FabricReport, S: HostStack<F>, A: HostApp<S>>(
         remote_settled,
         watch,
         scratch: S::Scratch::default(),
+        told_settled: false,
     };
     turns(fabric, Clock::EveryRound, &mut run);
     // A client waiting as the run ends is answered with the final state.
@@ -171,6 +172,8 @@ struct RunHosts<'a, S, A, R, X> {
     remote_settled: R,
     watch: &'a mut dyn Watch,
     scratch: X,
+    /// The apps were told the workload is settled ([`HostApp::settle`]).
+    told_settled: bool,
 }
 
 impl<F, S, A, R> Hosts<F> for RunHosts<'_, S, A, R, S::Scratch>
@@ -199,6 +202,10 @@ where
         }
         let settled =
             self.apps.iter().all(A::finished) && (self.remote_settled)(now, self.eps, self.apps);
+        if settled && !self.told_settled {
+            self.told_settled = true;
+            self.apps.iter_mut().for_each(A::settle);
+        }
         // A workload with a deadline stops as soon as it is settled: what is left are
         // trailing transport ACKs, and the clock should not run on to the deadline.
         match self.deadline {

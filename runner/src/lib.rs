@@ -25,6 +25,7 @@
 pub mod check;
 pub mod drive;
 pub mod fabric;
+pub mod heartbeat;
 pub mod host_cpu;
 pub mod host_faults;
 pub mod request;

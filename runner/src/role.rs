@@ -20,6 +20,9 @@ pub trait HostApp<M = Endpoint>: Application<M> {
     /// Whether this host has nothing left to do (a sender whose every message was ACKed or
     /// failed; hosts that only react always are).
     fn finished(&self) -> bool;
+    /// The workload is settled (every host finished): stop what runs only beside it (a
+    /// heartbeat, [`crate::heartbeat`]). Default: nothing.
+    fn settle(&mut self) {}
 }
 
 /// Whether a sending application has nothing left to do: every message ACKed or failed (or,

@@ -5,6 +5,7 @@
 use crate::check::check;
 use crate::drive::drive;
 use crate::fabric::{Clocked, Fabric, FabricReport, SimFabric};
+use crate::heartbeat::{Beat, Hosted};
 use crate::host_faults::{HostFaultState, HostFaults};
 use crate::role::HostRole;
 pub use crate::stack::{connect, pair_mut};
@@ -79,8 +80,7 @@ pub(crate) fn run_verbs_watched(
 ) -> anyhow::Result<rep::RunResult> {
     let cfg = crate::check::check_xrdma(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
-    let mut fabric =
-        crate::fabric::VerbsFabric::with_rc(sc.workload.hosts(), &section, sc.rc_params())?;
+    let mut fabric = crate::fabric::VerbsFabric::with_rc(sc.hosts(), &section, sc.rc_params())?;
     let seed = sc.sim_or_default().seed;
     run_on_with_faults(sc, &cfg, seed, &mut fabric, &HostFaults::default(), watch)
 }
@@ -96,7 +96,7 @@ pub(crate) fn run_verbs_watched(
 pub(crate) fn run_sockets_watched(sc: &Scenario, watch: &mut dyn Watch) -> Result<rep::RunResult> {
     check_sockets(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
-    let mut fabric = crate::fabric::SocketFabric::new(sc.workload.hosts(), section.run_timeout)?;
+    let mut fabric = crate::fabric::SocketFabric::new(sc.hosts(), section.run_timeout)?;
     let seed = sc.sim_or_default().seed;
     let stacks = (0..fabric.hosts())
         .map(|_| TcpMessages::new(false))
@@ -267,16 +267,32 @@ fn run_workload<W: Workload, F: Clocked + FabricReport, S: HostStack<F>>(
             HostRole::Idle
         });
     }
+    // The heartbeat's connection comes after the workload's, which it leaves as they are.
+    let mut beats: Vec<Option<Beat>> = (0..hosts).map(|_| None).collect();
+    if let Some(hb) = sc.heartbeat {
+        let (a, b) = S::connect(fabric, &mut eps, hb.from, hb.to)?;
+        beats[hb.from as usize] = Some(Beat::ping(hb, a, sc.workload.start()));
+        beats[hb.to as usize] = Some(Beat::answer(b));
+    }
+    let mut hosted: Vec<Hosted<'_, App<W>>> = apps
+        .iter_mut()
+        .zip(beats.iter_mut())
+        .map(|(app, beat)| Hosted {
+            app,
+            beat: beat.as_mut(),
+        })
+        .collect();
     drive(
         fabric,
         &mut eps,
-        &mut apps,
+        &mut hosted,
         w.stalls(),
         w.deadline(seed),
         &mut hf,
         |_, _, _| true,
         watch,
     );
+    drop(hosted);
     let mut senders = records(w, &apps);
     // The records hold all the report needs from the senders: their own message lists go
     // before the tally builds the result's records beside them (a third of the peak memory
@@ -301,6 +317,11 @@ fn run_workload<W: Workload, F: Clocked + FabricReport, S: HostStack<F>>(
         wall.elapsed().as_secs_f64(),
     );
     r.network.ack_timeouts = Some(hf.counters.ack_timeouts);
+    for b in beats.iter().flatten() {
+        r.heartbeat = r.heartbeat.take().or_else(|| b.record());
+        r.errors
+            .extend(b.errors().iter().map(|e| format!("heartbeat: {e}")));
+    }
     S::describe(&mut r, &eps);
     r.endpoints = Some(crate::drive::endpoints(fabric, &eps));
     Ok(r)
@@ -419,6 +440,7 @@ fn finish<F: Clocked + FabricReport>(
         environment: fabric.environment(),
         endpoints: None,
         host_cpu: fabric.host_cpu(),
+        heartbeat: None,
         wall_clock: rep::WallClock {
             wall_seconds,
             events_per_second: if wall_seconds > 0.0 {

@@ -51,6 +51,7 @@ mod echo;
 mod error;
 mod faults_section;
 mod field_path;
+mod heartbeat_section;
 mod host_section;
 mod nesting;
 mod open_loop;
@@ -66,6 +67,9 @@ mod xrdma_section;
 pub use echo::{Echo, ResponseSize, DEFAULT_TIME_LIMIT};
 pub use error::{without_long_quotes, Diagnostic, ScenarioError, MAX_ECHOED_CHARS};
 pub use faults_section::{HostFaults, SlowReceiver};
+pub use heartbeat_section::{
+    Heartbeat, MAX_HEARTBEAT_HOST, MAX_HEARTBEAT_SIZE, MIN_HEARTBEAT_SIZE,
+};
 pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
 pub use sim_section::{SimSection, DEFAULT_SAMPLE_INTERVAL};
 pub use span_index::locate_key;
@@ -108,6 +112,9 @@ pub struct Scenario {
     /// The hosts' kernel TCP (`tcp:`, read as [`TcpSettings`]; Linux's defaults when the
     /// block is absent); used when `stack` is `tcp` or `dctcp`.
     pub tcp: TcpSettings,
+    /// A ping between two hosts while the workload runs (`heartbeat:`); `None` when the key
+    /// is absent.
+    pub heartbeat: Option<Heartbeat>,
     /// Whether the result keeps every message's stage breakdown (`trace:`, default false;
     /// `xrdma run --trace` sets it): where its completion time went, which `xrdma trace`
     /// summarises and plots. Off by default because it adds six numbers per message.
@@ -131,6 +138,13 @@ pub struct Override {
 }
 
 impl Scenario {
+    /// The hosts a fabric needs for the run: the workload's, and the heartbeat's if it names
+    /// hosts beyond them.
+    pub fn hosts(&self) -> u32 {
+        let beat = self.heartbeat.map_or(0, |h| h.hosts());
+        self.workload.hosts().max(beat)
+    }
+
     /// The `sim:` block, or the defaults when it is absent.
     pub fn sim_or_default(&self) -> SimSection {
         self.sim.clone().unwrap_or_default()
@@ -257,6 +271,7 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
         verbs: body.verbs,
         stack: body.stack,
         tcp: body.tcp,
+        heartbeat: body.heartbeat,
         trace: body.trace,
         source_path: path_for_messages.to_path_buf(),
         overrides: Vec::new(),
@@ -274,6 +289,7 @@ struct Body {
     verbs: Option<VerbsSection>,
     stack: Stack,
     tcp: TcpSettings,
+    heartbeat: Option<Heartbeat>,
     trace: bool,
 }
 
@@ -297,6 +313,7 @@ struct RawBody {
     stack: Stack,
     #[serde(default)]
     tcp: TcpSettings,
+    heartbeat: Option<Heartbeat>,
     #[serde(default)]
     trace: bool,
 }
@@ -321,6 +338,11 @@ fn check_body(raw: RawBody, path_mtu_written: bool) -> Result<Body, FieldError> 
         let key = field.strip_prefix("tcp.").unwrap_or(field);
         return Err(field_error(key, reason).under("tcp"));
     }
+    let heartbeat = raw
+        .heartbeat
+        .map(heartbeat_section::check_heartbeat)
+        .transpose()
+        .map_err(under("heartbeat"))?;
     let body = Body {
         name: raw.name,
         description: raw.description,
@@ -331,6 +353,7 @@ fn check_body(raw: RawBody, path_mtu_written: bool) -> Result<Body, FieldError> 
         verbs,
         stack: raw.stack,
         tcp: raw.tcp,
+        heartbeat,
         trace: raw.trace,
     };
     if body.name.trim().is_empty() {
@@ -377,6 +400,12 @@ fn check_body(raw: RawBody, path_mtu_written: bool) -> Result<Body, FieldError> 
     if let Some(v) = &body.verbs {
         v.check_hosts(body.workload.hosts())
             .map_err(|m| field_error("verbs", format!("ranks: {m}")))?;
+        if body.heartbeat.is_some() && !v.ranks.is_empty() {
+            return Err(field_error(
+                "heartbeat",
+                "runs in one process: a run across processes (`verbs.ranks`) has none yet",
+            ));
+        }
     }
     if let Some(c) = body.sim.as_ref().and_then(|s| s.capture.as_ref()) {
         c.check_hosts(body.workload.hosts())

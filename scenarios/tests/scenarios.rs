@@ -294,7 +294,7 @@ fn misspelled_key_names_file_line_field_and_expected_keys() {
     assert_eq!(
         err(&with("simm: {}\n")),
         "scenarios/x.yaml:4:1: unknown field `simm`, expected one of `name`, `description`, \
-         `workload`, `xrdma`, `rc`, `sim`, `verbs`, `stack`, `tcp`, `trace`"
+         `workload`, `xrdma`, `rc`, `sim`, `verbs`, `stack`, `tcp`, `heartbeat`, `trace`"
     );
     // Inside a flow mapping: `kmn` starts at column 10 of line 5.
     assert_eq!(

@@ -61,3 +61,12 @@ pub fn all_delivered(r: &xrdma_reports::RunResult) {
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert!(r.validate().is_empty(), "{:?}", r.validate());
 }
+
+/// The latest completion of `r`'s messages, ps after time 0 (0 when none completed).
+pub fn last_completion(r: &xrdma_reports::RunResult) -> u64 {
+    r.messages
+        .iter()
+        .filter_map(|m| m.completed_ps)
+        .max()
+        .unwrap_or(0)
+}

@@ -158,6 +158,21 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The connection the event is about (every event has one).
+    pub fn conn(&self) -> ConnId {
+        match self {
+            Event::Message { conn, .. }
+            | Event::Fragment { conn, .. }
+            | Event::Sent { conn, .. }
+            | Event::SendFailed { conn, .. }
+            | Event::ConnectionFailed { conn, .. }
+            | Event::PeerClosed { conn }
+            | Event::Closed { conn } => *conn,
+        }
+    }
+}
+
 /// What one endpoint holds, for leak checks and the stat tool: registered memory, QPs made
 /// and cached, buffers waiting for reuse. Counts, bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

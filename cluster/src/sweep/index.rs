@@ -34,6 +34,13 @@ pub struct Headline {
     pub max_over_t_star: Option<f64>,
     /// Payload goodput, bits per second ([`xrdma_reports::goodput_bps`]).
     pub goodput_bps: Option<f64>,
+    /// The heartbeat's nearest-rank p50 round trip, ps (a scenario's `heartbeat:`; `None`
+    /// without one, or with no beat answered).
+    #[serde(default)]
+    pub heartbeat_p50_ps: Option<u64>,
+    /// The heartbeat's nearest-rank p99 round trip, ps.
+    #[serde(default)]
+    pub heartbeat_p99_ps: Option<u64>,
 }
 
 impl Headline {
@@ -42,6 +49,12 @@ impl Headline {
         let s = LatencySummary::from_records(&r.messages);
         let t_star_ps = r.t_star_bound().map(|i| i.t_star_ps);
         let span = completion_span_ps(&r.messages);
+        let rtts = r
+            .heartbeat
+            .as_ref()
+            .map(|h| h.sorted_rtts())
+            .unwrap_or_default();
+        let beat = |p: f64| xrdma_reports::percentile::nearest_rank(&rtts, p);
         Headline {
             fan_in: r.workload.senders,
             messages: s.count,
@@ -56,6 +69,8 @@ impl Headline {
                 _ => None,
             },
             goodput_bps: goodput_bps(&r.messages),
+            heartbeat_p50_ps: beat(50.0),
+            heartbeat_p99_ps: beat(99.0),
         }
     }
 }

@@ -62,7 +62,8 @@ fn status_name(s: PointStatus) -> &'static str {
 
 /// `index.csv`: one row per point with the axis values (one column per axis, named after it),
 /// then `backend,status,fan_in,messages,completed,p50_ps,p99_ps,p999_ps,max_ps,t_star_ps,
-/// max_over_t_star,goodput_bps,dir`; a figure that does not exist is an empty field.
+/// max_over_t_star,goodput_bps,heartbeat_p50_ps,heartbeat_p99_ps,dir`; a figure that does
+/// not exist is an empty field.
 pub fn index_csv(ix: &SweepIndex) -> String {
     let mut o = String::new();
     for a in &ix.axes {
@@ -71,7 +72,7 @@ pub fn index_csv(ix: &SweepIndex) -> String {
     }
     o.push_str(
         "backend,status,fan_in,messages,completed,p50_ps,p99_ps,p999_ps,max_ps,t_star_ps,\
-         max_over_t_star,goodput_bps,dir\n",
+         max_over_t_star,goodput_bps,heartbeat_p50_ps,heartbeat_p99_ps,dir\n",
     );
     for p in &ix.points {
         for v in &p.values {
@@ -82,7 +83,7 @@ pub fn index_csv(ix: &SweepIndex) -> String {
         // Writing into a String cannot fail.
         let _ = writeln!(
             o,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             p.backend,
             status_name(p.status),
             opt(h.map(|h| h.fan_in)),
@@ -95,6 +96,8 @@ pub fn index_csv(ix: &SweepIndex) -> String {
             opt(h.and_then(|h| h.t_star_ps)),
             opt(h.and_then(|h| h.max_over_t_star)),
             opt(h.and_then(|h| h.goodput_bps)),
+            opt(h.and_then(|h| h.heartbeat_p50_ps)),
+            opt(h.and_then(|h| h.heartbeat_p99_ps)),
             p.dir
         );
     }

@@ -10,12 +10,18 @@ use xrdma_reports::spread::Estimate;
 /// The figures estimated across seeds: name (as in `seeds.csv`, unit in the name) and how
 /// to read it from a point's headline.
 #[allow(clippy::type_complexity)]
-const FIGURES: [(&str, fn(&Headline) -> Option<f64>); 5] = [
+const FIGURES: [(&str, fn(&Headline) -> Option<f64>); 7] = [
     ("p50_us", |h| h.p50_ps.map(|v| v as f64 / 1e6)),
     ("p99_us", |h| h.p99_ps.map(|v| v as f64 / 1e6)),
     ("p99.9_us", |h| h.p999_ps.map(|v| v as f64 / 1e6)),
     ("max_us", |h| h.max_ps.map(|v| v as f64 / 1e6)),
     ("goodput_gbps", |h| h.goodput_bps.map(|v| v / 1e9)),
+    ("heartbeat_p50_us", |h| {
+        h.heartbeat_p50_ps.map(|v| v as f64 / 1e6)
+    }),
+    ("heartbeat_p99_us", |h| {
+        h.heartbeat_p99_ps.map(|v| v as f64 / 1e6)
+    }),
 ];
 
 /// The points that differ only in their seed.
@@ -29,8 +35,8 @@ pub struct SeedGroup {
     pub not_ok: usize,
     /// Points in the group not finished when the sweep was collected (left out too).
     pub missing: usize,
-    /// The estimate of each figure over the passing points: p50, p99, p99.9, max (µs) and
-    /// goodput (Gb/s), in `seeds.csv`'s order.
+    /// The estimate of each figure over the passing points: p50, p99, p99.9, max (µs),
+    /// goodput (Gb/s) and the heartbeat's p50 and p99 (µs), in `seeds.csv`'s order.
     pub figures: Vec<Option<Estimate>>,
 }
 

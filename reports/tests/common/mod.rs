@@ -117,6 +117,7 @@ pub fn result(ts: Option<TimeSeries>) -> RunResult {
         transport: None,
         endpoints: None,
         host_cpu: None,
+        heartbeat: None,
         environment: None,
     }
 }
