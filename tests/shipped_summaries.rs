@@ -11,7 +11,7 @@ use xrdma_runner::request::run_sim;
 
 /// Shipped scenarios whose summaries are pinned here (paths from the workspace root, as the
 /// summary prints them).
-const PINNED: [&str; 23] = [
+const PINNED: [&str; 24] = [
     "scenarios/cc/echo-shaped.yaml",
     "scenarios/echo.yaml",
     "scenarios/faults/corrupt.yaml",
@@ -27,6 +27,7 @@ const PINNED: [&str; 23] = [
     "scenarios/open-loop-stall.yaml",
     "scenarios/rc-attributes.yaml",
     "scenarios/rnr-stall.yaml",
+    "scenarios/study/collapse.yaml",
     "scenarios/study/fan-in.yaml",
     "scenarios/study/per-hop.yaml",
     "scenarios/window/one-sender-100g.yaml",
