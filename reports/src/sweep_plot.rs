@@ -261,6 +261,17 @@ pub fn draw_fan_in<DB: DrawingBackend>(
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(plot_err)?;
+    // Minor gridlines of the log axis at 2…9 × each power of ten, fainter than the labelled
+    // ones, so a value between decades reads off the axis.
+    let (y_min, y_max) = (y_lo / 1.5, y_hi * headroom);
+    for y in log_minor_ticks(y_min, y_max) {
+        chart
+            .draw_series(LineSeries::new(
+                vec![(x_lo, y), (x_hi, y)],
+                BLACK.mix(0.07).stroke_width(1),
+            ))
+            .map_err(plot_err)?;
+    }
     let single = series.len() == 1 && series[0].label.is_empty();
     for (si, pi, pts) in lines {
         if pts.is_empty() {
@@ -611,9 +622,31 @@ pub fn render_png(
     crate::files::commit_temp(&tmp, path)
 }
 
+/// The minor ticks of a log axis from `lo` to `hi`: 2…9 × each power of ten between them.
+fn log_minor_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    (d0..=d1)
+        .flat_map(|d| (2..=9).map(move |m| f64::from(m) * 10f64.powi(d)))
+        .filter(|&v| v > lo && v < hi)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_minor_ticks_are_two_to_nine_times_each_power_of_ten_inside_the_range() {
+        assert_eq!(
+            log_minor_ticks(15.0, 300.0),
+            vec![20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 200.0]
+        );
+        assert!(log_minor_ticks(0.0, 10.0).is_empty());
+        assert!(log_minor_ticks(10.0, 10.0).is_empty());
+    }
 
     fn pt(fan_in: u32, p50: u64, t_star: u64) -> FanInPoint {
         FanInPoint {
