@@ -91,6 +91,15 @@ fn the_workload_runs_as_it_does_without_a_heartbeat_between_bystanders() {
         };
         assert_eq!(times(&plain), times(&beside), "seed {seed}");
         assert!(plain.heartbeat.is_none());
+        // The beats to a receiver do not make their host one of the incast's senders.
+        let to_receiver = run(Stack::Xrdma, seed, beat(9, 0));
+        let senders = |r: &RunResult| -> Vec<u32> {
+            r.timeseries
+                .as_ref()
+                .map(|t| t.senders.iter().map(|s| s.host).collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(senders(&to_receiver), (1..=8).collect::<Vec<u32>>());
         let summary = xrdma_reports::summary_table(&beside);
         assert!(
             summary.contains("heartbeat  host 9 -> host 10 every 20.000 µs"),

@@ -57,6 +57,37 @@ fn a_tcp_hop_is_the_kernel_costs_plus_the_wire_at_every_seed() {
 }
 
 #[test]
+fn a_pure_ack_does_not_wake_a_reader_even_when_the_wake_up_outlasts_the_delayed_ack() {
+    // Linux's 40 ms delayed ACK fires before a 100 ms wake-up ends; the client waits to read
+    // the answer, which a pure ACK does not bring: each hop still pays its own wake-up.
+    for wakeup_ms in [10, 100, 300] {
+        let mut sc =
+            xrdma_scenario::load(Path::new("scenarios/study/per-hop.yaml")).expect("loads");
+        sc.stack = Stack::Tcp;
+        let mut sim = sc.sim_or_default();
+        sim.host
+            .set_cost("tcp-wakeup", Span::from_ms(wakeup_ms))
+            .expect("a cost");
+        let c = sim.host.clone();
+        sc.sim = Some(sim);
+        if let xrdma_scenario::Workload::Echo(e) = &mut sc.workload {
+            e.requests = 10;
+        }
+        let r = run_sim(&sc).expect("runs");
+        all_delivered(&r);
+        let host = c.tcp_write_cost(80)
+            + c.tcp_tx_segment
+            + c.rx_dma_write
+            + c.tcp_rx_segment
+            + c.tcp_wakeup
+            + c.turn
+            + c.tcp_read_cost(80)
+            + c.app_cost(1, 1);
+        assert_eq!(p50(&r), ((host + tcp_wire()) * 2).as_ps(), "{wakeup_ms} ms");
+    }
+}
+
+#[test]
 fn xrdma_costs_the_hosts_a_fraction_of_kernel_tcp_per_message() {
     for seed in [1, 2, 3] {
         let (x, t) = (run(Stack::Xrdma, seed), run(Stack::Tcp, seed));

@@ -37,7 +37,7 @@ fn every_shipped_workload_runs_over_the_machines_tcp() {
         assert_eq!(r.ideal, None, "{path}");
         assert!(r.sim.is_none() && r.transport.is_none(), "{path}");
         let cpu = r.host_cpu.as_ref().expect("the process's CPU time");
-        assert_eq!(cpu.source, CpuSource::Process, "{path}");
+        assert_eq!(cpu.source, CpuSource::Thread, "{path}");
         assert!(
             cpu.total_ps > 0 && cpu.per_host_ps.is_none(),
             "{path}: {cpu:?}"

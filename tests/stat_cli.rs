@@ -222,3 +222,21 @@ fn an_instant_without_host_turns_says_the_endpoints_did_not_change() {
         banners[1]
     );
 }
+
+#[test]
+fn an_instant_of_a_run_made_with_stack_replays_that_stack() {
+    // The replay must run the stack the result records, not the file's: a TCP run replayed
+    // over xrdma simulates something else and its trace hash differs.
+    let d = std::env::temp_dir().join(format!("xrdma-stat-{}-stack", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    let o = xrdma()
+        .args(["run", "scenarios/incast-8.yaml", "--stack", "tcp", "--out"])
+        .arg(&d)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = stat(&d, &["--at", "100us"]);
+    let err = String::from_utf8_lossy(&s.stderr);
+    assert!(!err.contains("trace hash"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -276,3 +276,21 @@ fn tcp_settings_that_cannot_run_are_refused_naming_the_field() {
     let e = refused("{ rto-min: 10ms, rto-max: 5ms }");
     assert!(e.contains("tcp.rto-min"), "{e}");
 }
+
+#[test]
+fn a_sender_that_feeds_its_stack_lazily_keeps_the_kernels_buffer_full() {
+    // The incast sender keeps two messages queued at a time; a TCP write goes into the
+    // kernel's buffer at once, so the turn asks it again until all 40 are written, without
+    // waiting for a wake-up from the network (a pure ACK wakes no reader).
+    let text = "name: lazy\nstack: tcp\ntcp: { delayed-ack: 40ms }\nworkload:\n  incast:\n    senders: 1\n    receiver: 0\n    messages:\n      - { size: 4KiB, count: 40 }\n";
+    for seed in SEEDS {
+        let r = run(&parse(text), Stack::Tcp, seed);
+        all_delivered(&r);
+        let t_star = r.ideal.map(|i| i.t_star_ps).expect("T*");
+        assert!(
+            (last_completion(&r) as f64) < 1.5 * t_star as f64,
+            "seed {seed}: last completion {} ps, T* {t_star} ps",
+            last_completion(&r)
+        );
+    }
+}

@@ -127,7 +127,7 @@ pub use config::{
 pub use config_error::SimConfigError;
 pub use dcqcn::{DcqcnConfig, DcqcnParams, DcqcnState, IncreasePhase, DCQCN_REFERENCE_RATE_BPS};
 pub use faults::{FaultConfig, LinkDirection, LinkOutage, LinkRate, LinkSelector};
-pub use host_model::{profiles, HostModel, HostModelError, MAX_COST};
+pub use host_model::{max_cost, profiles, HostModel, HostModelError, MAX_COST, MAX_PER_BYTE_COST};
 pub use stats::SimStats;
 pub use switch::{PortStats, SwitchStats};
 pub use tcp::{TcpSettings, TcpSocketState, TCP_HEADER_BYTES};

@@ -217,7 +217,8 @@ impl HostTransport<'_> {
         self.sim.tcp_unacked(self.host, sock)
     }
 
-    /// Move the host's sockets with news (bytes to read, bytes ACKed) since the last call
+    /// Move the host's sockets with news (bytes to read, room freed in a send buffer a write
+    /// found full) since the last call
     /// into `out`, each once.
     pub fn tcp_poll_ready(&mut self, out: &mut Vec<u32>) {
         self.sim.tcp_poll_ready(self.host, out);

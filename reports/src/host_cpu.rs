@@ -12,16 +12,16 @@ pub enum CpuSource {
     /// them.
     HostModel,
     /// The real CPU time of the thread that ran every host of a single-process run, user
-    /// and kernel (`/proc/thread-self/schedstat`): the kernel's TCP work done in its system
-    /// calls and the interrupts taken while it ran included, its sleeps excluded.
-    Process,
+    /// and kernel (`CLOCK_THREAD_CPUTIME_ID`): the kernel's TCP work done in its system calls
+    /// and the interrupts taken while it ran included, its sleeps excluded.
+    Thread,
 }
 
 impl std::fmt::Display for CpuSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             CpuSource::HostModel => "the host model's charged costs",
-            CpuSource::Process => "the running thread's CPU time",
+            CpuSource::Thread => "the running thread's CPU time",
         })
     }
 }
@@ -89,7 +89,7 @@ impl HostCpuTime {
             None => String::new(),
         };
         format!(
-            "host CPU   {per_msg} per message, {per_gb} per GB, all hosts ({}){busiest}",
+            "host CPU   {per_msg} per message, {per_gb} per GB (10^9 B), all hosts ({}){busiest}",
             self.source
         )
     }

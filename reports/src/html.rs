@@ -116,10 +116,12 @@ pub fn report_html(r: &RunResult, plots: &[HtmlPlot]) -> String {
         Some(y) => {
             let _ = writeln!(
                 o,
-                "<p>The scenario file as it was read for this run (a <code>--seed</code> given \
-                 on the command line overrides <code>sim.seed</code>; the seed used is {}).</p>\n\
+                "<p>The scenario file as it was read for this run (<code>--seed</code> and \
+                 <code>--stack</code> given on the command line override <code>sim.seed</code> \
+                 and <code>stack</code>; this run used seed {} and stack <b>{}</b>).</p>\n\
                  <pre class=\"yaml\">{}</pre>",
                 r.scenario.seed,
+                escape(r.scenario.stack.name()),
                 escape(y)
             );
         }

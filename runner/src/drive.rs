@@ -77,6 +77,7 @@ pub fn turns<F: Clocked, H: Hosts<F> + ?Sized>(
     hosts: &mut H,
 ) -> Ended {
     let virtual_clock = fabric.backend() == xrdma_reports::Backend::Sim;
+    let per_turn = !virtual_clock && fabric.clock_per_turn();
     let mut ready: Vec<u32> = (0..fabric.hosts()).collect();
     let mut settled = false;
     let mut rounds = 0u64;
@@ -87,6 +88,9 @@ pub fn turns<F: Clocked, H: Hosts<F> + ?Sized>(
             now = fabric.now();
         }
         for &h in &ready {
+            if per_turn {
+                now = fabric.now();
+            }
             let wake = hosts.turn(fabric, h, now, settled);
             fabric.set_wake(h, wake.unwrap_or(Time::MAX));
         }

@@ -114,8 +114,8 @@ pub fn check_sockets(sc: &Scenario) -> Result<()> {
     match sc.stack {
         Stack::Tcp => {}
         Stack::Xrdma => bail!(
-            "{}: stack: the sockets backend runs kernel TCP: write `stack: tcp` (or run \
-             xrdma with `--backend verbs` or `--backend sim`)",
+            "{}: stack: the sockets backend runs kernel TCP: write `stack: tcp` or give \
+             `--stack tcp` (or run xrdma with `--backend verbs` or `--backend sim`)",
             crate::check::where_is(sc, &["stack"])
         ),
         Stack::Dctcp => bail!(
@@ -317,6 +317,12 @@ fn run_workload<W: Workload, F: Clocked + FabricReport, S: HostStack<F>>(
         wall.elapsed().as_secs_f64(),
     );
     r.network.ack_timeouts = Some(hf.counters.ack_timeouts);
+    if sc.heartbeat.is_some() {
+        // The beats reach the receiver too: its per-sender series are the workload's senders'.
+        if let Some(ts) = r.timeseries.as_mut() {
+            ts.senders.retain(|s| w.is_sender(s.host));
+        }
+    }
     for b in beats.iter().flatten() {
         r.heartbeat = r.heartbeat.take().or_else(|| b.record());
         r.errors

@@ -21,6 +21,10 @@ pub const MIN_HEARTBEAT_SIZE: u64 = 8;
 /// The largest beat: a heartbeat is a small message (an eager one on xrdma).
 pub const MAX_HEARTBEAT_SIZE: u64 = 4096;
 
+/// The shortest interval between beats: 1 µs (a heartbeat is a probe, not a load; a
+/// shorter one would hold a beat per picosecond of the run in memory).
+pub const MIN_HEARTBEAT_INTERVAL: Span = Span::from_us(1);
+
 /// The highest host index a heartbeat may name: as many hosts as the largest workload has.
 pub const MAX_HEARTBEAT_HOST: u32 = 1 << 16;
 
@@ -36,7 +40,7 @@ pub struct Heartbeat {
     pub from: u32,
     /// The host that answers them.
     pub to: u32,
-    /// The interval between beats, > 0.
+    /// The interval between beats, at least [`MIN_HEARTBEAT_INTERVAL`].
     #[serde(deserialize_with = "xrdma::units::deserialize_nonzero_span")]
     pub every: Span,
     /// Each beat's size, bytes, [`MIN_HEARTBEAT_SIZE`] to [`MAX_HEARTBEAT_SIZE`] (default
@@ -62,8 +66,8 @@ impl Heartbeat {
 /// Checks a heartbeat as read.
 ///
 /// # Errors
-/// The same host at both ends, a host past [`MAX_HEARTBEAT_HOST`], or a size out of range,
-/// naming the key.
+/// The same host at both ends, an interval below [`MIN_HEARTBEAT_INTERVAL`], a host past
+/// [`MAX_HEARTBEAT_HOST`], or a size out of range, naming the key.
 pub(crate) fn check_heartbeat(h: Heartbeat) -> Result<Heartbeat, FieldError> {
     if h.from == h.to {
         return Err(field_error(
@@ -71,6 +75,16 @@ pub(crate) fn check_heartbeat(h: Heartbeat) -> Result<Heartbeat, FieldError> {
             format!(
                 "is host {}, the host that sends: a heartbeat crosses the fabric",
                 h.to
+            ),
+        ));
+    }
+    if h.every < MIN_HEARTBEAT_INTERVAL {
+        return Err(field_error(
+            "every",
+            format!(
+                "{} is below the {MIN_HEARTBEAT_INTERVAL} a heartbeat's interval may be: a \
+                 heartbeat probes, it is not a load (use an open-loop workload for one)",
+                h.every
             ),
         ));
     }

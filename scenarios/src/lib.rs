@@ -68,7 +68,7 @@ pub use echo::{Echo, ResponseSize, DEFAULT_TIME_LIMIT};
 pub use error::{without_long_quotes, Diagnostic, ScenarioError, MAX_ECHOED_CHARS};
 pub use faults_section::{HostFaults, SlowReceiver};
 pub use heartbeat_section::{
-    Heartbeat, MAX_HEARTBEAT_HOST, MAX_HEARTBEAT_SIZE, MIN_HEARTBEAT_SIZE,
+    Heartbeat, MAX_HEARTBEAT_HOST, MAX_HEARTBEAT_SIZE, MIN_HEARTBEAT_INTERVAL, MIN_HEARTBEAT_SIZE,
 };
 pub use open_loop::{OpenLoop, OpenLoopEnd, DEFAULT_DRAIN, MAX_OPEN_LOOP_MESSAGES};
 pub use sim_section::{SimSection, DEFAULT_SAMPLE_INTERVAL};

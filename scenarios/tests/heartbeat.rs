@@ -43,6 +43,10 @@ fn heartbeat_errors_name_the_file_line_and_key() {
             "heartbeat.every",
         ),
         (
+            "heartbeat: { from: 1, to: 0, every: 1ps }\n",
+            "heartbeat.every: 1 ps is below the",
+        ),
+        (
             "heartbeat: { from: 1, to: 0, every: 1ms, size: 4B }\n",
             "heartbeat.size: 4 B is outside 8..=4096 B",
         ),

@@ -80,6 +80,20 @@ use xrdma::Span;
 /// overflow the u64-picosecond clock.
 pub const MAX_COST: Span = Span::from_ms(1000);
 
+/// The largest accepted cost per byte (`nic-tx-byte`, `tcp-copy-byte`): 1 µs (1 MB/s), far
+/// slower than any host copies, so a run's gigabytes cannot push the clock past its end.
+pub const MAX_PER_BYTE_COST: Span = Span::from_us(1);
+
+/// The largest cost `key` takes: [`MAX_PER_BYTE_COST`] for a per-byte cost, else
+/// [`MAX_COST`].
+pub fn max_cost(key: &str) -> Span {
+    if key.ends_with("-byte") {
+        MAX_PER_BYTE_COST
+    } else {
+        MAX_COST
+    }
+}
+
 /// Declares [`HostModel`] with one field per cost and the lists that name them, from one table.
 macro_rules! host_model {
     ($( $(#[doc = $doc:expr])* $field:ident = $key:literal, )*) => {
@@ -211,8 +225,11 @@ pub enum HostModelError {
         /// The key given.
         key: String,
     },
-    /// A cost above [`MAX_COST`].
-    #[error("`{key}` = {value} is above the {MAX_COST} a host cost may be")]
+    /// A cost above its largest ([`max_cost`]).
+    #[error(
+        "`{key}` = {value} is above the {} a host cost `{key}` may be",
+        max_cost(key)
+    )]
     TooLarge {
         /// The cost's key.
         key: &'static str,
@@ -257,7 +274,7 @@ impl HostModel {
     ///
     /// # Errors
     /// [`HostModelError::UnknownCost`] for a name that is not a cost,
-    /// [`HostModelError::TooLarge`] above [`MAX_COST`].
+    /// [`HostModelError::TooLarge`] above [`max_cost`].
     pub fn set_cost(&mut self, key: &str, value: Span) -> Result<(), HostModelError> {
         let known = HostModel::COST_KEYS.iter().find(|k| **k == key);
         let (Some(&key), Some(slot)) = (known, self.cost_mut(key)) else {
@@ -265,7 +282,7 @@ impl HostModel {
                 key: key.to_string(),
             });
         };
-        if value > MAX_COST {
+        if value > max_cost(key) {
             return Err(HostModelError::TooLarge { key, value });
         }
         *slot = value;
@@ -292,7 +309,7 @@ impl HostModel {
     /// # Errors
     /// [`HostModelError::TooLarge`] naming the first one above it.
     pub fn validate(&self) -> Result<(), HostModelError> {
-        match self.costs().into_iter().find(|(_, v)| *v > MAX_COST) {
+        match self.costs().into_iter().find(|(k, v)| *v > max_cost(k)) {
             Some((key, value)) => Err(HostModelError::TooLarge { key, value }),
             None => Ok(()),
         }
@@ -381,6 +398,12 @@ mod tests {
             m.set_cost("turn", Span::from_ms(1001)),
             Err(HostModelError::TooLarge { key: "turn", .. })
         ));
+        // A per-byte cost is bounded per byte: a run's gigabytes times 1 s would end the clock.
+        let e = m
+            .set_cost("tcp-copy-byte", Span::from_ms(1000))
+            .unwrap_err();
+        assert!(e.to_string().contains("above the 1.000 us"), "{e}");
+        assert!(m.set_cost("nic-tx-byte", Span::from_us(1)).is_ok());
         let e = HostModel::from_profile("cx6").unwrap_err().to_string();
         assert!(
             e.contains("`connectx6`") && e.contains("`rxe-guest`"),

@@ -15,6 +15,9 @@
 //! - `in_ring`: listed in its host NIC's TCP ring (`Egress::tcp`), at most once.
 //! - `hold_until`: with the host model, the end of the last `write` call: no segment of the
 //!   socket leaves before it.
+//! - `write_blocked`: the last `write` did not take all it was given: an ACK that frees send
+//!   buffer is news for the application (otherwise a pure ACK is not: an application waiting
+//!   to read is not woken by one).
 //! - `notified`: listed in its host's ready sockets (`Host::tcp_ready`), at most once.
 //!
 //! # Events
@@ -22,7 +25,8 @@
 //!   the host model, `TcpRx` when the receiving kernel has done its work,
 //!   [`Simulation::on_tcp_rx`]; then [`Simulation::tcp_receive`]): the
 //!   connection takes it, new in-order bytes are copied in, the socket is listed for the
-//!   application when it has news (bytes to read, bytes ACKed), and the NIC looks for a
+//!   application when it has news (bytes to read, room freed in a send buffer a write found
+//!   full), and the NIC looks for a
 //!   segment to send.
 //! - The NIC's link is free (`nic_try_tx` → [`Simulation::tcp_next_segment`]): the sockets of
 //!   the TCP ring take turns, one segment each, after the control queue and before the QPs.
@@ -73,6 +77,7 @@ pub(crate) struct Socket {
     rcv: VecDeque<u8>,
     timer_queued: Time,
     hold_until: Time,
+    write_blocked: bool,
     pub in_ring: bool,
     pub notified: bool,
 }
@@ -89,6 +94,7 @@ impl Socket {
             rcv: VecDeque::new(),
             timer_queued: Time::MAX,
             hold_until: Time::ZERO,
+            write_blocked: false,
             in_ring: false,
             notified: false,
         }
@@ -137,6 +143,7 @@ impl Simulation {
             n += take;
             room -= take as u64;
         }
+        k.write_blocked = n < parts.iter().map(|p| p.len()).sum::<usize>();
         if n == 0 {
             return 0;
         }
@@ -386,7 +393,10 @@ impl Simulation {
             // Stream bytes: the messages with their 8-byte length words.
             self.note_delivered(p.src_host, h, after_rcv - before_rcv);
         }
-        if after_rcv > before_rcv || after_una > before_una {
+        // News: bytes to read, or room in a send buffer a write found full.
+        let k = &mut self.tcp[si];
+        let room = after_una > before_una && std::mem::take(&mut k.write_blocked);
+        if after_rcv > before_rcv || room {
             self.tcp_notify(s);
         }
         self.tcp_kick(s);

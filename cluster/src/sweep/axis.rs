@@ -26,7 +26,7 @@ pub enum AxisKind {
     /// `pfc`: `on` = `sim.pfc` as in the base scenario or `{}` (computed thresholds) when
     /// absent; `off` = a lossy fabric.
     Pfc,
-    /// `backend`: `sim` or `verbs`.
+    /// `backend`: `sim`, `verbs` or `sockets`.
     Backend,
     /// `seed`: `sim.seed` (also the payload seed on the verbs backend).
     Seed,
@@ -194,10 +194,7 @@ fn parse_value(kind: AxisKind, text: &str) -> Result<AxisValue, String> {
             "off" => Ok(AxisValue::Switch(false)),
             _ => Err("expected `on` or `off`".into()),
         },
-        AxisKind::Backend => text
-            .parse::<Backend>()
-            .map(AxisValue::Backend)
-            .map_err(|_| "expected `sim` or `verbs`".into()),
+        AxisKind::Backend => text.parse::<Backend>().map(AxisValue::Backend),
         AxisKind::Seed => text
             .parse::<u64>()
             .map(AxisValue::Seed)

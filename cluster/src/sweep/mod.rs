@@ -521,13 +521,15 @@ where
     let sim = done
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let verbs = plan
+    // A real machine's points (a device, its sockets) run one at a time, after the
+    // simulator's: their timing is the machine's.
+    let real = plan
         .points
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.backend == Backend::Verbs)
+        .filter(|(_, p)| p.backend != Backend::Sim)
         .map(|(i, p)| (i, one(p)));
-    let mut all: Vec<(usize, PointOutcome)> = sim.into_iter().chain(verbs).collect();
+    let mut all: Vec<(usize, PointOutcome)> = sim.into_iter().chain(real).collect();
     all.sort_by_key(|(i, _)| *i);
     progress.finish();
     Ok(all.into_iter().map(|(_, o)| o).collect())

@@ -48,6 +48,12 @@ pub trait Clocked {
     fn advance(&mut self, ready: &mut Vec<u32>, settled: bool) -> bool;
     /// Host `h` wants a turn at `at` even if nothing arrives ([`Time::MAX`]: no wake).
     fn set_wake(&mut self, h: u32, at: Time);
+    /// Whether each turn reads the clock for itself, not once per round: a wall-clock
+    /// fabric whose turns can be long (one that reads bulk bytes from sockets), so a turn's
+    /// `now` is when it starts. Default: no.
+    fn clock_per_turn(&self) -> bool {
+        false
+    }
 }
 
 /// Hosts with RDMA transports, on a clock: all that running xrdma's endpoints needs. What a
@@ -75,15 +81,15 @@ pub trait Fabric: Clocked {
     }
 }
 
-/// The calling thread's CPU time so far, user and kernel: `/proc/thread-self/schedstat`'s
-/// first field, ns on a CPU (finer than `/proc/self/stat`'s 10 ms ticks; proc(5)). A run's
-/// hosts all run on the thread that drives them, so this is their time, and no other
-/// thread's (a test harness's, a watcher's). Time asleep (in `epoll_wait`, say) is not
-/// counted. `None` where it cannot be read.
+/// The calling thread's CPU time so far, user and kernel (`clock_gettime` with
+/// `CLOCK_THREAD_CPUTIME_ID`, through the `cpu-time` crate: exact to the nanosecond, where
+/// `/proc`'s figures move only at scheduler ticks). A run's hosts all run on the thread that
+/// drives them, so this is their time, and no other thread's (a test harness's, a
+/// watcher's). Time asleep (in `epoll_wait`, say) is not counted. `None` where it cannot be
+/// read.
 pub(crate) fn thread_cpu() -> Option<xrdma::Span> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(xrdma::Span::from_ns(ns))
+    let t = cpu_time::ThreadTime::try_now().ok()?.as_duration();
+    Some(xrdma::Span::from_ns(u64::try_from(t.as_nanos()).ok()?))
 }
 
 /// `cfg` as an endpoint on `fabric` runs it: [`with_link_rate`], then

@@ -12,7 +12,7 @@
 //! and is not applied here.
 //!
 //! The result has no network counters (a real network's switches are not observed) and no
-//! T*; its CPU time is that of the thread that runs the hosts ([`rep::CpuSource::Process`]),
+//! T*; its CPU time is that of the thread that runs the hosts ([`rep::CpuSource::Thread`]),
 //! sleeps excluded.
 
 use super::{thread_cpu, Clocked, FabricReport};
@@ -250,6 +250,10 @@ impl Clocked for SocketFabric {
             *w = at;
         }
     }
+    /// A turn may copy megabytes out of its sockets: the next host's turn starts later.
+    fn clock_per_turn(&self) -> bool {
+        true
+    }
 }
 
 impl FabricReport for SocketFabric {
@@ -274,7 +278,7 @@ impl FabricReport for SocketFabric {
     fn host_cpu(&self) -> Option<rep::HostCpuTime> {
         let (start, now) = (self.cpu_at_start?, thread_cpu()?);
         Some(rep::HostCpuTime {
-            source: rep::CpuSource::Process,
+            source: rep::CpuSource::Thread,
             total_ps: now.saturating_sub(start).as_ps(),
             per_host_ps: None,
         })

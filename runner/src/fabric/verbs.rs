@@ -288,7 +288,7 @@ impl FabricReport for VerbsFabric {
     fn host_cpu(&self) -> Option<rep::HostCpuTime> {
         let (start, now) = (self.cpu_at_start?, super::thread_cpu()?);
         Some(rep::HostCpuTime {
-            source: rep::CpuSource::Process,
+            source: rep::CpuSource::Thread,
             total_ps: now.saturating_sub(start).as_ps(),
             per_host_ps: None,
         })

@@ -49,6 +49,10 @@ struct Out {
     accepted: Time,
 }
 
+/// The most times one turn asks the application again (see `TcpMessages::turn_on`): a bound
+/// for an application that keeps sending as long as its writes go through.
+const MAX_ROUNDS_PER_TURN: usize = 1024;
+
 /// Frames gathered into one `writev` call at most (Linux's `IOV_MAX` is 1024 slices).
 const GATHER: usize = 64;
 
@@ -110,6 +114,8 @@ pub struct TcpMessages {
     by_sock: BTreeMap<u32, u32>,
     dctcp: bool,
     next_msg: u64,
+    /// Messages wholly written to their sockets so far.
+    written: u64,
     events: VecDeque<Event>,
     /// Connections with messages to write.
     writable: VecDeque<u32>,
@@ -124,6 +130,7 @@ impl TcpMessages {
             by_sock: BTreeMap::new(),
             dctcp,
             next_msg: 0,
+            written: 0,
             events: VecDeque::new(),
             writable: VecDeque::new(),
             ready: Vec::new(),
@@ -202,6 +209,7 @@ impl TcpMessages {
     /// for up to [`GATHER`] frames, as an RPC library over TCP writes with `writev`.
     fn flush<T: SocketCalls>(&mut self, now: Time, t: &mut T) {
         let mut frames: Vec<Frame> = Vec::with_capacity(GATHER);
+        let mut written = 0;
         for _ in 0..self.writable.len() {
             let Some(i) = self.writable.pop_front() else {
                 break;
@@ -256,6 +264,7 @@ impl TcpMessages {
                             acked: now,
                         };
                         c.unacked.push_back((m.id, timing));
+                        written += 1;
                     }
                 }
                 // What the buffer did not take waits, in order: the frame begun (or first)
@@ -280,6 +289,7 @@ impl TcpMessages {
                 self.writable.push_back(i);
             }
         }
+        self.written += written;
     }
 }
 
@@ -329,7 +339,7 @@ pub trait SocketCalls: HostCpu {
     fn write(&mut self, sock: u32, parts: &[&[u8]]) -> usize;
     /// Append what socket `sock` has to `out`; the bytes read.
     fn read(&mut self, sock: u32, out: &mut Vec<u8>) -> usize;
-    /// The sockets that may have news (bytes to read, bytes ACKed).
+    /// The sockets that may have news (bytes to read, room in a send buffer found full).
     fn poll_ready(&mut self, out: &mut Vec<u32>);
 }
 
@@ -444,14 +454,19 @@ impl TcpMessages {
         self.ready = ready;
         let accepted = self.next_msg;
         let mut delivered = 0;
-        loop {
+        // A write goes into the kernel's buffer at once: while the turn writes whole
+        // messages, the application is asked again, so one that feeds its stack lazily
+        // (a few messages queued at a time) keeps feeding until the buffer is full, as it
+        // would around a blocking `write`, instead of waiting for a wake-up.
+        for _ in 0..MAX_ROUNDS_PER_TURN {
             while let Some(ev) = self.events.pop_front() {
                 delivered += u64::from(matches!(ev, Event::Message { .. }));
                 app.on_event(now, self, ev);
             }
+            let written = self.written;
             app.on_turn(now, self);
             self.flush(now, t);
-            if self.events.is_empty() {
+            if self.events.is_empty() && self.written == written {
                 break;
             }
         }

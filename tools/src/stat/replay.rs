@@ -83,6 +83,8 @@ pub fn replay(source: &Path, at: &[Time]) -> Result<Replay> {
         let mut sim = sc.sim_or_default();
         sim.seed = r.scenario.seed;
         sc.sim = Some(sim);
+        // The stack the run used (`run --stack` overrides the file's).
+        sc.stack = r.scenario.stack;
         (sc, r.sim.map(|s| s.trace_hash))
     };
     let mut asked = at.to_vec();
@@ -101,7 +103,8 @@ pub fn replay(source: &Path, at: &[Time]) -> Result<Replay> {
     if let Some(h) = recorded_hash.filter(|h| *h != sim.trace_hash) {
         bail!(
             "{}: the replay's trace hash {} is not the recorded run's {h}: this build \
-             simulates it differently (or the recorded scenario was edited), so its instants \
+             simulates it differently, or the run changed the recorded scenario (a sweep \
+             point's axis values are not in its text; the file was edited), so its instants \
              would not be that run's",
             source.display(),
             sim.trace_hash
