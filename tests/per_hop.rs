@@ -126,3 +126,33 @@ fn the_ideal_host_reports_no_cpu_time_not_zero() {
         assert!(!xrdma_reports::summary_table(&r).contains("host CPU"));
     }
 }
+
+#[test]
+fn compare_puts_the_stacks_cpu_side_by_side_and_leaves_the_row_out_without_it() {
+    let dir = std::env::temp_dir().join(format!("xrdma-per-hop-compare-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let (x, t) = (run(Stack::Xrdma, 1), run(Stack::Tcp, 1));
+    let (xp, tp) = (dir.join("xrdma.json"), dir.join("tcp.json"));
+    xrdma_reports::write_json(&xp, &x).expect("writes");
+    xrdma_reports::write_json(&tp, &t).expect("writes");
+    let runs = xrdma_tools::compare::load_runs(&[xp.clone(), tp]).expect("loads");
+    let table = xrdma_tools::compare::compare_table(&runs);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("host CPU per message µs"))
+        .expect("a host CPU row");
+    assert!(
+        row.contains("1.100") && row.contains("9.132 (×8.302)"),
+        "{row}"
+    );
+    assert!(!table.contains("heartbeat p99"), "{table}");
+    // The ideal host charges nothing: no CPU figure, no row.
+    let mut ideal = x.clone();
+    ideal.host_cpu = None;
+    let ip = dir.join("ideal.json");
+    xrdma_reports::write_json(&ip, &ideal).expect("writes");
+    let runs = xrdma_tools::compare::load_runs(&[ip.clone(), ip]).expect("loads");
+    assert!(!xrdma_tools::compare::compare_table(&runs).contains("host CPU"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -73,6 +73,13 @@ impl RankPlan {
         section
             .check_hosts(sc.workload.hosts())
             .map_err(|m| anyhow::anyhow!("{}: verbs.ranks: {m}", sc.source_path.display()))?;
+        if sc.heartbeat.is_some() {
+            bail!(
+                "{}: heartbeat: a run across processes (`verbs.ranks`) has none yet; run it in \
+                 one process (the simulator, or the verbs backend without --rank)",
+                sc.source_path.display()
+            );
+        }
         let receiver = sc.workload.receiver();
         let Some(receiver_rank) = section.rank_of(receiver) else {
             bail!("the receiver host {receiver} is in no rank");
@@ -177,6 +184,22 @@ mod tests {
         assert_eq!(p1.local_index(1), None);
         let e = RankPlan::new(&sc, &v, 2).unwrap_err().to_string();
         assert!(e.contains("--rank 2: t.yaml has ranks 0..=1"), "{e}");
+    }
+
+    #[test]
+    fn a_heartbeat_is_refused_across_ranks() {
+        let mut sc = scenario(
+            "    - { address: \"127.0.0.1:1\", hosts: [1, 3] }\n    - { address: \"127.0.0.1:2\", hosts: [2, 0] }\n",
+        );
+        sc.heartbeat = Some(xrdma_scenario::Heartbeat {
+            from: 0,
+            to: 1,
+            every: xrdma::Span::from_us(10),
+            size: 64,
+        });
+        let v = sc.verbs.clone().unwrap();
+        let e = RankPlan::new(&sc, &v, 0).unwrap_err().to_string();
+        assert!(e.contains("heartbeat") && e.contains("verbs.ranks"), "{e}");
     }
 
     #[test]

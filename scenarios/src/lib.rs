@@ -400,12 +400,6 @@ fn check_body(raw: RawBody, path_mtu_written: bool) -> Result<Body, FieldError> 
     if let Some(v) = &body.verbs {
         v.check_hosts(body.workload.hosts())
             .map_err(|m| field_error("verbs", format!("ranks: {m}")))?;
-        if body.heartbeat.is_some() && !v.ranks.is_empty() {
-            return Err(field_error(
-                "heartbeat",
-                "runs in one process: a run across processes (`verbs.ranks`) has none yet",
-            ));
-        }
     }
     if let Some(c) = body.sim.as_ref().and_then(|s| s.capture.as_ref()) {
         c.check_hosts(body.workload.hosts())

@@ -71,6 +71,6 @@ fn heartbeat_errors_name_the_file_line_and_key() {
     let ranks =
         "verbs:\n  ranks:\n    - { address: 127.0.0.1:18600, hosts: [0] }\n    - { address: \
                  127.0.0.1:18601, hosts: [1, 2] }\nheartbeat: { from: 1, to: 0, every: 1ms }\n";
-    let e = err(&with(ranks));
-    assert!(e.contains("heartbeat") && e.contains("verbs.ranks"), "{e}");
+    // The simulator ignores `verbs:`: the file is valid (a run across ranks refuses it).
+    assert!(ok(&with(ranks)).heartbeat.is_some());
 }

@@ -208,7 +208,7 @@ pub fn check_same_workload(runs: &[CompareRun], remedy: &str) -> Result<()> {
 /// observe, and how to read it from a run.
 type Metric = (&'static str, bool, fn(&RunResult, &Headline) -> Option<f64>);
 
-const METRICS: [Metric; 13] = [
+const METRICS: [Metric; 15] = [
     ("p50 µs", false, |_, h| h.p50_ps.map(|v| v as f64)),
     ("p99 µs", false, |_, h| h.p99_ps.map(|v| v as f64)),
     ("p99.9 µs", false, |_, h| h.p999_ps.map(|v| v as f64)),
@@ -231,7 +231,25 @@ const METRICS: [Metric; 13] = [
     ("timeouts", true, |r, _| {
         r.network.retransmit_timeouts.map(|v| v as f64)
     }),
+    // The stacks' CPU column: all hosts' CPU time per completed message.
+    (HOST_CPU, true, |r, _| {
+        let done = r
+            .messages
+            .iter()
+            .filter(|m| m.completed_ps.is_some())
+            .count();
+        r.host_cpu.as_ref()?.per_message_ps(done as u64)
+    }),
+    (HEARTBEAT_P99, false, |_, h| {
+        h.heartbeat_p99_ps.map(|v| v as f64)
+    }),
 ];
+
+/// The host CPU row's name; shown only when some run has the figure.
+const HOST_CPU: &str = "host CPU per message µs";
+
+/// The heartbeat row's name; shown only when some run has a heartbeat.
+const HEARTBEAT_P99: &str = "heartbeat p99 µs";
 
 /// The cell of a counter run `r` does not observe: `n/a (not observed by BACKEND)`.
 fn not_observed(r: &RunResult) -> String {
@@ -311,6 +329,15 @@ pub fn compare_table(runs: &[CompareRun]) -> String {
     environment.extend(runs.iter().map(|r| environment_cell(&r.result)));
     cells.push(environment);
     for (name, counter, get) in METRICS {
+        let optional = name == HOST_CPU || name == HEARTBEAT_P99;
+        if optional
+            && runs
+                .iter()
+                .zip(&heads)
+                .all(|(r, h)| get(&r.result, h).is_none())
+        {
+            continue;
+        }
         let base = get(&runs[0].result, &heads[0]);
         let mut row = vec![name.to_string()];
         for (i, (r, h)) in runs.iter().zip(&heads).enumerate() {
