@@ -34,19 +34,22 @@ fn tcp_wire() -> Span {
     Span::from_ps(2 * 1_000_000 + 2 * 170 * 80)
 }
 
-#[test]
-fn a_tcp_hop_is_the_kernel_costs_plus_the_wire_at_every_seed() {
-    let c = &CONNECTX6;
-    // The message, its length and the ACK frame of the message before: 80 B in one `writev`,
-    // one segment, one `read`.
-    let host = c.tcp_write_cost(80)
+/// A 64 B hop's host time over kernel TCP on hosts `c`: the message, its length and the ACK
+/// frame of the message before, 80 B in one `writev`, one segment, one `read`.
+fn tcp_hop_host_time(c: &xrdma_sim::HostModel) -> Span {
+    c.tcp_write_cost(80)
         + c.tcp_tx_segment
         + c.rx_dma_write
         + c.tcp_rx_segment
         + c.tcp_wakeup
         + c.turn
         + c.tcp_read_cost(80)
-        + c.app_cost(1, 1);
+        + c.app_cost(1, 1)
+}
+
+#[test]
+fn a_tcp_hop_is_the_kernel_costs_plus_the_wire_at_every_seed() {
+    let host = tcp_hop_host_time(&CONNECTX6);
     for seed in [1, 2, 3] {
         let r = run(Stack::Tcp, seed);
         all_delivered(&r);
@@ -75,14 +78,7 @@ fn a_pure_ack_does_not_wake_a_reader_even_when_the_wake_up_outlasts_the_delayed_
         }
         let r = run_sim(&sc).expect("runs");
         all_delivered(&r);
-        let host = c.tcp_write_cost(80)
-            + c.tcp_tx_segment
-            + c.rx_dma_write
-            + c.tcp_rx_segment
-            + c.tcp_wakeup
-            + c.turn
-            + c.tcp_read_cost(80)
-            + c.app_cost(1, 1);
+        let host = tcp_hop_host_time(&c);
         assert_eq!(p50(&r), ((host + tcp_wire()) * 2).as_ps(), "{wakeup_ms} ms");
     }
 }
