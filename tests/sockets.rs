@@ -122,3 +122,17 @@ fn the_command_line_runs_the_sockets_backend_and_keeps_it_from_the_tools() {
     assert_eq!(r.status.code(), Some(1), "{err}");
     assert!(err.contains("[possible values: sim, verbs]"), "{err}");
 }
+
+#[test]
+fn the_report_page_names_the_stack_the_run_used() {
+    // A run made with `--stack tcp` over a file that says xrdma: the page said only the file.
+    let mut req =
+        RunRequest::load(Path::new("scenarios/incast-8.yaml"), Backend::Sockets).expect("loads");
+    req.stack = Some(Stack::Tcp);
+    let r = req.run().expect("runs").result;
+    let page = xrdma_reports::html::report_html(&r, &[]);
+    assert!(
+        page.contains("this run used seed 1 and stack <b>tcp</b>"),
+        "{page}"
+    );
+}

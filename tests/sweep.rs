@@ -509,3 +509,29 @@ fn a_sweep_over_stacks_and_seeds_says_whether_a_stack_moves_p99_beyond_the_sprea
     };
     assert!(l.ends_with(want), "{l}");
 }
+
+#[test]
+fn a_sweep_runs_its_sockets_points_beside_the_simulators() {
+    // The sockets backend's points used to be planned and silently skipped.
+    let dir = scratch("sockets");
+    let out = dir.join("out");
+    let p = plan(
+        &dir,
+        &["backend=sim,sockets", "stack=tcp", "fan-in=2", "size=4KiB"],
+    )
+    .unwrap();
+    assert_eq!(p.points.len(), 2);
+    let (outcomes, runs) = run(&p, &out, 2);
+    assert_eq!((outcomes.len(), runs), (2, 2));
+    for (point, o) in p.points.iter().zip(&outcomes) {
+        let r: RunResult =
+            xrdma_reports::read_json(&sweep::point_dir(&out, &point.id).join("result.json"))
+                .unwrap_or_else(|e| panic!("{}: {o:?}: {e}", point.id));
+        assert_eq!(
+            r.scenario.backend.name(),
+            point.backend.name(),
+            "{}",
+            point.id
+        );
+    }
+}
