@@ -1,4 +1,4 @@
-//! `xrdma run --backend verbs` as one rank of a cluster launch: the options that say which
+//! `xrdma run --backend verbs|sockets` as one rank of a cluster launch: the options that say which
 //! rank this is and where rank 0 is (`--rank`, `--hostfile`, `--coordinator`), the launchers'
 //! variables (`xrdma_cluster::launch`), and the run of that rank.
 
@@ -11,7 +11,7 @@ use xrdma_scenario::Scenario;
 /// `mpirun` none is needed: the launcher's variables say.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct LaunchOptions {
-    /// Run only this rank (with `--backend verbs`) [default: from SLURM_PROCID,
+    /// Run only this rank (with `--backend verbs` or `sockets`) [default: from SLURM_PROCID,
     /// OMPI_COMM_WORLD_RANK or PMI_RANK]; with a `verbs.ranks` block and no --hostfile or
     /// --coordinator, at the addresses the block lists. The receiver's rank writes the
     /// report, the others hand their records to it.
@@ -138,17 +138,20 @@ pub fn writes_report(sc: &Scenario, launch: &Launch) -> bool {
 /// # Errors
 /// The rendezvous, the bootstrap or the run failing (see `xrdma_cluster::launch::start` and
 /// `xrdma_cluster::rank::run_rank`).
-pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunResult>> {
+pub fn run(
+    sc: &Scenario,
+    launch: &Launch,
+    backend: xrdma_runner::request::Backend,
+) -> Result<Option<xrdma_reports::RunResult>> {
     use xrdma_cluster::launch::Started;
     use xrdma_cluster::rank::{run_rank_bound, RankOutcome};
-    use xrdma_runner::request::Backend;
     // Before the rendezvous: a build without the device fails here, not after meeting peers.
-    Backend::Verbs.require()?;
+    backend.require()?;
     let secret = launch::JobSecret::from_env();
-    let (scenario, rank, listener, secret) = match launch::start(sc, launch, secret)? {
+    let (scenario, rank, listener, secret) = match launch::start(sc, launch, backend, secret)? {
         Started::Single => {
             eprintln!("rank 0 of 1: every host in this process");
-            return xrdma_runner::request::RunRequest::new(sc.clone(), Backend::Verbs)
+            return xrdma_runner::request::RunRequest::new(sc.clone(), backend)
                 .run()
                 .map(|o| Some(o.result));
         }
@@ -166,7 +169,7 @@ pub fn run(sc: &Scenario, launch: &Launch) -> Result<Option<xrdma_reports::RunRe
             (scenario, rank, listener, secret)
         }
     };
-    match run_rank_bound(&scenario, rank, listener, &secret)? {
+    match run_rank_bound(&scenario, rank, backend, listener, &secret)? {
         RankOutcome::Report(r) => Ok(Some(*r)),
         RankOutcome::Sent {
             rank,

@@ -86,8 +86,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         launch,
     } = args;
     backend.require()?;
-    if let Some(flag) = launch.given().filter(|_| backend != Backend::Verbs) {
-        bail!("{flag} runs one process of a multi-process run: it needs --backend verbs");
+    if let Some(flag) = launch.given().filter(|_| backend == Backend::Sim) {
+        bail!(
+            "{flag} runs one process of a multi-process run: it needs --backend verbs (xrdma) \
+             or --backend sockets (kernel TCP)"
+        );
     }
     let mut req = RunRequest::load(&scenario, backend)?;
     req.seed = seed;
@@ -99,8 +102,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let sc = req.effective_scenario();
     let launched = match backend {
-        Backend::Verbs => launch.resolve(&sc)?,
-        Backend::Sim | Backend::Sockets => None,
+        Backend::Verbs | Backend::Sockets => launch.resolve(&sc)?,
+        Backend::Sim => None,
     };
     if launched.is_some() && stat_socket.is_some() {
         bail!("--stat-socket answers for a single-process run, not for one rank of many");
@@ -147,7 +150,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         warnings,
     } = match &launched {
         None => req.run_watched(watch)?,
-        Some(l) => match crate::launch_cli::run(&sc, l)? {
+        Some(l) => match crate::launch_cli::run(&sc, l, backend)? {
             Some(mut result) => {
                 result.scenario_yaml.clone_from(&req.scenario_yaml);
                 RunOutcome {

@@ -187,8 +187,8 @@ fn emit_jobs(plan: &Plan, args: &SweepArgs, out: &Path, emit: Emit) -> Result<Ex
         .filter(|&n| n > 1 && jobs::step_ranks(plan, &inv) == 1)
     {
         eprintln!(
-            "warning: --ranks {n} applies to verbs points only, and this sweep has none: every \
-             point runs in one process"
+            "warning: --ranks {n} applies to verbs and sockets points only, and this sweep has \
+             none: every point runs in one process"
         );
     }
     match emit {
@@ -243,8 +243,8 @@ fn run_one(plan: &Plan, out: &Path, which: &str) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let launched = match p.backend {
-        Backend::Verbs => LaunchOptions::default().resolve(&p.scenario)?,
-        Backend::Sim | Backend::Sockets => None,
+        Backend::Verbs | Backend::Sockets => LaunchOptions::default().resolve(&p.scenario)?,
+        Backend::Sim => None,
     };
     if p.backend == Backend::Sim {
         if let Some((var, rank)) = launch_cli::launcher_rank().filter(|(_, r)| *r != 0) {
@@ -265,7 +265,7 @@ fn run_one(plan: &Plan, out: &Path, which: &str) -> Result<ExitCode> {
             p.id,
             l.summary()
         );
-        launch_cli::run(&p.scenario, l)?;
+        launch_cli::run(&p.scenario, l, p.backend)?;
         return Ok(ExitCode::SUCCESS);
     }
     prepare_out_dir(out)?;
@@ -274,8 +274,8 @@ fn run_one(plan: &Plan, out: &Path, which: &str) -> Result<ExitCode> {
         None => jobs::run_task(plan, out, k, &sweep::default_runner)?,
         Some(l) => {
             eprintln!("{}", l.summary());
-            let as_rank = |_: Backend, sc: &xrdma_scenario::Scenario| {
-                launch_cli::run(sc, l)?
+            let as_rank = |backend: Backend, sc: &xrdma_scenario::Scenario| {
+                launch_cli::run(sc, l, backend)?
                     .ok_or_else(|| anyhow::anyhow!("rank {} does not hold the receiver", l.rank))
             };
             jobs::run_task(plan, out, k, &as_rank)?

@@ -295,7 +295,7 @@ fn launch_options_need_the_verbs_backend_and_a_launcher_on_the_simulator_is_note
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
         let want = format!(
-            "{} runs one process of a multi-process run: it needs --backend verbs",
+            "{} runs one process of a multi-process run: it needs --backend verbs (xrdma) or --backend sockets (kernel TCP)",
             args[0]
         );
         assert!(err.contains(&want), "{args:?}: {err}");

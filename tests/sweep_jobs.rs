@@ -367,7 +367,7 @@ fn ranks_on_a_sweep_without_verbs_points_is_warned_about() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(
-        text(&o.stderr).contains("warning: --ranks 3 applies to verbs points only"),
+        text(&o.stderr).contains("warning: --ranks 3 applies to verbs and sockets points only"),
         "{}",
         text(&o.stderr)
     );

@@ -1,16 +1,19 @@
-//! Running one rank (process) of a scenario whose `verbs:` block has `ranks:`.
+//! Running one rank (process) of a scenario whose `verbs:` block has `ranks:`, over xrdma on
+//! an RDMA device or over kernel TCP on this machine's sockets ([`stacks`]).
 //!
-//! Each rank runs the scenario hosts its entry lists, as one `VerbsFabric` worker each.
+//! Each rank runs the scenario hosts its entry lists, as one host of its fabric each.
 //! Connections between two hosts of the same rank are set up in process, as in a
 //! single-process run; connections to a host of another rank go through the TCP bootstrap
 //! ([`crate::bootstrap`]): the rank running the workload's receiver listens on its address,
 //! every other rank with senders connects to it, both check each other's [`Hello`] (tool
-//! version, scenario name and file hash) and prove they hold the job's secret
-//! ([`crate::bootstrap::Auth::Job`]; the receiver's rank refuses and logs any connection that
-//! does not and goes on accepting, [`accept`]), and they swap [`xrdma::driver::ConnInfo`]s keyed by
-//! (sender host, receiver host). When every QP is connected the receiver's rank sends
-//! `start` and every rank restarts its clock, so the workload's `start` means the same
-//! moment everywhere (up to one TCP one-way delay).
+//! version, scenario name and file hash, the stack and backend) and prove they hold the
+//! job's secret ([`crate::bootstrap::Auth::Job`]; the receiver's rank refuses and logs any
+//! connection that does not and goes on accepting, [`accept`]), and they make each
+//! connection with records keyed by (sender host, receiver host): the two sides'
+//! [`xrdma::driver::ConnInfo`]s on a device, an address and a cookie for TCP
+//! ([`stacks::RankStack`]). When every connection is made the receiver's rank sends `start`
+//! and every rank restarts its clock, so the workload's `start` means the same moment
+//! everywhere (up to one TCP one-way delay).
 //!
 //! Every rank then runs the shared turn loop ([`xrdma_runner::drive::drive`]) over its hosts, with
 //! the workload's stalls and deadline. A sender rank
@@ -25,13 +28,15 @@
 
 use crate::bootstrap::{content_hash, Frame, Hello};
 use anyhow::{bail, Context, Result};
+use xrdma_runner::request::Backend;
 use xrdma_runner::workload::SenderRecord;
 use xrdma_scenario::{Scenario, VerbsSection};
 
 pub mod accept;
-mod device;
 pub mod devices;
-pub use device::{run_rank, run_rank_bound, RankOutcome};
+mod run;
+pub mod stacks;
+pub use run::{run_rank, run_rank_bound, RankOutcome};
 
 /// What one rank of a scenario does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,7 +81,7 @@ impl RankPlan {
         if sc.heartbeat.is_some() {
             bail!(
                 "{}: heartbeat: a run across processes (`verbs.ranks`) has none yet; run it in \
-                 one process (the simulator, or the verbs backend without --rank)",
+                 one process (the simulator, or a real backend without --rank)",
                 sc.source_path.display()
             );
         }
@@ -118,14 +123,18 @@ impl RankPlan {
     }
 }
 
-/// The [`Hello`] rank `rank` of `sc` sends: the scenario's name and the XXH3-64 of its file.
+/// The [`Hello`] rank `rank` of `sc` sends: the scenario's name, the XXH3-64 of its file and
+/// what it runs on `backend` ([`stacks::transport`]).
 ///
 /// # Errors
 /// The scenario file cannot be read again.
-pub fn hello(sc: &Scenario, rank: u32) -> Result<Hello> {
+pub fn hello(sc: &Scenario, rank: u32, backend: Backend) -> Result<Hello> {
     let bytes = std::fs::read(&sc.source_path)
         .with_context(|| format!("reading {} to fingerprint it", sc.source_path.display()))?;
-    Ok(Hello::new(&sc.name, &content_hash(&bytes), rank))
+    Ok(
+        Hello::new(&sc.name, &content_hash(&bytes), rank)
+            .with_transport(stacks::transport(backend)),
+    )
 }
 
 /// Decode the records a peer rank sent.
@@ -237,8 +246,12 @@ mod tests {
         let text = "name: s\nworkload:\n  incast: { senders: 1, receiver: 0, messages: [ { size: 1 } ] }\n";
         std::fs::write(&path, text).unwrap();
         let sc = xrdma_scenario::load(&path).unwrap();
-        let h = hello(&sc, 3).unwrap();
+        let h = hello(&sc, 3, Backend::Sockets).unwrap();
         assert_eq!(h.rank, 3);
+        assert_eq!(
+            h.transport.as_deref(),
+            Some("kernel TCP over the sockets backend")
+        );
         assert_eq!(h.scenario, "s");
         assert_eq!(h.scenario_hash, content_hash(text.as_bytes()));
         std::fs::remove_dir_all(&dir).unwrap();

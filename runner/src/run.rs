@@ -87,12 +87,13 @@ pub(crate) fn run_verbs_watched(
 
 /// Run `sc`'s workload over this machine's kernel TCP ([`crate::fabric::SocketFabric`]):
 /// every host in this process, each sender's connection a loopback socket pair, stopping at
-/// the `verbs:` block's `run-timeout` (the only key of the block it reads). The `sim:` block
+/// the `verbs:` block's `run-timeout` (and, for a run across processes, its `ranks`: see
+/// `xrdma_cluster::rank`). The `sim:` block
 /// is not read, except its seed, which seeds the payload bytes as on the simulator.
 ///
 /// # Errors
-/// A stack other than `tcp` (DCTCP is the machine's setting, xrdma needs a device), a
-/// multi-process `verbs.ranks`, or a socket call the kernel refuses during setup.
+/// A stack other than `tcp` (DCTCP is the machine's setting, xrdma needs a device), or a
+/// socket call the kernel refuses during setup.
 pub(crate) fn run_sockets_watched(sc: &Scenario, watch: &mut dyn Watch) -> Result<rep::RunResult> {
     check_sockets(sc)?;
     let section = sc.verbs.clone().unwrap_or_default();
@@ -108,8 +109,8 @@ pub(crate) fn run_sockets_watched(sc: &Scenario, watch: &mut dyn Watch) -> Resul
 /// anything runs.
 ///
 /// # Errors
-/// A stack other than `tcp` (DCTCP is the machine's setting, xrdma needs a device) or a
-/// multi-process `verbs.ranks`, naming the scenario's line.
+/// A stack other than `tcp` (DCTCP is the machine's setting, xrdma needs a device), naming
+/// the scenario's line.
 pub fn check_sockets(sc: &Scenario) -> Result<()> {
     match sc.stack {
         Stack::Tcp => {}
@@ -123,13 +124,6 @@ pub fn check_sockets(sc: &Scenario) -> Result<()> {
              control (`sysctl net.ipv4.tcp_congestion_control=dctcp`): write `stack: tcp`",
             crate::check::where_is(sc, &["stack"])
         ),
-    }
-    if sc.verbs.as_ref().is_some_and(|v| !v.ranks.is_empty()) {
-        bail!(
-            "{}: verbs.ranks: the sockets backend runs every host in this process; a run \
-             across processes is the verbs backend's",
-            crate::check::where_is(sc, &["verbs", "ranks"])
-        );
     }
     Ok(())
 }
@@ -378,9 +372,10 @@ pub fn collect<W: Workload, F: Clocked + FabricReport>(
     collect_on_path(w, sc, fabric, path, seed, senders, got, wall_seconds)
 }
 
-/// [`collect`], with T* on `path` (the path as the run's message stack packs it).
+/// [`collect`], with T* on `path`: the path as the run's message stack packs it
+/// ([`HostStack::path`]).
 #[allow(clippy::too_many_arguments)]
-fn collect_on_path<W: Workload, F: Clocked + FabricReport>(
+pub fn collect_on_path<W: Workload, F: Clocked + FabricReport>(
     w: &W,
     sc: &Scenario,
     fabric: &F,

@@ -173,7 +173,10 @@ impl Peer {
                 peer: self.peer,
             });
         }
-        if theirs.scenario != ours.scenario || theirs.scenario_hash != ours.scenario_hash {
+        if theirs.scenario != ours.scenario
+            || theirs.scenario_hash != ours.scenario_hash
+            || theirs.transport != ours.transport
+        {
             return Err(BootstrapError::ScenarioMismatch {
                 ours: Box::new(ours.clone()),
                 theirs: Box::new(theirs),

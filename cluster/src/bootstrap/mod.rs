@@ -60,6 +60,10 @@ pub struct Hello {
     /// result's `environment.ranks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The message stack and backend the sender's rank runs (`xrdma over the verbs
+    /// backend`, ...): the two sides of a run must agree. `None` outside a scenario's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
 }
 
 impl Hello {
@@ -73,7 +77,14 @@ impl Hello {
             scenario_hash: scenario_hash.to_string(),
             rank,
             host: xrdma_observe::environment::host_name(),
+            transport: None,
         }
+    }
+
+    /// This hello, saying its rank runs `transport` (see [`Hello::transport`]).
+    pub fn with_transport(mut self, transport: &str) -> Self {
+        self.transport = Some(transport.to_string());
+        self
     }
 }
 
@@ -81,9 +92,13 @@ impl std::fmt::Display for Hello {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "rank {} (protocol {}, xrdma {}, scenario {:?} hash {})",
+            "rank {} (protocol {}, xrdma {}, scenario {:?} hash {}",
             self.rank, self.protocol, self.tool_version, self.scenario, self.scenario_hash
-        )
+        )?;
+        match &self.transport {
+            Some(t) => write!(f, ", {t})"),
+            None => write!(f, ")"),
+        }
     }
 }
 
@@ -296,7 +311,8 @@ pub enum BootstrapError {
         /// The peer's address.
         peer: SocketAddr,
     },
-    /// The peer runs another scenario (name or file content differ).
+    /// The peer runs another scenario (name or file content differ), or the same over
+    /// another transport ([`Hello::transport`]).
     #[error("bootstrap: scenario mismatch: this side is {ours}, {peer} is {theirs}")]
     ScenarioMismatch {
         /// Our hello.

@@ -269,3 +269,29 @@ fn content_hash_is_xxh3_of_the_bytes() {
     );
     assert_ne!(content_hash(b"a"), content_hash(b"b"));
 }
+
+#[test]
+fn ranks_of_one_scenario_over_two_transports_refuse_each_other() {
+    // One rank started with --backend verbs, the other with --backend sockets: their
+    // connection records would not decode; the hellos say why first.
+    let l = Listener::bind(loopback()).unwrap();
+    let addr = l.local_addr();
+    let ours = Hello::new("incast-8", "1111", 0).with_transport("xrdma over the verbs backend");
+    let server = thread::spawn(move || {
+        let mut p = l.accept(soon(5000), IO).unwrap();
+        p.handshake(&ours, Auth::Open).unwrap_err().to_string()
+    });
+    let theirs =
+        Hello::new("incast-8", "1111", 1).with_transport("kernel TCP over the sockets backend");
+    let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
+    let e = c.handshake(&theirs, Auth::Open).unwrap_err();
+    assert!(matches!(e, BootstrapError::ScenarioMismatch { .. }), "{e}");
+    let s = server.join().unwrap();
+    for text in [e.to_string(), s] {
+        assert!(
+            text.contains("xrdma over the verbs backend")
+                && text.contains("kernel TCP over the sockets backend"),
+            "{text}"
+        );
+    }
+}

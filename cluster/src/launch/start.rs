@@ -6,6 +6,7 @@ use crate::bootstrap::Listener;
 use anyhow::{Context, Result};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
+use xrdma_runner::request::Backend;
 use xrdma_scenario::Scenario;
 
 /// A launched process, ready to run.
@@ -45,6 +46,7 @@ pub enum Started {
 pub fn start(
     sc: &Scenario,
     launch: &Launch,
+    backend: Backend,
     secret: Result<JobSecret, SecretError>,
 ) -> Result<Started> {
     let mut section = sc.verbs.clone().unwrap_or_default();
@@ -69,7 +71,7 @@ pub fn start(
     layout(&sc.workload, &section, &placeholder)
         .map_err(|m| anyhow::anyhow!("{}: {m}", sc.source_path.display()))?;
     let secret = job_secret(secret, launch.rank, launch.size)?;
-    let hello = crate::rank::hello(sc, launch.rank)?;
+    let hello = crate::rank::hello(sc, launch.rank, backend)?;
     let timeout = Duration::from_nanos(section.run_timeout.as_ps() / 1000);
     let met = rendezvous(launch, coordinator, &hello, &secret, timeout)
         .with_context(|| format!("rank {} of {}", launch.rank, launch.size))?;
@@ -131,18 +133,30 @@ mod tests {
         let secret = JobSecret::generate().unwrap();
         // One rank: a single-process run, no rendezvous, no secret needed.
         assert!(matches!(
-            start(&sc, &launch(0, 1, 1), Err(SecretError::Missing)).unwrap(),
+            start(
+                &sc,
+                &launch(0, 1, 1),
+                Backend::Verbs,
+                Err(SecretError::Missing)
+            )
+            .unwrap(),
             Started::Single
         ));
         // Too many ranks: refused before any wait.
-        let e = start(&sc, &launch(1, 6, 1), Ok(secret.clone()))
+        let e = start(&sc, &launch(1, 6, 1), Backend::Verbs, Ok(secret.clone()))
             .unwrap_err()
             .to_string();
         assert!(e.contains("6 ranks, but the workload has 5 hosts"), "{e}");
         // No secret: refused before any wait, saying how to give one.
         let e = format!(
             "{:#}",
-            start(&sc, &launch(1, 3, 1), Err(SecretError::Missing)).unwrap_err()
+            start(
+                &sc,
+                &launch(1, 3, 1),
+                Backend::Verbs,
+                Err(SecretError::Missing)
+            )
+            .unwrap_err()
         );
         assert!(
             e.contains("rank 1 of 3") && e.contains("XRDMA_JOB_SECRET"),
@@ -155,10 +169,12 @@ mod tests {
         let others: Vec<_> = (1..3)
             .map(|r| {
                 let (sc, secret) = (sc.clone(), secret.clone());
-                thread::spawn(move || start(&sc, &launch(r, 3, port), Ok(secret)).unwrap())
+                thread::spawn(move || {
+                    start(&sc, &launch(r, 3, port), Backend::Verbs, Ok(secret)).unwrap()
+                })
             })
             .collect();
-        let mut all = vec![start(&sc, &launch(0, 3, port), Ok(secret)).unwrap()];
+        let mut all = vec![start(&sc, &launch(0, 3, port), Backend::Verbs, Ok(secret)).unwrap()];
         all.extend(others.into_iter().map(|t| t.join().unwrap()));
         let mut layouts = Vec::new();
         for (r, s) in all.into_iter().enumerate() {
@@ -207,7 +223,13 @@ mod tests {
         );
         let e = format!(
             "{:#}",
-            start(&two, &at_block(1, 2), Err(SecretError::Missing)).unwrap_err()
+            start(
+                &two,
+                &at_block(1, 2),
+                Backend::Verbs,
+                Err(SecretError::Missing)
+            )
+            .unwrap_err()
         );
         assert!(
             e.contains("rank 1 of 2") && e.contains("XRDMA_JOB_SECRET"),
@@ -215,14 +237,20 @@ mod tests {
         );
         let secret = JobSecret::generate().unwrap();
         let Started::Rank { secret: got, .. } =
-            start(&two, &at_block(1, 2), Ok(secret.clone())).unwrap()
+            start(&two, &at_block(1, 2), Backend::Verbs, Ok(secret.clone())).unwrap()
         else {
             panic!("a single-process run")
         };
         assert_eq!(got.to_hex(), secret.to_hex());
         let one = block("    - { address: \"127.0.0.1:1\", hosts: [0, 1] }\n");
         assert!(matches!(
-            start(&one, &at_block(0, 1), Err(SecretError::Missing)).unwrap(),
+            start(
+                &one,
+                &at_block(0, 1),
+                Backend::Verbs,
+                Err(SecretError::Missing)
+            )
+            .unwrap(),
             Started::Rank { .. }
         ));
     }

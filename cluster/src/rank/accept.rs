@@ -39,8 +39,8 @@ pub struct Admission {
 /// Every peer rank of `plan` (the receiver's rank's) connecting to `listener` by `deadline`
 /// (reads and writes bounded by `io`): each says hello as `ours` does, proves what `auth`
 /// asks within [`HANDSHAKE_LIMIT`], and offers one connection record per sender host it
-/// runs; `connect` connects this side's QP to the peer's half in the record and returns this
-/// side's record, sent back as the answer. A connection that fails the handshake is refused
+/// runs; `connect` answers each record (given the peer's bootstrap connection), connecting
+/// this side's half of the pair, and returns this side's record, sent back as the answer. A connection that fails the handshake is refused
 /// and logged, and the accepting goes on. Returns the admitted peers in the order they came,
 /// where each was seen, and the refused.
 ///
@@ -57,7 +57,7 @@ pub fn admit_peers<F>(
     mut connect: F,
 ) -> Result<Admission>
 where
-    F: FnMut(&ConnRecord, SocketAddr) -> Result<ConnRecord>,
+    F: FnMut(&ConnRecord, &Peer) -> Result<ConnRecord>,
 {
     let receiver = plan.receiver;
     let mut peers: Vec<Admitted> = Vec::new();
@@ -132,7 +132,7 @@ where
                 bail!("rank {r} offered host {} twice", rec.sender);
             }
             covered.push(rec.sender);
-            reply.push(connect(rec, p.addr())?);
+            reply.push(connect(rec, &p)?);
         }
         if let Some(h) = senders.iter().find(|h| !covered.contains(h)) {
             bail!("rank {r} sent no connection for its sender host {h}");

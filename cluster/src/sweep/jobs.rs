@@ -82,11 +82,11 @@ pub fn shell_quote(text: &str) -> String {
     }
 }
 
-/// The processes a verbs point of `plan` runs over as an array task: the scenario's
-/// `verbs.ranks` count when it has that block, else `inv.ranks`; 1 when the plan has no
-/// verbs point (simulator points run in one process).
+/// The processes a real machine's point of `plan` (verbs or sockets) runs over as an array
+/// task: the scenario's `verbs.ranks` count when it has that block, else `inv.ranks`; 1 when
+/// the plan has no such point (simulator points run in one process).
 pub fn step_ranks(plan: &Plan, inv: &Invocation) -> u32 {
-    if !plan.points.iter().any(|p| p.backend == Backend::Verbs) {
+    if plan.points.iter().all(|p| p.backend == Backend::Sim) {
         return 1;
     }
     let block = plan

@@ -48,6 +48,8 @@ pub struct SocketFabric {
     start: Cell<Option<Instant>>,
     last_now: Cell<Time>,
     deadline: Time,
+    /// The longest [`Clocked::advance`] sleeps with nothing due ([`SocketFabric::wake_every`]).
+    max_sleep: Option<Span>,
     cpu_at_start: Option<Span>,
 }
 
@@ -68,8 +70,16 @@ impl SocketFabric {
             start: Cell::new(None),
             last_now: Cell::new(Time::ZERO),
             deadline: Time::ZERO + timeout,
+            max_sleep: None,
             cpu_at_start: thread_cpu(),
         })
+    }
+
+    /// Give the hosts' turn loop a round at least every `every` even when no socket has
+    /// news and no host a wake: a rank of a run across processes looks at its bootstrap
+    /// connection (the peers' records, `bye`) between rounds, outside `epoll`.
+    pub fn wake_every(&mut self, every: Span) {
+        self.max_sleep = Some(every);
     }
 
     /// Connect a new socket of host `a` to a new socket of host `b` over loopback; the two
@@ -83,30 +93,43 @@ impl SocketFabric {
         let addr = listener.local_addr().context("the listener's address")?;
         let client = std::net::TcpStream::connect(addr).context("connecting over loopback")?;
         let (server, _) = listener.accept().context("accepting over loopback")?;
-        let mut ids = [0; 2];
-        for (i, (host, stream)) in [(a, client), (b, server)].into_iter().enumerate() {
-            stream.set_nodelay(true).context("setting TCP_NODELAY")?;
-            stream
-                .set_nonblocking(true)
-                .context("making a socket non-blocking")?;
-            let id = self.sockets.len() as u32;
-            let mut stream = TcpStream::from_std(stream);
-            self.poll
-                .registry()
-                .register(
-                    &mut stream,
-                    Token(id as usize),
-                    Interest::READABLE | Interest::WRITABLE,
-                )
-                .context("adding a socket to epoll")?;
-            self.sockets.push(Socket {
-                host,
-                stream,
-                closed: false,
-            });
-            ids[i] = id;
-        }
-        Ok((ids[0], ids[1]))
+        Ok((self.adopt(a, client)?, self.adopt(b, server)?))
+    }
+
+    /// Make `stream`, a connected TCP socket, a socket of host `h` (non-blocking, with
+    /// `TCP_NODELAY`, watched by `epoll`); its id. A rank of a run across processes
+    /// connects its hosts' sockets to the other ranks' this way.
+    ///
+    /// # Errors
+    /// The kernel refuses a socket option or `epoll`.
+    pub fn adopt(&mut self, h: u32, stream: std::net::TcpStream) -> Result<u32> {
+        stream.set_nodelay(true).context("setting TCP_NODELAY")?;
+        stream
+            .set_nonblocking(true)
+            .context("making a socket non-blocking")?;
+        let id = self.sockets.len() as u32;
+        let mut stream = TcpStream::from_std(stream);
+        self.poll
+            .registry()
+            .register(
+                &mut stream,
+                Token(id as usize),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .context("adding a socket to epoll")?;
+        self.sockets.push(Socket {
+            host: h,
+            stream,
+            closed: false,
+        });
+        Ok(id)
+    }
+
+    /// Start the run's clock now, unless it runs already: ranks of a run across processes
+    /// do this on the common `start`, so their clocks agree. Without it, the clock starts
+    /// at the first [`Clocked::now`].
+    pub fn start_clock(&self) {
+        let _ = self.now();
     }
 
     /// Host `h`'s side of the fabric for one turn: its socket calls.
@@ -212,7 +235,10 @@ impl Clocked for SocketFabric {
                 return false;
             }
             let wake = self.wakes.iter().copied().min().unwrap_or(Time::MAX);
-            let until = wake.min(self.deadline);
+            let mut until = wake.min(self.deadline);
+            if let Some(every) = self.max_sleep {
+                until = until.min(now + every);
+            }
             let wait = Duration::from_nanos(until.saturating_since(now).as_ps() / 1000);
             if let Err(e) = self.poll.poll(&mut self.events, Some(wait)) {
                 if e.kind() != ErrorKind::Interrupted {
@@ -240,7 +266,8 @@ impl Clocked for SocketFabric {
                     ready.push(h);
                 }
             }
-            if !ready.is_empty() {
+            // With `wake_every`, every wake-up is a round, with turns or without.
+            if !ready.is_empty() || self.max_sleep.is_some() {
                 return true;
             }
         }

@@ -137,8 +137,10 @@ impl TcpMessages {
         }
     }
 
-    /// Add a connection on socket `sock` to peer `peer`; its id.
-    fn add(&mut self, sock: u32, peer: u32) -> ConnId {
+    /// Add a connection on socket `sock` of the host's fabric to host `peer`; its id. The
+    /// runner's in-process connections come from [`HostStack::connect`]; a rank of a run
+    /// across processes adds the sockets it connected to the other ranks with this.
+    pub fn add(&mut self, sock: u32, peer: u32) -> ConnId {
         let i = self.conns.len() as u32;
         self.conns.push(Conn {
             sock,
