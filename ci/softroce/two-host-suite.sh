@@ -30,6 +30,12 @@
 #                       their sum (two devices; summary.txt says so). tcpdump on a's
 #                       eth0 (udp port 4791, snap length 96, to a's tmpfs) records the run;
 #                       the file is copied to RESULTS_DIR/wire.pcap
+#   per hop ranks       scenarios/study/per-hop.yaml (10 000 64 B requests, one at a time) as
+#                       two ranks, the server on a and the client on b, over xrdma on rxe0
+#                       (ports 18638/18639), then over the kernel's TCP on eth0 (`--backend
+#                       sockets --stack tcp`, ports 18640/18641); passes when both deliver
+#                       every request intact; each half round trip (p50 / 2) and TCP's over
+#                       xrdma's go to figures.env (wire_*_half_rtt_64_us)
 #   slurm launch        scenarios/incast-8.yaml unedited, no --rank and no `verbs.ranks`: one rank
 #                       per guest from SLURM_PROCID (0 on a, 1 on b), SLURM_NTASKS=2,
 #                       SLURM_LOCALID=0 and SLURM_JOB_NODELIST=10.99.0.1,10.99.0.2 set by hand;
@@ -342,10 +348,12 @@ capture_stop() { # NAME
 # A shipped scenario (its receiver is host 0) as two ranks: rank 0, the receiver, on a at
 # PORT0, rank 1, the senders SENDERS (a YAML list), on b at PORT1; on a, captured to
 # RESULTS_DIR/PCAP.pcap when PCAP is given. Passes when both ranks exit 0 and rank 0's merged
-# result.json reports WANT messages delivered intact.
+# result.json reports WANT messages delivered intact. RANKS_STACK=tcp runs it over the
+# kernel's TCP (--backend sockets --stack tcp) instead of xrdma on rxe0.
 ranks_run() { # SCENARIO SENDERS WANT DIR PORT0 PORT1 [PCAP]
   local src=$repo/scenarios/$1 senders=$2 want=$3 dir=$out/$4 pcap=${7:-} rc=0
-  local scenario
+  local scenario stack_args=(--backend verbs)
+  [[ ${RANKS_STACK:-xrdma} == tcp ]] && stack_args=(--backend sockets --stack tcp)
   [[ $1 == /* ]] && src=$1 # a variant written by the check
   scenario=$dir/$(basename "$1" .yaml)-ranks.$me.yaml
   mkdir -p "$dir"
@@ -356,13 +364,13 @@ ranks_run() { # SCENARIO SENDERS WANT DIR PORT0 PORT1 [PCAP]
   job_secret "${4//\//-}" "$dir/job.secret" || return 1
   if [[ $me == b ]]; then
     XRDMA_JOB_SECRET=$(cat "$dir/job.secret") \
-      timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 1 --out "$dir/rank1" || rc=$?
+      timeout 300 "$xrdma" run "${stack_args[@]}" "$scenario" --rank 1 --out "$dir/rank1" || rc=$?
     return "$rc"
   fi
   counters > "$dir/counters-before.a.env"
   if [[ -n $pcap ]]; then capture_start "$pcap" || return 1; fi
   XRDMA_JOB_SECRET=$(cat "$dir/job.secret") \
-    timeout 300 "$xrdma" run --backend verbs "$scenario" --rank 0 --out "$dir" || rc=$?
+    timeout 300 "$xrdma" run "${stack_args[@]}" "$scenario" --rank 0 --out "$dir" || rc=$?
   if [[ -n $pcap ]]; then capture_stop "$pcap" || rc=1; fi
   counters > "$dir/counters-after.a.env"
   counter_deltas "$dir/counters-before.a.env" "$dir/counters-after.a.env" > "$dir/counters-delta.a.env"
@@ -399,6 +407,30 @@ ranks_devices_check() { # RESULT_JSON
   measured "rank 0's result.json: sent_pkts rank 0 (a's rxe0) $r0 + rank 1 (b's rxe0) $r1 = top-level $top = data-packets $net"
   figure incast_ranks_sent_pkts_rank0 "$r0"
   figure incast_ranks_sent_pkts_rank1 "$r1"
+}
+
+# The per-hop study across the wire: scenarios/study/per-hop.yaml as two ranks, the server
+# on a and the client on b, over xrdma on rxe0, then over the kernel's TCP on eth0; each
+# stack's half round trip (p50 / 2) and TCP's over xrdma's go to figures.env. A figure, not
+# a target: both guests are CPU-bound under TCG.
+per_hop_check() {
+  local stack port=18638 rc=0 p50
+  for stack in xrdma tcp; do
+    RANKS_STACK=$stack ranks_run study/per-hop.yaml '[1]' 10000 "per-hop/$stack" "$port" \
+      "$((port + 1))" || rc=1
+    port=$((port + 2))
+    meet "per-hop-$stack.done" 400 || rc=1
+    [[ $me == a && -f $out/per-hop/$stack/summary.txt ]] || continue
+    p50=$(sed -n 's/^  p50 *\([0-9.]*\) µs$/\1/p' "$out/per-hop/$stack/summary.txt")
+    softroce_num "$p50" || { echo "no p50 in the $stack run's summary"; rc=1; continue; }
+    figure "wire_${stack}_half_rtt_64_us" "$(awk -v p="$p50" 'BEGIN { printf "%.3f", p / 2 }')"
+  done
+  ((rc == 0)) || return 1
+  [[ $me == a ]] || return 0
+  figure wire_tcp_over_xrdma_half_rtt \
+    "$(ratio "$(value wire_tcp_half_rtt_64_us)" "$(value wire_xrdma_half_rtt_64_us)")"
+  measured "per hop across the wire, 64 B: xrdma $(value wire_xrdma_half_rtt_64_us) us," \
+    "kernel TCP $(value wire_tcp_half_rtt_64_us) us"
 }
 
 # The job secret of check NAME: host a makes it into FILE on the share (as a launcher makes
@@ -720,7 +752,7 @@ check "perftest send_lat" perftest_lat send_lat 18615 ib_send_lat
 check "perftest write_lat" perftest_lat write_lat 18616 ib_write_lat
 check "perftest write_bw" perftest_bw write_bw 18617
 if [[ -z $xrdma ]]; then
-  for c in "xrdma ping" "xrdma bw" "incast-8 ranks" "slurm launch" "sweep ranks" "wire capture" "wire compare" "netem loss ranks" "shaped window"; do
+  for c in "xrdma ping" "xrdma bw" "incast-8 ranks" "per hop ranks" "slurm launch" "sweep ranks" "wire capture" "wire compare" "netem loss ranks" "shaped window"; do
     skip "$c" "no XRDMA_BIN given (the \`xrdma\` binary built with --features verbs)"
   done
 else
@@ -729,6 +761,7 @@ else
   [[ -n $capture ]] || skip "wire capture" "tcpdump is not installed (prepare.sh installs it as root)"
   [[ -n $capture ]] || skip "wire compare" "tcpdump is not installed (prepare.sh installs it as root)"
   check "incast-8 ranks" ranks_check
+  check "per hop ranks" per_hop_check
   check "slurm launch" slurm_check
   check "sweep ranks" sweep_check
   [[ -n $capture ]] && check "wire capture" wire_check

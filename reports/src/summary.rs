@@ -331,7 +331,7 @@ pub fn summary_table(r: &RunResult) -> String {
     if r.scenario.backend == crate::kinds::Backend::Sockets {
         let _ = writeln!(
             w,
-            "network    not observed (the kernel's sockets over loopback: no device, no switch)"
+            "network    not observed (the kernel's TCP sockets: no device, no switch)"
         );
         let _ = writeln!(w, "wall clock {:.3} s", r.wall_clock.wall_seconds);
         return o;
