@@ -275,6 +275,20 @@ fn tcp_settings_that_cannot_run_are_refused_naming_the_field() {
     // An RTOmin above RTOmax is blamed on the key written, not on rto-initial.
     let e = refused("{ rto-min: 10ms, rto-max: 5ms }");
     assert!(e.contains("tcp.rto-min"), "{e}");
+    // The MSS is a size like every other: with a unit, and refused past 64 KiB by name.
+    let e = refused("{ mss: 128KiB }");
+    assert!(e.contains("mss") && e.contains("outside 64 B"), "{e}");
+    let ok = |tcp: &str| {
+        let text = format!("name: x\nstack: tcp\ntcp: {tcp}\nworkload:\n  incast:\n    senders: 2\n    receiver: 0\n    messages: [ {{ size: 64KiB }} ]\n");
+        xrdma_scenario::parse(&text, Path::new("x.yaml")).expect("parses")
+    };
+    for (tcp, mss) in [
+        ("{ mss: 8948B }", 8948),
+        ("{ mss: 1KiB }", 1024),
+        ("{ mss: 536 }", 536),
+    ] {
+        assert_eq!(ok(tcp).tcp.mss, mss, "{tcp}");
+    }
 }
 
 #[test]

@@ -264,7 +264,8 @@ missed_targets() { # FIGURES_ENV
 # The per-hop study on this machine: scenarios/study/per-hop.yaml unedited, over xrdma on rxe0
 # and over the kernel's TCP on loopback (--backend sockets); RESULTS_DIR/per-hop.env holds each
 # stack's half round trip (p50 / 2) and the running thread's CPU time per request and
-# response, µs, and TCP's over xrdma's. A figure, not a target: the guest's speed varies.
+# response, µs, and TCP's over xrdma's, also appended to RESULTS_DIR/figures.env (each key
+# prefixed per_hop_). A figure, not a target: the guest's speed varies.
 per_hop() {
   local dir=$results/per-hop stack backend p50 cpu
   mkdir -p "$dir"
@@ -289,6 +290,8 @@ per_hop() {
     printf "tcp_over_xrdma_cpu=%.2f\n", v["tcp_cpu_per_exchange_us"] / v["xrdma_cpu_per_exchange_us"]
   }' "$dir.env" >> "$dir.env"
   cat "$dir.env"
+  # Beside perftest's and the tools' figures, with their names.
+  sed 's/^/per_hop_/' "$dir.env" >> "$results/figures.env"
 }
 check "per hop" "$results/per-hop.log" per_hop
 check calibrate "$results/calibrate.log" "$here/calibrate.sh" "$results" "$xrdma"

@@ -400,7 +400,7 @@ pub fn summary_table(r: &RunResult) -> String {
             c(n.rnr_naks)
         );
     }
-    if let Some(line) = fault_line(n) {
+    if let Some(line) = fault_line(n, r.scenario.stack.is_tcp()) {
         let _ = writeln!(w, "{line}");
     }
     let _ = writeln!(
@@ -466,9 +466,10 @@ pub fn heartbeat_line(h: &crate::HeartbeatRecord) -> String {
 }
 
 /// The injected-fault counters as one summary line, when any is non-zero: losses, link-down
-/// drops, corrupted packets dropped for a bad ICRC, and ACK timeouts. A counter the backend
-/// cannot observe is shown as `-`.
-fn fault_line(n: &crate::schema::NetworkCounters) -> Option<String> {
+/// drops, corrupted packets the receiving NIC dropped (for a bad ICRC, RoCE's; for a bad
+/// checksum, `tcp`'s segments), and ACK timeouts. A counter the backend cannot observe is
+/// shown as `-`.
+fn fault_line(n: &crate::schema::NetworkCounters, tcp: bool) -> Option<String> {
     let all = [
         n.injected_losses,
         n.link_down_drops,
@@ -479,8 +480,9 @@ fn fault_line(n: &crate::schema::NetworkCounters) -> Option<String> {
         return None;
     }
     let show = |c: Option<u64>| c.map_or_else(|| "-".to_string(), |c| c.to_string());
+    let check = if tcp { "checksum" } else { "ICRC" };
     Some(format!(
-        "faults     injected losses {}   link-down drops {}   corrupted (ICRC drops) {}   \
+        "faults     injected losses {}   link-down drops {}   corrupted ({check} drops) {}   \
          ACK timeouts {}",
         show(n.injected_losses),
         show(n.link_down_drops),

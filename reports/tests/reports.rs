@@ -573,6 +573,12 @@ fn injected_faults_have_their_own_counters_and_summary_line() {
         ),
         "{t}"
     );
+    // TCP's corrupted segments fail its checksum, not an ICRC it does not have.
+    let mut tcp = r.clone();
+    tcp.scenario.stack = xrdma_reports::Stack::Tcp;
+    tcp.network.icrc_drops = Some(3);
+    let t = summary_table(&tcp);
+    assert!(t.contains("corrupted (checksum drops) 3"), "{t}");
     // Injected losses on a lossless fabric are not switch drops: no inconsistency.
     assert!(!r
         .validate()

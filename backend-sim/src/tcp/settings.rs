@@ -10,14 +10,23 @@ use xrdma::Span;
 /// inter-frame gap.
 pub const TCP_HEADER_BYTES: u32 = 90;
 
+/// `tcp.mss` as a size; one above 64 KiB is refused here (its range is checked with the
+/// others, [`TcpSettings`]'s check, but a `u32` must hold it first).
+fn deserialize_mss<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let bytes =
+        units::deserialize_size_at_most(d, 65_536, |b| format!("{b} B is outside 64 B – 64 KiB"))?;
+    Ok(u32::try_from(bytes).unwrap_or(u32::MAX))
+}
+
 /// The kernel TCP of every simulated host (`tcp:` in a scenario; used when the scenario's
 /// `stack` is `tcp` or `dctcp`). Every default is Linux's, except where a data-centre value
 /// is named.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct TcpSettings {
-    /// Payload bytes per full segment. Default 1448: a 1500-byte Ethernet MTU less 20 IPv4,
-    /// 20 TCP and 12 timestamp-option bytes.
+    /// Payload bytes per full segment, written as a size (`1448`, `1448B`, `8KiB`). Default
+    /// 1448: a 1500-byte Ethernet MTU less 20 IPv4, 20 TCP and 12 timestamp-option bytes.
+    #[serde(deserialize_with = "deserialize_mss")]
     pub mss: u32,
     /// Initial congestion window, segments. Default 10 (RFC 6928; Linux `TCP_INIT_CWND`).
     pub init_cwnd: u32,
