@@ -46,6 +46,10 @@ ci/trace-baseline.sh "$bin"
 # MRs and buffers must not grow.
 "$bin" soak --messages 1000000 --cycles 10000
 
+step "the application API's echo example on the simulator, and the core's instructions per message (callgrind)"
+cargo run -q --release -p xrdma-app --example echo
+ci/msg-cost.sh
+
 step "packet captures: tshark decodes a simulated incast's pcaps (RoCEv2, CNP, PFC) without a malformed frame or an expert warning"
 # Installs tshark through apt-get when root; prints SKIP when it cannot.
 ci/capture-check.sh "$bin"

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 mod workspace;
 
 /// What each project crate may import, from ARCHITECTURE.md's table.
-const ALLOWED: [(&str, &[&str]); 11] = [
+const ALLOWED: [(&str, &[&str]); 12] = [
     ("xrdma", &[]),
     ("xrdma-conformance", &["xrdma"]),
     ("xrdma-sim", &["xrdma", "xrdma-reports"]),
@@ -27,6 +27,7 @@ const ALLOWED: [(&str, &[&str]); 11] = [
             "xrdma-observe",
         ],
     ),
+    ("xrdma-app", &["xrdma", "xrdma-sim", "xrdma-runner"]),
     (
         "xrdma-cluster",
         &[

@@ -1,0 +1,51 @@
+//! # xrdma-app — xrdma as a library an application uses
+//!
+//! A [`Worker`] is one thread's xrdma: its endpoint (connections over RC QPs, their QP cache,
+//! the MR pool) on a fabric, run to completion inside the calls the application makes. The
+//! application sends and receives whole messages of any size up to
+//! [`xrdma::Config::max_message_size`] (small ones eagerly, large ones by rendezvous in 64 KiB
+//! fragments: the core decides), makes calls that wait for their reply, and hears every
+//! failure as an [`AppError`], never as a hang: each waiting call takes a timeout.
+//!
+//! The same calls run on the simulator, so an application's tests need no hardware.
+//!
+//! ## Quick start: an echo on the simulator
+//!
+//! ```
+//! use xrdma_app::{Bytes, Config, SimConfig, Span, Worker};
+//!
+//! # fn main() -> Result<(), xrdma_app::AppError> {
+//! let mut hosts = Worker::simulated(SimConfig::default(), &Config::default())?;
+//! let (mut server, mut client) = (hosts.remove(0), hosts.remove(0));
+//! // The server answers each message with its bytes, inside the fabric's turns.
+//! server.serve(|_conn, msg: Bytes| Some(msg));
+//! let conn = client.connect(&server)?;
+//! let reply = client.call(conn, &b"ping"[..], Span::from_ms(1))?;
+//! assert_eq!(&reply[..], b"ping");
+//! // Or message by message, each side asking in turn.
+//! # let mut hosts = Worker::simulated(SimConfig::default(), &Config::default())?;
+//! # let (mut server, mut client) = (hosts.remove(0), hosts.remove(0));
+//! # let conn = client.connect(&server)?;
+//! client.send(conn, &b"one way"[..])?;
+//! let (at_server, msg) = server.recv(Span::from_ms(1))?;
+//! assert_eq!((&msg[..], at_server.index()), (&b"one way"[..], 0));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `examples/echo.rs` is the same echo as a program.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod error;
+mod net;
+mod sim;
+mod worker;
+
+pub use bytes::Bytes;
+pub use error::AppError;
+pub use worker::Worker;
+pub use xrdma::{Config, ConnId, MsgId, Span, Time};
+pub use xrdma_runner::fabric::SimFabric;
+pub use xrdma_sim::SimConfig;

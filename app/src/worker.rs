@@ -1,0 +1,229 @@
+//! A worker ([`Worker`]): one thread's xrdma, as an application uses it.
+
+use crate::error::AppError;
+use crate::net::Net;
+use bytes::Bytes;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use xrdma::{ConnId, Event, MsgId, Span, Time};
+use xrdma_runner::fabric::Fabric;
+
+/// One thread's xrdma (XRDMA's run-to-completion worker): its host's endpoint (connections,
+/// QPs and their cache, the MR pool) on a fabric, driven only when the application calls in.
+/// A call that waits ([`Worker::recv`], [`Worker::call`], [`Worker::flush`]) runs the
+/// fabric's turns until what it waits for is there or its time is up; nothing runs between
+/// calls. Make a worker on the thread that uses it (it is not `Send`).
+///
+/// On the simulator ([`Worker::simulated`]) the workers of one run share its fabric: while
+/// one waits, the others' endpoints keep answering, and what they receive waits for them.
+pub struct Worker<F: Fabric> {
+    net: Rc<RefCell<Net<F>>>,
+    host: u32,
+}
+
+/// Whether `e` is a failure on `conn` (any connection when `None`) that a waiting call
+/// reports.
+fn failure_on(e: &Event, conn: Option<ConnId>) -> bool {
+    let on = |c: &ConnId| conn.is_none_or(|x| x == *c);
+    match e {
+        Event::SendFailed { conn: c, .. }
+        | Event::ConnectionFailed { conn: c, .. }
+        | Event::PeerClosed { conn: c } => on(c),
+        _ => false,
+    }
+}
+
+/// The error a failure event reports; `None` for any other event.
+fn as_error(e: Event) -> Option<AppError> {
+    match e {
+        Event::SendFailed { conn, error, .. } | Event::ConnectionFailed { conn, error } => {
+            Some(AppError::ConnectionFailed { conn, error })
+        }
+        Event::PeerClosed { conn } => Some(AppError::PeerClosed { conn }),
+        _ => None,
+    }
+}
+
+impl<F: Fabric> Worker<F> {
+    /// The workers of `net`'s hosts, by host index.
+    pub(crate) fn all(net: Net<F>) -> Vec<Worker<F>> {
+        let hosts = net.eps.len() as u32;
+        let net = Rc::new(RefCell::new(net));
+        (0..hosts)
+            .map(|host| Worker {
+                net: Rc::clone(&net),
+                host,
+            })
+            .collect()
+    }
+
+    /// This worker's host index on its fabric.
+    pub fn host(&self) -> u32 {
+        self.host
+    }
+
+    /// Now, on the worker's clock (simulated time on the simulator).
+    pub fn now(&self) -> Time {
+        self.net.borrow().fabric.now()
+    }
+
+    /// Connect this worker to `server` with one RC QP pair; the connection at this worker.
+    /// The server learns of it when the first message arrives on it ([`Worker::recv`] names
+    /// the connection).
+    ///
+    /// # Errors
+    /// [`AppError::Setup`] when `server` is this worker or on another fabric;
+    /// [`AppError::Refused`] when the transport refuses a QP or a registration.
+    pub fn connect(&mut self, server: &Worker<F>) -> Result<ConnId, AppError> {
+        if !Rc::ptr_eq(&self.net, &server.net) || server.host == self.host {
+            return Err(AppError::Setup(
+                "a worker connects to another worker of its own fabric".into(),
+            ));
+        }
+        let mut net = self.net.borrow_mut();
+        let net = &mut *net;
+        let (a, b) = (self.host, server.host);
+        xrdma_runner::run::connect(&mut net.fabric, &mut net.eps, a, b)
+            .map(|(conn, _)| conn)
+            .map_err(|e| match e.downcast::<xrdma::XrdmaError>() {
+                Ok(x) => AppError::Refused(x),
+                Err(e) => AppError::Setup(format!("{e:#}")),
+            })
+    }
+
+    /// Queue `data` as one whole message on `conn`; it goes out on the next call that runs
+    /// the fabric. The peer receives it whole; its buffers stay until the peer ACKs it.
+    ///
+    /// # Errors
+    /// [`AppError::Refused`]: an unknown, failed or closed connection, or a message larger
+    /// than [`xrdma::Config::max_message_size`].
+    pub fn send(&mut self, conn: ConnId, data: impl Into<Bytes>) -> Result<MsgId, AppError> {
+        let mut net = self.net.borrow_mut();
+        let now = net.fabric.now();
+        let h = self.host as usize;
+        let id = net.eps[h].send(now, conn, data.into())?;
+        net.unacked[h] += 1;
+        Ok(id)
+    }
+
+    /// Close `conn` gracefully: what is queued still goes out, then the peer hears
+    /// [`AppError::PeerClosed`].
+    ///
+    /// # Errors
+    /// [`AppError::Refused`]: an unknown, failed or not yet established connection.
+    pub fn close(&mut self, conn: ConnId) -> Result<(), AppError> {
+        Ok(self.net.borrow_mut().eps[self.host as usize].close(conn)?)
+    }
+
+    /// The next message that arrived at this worker, on any connection, with its
+    /// connection; waits up to `timeout`.
+    ///
+    /// # Errors
+    /// [`AppError::Timeout`]; [`AppError::ConnectionFailed`] or [`AppError::PeerClosed`]
+    /// when a connection failed or closed before the next message (the messages after it
+    /// wait for the next call).
+    pub fn recv(&mut self, timeout: Span) -> Result<(ConnId, Bytes), AppError> {
+        let taken = self.wait(timeout, None, |e| matches!(e, Event::Message { .. }))?;
+        match taken {
+            Event::Message { conn, data } => Ok((conn, data)),
+            e => Err(as_error(e).unwrap_or(AppError::Timeout { waited: timeout })),
+        }
+    }
+
+    /// Send `request` on `conn` and wait up to `timeout` for the next message on `conn`: its
+    /// reply. Messages on other connections wait for [`Worker::recv`]. One call at a time per
+    /// connection: a reply is the next message on it.
+    ///
+    /// # Errors
+    /// As [`Worker::send`] and [`Worker::recv`] (a failure on another connection does not
+    /// end the call).
+    pub fn call(
+        &mut self,
+        conn: ConnId,
+        request: impl Into<Bytes>,
+        timeout: Span,
+    ) -> Result<Bytes, AppError> {
+        self.send(conn, request)?;
+        let on_conn = |e: &Event| matches!(e, Event::Message { conn: c, .. } if *c == conn);
+        match self.wait(timeout, Some(conn), on_conn)? {
+            Event::Message { data, .. } => Ok(data),
+            e => Err(as_error(e).unwrap_or(AppError::Timeout { waited: timeout })),
+        }
+    }
+
+    /// From now on, answer every message that arrives at this worker with `handler`'s reply
+    /// (`None`: no reply), sent on the message's connection: a server in XRDMA's
+    /// run-to-completion style. The handler runs inside the turns of any waiting call on
+    /// the fabric: this worker's own ([`Worker::run_for`]), and on the simulator any other
+    /// worker's, so a client's [`Worker::call`] gets its reply in one thread. Messages it
+    /// answers do not reach [`Worker::recv`].
+    pub fn serve(&mut self, handler: impl FnMut(ConnId, Bytes) -> Option<Bytes> + 'static) {
+        self.net.borrow_mut().handlers[self.host as usize] = Some(Box::new(handler));
+    }
+
+    /// Run the fabric for `span` (a server answering with its handler, [`Worker::serve`]).
+    /// A peer closing its connection is a connection's normal end here: it is not reported.
+    ///
+    /// # Errors
+    /// The first connection failure the worker heard meanwhile.
+    pub fn run_for(&mut self, span: Span) -> Result<(), AppError> {
+        let (deadline, me) = (self.now() + span, self.host);
+        let mut net = self.net.borrow_mut();
+        let failed = |e: &Event| failure_on(e, None) && !matches!(e, Event::PeerClosed { .. });
+        net.run_until(me, deadline, |q, _| q.iter().any(failed));
+        let inbox = &mut net.inbox[me as usize];
+        inbox.retain(|e| !matches!(e, Event::PeerClosed { .. } | Event::Closed { .. }));
+        match inbox.iter().position(failed) {
+            Some(i) => match inbox.remove(i).and_then(as_error) {
+                Some(e) => Err(e),
+                None => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+
+    /// Wait up to `timeout` until every message this worker sent is ACKed by its peer (its
+    /// buffers free).
+    ///
+    /// # Errors
+    /// [`AppError::Timeout`], or the failure of a connection with messages in flight.
+    pub fn flush(&mut self, timeout: Span) -> Result<(), AppError> {
+        let (deadline, me) = (self.now() + timeout, self.host);
+        let mut net = self.net.borrow_mut();
+        let fails = |q: &VecDeque<Event>| q.iter().any(|e| failure_on(e, None));
+        net.run_until(me, deadline, |q, unacked| unacked == 0 || fails(q));
+        let inbox = &mut net.inbox[me as usize];
+        if let Some(i) = inbox.iter().position(|e| failure_on(e, None)) {
+            if let Some(e) = inbox.remove(i).and_then(as_error) {
+                return Err(e);
+            }
+        }
+        if net.unacked[me as usize] == 0 {
+            Ok(())
+        } else {
+            Err(AppError::Timeout { waited: timeout })
+        }
+    }
+
+    /// Run the fabric until this worker's inbox holds an event `want` takes, or a failure on
+    /// `conn` (any connection when `None`), whichever comes first; take and return it.
+    fn wait(
+        &mut self,
+        timeout: Span,
+        conn: Option<ConnId>,
+        want: impl Fn(&Event) -> bool,
+    ) -> Result<Event, AppError> {
+        let (deadline, me) = (self.now() + timeout, self.host);
+        let mut net = self.net.borrow_mut();
+        let hit = |e: &Event| want(e) || failure_on(e, conn);
+        net.run_until(me, deadline, |q, _| q.iter().any(hit));
+        let inbox = &mut net.inbox[me as usize];
+        // Events nobody waits for (a close completed, say) do not pile up.
+        inbox.retain(|e| !matches!(e, Event::Closed { .. }));
+        match inbox.iter().position(hit).and_then(|i| inbox.remove(i)) {
+            Some(e) => Ok(e),
+            None => Err(AppError::Timeout { waited: timeout }),
+        }
+    }
+}
