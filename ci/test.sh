@@ -79,9 +79,11 @@ case "$(realpath -m "$PWD")/" in
     exit 0
     ;;
 esac
-cargo clippy -p xrdma-verbs -p xrdma-tools -p xrdma-testbed --features xrdma-testbed/verbs --all-targets -q -- -D warnings
+cargo clippy -p xrdma-verbs -p xrdma-tools -p xrdma-testbed -p xrdma-app --features xrdma-testbed/verbs,xrdma-app/verbs --all-targets -q -- -D warnings
 cargo test -p xrdma-verbs -q   # on the host: every device test prints why it skips
 cargo build --release -q --features verbs
+# The application API's echo examples, run in the guest beside the xrdma binary.
+cargo build --release -q -p xrdma-app --features verbs --examples
 test_executables() { # CARGO_TEST_ARGS...: the test executables `cargo test ARGS --no-run` builds
   cargo test "$@" --no-run --message-format=json 2>/dev/null \
     | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//'
@@ -89,6 +91,8 @@ test_executables() { # CARGO_TEST_ARGS...: the test executables `cargo test ARGS
 mapfile -t verbs_tests < <(test_executables -p xrdma-verbs)
 # The runner's own device tests (its verbs fabric's clock), on the guest's rxe0 too.
 mapfile -t runner_tests < <(test_executables -p xrdma-runner --features verbs --lib)
+# The application API's device tests: workers connected by address on rxe0.
+mapfile -t app_tests < <(test_executables -p xrdma-app --features verbs --test device)
 results=results/softroce
 rm -rf "$results"
 # Stage the binaries where the guest sees them: wherever CARGO_TARGET_DIR points (under /tmp,
@@ -98,8 +102,13 @@ stage=$PWD/target/softroce/bin
 rm -rf "$stage"
 mkdir -p "$stage"
 cp "$target_dir/release/xrdma" "$stage/xrdma"
+cp "$target_dir/release/examples/echo_server" "$target_dir/release/examples/echo_client" "$stage/"
 staged_tests=()
 for t in "${verbs_tests[@]}"; do
+  cp "$t" "$stage/$(basename "$t")"
+  staged_tests+=("$stage/$(basename "$t")")
+done
+for t in "${app_tests[@]}"; do
   cp "$t" "$stage/$(basename "$t")"
   staged_tests+=("$stage/$(basename "$t")")
 done

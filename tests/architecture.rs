@@ -27,7 +27,10 @@ const ALLOWED: [(&str, &[&str]); 12] = [
             "xrdma-observe",
         ],
     ),
-    ("xrdma-app", &["xrdma", "xrdma-sim", "xrdma-runner"]),
+    (
+        "xrdma-app",
+        &["xrdma", "xrdma-sim", "xrdma-runner", "xrdma-cluster"],
+    ),
     (
         "xrdma-cluster",
         &[

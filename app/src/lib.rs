@@ -38,7 +38,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod address;
 mod error;
+mod exchange;
 mod net;
 mod sim;
 mod worker;
@@ -47,5 +49,5 @@ pub use bytes::Bytes;
 pub use error::AppError;
 pub use worker::Worker;
 pub use xrdma::{Config, ConnId, MsgId, Span, Time};
-pub use xrdma_runner::fabric::SimFabric;
+pub use xrdma_runner::fabric::{SimFabric, VerbsFabric};
 pub use xrdma_sim::SimConfig;

@@ -4,12 +4,18 @@
 //! simulator the other workers' endpoints keep answering (ACKs, grants, completions) while
 //! one of them waits; what they receive meanwhile waits in their inboxes.
 
+use crate::exchange::AddrListener;
 use bytes::Bytes;
 use std::collections::VecDeque;
 use xrdma::driver::{Application, TurnScratch};
+use xrdma::Span;
 use xrdma::{ConnId, Endpoint, Event, Time};
 use xrdma_runner::drive::{turns, Clock, Hosts, Round};
 use xrdma_runner::fabric::Fabric;
+
+/// How often (fabric time) a waiting call looks for workers connecting to a listening one:
+/// an `accept` is a system call, too much for every busy-polling round.
+const ACCEPT_POLL: Span = Span::from_ms(1);
 
 /// The hosts of one fabric and what each has been told (see the module doc).
 pub(crate) struct Net<F: Fabric> {
@@ -22,6 +28,10 @@ pub(crate) struct Net<F: Fabric> {
     pub(crate) unacked: Vec<u64>,
     /// Per host: what answers its messages inside the turns ([`crate::Worker::serve`]).
     pub(crate) handlers: Vec<Option<Handler>>,
+    /// Per host: its listening socket, if it listens ([`crate::Worker::listen`]).
+    pub(crate) listeners: Vec<Option<AddrListener>>,
+    /// Per host: connections to its listener dropped in the exchange.
+    pub(crate) refused: Vec<u64>,
     scratch: TurnScratch,
 }
 
@@ -74,13 +84,16 @@ impl<F: Fabric> Net<F> {
             inbox: vec![VecDeque::new(); n],
             unacked: vec![0; n],
             handlers: (0..n).map(|_| None).collect(),
+            listeners: (0..n).map(|_| None).collect(),
+            refused: vec![0; n],
             scratch: TurnScratch::default(),
         }
     }
 
-    /// Run every host's turns until `done(self's host `me` inbox, its unacked count)` holds
-    /// or `deadline` passes on the fabric's clock (or the fabric has nothing left to do);
-    /// whether `done` holds.
+    /// Run every host's turns until `done` holds of host `me`'s inbox and its count of
+    /// unACKed messages, or `deadline` passes on the fabric's clock (or the fabric has
+    /// nothing left to do); whether `done` holds. Listening hosts take the workers that
+    /// connect meanwhile, every [`ACCEPT_POLL`].
     pub(crate) fn run_until(
         &mut self,
         me: u32,
@@ -96,6 +109,9 @@ impl<F: Fabric> Net<F> {
             inbox: &'a mut [VecDeque<Event>],
             unacked: &'a mut [u64],
             handlers: &'a mut [Option<Handler>],
+            listeners: &'a [Option<AddrListener>],
+            refused: &'a mut [u64],
+            next_accept: Time,
             scratch: &'a mut TurnScratch,
             me: u32,
             deadline: Time,
@@ -124,7 +140,16 @@ impl<F: Fabric> Net<F> {
                     wake
                 }
             }
-            fn after_round(&mut self, _fabric: &mut F, now: Time) -> Round {
+            fn after_round(&mut self, fabric: &mut F, now: Time) -> Round {
+                if now >= self.next_accept {
+                    self.next_accept = now + ACCEPT_POLL;
+                    for (h, l) in self.listeners.iter().enumerate() {
+                        if let Some(l) = l {
+                            let ep = &mut self.eps[h];
+                            l.accept_waiting(fabric, h as u32, ep, &mut self.refused[h]);
+                        }
+                    }
+                }
                 let m = self.me as usize;
                 if (self.done)(&self.inbox[m], self.unacked[m]) || now >= self.deadline {
                     Round::Stop
@@ -138,12 +163,15 @@ impl<F: Fabric> Net<F> {
             inbox: &mut self.inbox,
             unacked: &mut self.unacked,
             handlers: &mut self.handlers,
+            listeners: &self.listeners,
+            refused: &mut self.refused,
+            next_accept: Time::ZERO,
             scratch: &mut self.scratch,
             me,
             deadline,
             done: &done,
         };
-        turns(&mut self.fabric, Clock::EveryRound, &mut run);
+        turns(&mut self.fabric, Clock::Sparse, &mut run);
         done(&self.inbox[m], self.unacked[m])
     }
 }

@@ -58,6 +58,27 @@ impl<F: Fabric> Worker<F> {
             .collect()
     }
 
+    /// Set this worker's listening socket (`Worker::listen`).
+    pub(crate) fn set_listener(&mut self, l: crate::exchange::AddrListener) {
+        self.net.borrow_mut().listeners[self.host as usize] = Some(l);
+    }
+
+    /// Run `f` on this worker's fabric, host index and endpoint.
+    pub(crate) fn with_host<R>(
+        &mut self,
+        f: impl FnOnce(&mut F, u32, &mut xrdma::Endpoint) -> R,
+    ) -> R {
+        let mut net = self.net.borrow_mut();
+        let net = &mut *net;
+        f(&mut net.fabric, self.host, &mut net.eps[self.host as usize])
+    }
+
+    /// Connections to this worker's listener ([`Worker::listen`]) dropped in the exchange
+    /// (a stranger, another endpoint configuration, silence) so far.
+    pub fn refused(&self) -> u64 {
+        self.net.borrow().refused[self.host as usize]
+    }
+
     /// This worker's host index on its fabric.
     pub fn host(&self) -> u32 {
         self.host

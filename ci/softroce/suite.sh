@@ -4,7 +4,7 @@
 # usage: ci/softroce/suite.sh RESULTS_DIR XRDMA_BIN [TEST_BIN...]
 #
 #   XRDMA_BIN  the `xrdma` binary built with `--features verbs`
-#   TEST_BIN   test executables of the xrdma-verbs crate (`cargo test -p xrdma-verbs --no-run`),
+#   TEST_BIN   test executables of the xrdma-verbs crate and the application API's device tests
 #              each run whole, or PATH#FILTER: only the tests whose names contain FILTER
 #              (the runner's verbs fabric tests, `xrdma_runner-...#fabric::verbs::`)
 #
@@ -61,6 +61,9 @@
 #                   (`--backend sockets --stack tcp`): each run delivers every message intact;
 #                   RESULTS_DIR/per-hop.env holds each stack's half round trip and CPU per
 #                   request and response (figures, no target)
+#   app echo        the application API's examples (app/examples, staged beside XRDMA_BIN):
+#                   echo_server on 127.0.0.1:18710, echo_client calling it 20 times for each
+#                   size from 64 B to 1 MiB; passes when the client checked every reply
 # Ends with the line "softroce: N passed, M failed"; exit status 0 only when none failed.
 set -euo pipefail
 
@@ -294,6 +297,19 @@ per_hop() {
   sed 's/^/per_hop_/' "$dir.env" >> "$results/figures.env"
 }
 check "per hop" "$results/per-hop.log" per_hop
+# The application API's echo server and client, two processes on rxe0.
+app_echo() {
+  local dir rc=0 pid
+  dir=$(dirname "$xrdma")
+  [[ -x $dir/echo_server && -x $dir/echo_client ]] || { echo "no echo examples beside $xrdma"; return 1; }
+  "$dir/echo_server" 127.0.0.1:18710 > "$results/app-echo-server.log" 2>&1 &
+  pid=$!
+  timeout 300 "$dir/echo_client" 127.0.0.1:18710 20 || rc=$?
+  kill "$pid" 2> /dev/null || true
+  wait "$pid" 2> /dev/null || true
+  return "$rc"
+}
+check "app echo" "$results/app-echo.log" app_echo
 check calibrate "$results/calibrate.log" "$here/calibrate.sh" "$results" "$xrdma"
 grep -h '^!!! TARGET MISSED' "$results/calibrate.log" || true
 
