@@ -137,3 +137,22 @@ fn the_report_page_names_the_stack_the_run_used() {
         "{page}"
     );
 }
+
+#[test]
+fn a_wake_is_kept_to_well_under_a_millisecond() {
+    // `epoll_wait` counts milliseconds: a wake due in 300 µs was kept at the next whole
+    // millisecond, so an open-loop sender's timed sends on this backend waited up to 1 ms.
+    use xrdma_runner::fabric::{Clocked, SocketFabric};
+    let mut f = SocketFabric::new(1, xrdma::Span::from_ms(60_000)).expect("a fabric");
+    let mut ready = Vec::new();
+    let mut lates = Vec::new();
+    for _ in 0..9 {
+        let due = f.now() + xrdma::Span::from_us(300);
+        f.set_wake(0, due);
+        assert!(f.advance(&mut ready, false));
+        assert_eq!(ready, vec![0]);
+        lates.push(f.now().saturating_since(due));
+    }
+    lates.sort();
+    assert!(lates[4] < xrdma::Span::from_us(400), "{lates:?}");
+}

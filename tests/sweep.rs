@@ -534,4 +534,16 @@ fn a_sweep_runs_its_sockets_points_beside_the_simulators() {
             point.id
         );
     }
+    // A backend axis is the backend's column: index.csv names it once.
+    let csv = report::index_csv(&report::index(&p, &outcomes));
+    let header: Vec<&str> = csv.lines().next().expect("a header").split(',').collect();
+    assert_eq!(
+        header.iter().filter(|c| **c == "backend").count(),
+        1,
+        "{header:?}"
+    );
+    assert!(
+        csv.lines().nth(1).is_some_and(|l| l.contains("sim,")),
+        "{csv}"
+    );
 }

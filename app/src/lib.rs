@@ -48,6 +48,6 @@ mod worker;
 pub use bytes::Bytes;
 pub use error::AppError;
 pub use worker::Worker;
-pub use xrdma::{Config, ConnId, MsgId, Span, Time};
-pub use xrdma_runner::fabric::{SimFabric, VerbsFabric};
+pub use xrdma::{Config, ConnId, MsgId, Span, Time, XrdmaError};
+pub use xrdma_runner::fabric::{Fabric, SimFabric, VerbsFabric};
 pub use xrdma_sim::SimConfig;

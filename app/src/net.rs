@@ -4,6 +4,7 @@
 //! simulator the other workers' endpoints keep answering (ACKs, grants, completions) while
 //! one of them waits; what they receive meanwhile waits in their inboxes.
 
+use crate::error::AppError;
 use crate::exchange::AddrListener;
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -32,6 +33,11 @@ pub(crate) struct Net<F: Fabric> {
     pub(crate) listeners: Vec<Option<AddrListener>>,
     /// Per host: connections to its listener dropped in the exchange.
     pub(crate) refused: Vec<u64>,
+    /// Per host: replies owed to calls that timed out, by connection: the next that many
+    /// messages on the connection are those late replies, and are dropped.
+    pub(crate) owed: Vec<Vec<(ConnId, u32)>>,
+    /// Per host: what its handler's replies met (the core refused one), in order.
+    pub(crate) errors: Vec<VecDeque<AppError>>,
     scratch: TurnScratch,
 }
 
@@ -44,19 +50,28 @@ struct Keep<'a> {
     inbox: &'a mut VecDeque<Event>,
     unacked: &'a mut u64,
     handler: Option<&'a mut Handler>,
+    owed: &'a mut Vec<(ConnId, u32)>,
+    errors: &'a mut VecDeque<AppError>,
 }
 
 impl Application for Keep<'_> {
     fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+        if let Event::Message { conn, .. } = &event {
+            // The late reply of a call that timed out: nobody waits for it.
+            if let Some(k) = self.owed.iter().position(|(c, _)| c == conn) {
+                self.owed[k].1 -= 1;
+                if self.owed[k].1 == 0 {
+                    self.owed.swap_remove(k);
+                }
+                return;
+            }
+        }
         match event {
             Event::Message { conn, data } if self.handler.is_some() => {
                 let reply = self.handler.as_mut().and_then(|h| h(conn, data));
                 match reply.map(|r| ep.send(now, conn, r)) {
                     Some(Ok(_)) => *self.unacked += 1,
-                    Some(Err(error)) => {
-                        self.inbox
-                            .push_back(Event::ConnectionFailed { conn, error });
-                    }
+                    Some(Err(e)) => self.errors.push_back(AppError::Refused(e)),
                     None => {}
                 }
             }
@@ -86,6 +101,8 @@ impl<F: Fabric> Net<F> {
             handlers: (0..n).map(|_| None).collect(),
             listeners: (0..n).map(|_| None).collect(),
             refused: vec![0; n],
+            owed: vec![Vec::new(); n],
+            errors: (0..n).map(|_| VecDeque::new()).collect(),
             scratch: TurnScratch::default(),
         }
     }
@@ -111,6 +128,8 @@ impl<F: Fabric> Net<F> {
             handlers: &'a mut [Option<Handler>],
             listeners: &'a [Option<AddrListener>],
             refused: &'a mut [u64],
+            owed: &'a mut [Vec<(ConnId, u32)>],
+            errors: &'a mut [VecDeque<AppError>],
             next_accept: Time,
             scratch: &'a mut TurnScratch,
             me: u32,
@@ -124,6 +143,8 @@ impl<F: Fabric> Net<F> {
                     inbox: &mut self.inbox[i],
                     unacked: &mut self.unacked[i],
                     handler: self.handlers[i].as_mut(),
+                    owed: &mut self.owed[i],
+                    errors: &mut self.errors[i],
                 };
                 let ep = &mut self.eps[i];
                 let wake = xrdma_runner::host_cpu::turn(
@@ -151,7 +172,8 @@ impl<F: Fabric> Net<F> {
                     }
                 }
                 let m = self.me as usize;
-                if (self.done)(&self.inbox[m], self.unacked[m]) || now >= self.deadline {
+                let done = (self.done)(&self.inbox[m], self.unacked[m]);
+                if done || !self.errors[m].is_empty() || now >= self.deadline {
                     Round::Stop
                 } else {
                     Round::Go
@@ -165,6 +187,8 @@ impl<F: Fabric> Net<F> {
             handlers: &mut self.handlers,
             listeners: &self.listeners,
             refused: &mut self.refused,
+            owed: &mut self.owed,
+            errors: &mut self.errors,
             next_accept: Time::ZERO,
             scratch: &mut self.scratch,
             me,

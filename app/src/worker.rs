@@ -154,7 +154,8 @@ impl<F: Fabric> Worker<F> {
 
     /// Send `request` on `conn` and wait up to `timeout` for the next message on `conn`: its
     /// reply. Messages on other connections wait for [`Worker::recv`]. One call at a time per
-    /// connection: a reply is the next message on it.
+    /// connection: a reply is the next message on it, and the reply of a call that timed out
+    /// is dropped when it comes (the peer answers every request once).
     ///
     /// # Errors
     /// As [`Worker::send`] and [`Worker::recv`] (a failure on another connection does not
@@ -167,9 +168,20 @@ impl<F: Fabric> Worker<F> {
     ) -> Result<Bytes, AppError> {
         self.send(conn, request)?;
         let on_conn = |e: &Event| matches!(e, Event::Message { conn: c, .. } if *c == conn);
-        match self.wait(timeout, Some(conn), on_conn)? {
-            Event::Message { data, .. } => Ok(data),
-            e => Err(as_error(e).unwrap_or(AppError::Timeout { waited: timeout })),
+        match self.wait(timeout, Some(conn), on_conn) {
+            Ok(Event::Message { data, .. }) => Ok(data),
+            Ok(e) => Err(as_error(e).unwrap_or(AppError::Timeout { waited: timeout })),
+            Err(e @ AppError::Timeout { .. }) => {
+                // Its reply may still come: it is not the next call's.
+                let mut net = self.net.borrow_mut();
+                let owed = &mut net.owed[self.host as usize];
+                match owed.iter_mut().find(|(c, _)| *c == conn) {
+                    Some((_, n)) => *n += 1,
+                    None => owed.push((conn, 1)),
+                }
+                Err(e)
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -187,12 +199,16 @@ impl<F: Fabric> Worker<F> {
     /// A peer closing its connection is a connection's normal end here: it is not reported.
     ///
     /// # Errors
-    /// The first connection failure the worker heard meanwhile.
+    /// The first connection failure the worker heard meanwhile, or [`AppError::Refused`]
+    /// for a reply of its handler the core refused (one too large, say).
     pub fn run_for(&mut self, span: Span) -> Result<(), AppError> {
         let (deadline, me) = (self.now() + span, self.host);
         let mut net = self.net.borrow_mut();
         let failed = |e: &Event| failure_on(e, None) && !matches!(e, Event::PeerClosed { .. });
         net.run_until(me, deadline, |q, _| q.iter().any(failed));
+        if let Some(e) = net.errors[me as usize].pop_front() {
+            return Err(e);
+        }
         let inbox = &mut net.inbox[me as usize];
         inbox.retain(|e| !matches!(e, Event::PeerClosed { .. } | Event::Closed { .. }));
         match inbox.iter().position(failed) {
@@ -239,6 +255,9 @@ impl<F: Fabric> Worker<F> {
         let mut net = self.net.borrow_mut();
         let hit = |e: &Event| want(e) || failure_on(e, conn);
         net.run_until(me, deadline, |q, _| q.iter().any(hit));
+        if let Some(e) = net.errors[me as usize].pop_front() {
+            return Err(e);
+        }
         let inbox = &mut net.inbox[me as usize];
         // Events nobody waits for (a close completed, say) do not pile up.
         inbox.retain(|e| !matches!(e, Event::Closed { .. }));

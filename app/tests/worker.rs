@@ -1,6 +1,6 @@
 //! The worker API on the simulator: calls, messages, timeouts and failures, over seeds.
 
-use xrdma_app::{AppError, Bytes, Config, SimConfig, SimFabric, Span, Worker};
+use xrdma_app::{AppError, Bytes, Config, SimConfig, SimFabric, Span, Worker, XrdmaError};
 
 const SEEDS: [u64; 5] = [1, 2, 3, 17, 99];
 
@@ -114,4 +114,44 @@ fn what_cannot_be_done_is_refused_at_once() {
     let conn = client.connect(&server).expect("connects");
     let huge = vec![0u8; usize::try_from(Config::default().max_message_size).unwrap() + 1];
     assert!(matches!(client.send(conn, huge), Err(AppError::Refused(_))));
+}
+
+#[test]
+fn the_late_reply_of_a_call_that_timed_out_is_not_the_next_calls() {
+    for seed in SEEDS {
+        let (mut server, mut client) = pair(seed);
+        server.serve(|_c, m: Bytes| Some(m));
+        let conn = client.connect(&server).expect("connects");
+        // A 1 MiB echo takes far more than 1 µs: the call gives up, its reply comes later.
+        let big = bytes(1 << 20, 1);
+        let e = client.call(conn, big, Span::from_us(1)).unwrap_err();
+        assert!(matches!(e, AppError::Timeout { .. }), "seed {seed}: {e}");
+        let small = bytes(64, 2);
+        let reply = client
+            .call(conn, small.clone(), Span::from_ms(50))
+            .expect("a reply");
+        assert_eq!(
+            reply, small,
+            "seed {seed}: the next call got the late reply"
+        );
+    }
+}
+
+#[test]
+fn a_reply_the_core_refuses_is_the_servers_error_by_name() {
+    let cfg = Config {
+        max_message_size: 64 * 1024,
+        ..Config::default()
+    };
+    let mut hosts = Worker::simulated(SimConfig::default(), &cfg).expect("a simulated fabric");
+    let (mut server, mut client) = (hosts.remove(0), hosts.remove(0));
+    // Every reply is twice the largest message the core takes.
+    server.serve(|_c, _m: Bytes| Some(vec![0u8; 128 * 1024].into()));
+    let conn = client.connect(&server).expect("connects");
+    client.send(conn, &b"x"[..]).expect("queued");
+    let e = server.run_for(Span::from_ms(1)).unwrap_err();
+    assert!(
+        matches!(e, AppError::Refused(XrdmaError::MessageTooLarge { .. })),
+        "{e}"
+    );
 }

@@ -101,7 +101,7 @@ impl Peer {
     /// module). Returns the peer's hello.
     ///
     /// # Errors
-    /// [`BootstrapError::VersionMismatch`], [`BootstrapError::ScenarioMismatch`],
+    /// [`BootstrapError::VersionMismatch`], [`BootstrapError::ScenarioMismatch`], [`BootstrapError::TransportMismatch`],
     /// [`BootstrapError::Refused`] when the peer does not prove the secret,
     /// [`BootstrapError::Unexpected`] when a frame is out of place, or an I/O error.
     pub fn handshake(&mut self, ours: &Hello, auth: Auth<'_>) -> Result<Hello, BootstrapError> {
@@ -173,10 +173,17 @@ impl Peer {
                 peer: self.peer,
             });
         }
-        if theirs.scenario != ours.scenario
-            || theirs.scenario_hash != ours.scenario_hash
-            || theirs.transport != ours.transport
+        if theirs.scenario == ours.scenario
+            && theirs.scenario_hash == ours.scenario_hash
+            && theirs.transport != ours.transport
         {
+            return Err(BootstrapError::TransportMismatch {
+                ours: Box::new(ours.clone()),
+                theirs: Box::new(theirs),
+                peer: self.peer,
+            });
+        }
+        if theirs.scenario != ours.scenario || theirs.scenario_hash != ours.scenario_hash {
             return Err(BootstrapError::ScenarioMismatch {
                 ours: Box::new(ours.clone()),
                 theirs: Box::new(theirs),

@@ -311,8 +311,22 @@ pub enum BootstrapError {
         /// The peer's address.
         peer: SocketAddr,
     },
-    /// The peer runs another scenario (name or file content differ), or the same over
-    /// another transport ([`Hello::transport`]).
+    /// The peer runs the same scenario over another stack or backend ([`Hello::transport`]).
+    #[error(
+        "bootstrap: backend mismatch: this side runs {}, {peer} runs {} (start every rank with \
+         the same --backend and --stack)",
+        transport_name(ours),
+        transport_name(theirs)
+    )]
+    TransportMismatch {
+        /// Our hello.
+        ours: Box<Hello>,
+        /// The peer's hello.
+        theirs: Box<Hello>,
+        /// The peer's address.
+        peer: SocketAddr,
+    },
+    /// The peer runs another scenario (name or file content differ).
     #[error("bootstrap: scenario mismatch: this side is {ours}, {peer} is {theirs}")]
     ScenarioMismatch {
         /// Our hello.
@@ -341,6 +355,11 @@ pub enum BootstrapError {
         /// serde_json's error.
         reason: String,
     },
+}
+
+/// What a hello says its rank runs ([`Hello::transport`]), or that it does not say.
+fn transport_name(h: &Hello) -> &str {
+    h.transport.as_deref().unwrap_or("no stated backend")
 }
 
 /// ` (claiming rank R)` when a hello said which rank, else nothing.

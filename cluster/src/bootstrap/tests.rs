@@ -285,11 +285,12 @@ fn ranks_of_one_scenario_over_two_transports_refuse_each_other() {
         Hello::new("incast-8", "1111", 1).with_transport("kernel TCP over the sockets backend");
     let mut c = Peer::connect(addr, soon(5000), IO).unwrap();
     let e = c.handshake(&theirs, Auth::Open).unwrap_err();
-    assert!(matches!(e, BootstrapError::ScenarioMismatch { .. }), "{e}");
+    assert!(matches!(e, BootstrapError::TransportMismatch { .. }), "{e}");
     let s = server.join().unwrap();
     for text in [e.to_string(), s] {
         assert!(
-            text.contains("xrdma over the verbs backend")
+            text.contains("backend mismatch")
+                && text.contains("xrdma over the verbs backend")
                 && text.contains("kernel TCP over the sockets backend"),
             "{text}"
         );

@@ -61,17 +61,22 @@ fn status_name(s: PointStatus) -> &'static str {
 }
 
 /// `index.csv`: one row per point with the axis values (one column per axis, named after it),
-/// then `backend,status,fan_in,messages,completed,p50_ps,p99_ps,p999_ps,max_ps,t_star_ps,
+/// then `backend` (unless an axis is the backend, whose column says it already),
+/// `status,fan_in,messages,completed,p50_ps,p99_ps,p999_ps,max_ps,t_star_ps,
 /// max_over_t_star,goodput_bps,heartbeat_p50_ps,heartbeat_p99_ps,dir`; a figure that does
 /// not exist is an empty field.
 pub fn index_csv(ix: &SweepIndex) -> String {
     let mut o = String::new();
+    let backend_axis = ix.axes.iter().any(|a| a.name == AxisKind::Backend.name());
     for a in &ix.axes {
         o.push_str(&a.name);
         o.push(',');
     }
+    if !backend_axis {
+        o.push_str("backend,");
+    }
     o.push_str(
-        "backend,status,fan_in,messages,completed,p50_ps,p99_ps,p999_ps,max_ps,t_star_ps,\
+        "status,fan_in,messages,completed,p50_ps,p99_ps,p999_ps,max_ps,t_star_ps,\
          max_over_t_star,goodput_bps,heartbeat_p50_ps,heartbeat_p99_ps,dir\n",
     );
     for p in &ix.points {
@@ -79,12 +84,14 @@ pub fn index_csv(ix: &SweepIndex) -> String {
             o.push_str(v);
             o.push(',');
         }
+        if !backend_axis {
+            let _ = write!(o, "{},", p.backend);
+        }
         let h = p.headline.as_ref();
         // Writing into a String cannot fail.
         let _ = writeln!(
             o,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            p.backend,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             status_name(p.status),
             opt(h.map(|h| h.fan_in)),
             opt(h.map(|h| h.messages)),

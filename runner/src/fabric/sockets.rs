@@ -27,6 +27,11 @@ use std::time::{Duration, Instant};
 use xrdma::{Span, Time};
 use xrdma_reports as rep;
 
+/// The longest sleep between two non-blocking polls in a wait's last millisecond, ns:
+/// a wake is late by about this much at most (plus the kernel's timer slack, 50 µs by
+/// default), and a socket's news by as much.
+const FINE_SLEEP_NS: u64 = 20_000;
+
 /// One socket of a host.
 struct Socket {
     host: u32,
@@ -235,16 +240,28 @@ impl Clocked for SocketFabric {
                 return false;
             }
             let wake = self.wakes.iter().copied().min().unwrap_or(Time::MAX);
-            let mut until = wake.min(self.deadline);
+            let wait_ns = wake.min(self.deadline).saturating_since(now).as_ps() / 1000;
+            // `epoll_wait` counts whole milliseconds (mio rounds a shorter wait up to one):
+            // it sleeps the whole milliseconds of a wake's wait, and the last one is spent in
+            // short sleeps between polls that do not block, so a wake is kept to tens of
+            // microseconds, not to the next millisecond. `wake_every` bounds the sleep, and
+            // needs no such precision.
+            let fine = wait_ns < 1_000_000;
+            let mut block_ms = wait_ns / 1_000_000;
             if let Some(every) = self.max_sleep {
-                until = until.min(now + every);
+                block_ms = block_ms.min((every.as_ps() / 1_000_000_000).max(1));
             }
-            let wait = Duration::from_nanos(until.saturating_since(now).as_ps() / 1000);
-            if let Err(e) = self.poll.poll(&mut self.events, Some(wait)) {
+            if let Err(e) = self
+                .poll
+                .poll(&mut self.events, Some(Duration::from_millis(block_ms)))
+            {
                 if e.kind() != ErrorKind::Interrupted {
                     // epoll itself failing leaves nothing to wait on: the run ends.
                     return false;
                 }
+            }
+            if fine && self.events.is_empty() && wait_ns > 0 {
+                std::thread::sleep(Duration::from_nanos(wait_ns.min(FINE_SLEEP_NS)));
             }
             for ev in self.events.iter() {
                 let Some(s) = self.sockets.get(ev.token().0) else {
