@@ -21,19 +21,10 @@ set -euo pipefail
 xrdma=$1
 cd "$(dirname "$0")/.."
 
-if ! command -v tshark > /dev/null; then
-  if [[ $(id -u) != 0 ]] || ! command -v apt-get > /dev/null; then
-    echo "SKIP capture-check: tshark is not installed and this is not root with apt-get to install it"
-    exit 0
-  fi
-  echo "capture-check: installing tshark (apt-get)"
-  # wireshark-common asks whether non-root users may capture; the default (no) is fine.
-  if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tshark; } > /dev/null; then
-    echo "SKIP capture-check: apt-get could not install tshark"
-    exit 0
-  fi
-fi
+# wireshark-common asks whether non-root users may capture; the default (no) is fine.
+# shellcheck source=ci/apt.sh
+source ci/apt.sh
+need tshark tshark capture-check || exit 0
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

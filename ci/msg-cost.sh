@@ -17,18 +17,9 @@ size=${1:-64}
 depth=${2:-16}
 n1=${3:-2000}
 n2=${4:-12000}
-if ! command -v valgrind > /dev/null; then
-  if [[ $(id -u) != 0 ]] || ! command -v apt-get > /dev/null; then
-    echo "SKIP msg-cost: valgrind is not installed and this is not root with apt-get to install it"
-    exit 0
-  fi
-  echo "msg-cost: installing valgrind (apt-get)"
-  if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind; } > /dev/null; then
-    echo "SKIP msg-cost: apt-get could not install valgrind"
-    exit 0
-  fi
-fi
+# shellcheck source=ci/apt.sh
+source "$repo/ci/apt.sh"
+need valgrind valgrind msg-cost || exit 0
 cd "$repo"
 cargo build --release -q -p xrdma-conformance --example msg_cost
 bin=${CARGO_TARGET_DIR:-$repo/target}/release/examples/msg_cost

@@ -252,6 +252,28 @@ struct RankRun<'a, W> {
 }
 
 impl<W: Workload> RankRun<'_, W> {
+    /// This rank's hosts through the shared turn loop, with the workload's stalls and
+    /// deadline, until they are finished and `remote_settled` holds.
+    fn drive<R: RankStack>(
+        &self,
+        fabric: &mut R::Fabric,
+        eps: &mut [R::Stack],
+        apps: &mut [App<W>],
+        hf: &mut HostFaultState,
+        remote_settled: impl FnMut(Time, &[R::Stack], &[App<W>]) -> bool,
+    ) {
+        drive(
+            fabric,
+            eps,
+            apps,
+            self.stalls,
+            self.stop,
+            hf,
+            remote_settled,
+            &mut NoWatch,
+        );
+    }
+
     /// The records of this rank's senders, each with its send window.
     fn records<R: RankStack>(&self, eps: &[R::Stack], apps: &[App<W>]) -> Vec<SenderRecord> {
         let mut recs = records(self.w, apps);
@@ -283,40 +305,31 @@ impl<W: Workload> RankRun<'_, W> {
         let wall = Instant::now();
         let mut remote: Vec<Option<Vec<SenderRecord>>> = vec![None; peers.len()];
         let mut next_poll = Time::ZERO;
-        drive(
-            fabric,
-            eps,
-            apps,
-            self.stalls,
-            self.stop,
-            hf,
-            |now, _, _| {
-                if now < next_poll {
-                    return false;
+        self.drive::<R>(fabric, eps, apps, hf, |now, _, _| {
+            if now < next_poll {
+                return false;
+            }
+            next_poll = now + BOOTSTRAP_POLL;
+            for (k, (r, p, hosts)) in peers.iter_mut().enumerate() {
+                if remote[k].is_some() {
+                    continue;
                 }
-                next_poll = now + BOOTSTRAP_POLL;
-                for (k, (r, p, hosts)) in peers.iter_mut().enumerate() {
-                    if remote[k].is_some() {
-                        continue;
+                match p.try_recv() {
+                    Ok(None) => {}
+                    Ok(Some(f)) => {
+                        remote[k] = Some(decode_records(f, *r, hosts).unwrap_or_else(|e| {
+                            boot_errors.push(format!("{e:#}"));
+                            Vec::new()
+                        }))
                     }
-                    match p.try_recv() {
-                        Ok(None) => {}
-                        Ok(Some(f)) => {
-                            remote[k] = Some(decode_records(f, *r, hosts).unwrap_or_else(|e| {
-                                boot_errors.push(format!("{e:#}"));
-                                Vec::new()
-                            }))
-                        }
-                        Err(e) => {
-                            boot_errors.push(format!("rank {r}: {e}"));
-                            remote[k] = Some(Vec::new());
-                        }
+                    Err(e) => {
+                        boot_errors.push(format!("rank {r}: {e}"));
+                        remote[k] = Some(Vec::new());
                     }
                 }
-                remote.iter().all(Option::is_some)
-            },
-            &mut NoWatch,
-        );
+            }
+            remote.iter().all(Option::is_some)
+        });
         // The run timed out or a peer is late: its records still come once its own run
         // stops (bounded by the I/O timeout).
         for (k, (r, p, hosts)) in peers.iter_mut().enumerate() {
@@ -397,43 +410,34 @@ impl<W: Workload> RankRun<'_, W> {
         let mut bye = false;
         let mut failure: Option<anyhow::Error> = None;
         let mut next_poll = Time::ZERO;
-        drive(
-            fabric,
-            eps,
-            apps,
-            self.stalls,
-            self.stop,
-            hf,
-            |now, eps, apps| {
-                if !handed_in {
-                    handed_in = true;
-                    if let Err(e) = frame(eps, apps).and_then(|f| Ok(p.send(&f)?)) {
-                        failure = Some(e);
-                        return true;
-                    }
+        self.drive::<R>(fabric, eps, apps, hf, |now, eps, apps| {
+            if !handed_in {
+                handed_in = true;
+                if let Err(e) = frame(eps, apps).and_then(|f| Ok(p.send(&f)?)) {
+                    failure = Some(e);
+                    return true;
                 }
-                if now < next_poll {
-                    return false;
+            }
+            if now < next_poll {
+                return false;
+            }
+            next_poll = now + BOOTSTRAP_POLL;
+            match p.try_recv() {
+                Ok(None) => false,
+                Ok(Some(Frame::Bye)) => {
+                    bye = true;
+                    true
                 }
-                next_poll = now + BOOTSTRAP_POLL;
-                match p.try_recv() {
-                    Ok(None) => false,
-                    Ok(Some(Frame::Bye)) => {
-                        bye = true;
-                        true
-                    }
-                    Ok(Some(_)) => {
-                        failure = Some(anyhow!("rank {to_rank} sent an unexpected frame"));
-                        true
-                    }
-                    Err(e) => {
-                        failure = Some(e.into());
-                        true
-                    }
+                Ok(Some(_)) => {
+                    failure = Some(anyhow!("rank {to_rank} sent an unexpected frame"));
+                    true
                 }
-            },
-            &mut NoWatch,
-        );
+                Err(e) => {
+                    failure = Some(e.into());
+                    true
+                }
+            }
+        });
         if let Some(e) = failure {
             return Err(e.context(format!("handing the records to rank {to_rank}")));
         }
