@@ -75,7 +75,7 @@
 //! };
 //! let src = sim.transport(0).register_memory(4096).unwrap();
 //! let dst = sim.transport(1).register_memory(4096).unwrap();
-//! sim.transport(0).write(src.addr, b"hello").unwrap();
+//! sim.transport(0).write(src.addr, &[b"hello"]).unwrap();
 //! let rwr = RecvWr { wr_id: 7, sge: Sge { addr: dst.addr, len: 4096, lkey: dst.lkey } };
 //! sim.transport(1).post_recv(b.qpn, &rwr).unwrap();
 //! let wr = SendWr {

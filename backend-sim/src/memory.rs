@@ -146,12 +146,18 @@ impl Memory {
 
     /// Copy `data` to `addr`.
     pub(crate) fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        let len = data.len();
-        let (i, off) = self
-            .locate(addr, len as u64)
-            .ok_or_else(|| Self::bad(addr, len as u64))?;
+        self.write_parts(addr, &[data])
+    }
+
+    /// Copy `parts`, back to back, to `addr` (one range check).
+    pub(crate) fn write_parts(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
+        let len = xrdma::gather_len(parts);
+        let (i, mut off) = self.locate(addr, len).ok_or_else(|| Self::bad(addr, len))?;
         if self.carry {
-            self.mrs[i].data[off..off + len].copy_from_slice(data);
+            for p in parts {
+                self.mrs[i].data[off..off + p.len()].copy_from_slice(p);
+                off += p.len();
+            }
         }
         Ok(())
     }

@@ -240,9 +240,9 @@ impl LocalMemory for HostTransport<'_> {
         ))
     }
 
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+    fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
         let h = self.check_host()?;
-        self.sim.hosts[h].mem.write(addr, data)
+        self.sim.hosts[h].mem.write_parts(addr, parts)
     }
 }
 

@@ -36,7 +36,7 @@
 //! use xrdma::{LocalMemory, Transport};
 //! # fn f(t: &mut xrdma_verbs::VerbsTransport) -> Result<(), xrdma::TransportError> {
 //! let mr = t.register_memory(4096)?;
-//! t.write(mr.addr, b"ping")?;
+//! t.write(mr.addr, &[b"ping"])?;
 //! let mut out = [0u8; 4];
 //! t.read_into(mr.addr, &mut out)?;
 //! # Ok(()) }

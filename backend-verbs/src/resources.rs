@@ -312,22 +312,30 @@ impl Mr {
         Some(v)
     }
 
-    /// Copy `data` to `addr`; `false` (and nothing written) when the range is not inside this
-    /// MR.
-    pub(crate) fn write(&mut self, addr: u64, data: &[u8]) -> bool {
-        let Some(off) = self.offset_of(addr, data.len() as u64) else {
+    /// Copy `parts`, back to back, to `addr`; `false` (and nothing written) when the range is
+    /// not inside this MR.
+    pub(crate) fn write(&mut self, addr: u64, parts: &[&[u8]]) -> bool {
+        let Some(mut off) = self.offset_of(addr, xrdma::gather_len(parts)) else {
             return false;
         };
-        // SAFETY: the destination `off..off + data.len()` lies inside our live allocation
-        // (checked just above). `data` is a Rust slice that cannot point into the MR, because
-        // no safe API of this crate lends out a reference into MR memory, so the ranges do not
-        // overlap. No Rust reference to the destination exists (`&mut self` also excludes
-        // other calls on this MR); the device may read the range concurrently (a posted SEND
-        // or a peer's READ), in which case it transfers stale or mixed bytes, which is a
-        // protocol error and not undefined behaviour. The core writes only ranges it has not
-        // handed to the device.
-        unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), self.buf.as_ptr().add(off), data.len());
+        for data in parts {
+            // SAFETY: the destination `off..off + data.len()` lies inside our live allocation:
+            // the whole gather's range was checked just above and the parts are laid back to
+            // back within it. `data` is a Rust slice that cannot point into the MR, because no
+            // safe API of this crate lends out a reference into MR memory, so the ranges do not
+            // overlap. No Rust reference to the destination exists (`&mut self` also excludes
+            // other calls on this MR); the device may read the range concurrently (a posted
+            // SEND or a peer's READ), in which case it transfers stale or mixed bytes, which is
+            // a protocol error and not undefined behaviour. The core writes only ranges it has
+            // not handed to the device.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    data.as_ptr(),
+                    self.buf.as_ptr().add(off),
+                    data.len(),
+                );
+            }
+            off += data.len();
         }
         true
     }

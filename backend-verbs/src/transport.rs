@@ -438,13 +438,13 @@ impl LocalMemory for VerbsTransport {
             })
     }
 
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        let len = data.len() as u64;
+    fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
+        let len = xrdma::gather_len(parts);
         let written = self
             .mrs
             .range_mut(..=addr)
             .next_back()
-            .is_some_and(|(_, mr)| mr.write(addr, data));
+            .is_some_and(|(_, mr)| mr.write(addr, parts));
         if written {
             Ok(())
         } else {

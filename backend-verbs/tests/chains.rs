@@ -26,7 +26,7 @@ fn a_chain_with_an_unsignaled_wr_completes_its_signaled_ones() {
     };
     let mut p = Pair::new(&dev, TransportConfig::default(), TransportConfig::default());
     let data = pattern(6000, 4);
-    p.a.write(p.ma.addr, &data).unwrap();
+    p.a.write(p.ma.addr, &[&data]).unwrap();
     for i in 0..2 {
         let recv = RecvWr {
             wr_id: 100 + i,

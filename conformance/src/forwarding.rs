@@ -136,7 +136,7 @@ impl Call {
                 format!("{r:?} {out:?}")
             }
             Call::ReadBytes(addr, len) => format!("{:?}", t.read_bytes(*addr, *len)),
-            Call::Write(addr, data) => format!("{:?}", t.write(*addr, data)),
+            Call::Write(addr, data) => format!("{:?}", t.write(*addr, &[data])),
             Call::Now => format!("{:?}", t.now()),
             Call::RegisterMemory(len) => format!("{:?}", t.register_memory(*len)),
             Call::CreateQp(caps) => format!("{:?}", t.create_qp(*caps)),
@@ -203,8 +203,8 @@ impl LocalMemory for Probe {
         self.log.push(Call::ReadBytes(addr, len));
         Ok((0..len).map(|i| 0xb0 ^ (addr as u8) ^ i as u8).collect())
     }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        self.log.push(Call::Write(addr, data.to_vec()));
+    fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
+        self.log.push(Call::Write(addr, parts.concat()));
         Ok(())
     }
 }

@@ -126,7 +126,7 @@ pub trait Harness {
     /// When the range is not inside one MR of `side`.
     fn write(&mut self, side: Side, addr: u64, data: &[u8]) {
         self.transport(side)
-            .write(addr, data)
+            .write(addr, &[data])
             .unwrap_or_else(|e| panic!("writing {} B at {addr:#x} on {side:?}: {e}", data.len()));
     }
 }

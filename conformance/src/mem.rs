@@ -400,16 +400,15 @@ impl LocalMemory for MemTransport<'_> {
         xrdma::read_bytes_through(self, addr, len)
     }
 
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        let h = self.h;
-        let at = self.pair.hosts[h]
-            .locate(h, addr, data.len() as u64, None)
-            .ok_or(TransportError::BadAddress {
-                addr,
-                len: data.len() as u64,
-                key: 0,
-            })?;
-        self.host().bytes_mut(at, data.len()).copy_from_slice(data);
+    fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
+        let (h, len) = (self.h, xrdma::gather_len(parts));
+        let (i, mut off) = self.pair.hosts[h]
+            .locate(h, addr, len, None)
+            .ok_or(TransportError::BadAddress { addr, len, key: 0 })?;
+        for p in parts {
+            self.host().bytes_mut((i, off), p.len()).copy_from_slice(p);
+            off += p.len();
+        }
         Ok(())
     }
 }

@@ -174,9 +174,9 @@ impl<T: Transport + HostCpu + ?Sized> TransportLayer for Charging<'_, T> {
     fn inner_mut(&mut self) -> &mut T {
         self.inner
     }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+    fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
         self.settle();
-        self.inner.write(addr, data)
+        self.inner.write(addr, parts)
     }
     fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
         self.settle();

@@ -195,7 +195,7 @@ impl Side {
         };
         let qp = t.create_qp(caps).context("creating the QP")?;
         let pattern: Vec<u8> = (0..opts.size).map(|i| i as u8).collect();
-        t.write(mr.addr, &pattern)?;
+        t.write(mr.addr, &[&pattern])?;
         let side = Side {
             verb,
             client,
@@ -347,7 +347,10 @@ impl Side {
         let (opcode, local, remote) = match self.verb {
             Verb::Send => (SendOpcode::Send, self.mr.addr, 0),
             Verb::Write => {
-                t.write(self.mr.addr + u64::from(self.size) - 1, &[self.sent as u8])?;
+                t.write(
+                    self.mr.addr + u64::from(self.size) - 1,
+                    &[&[self.sent as u8]],
+                )?;
                 (
                     SendOpcode::RdmaWrite,
                     self.mr.addr,

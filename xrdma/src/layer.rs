@@ -55,8 +55,8 @@ pub trait TransportLayer {
     ///
     /// # Errors
     /// Those of [`LocalMemory::write`].
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        self.inner_mut().write(addr, data)
+    fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
+        self.inner_mut().write(addr, parts)
     }
 
     /// [`Transport::now`] through this layer.
@@ -158,8 +158,8 @@ impl<L: TransportLayer + ?Sized> LocalMemory for L {
     fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
         TransportLayer::read_bytes(self, addr, len)
     }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
-        TransportLayer::write(self, addr, data)
+    fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
+        TransportLayer::write(self, addr, parts)
     }
 }
 

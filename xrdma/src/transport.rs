@@ -295,11 +295,18 @@ pub trait LocalMemory {
     /// [`TransportError::BadAddress`] as for [`LocalMemory::read_into`].
     fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError>;
 
-    /// Copy `data` to `addr`.
+    /// Copy `parts`, back to back, to `addr` (a gather: one range check for all of them,
+    /// as the core stages a frame's headers and payloads in one call).
     ///
     /// # Errors
-    /// [`TransportError::BadAddress`] when the range is not inside one registered MR.
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError>;
+    /// [`TransportError::BadAddress`] (with `key` 0 and the whole length) when the range is
+    /// not inside one registered MR; nothing is written then.
+    fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError>;
+}
+
+/// The total length of a gather's `parts`, bytes.
+pub fn gather_len(parts: &[&[u8]]) -> u64 {
+    parts.iter().map(|p| p.len() as u64).sum()
 }
 
 /// A verbs-level RDMA transport for one host (one device port, one PD, one CQ).
@@ -467,7 +474,7 @@ mod tests {
             out.copy_from_slice(src);
             Ok(())
         }
-        fn write(&mut self, _addr: u64, _data: &[u8]) -> Result<(), TransportError> {
+        fn write(&mut self, _addr: u64, _parts: &[&[u8]]) -> Result<(), TransportError> {
             unreachable!("not used")
         }
         fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {

@@ -491,7 +491,7 @@ fn in_memory_reads_copy_in_range_and_refuse_out_of_range() {
     let mut pair = Pair::new();
     let mut side = pair.side(0);
     let mr = side.register_memory(32).unwrap();
-    side.write(mr.addr + 4, &[1, 2, 3]).unwrap();
+    side.write(mr.addr + 4, &[&[1, 2, 3]]).unwrap();
     let mut out = [9u8; 5];
     side.read_into(mr.addr + 3, &mut out).unwrap();
     assert_eq!(out, [0, 1, 2, 3, 0]);
@@ -512,6 +512,6 @@ fn in_memory_reads_copy_in_range_and_refuse_out_of_range() {
             want,
             "{addr:#x}+{len}"
         );
-        assert_eq!(side.write(addr, &vec![0; len]).unwrap_err(), want);
+        assert_eq!(side.write(addr, &[&vec![0; len]]).unwrap_err(), want);
     }
 }

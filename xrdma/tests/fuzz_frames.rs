@@ -145,7 +145,7 @@ fn attack(frames: &[Hostile], seq_noise: &[Option<u32>]) -> Vec<Event> {
     for (i, f) in frames.iter().enumerate() {
         let mut bytes = encode(f);
         bytes.truncate(slot);
-        pair.side(0).write(stage.addr, &bytes).unwrap();
+        pair.side(0).write(stage.addr, &[&bytes]).unwrap();
         let imm = seq_noise.get(i).copied().flatten().unwrap_or(seq);
         seq = seq.wrapping_add(1);
         let wr = SendWr {

@@ -107,10 +107,10 @@ impl LocalMemory for NoMemory {
     fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
         read_bytes_through(self, addr, len)
     }
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), TransportError> {
+    fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
         Err(TransportError::BadAddress {
             addr,
-            len: data.len() as u64,
+            len: xrdma::gather_len(parts),
             key: 0,
         })
     }

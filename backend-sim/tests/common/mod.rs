@@ -32,7 +32,7 @@ pub fn patterned(sim: &mut Simulation, host: HostId, len: usize, salt: u8) -> Me
     let data: Vec<u8> = (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt))
         .collect();
-    sim.transport(host).write(mr.addr, &data).unwrap();
+    sim.transport(host).write(mr.addr, &[&data]).unwrap();
     mr
 }
 

@@ -246,14 +246,15 @@ pub fn local_errors_are_refused_synchronously<H: Harness>(h: &mut H) -> Observed
 /// Local reads and writes of registered memory: a read copies exactly the range; a range
 /// that does not lie inside one MR (starting before it, running past its end, starting at
 /// its end) is refused with `BadAddress` naming the range and key 0, leaving the output
-/// untouched; another side's MR is not this side's memory.
+/// untouched; a gathered write lays its parts back to back and is refused whole when its
+/// span runs past the MR, writing none of it; another side's MR is not this side's memory.
 pub fn local_memory_copies_ranges_and_refuses_what_lies_outside_an_mr<H: Harness>(
     h: &mut H,
 ) -> Observed {
     h.connect(&PairSpec::default());
     let mut t = h.transport(Side::A);
     let mr = t.register_memory(64).expect("register 64 B");
-    t.write(mr.addr + 10, b"abcdef")
+    t.write(mr.addr + 10, &[b"ab", b"", b"cdef"])
         .expect("write inside the MR");
     let mut out = [0xffu8; 8];
     t.read_into(mr.addr + 9, &mut out)
@@ -279,8 +280,22 @@ pub fn local_memory_copies_ranges_and_refuses_what_lies_outside_an_mr<H: Harness
             t.read_bytes(addr, len).expect_err("read_bytes outside"),
             want
         );
-        assert_eq!(t.write(addr, &out).expect_err("write outside"), want);
+        assert_eq!(t.write(addr, &[&out]).expect_err("write outside"), want);
     }
+    // A gather whose first part fits but whose span does not: refused, nothing written.
+    let err = t
+        .write(mr.addr + 60, &[b"wxyz", b"!"])
+        .expect_err("a gather past the MR's end");
+    let want = TransportError::BadAddress {
+        addr: mr.addr + 60,
+        len: 5,
+        key: 0,
+    };
+    assert_eq!(err, want);
+    let mut tail = [0xffu8; 4];
+    t.read_into(mr.addr + 60, &mut tail)
+        .expect("the MR's last 4 bytes");
+    assert_eq!(tail, [0; 4], "nothing of a refused gather is written");
     drop(t);
     // Another side's memory is not this side's.
     let mut out = [0u8; 1];

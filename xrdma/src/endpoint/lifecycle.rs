@@ -245,8 +245,9 @@ impl Endpoint {
         let mut inflight: Vec<MsgId> = Vec::new();
         for f in c.inflight.drain(..) {
             inflight.extend(f.msg);
-            inflight.extend(f.completes.messages().iter().map(|&(id, _)| id));
+            inflight.extend(c.posted.drain(..f.completes as usize).map(|(id, _)| id));
         }
+        c.posted.clear();
         let queued = c.queue.drain(..).map(|m| m.id);
         for m in inflight.into_iter().chain(queued) {
             if seen.insert(m) {

@@ -98,7 +98,7 @@ pub use inspect::ConnUsage;
 use setup::{HalfSetup, MemoryFor, Resetting};
 pub use snapshot::{ConnSnapshot, EndpointSnapshot, QpObservations};
 pub use state::ConnState;
-use timing::{Completes, Stamps};
+use timing::Stamps;
 
 struct OutMessage {
     id: MsgId,
@@ -117,10 +117,11 @@ struct InflightFrame {
     footprint: u64,
     payload_len: u64,
     posted_at: Time,
-    /// The messages ACKing this completes: a message's last fragment, or every message of
-    /// an eager frame. The frame owns them, so frames ACKed together or one at a time
-    /// complete exactly their own messages.
-    completes: Completes,
+    /// How many messages ACKing this completes, the oldest of the connection's
+    /// [`Connection::posted`]: a message's last fragment completes one, an eager frame every
+    /// message it carries, so frames ACKed together or one at a time complete exactly their
+    /// own messages.
+    completes: u32,
     /// The message this belongs to (`None` for CTS and FIN frames).
     msg: Option<MsgId>,
     fin: bool,
@@ -172,6 +173,9 @@ struct Connection {
     next_tx_seq: Seq,
     queue: VecDeque<OutMessage>,
     inflight: VecDeque<InflightFrame>,
+    /// Messages wholly posted and not yet ACKed, in the order their frames were posted, with
+    /// their stamps ([`InflightFrame::completes`] says which frame completes which).
+    posted: VecDeque<(MsgId, Stamps)>,
     inflight_bytes: u64,
     window: SendWindow,
     sq_outstanding: u32,
@@ -214,6 +218,7 @@ impl Connection {
             next_tx_seq: Seq(c.initial_seq),
             queue: VecDeque::new(),
             inflight: VecDeque::new(),
+            posted: VecDeque::new(),
             inflight_bytes: 0,
             window: {
                 let w = SendWindow::new(WindowParams::from_config(c));
@@ -726,11 +731,11 @@ impl Endpoint {
             if f.payload_len > 0 {
                 newest = Some((f.posted_at, f.payload_len));
             }
-            for &(msg, stamps) in f.completes.messages() {
-                c.stats.messages_sent += 1;
+            for (msg, stamps) in c.posted.drain(..f.completes as usize) {
                 let timing = stamps.done(f.posted_at, now);
                 self.events.push_back(Event::Sent { conn, msg, timing });
             }
+            c.stats.messages_sent += u64::from(f.completes);
             if f.fin {
                 c.state.on_fin_acked();
             }

@@ -2,7 +2,6 @@
 //! announcements, coalesced eager messages, rendezvous WRITEs, the FIN), staged into the send
 //! ring, within the window and the receive credits.
 
-use super::timing::{Completes, Stamps};
 use super::wr_id;
 use super::{
     ConnSetup, Connection, Endpoint, InflightFrame, Op, OutMessage, KIND_DATA, MAX_COALESCE,
@@ -141,19 +140,22 @@ impl Endpoint {
         };
         let local = c.setup.send_ring.addr + slot.offset;
         let ack = c.ack_due.then(|| c.expected_rx_seq.add(u32::MAX));
-        let mut at = local;
-        let mut staged = Ok(());
-        for (i, m) in c.queue.iter().take(n).enumerate() {
-            let header = MessageHeader {
+        // One gather of every record's header and payload: one range check per frame.
+        let mut headers = [[0u8; HEADER_LEN]; MAX_COALESCE];
+        for (h, (i, m)) in headers.iter_mut().zip(c.queue.iter().take(n).enumerate()) {
+            *h = MessageHeader {
                 kind: FrameKind::Eager,
                 message_len: m.data.len() as u64,
                 ack: if i == 0 { ack } else { None },
-            };
-            staged = staged
-                .and_then(|()| mem.write(at, &header.encode()))
-                .and_then(|()| mem.write(at + HEADER_LEN as u64, &m.data));
-            at += HEADER_LEN as u64 + m.data.len() as u64;
+            }
+            .encode();
         }
+        let mut parts: [&[u8]; 2 * MAX_COALESCE] = [&[]; 2 * MAX_COALESCE];
+        for (k, (h, m)) in headers.iter().zip(c.queue.iter().take(n)).enumerate() {
+            parts[2 * k] = h;
+            parts[2 * k + 1] = &m.data;
+        }
+        let staged = mem.write(local, &parts[..2 * n]);
         if let Err(source) = staged {
             c.ring.free(slot.footprint);
             return Err(XrdmaError::Memory { conn, source });
@@ -162,24 +164,18 @@ impl Endpoint {
             c.ack_due = false;
             c.stats.acks_piggybacked += 1;
         }
-        // The frame owns the ids of exactly the messages it carries.
-        let done: Vec<(MsgId, Stamps)> = c
-            .queue
-            .drain(..n)
-            .map(|m| (m.id, m.stamps.posted(now)))
-            .collect();
+        // The frame completes exactly the messages it carries.
+        let first = c.queue.front().map(|m| m.id);
+        for m in c.queue.drain(..n) {
+            c.posted.push_back((m.id, m.stamps.posted(now)));
+        }
         mark_head(&mut c.queue, now);
-        let first = done.first().map(|&(id, _)| id);
-        let completes = match done.as_slice() {
-            [one] => Completes::One(*one),
-            _ => Completes::Batch(done.into_boxed_slice()),
-        };
         c.stats.eager_messages += n as u64;
         c.stats.batched_frames += u64::from(n > 1);
         c.stats.send_bytes += payload;
         c.stats.fragments_sent += 1;
         let (seq, tag) =
-            self.push_inflight(now, conn, slot.footprint, payload, completes, first, false);
+            self.push_inflight(now, conn, slot.footprint, payload, n as u32, first, false);
         let c = &self.conns[conn];
         Ok(Some(frame_op(conn, &c.setup, local, wire, seq, tag)))
     }
@@ -229,9 +225,7 @@ impl Endpoint {
             message_len,
             ack,
         };
-        let staged = mem
-            .write(local, &header.encode())
-            .and_then(|()| mem.write(local + HEADER_LEN as u64, body));
+        let staged = mem.write(local, &[&header.encode(), body]);
         if let Err(source) = staged {
             c.ring.free(slot.footprint);
             return Err(XrdmaError::Memory { conn, source });
@@ -241,15 +235,7 @@ impl Endpoint {
             c.stats.acks_piggybacked += 1;
         }
         let fin = kind == FrameKind::Fin;
-        let (seq, tag) = self.push_inflight(
-            now,
-            conn,
-            slot.footprint,
-            payload,
-            Completes::Nothing,
-            owner,
-            fin,
-        );
+        let (seq, tag) = self.push_inflight(now, conn, slot.footprint, payload, 0, owner, fin);
         let c = &self.conns[conn];
         Ok(Some(frame_op(conn, &c.setup, local, wire, seq, tag)))
     }
@@ -263,7 +249,7 @@ impl Endpoint {
         conn: ConnId,
         footprint: u64,
         payload_len: u64,
-        completes: Completes,
+        completes: u32,
         msg: Option<MsgId>,
         fin: bool,
     ) -> (Seq, u32) {
@@ -318,7 +304,7 @@ impl Endpoint {
         let local = c.setup.send_ring.addr + slot.offset;
         let off = msg.next_off;
         let payload = msg.data.slice(off as usize..(off + len) as usize);
-        if let Err(source) = mem.write(local, &payload) {
+        if let Err(source) = mem.write(local, &[&payload]) {
             c.ring.free(slot.footprint);
             return Err(XrdmaError::Memory { conn, source });
         }
@@ -333,16 +319,13 @@ impl Endpoint {
             conn,
             slot.footprint,
             len,
-            if done {
-                Completes::One((id, stamps))
-            } else {
-                Completes::Nothing
-            },
+            u32::from(done),
             Some(id),
             false,
         );
         let c = &mut self.conns[conn];
         if done {
+            c.posted.push_back((id, stamps));
             c.queue.pop_front();
             mark_head(&mut c.queue, now);
         }

@@ -3,7 +3,7 @@
 //! posted, ACKed), handed to the application with [`crate::Event::Sent`] as a [`SendTiming`]. The `trace` tool
 //! cuts a message's completion time at these instants into stages that add up exactly.
 
-use crate::{MsgId, SendTiming, Time};
+use crate::{SendTiming, Time};
 
 /// The instants a queued message has been stamped with so far.
 #[derive(Clone, Copy, Debug)]
@@ -37,27 +37,6 @@ impl Stamps {
             granted: self.granted,
             last_post,
             acked,
-        }
-    }
-}
-
-/// The messages an in-flight frame or fragment completes when it is ACKed, with their stamps.
-pub(super) enum Completes {
-    /// None: a control frame, or a fragment before a message's last.
-    Nothing,
-    /// One message: its last fragment, or an eager frame of one message.
-    One((MsgId, Stamps)),
-    /// A coalesced eager frame's messages, in the order they were queued.
-    Batch(Box<[(MsgId, Stamps)]>),
-}
-
-impl Completes {
-    /// The messages, with their stamps.
-    pub(super) fn messages(&self) -> &[(MsgId, Stamps)] {
-        match self {
-            Completes::Nothing => &[],
-            Completes::One(m) => std::slice::from_ref(m),
-            Completes::Batch(m) => m,
         }
     }
 }
