@@ -48,6 +48,7 @@ ci/trace-baseline.sh "$bin"
 
 step "the application API's echo example on the simulator, and the core's instructions per message (callgrind)"
 cargo run -q --release -p xrdma-app --example echo
+cargo run -q --release -p xrdma-app --example kv
 ci/msg-cost.sh
 
 step "packet captures: tshark decodes a simulated incast's pcaps (RoCEv2, CNP, PFC) without a malformed frame or an expert warning"

@@ -17,6 +17,7 @@ fn regression_the_incast_receiver_numbers_a_reused_slots_connection_from_zero() 
     for conn in [old, old, new] {
         let ev = Event::Message {
             conn,
+            tag: 0,
             data: data.clone(),
         };
         rx.on_event(Time::ZERO, &mut ep, ev);
@@ -37,6 +38,7 @@ fn regression_a_reused_slots_connection_does_not_continue_a_half_streamed_messag
     // The old connection ended halfway through a 10-byte message.
     let half = Event::Fragment {
         conn: old,
+        tag: 0,
         message_len: 10,
         offset: 0,
         data: Bytes::from_static(b"hello"),
@@ -45,12 +47,14 @@ fn regression_a_reused_slots_connection_does_not_continue_a_half_streamed_messag
     let whole = Bytes::from_static(b"0123456789");
     let first = Event::Fragment {
         conn: new,
+        tag: 0,
         message_len: 10,
         offset: 0,
         data: whole.slice(..4),
     };
     let last = Event::Fragment {
         conn: new,
+        tag: 0,
         message_len: 10,
         offset: 4,
         data: whole.slice(4..),

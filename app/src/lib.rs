@@ -33,7 +33,31 @@
 //! # }
 //! ```
 //!
-//! `examples/echo.rs` is the same echo as a program.
+//! ## Calls in flight
+//!
+//! A call's request and reply carry its id in the frame header ([`rpc`]): start many, on
+//! one connection or many, and wait for each reply in any order; a server may take requests
+//! ([`Worker::recv_call`]) and answer them in any order ([`Worker::reply`]).
+//!
+//! ```
+//! # use xrdma_app::{Bytes, Config, SimConfig, Span, Worker};
+//! # fn main() -> Result<(), xrdma_app::AppError> {
+//! # let mut hosts = Worker::simulated(SimConfig::default(), &Config::default())?;
+//! # let (mut server, mut client) = (hosts.remove(0), hosts.remove(0));
+//! let conn = client.connect(&server)?;
+//! let first = client.start_call(conn, &b"first"[..])?;
+//! let second = client.start_call(conn, &b"second"[..])?;
+//! let (a, b) = (server.recv_call(Span::from_ms(1))?, server.recv_call(Span::from_ms(1))?);
+//! server.reply(&b, &b"to second"[..])?; // newest first
+//! server.reply(&a, &b"to first"[..])?;
+//! assert_eq!(&client.wait_reply(first, Span::from_ms(1))?[..], b"to first");
+//! assert_eq!(&client.wait_reply(second, Span::from_ms(1))?[..], b"to second");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `examples/echo.rs` is the first echo as a program; `examples/kv.rs` a key-value store
+//! over calls.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -42,11 +66,14 @@ mod address;
 mod error;
 mod exchange;
 mod net;
+pub mod rpc;
 mod sim;
+mod tag;
 mod worker;
 
 pub use bytes::Bytes;
 pub use error::AppError;
+pub use rpc::{Call, Request};
 pub use worker::Worker;
 pub use xrdma::{Config, ConnId, MsgId, Span, Time, XrdmaError};
 pub use xrdma_runner::fabric::{Fabric, SimFabric, VerbsFabric};

@@ -6,8 +6,9 @@
 
 use crate::error::AppError;
 use crate::exchange::AddrListener;
+use crate::tag::Tagged;
 use bytes::Bytes;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use xrdma::driver::{Application, TurnScratch};
 use xrdma::Span;
 use xrdma::{ConnId, Endpoint, Event, Time};
@@ -33,9 +34,10 @@ pub(crate) struct Net<F: Fabric> {
     pub(crate) listeners: Vec<Option<AddrListener>>,
     /// Per host: connections to its listener dropped in the exchange.
     pub(crate) refused: Vec<u64>,
-    /// Per host: replies owed to calls that timed out, by connection: the next that many
-    /// messages on the connection are those late replies, and are dropped.
-    pub(crate) owed: Vec<Vec<(ConnId, u32)>>,
+    /// Per host: calls that timed out, by connection and id: their late replies are dropped.
+    pub(crate) abandoned: Vec<HashSet<(ConnId, u32)>>,
+    /// Per host: the id of its next call ([`crate::rpc`]).
+    pub(crate) next_call: Vec<u32>,
     /// Per host: what its handler's replies met (the core refused one), in order.
     pub(crate) errors: Vec<VecDeque<AppError>>,
     scratch: TurnScratch,
@@ -50,26 +52,26 @@ struct Keep<'a> {
     inbox: &'a mut VecDeque<Event>,
     unacked: &'a mut u64,
     handler: Option<&'a mut Handler>,
-    owed: &'a mut Vec<(ConnId, u32)>,
+    abandoned: &'a mut HashSet<(ConnId, u32)>,
     errors: &'a mut VecDeque<AppError>,
 }
 
 impl Application for Keep<'_> {
     fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        if let Event::Message { conn, .. } = &event {
+        if let Event::Message { conn, tag, .. } = &event {
             // The late reply of a call that timed out: nobody waits for it.
-            if let Some(k) = self.owed.iter().position(|(c, _)| c == conn) {
-                self.owed[k].1 -= 1;
-                if self.owed[k].1 == 0 {
-                    self.owed.swap_remove(k);
+            if let Tagged::Reply(id) = Tagged::of(*tag) {
+                if self.abandoned.remove(&(*conn, id)) {
+                    return;
                 }
-                return;
             }
         }
         match event {
-            Event::Message { conn, data } if self.handler.is_some() => {
+            Event::Message { conn, tag, data }
+                if self.handler.is_some() && !matches!(Tagged::of(tag), Tagged::Reply(_)) =>
+            {
                 let reply = self.handler.as_mut().and_then(|h| h(conn, data));
-                match reply.map(|r| ep.send(now, conn, r)) {
+                match reply.map(|r| ep.send_tagged(now, conn, r, Tagged::answer(tag))) {
                     Some(Ok(_)) => *self.unacked += 1,
                     Some(Err(e)) => self.errors.push_back(AppError::Refused(e)),
                     None => {}
@@ -101,7 +103,8 @@ impl<F: Fabric> Net<F> {
             handlers: (0..n).map(|_| None).collect(),
             listeners: (0..n).map(|_| None).collect(),
             refused: vec![0; n],
-            owed: vec![Vec::new(); n],
+            abandoned: vec![HashSet::new(); n],
+            next_call: vec![1; n],
             errors: (0..n).map(|_| VecDeque::new()).collect(),
             scratch: TurnScratch::default(),
         }
@@ -128,7 +131,7 @@ impl<F: Fabric> Net<F> {
             handlers: &'a mut [Option<Handler>],
             listeners: &'a [Option<AddrListener>],
             refused: &'a mut [u64],
-            owed: &'a mut [Vec<(ConnId, u32)>],
+            abandoned: &'a mut [HashSet<(ConnId, u32)>],
             errors: &'a mut [VecDeque<AppError>],
             next_accept: Time,
             scratch: &'a mut TurnScratch,
@@ -143,7 +146,7 @@ impl<F: Fabric> Net<F> {
                     inbox: &mut self.inbox[i],
                     unacked: &mut self.unacked[i],
                     handler: self.handlers[i].as_mut(),
-                    owed: &mut self.owed[i],
+                    abandoned: &mut self.abandoned[i],
                     errors: &mut self.errors[i],
                 };
                 let ep = &mut self.eps[i];
@@ -187,7 +190,7 @@ impl<F: Fabric> Net<F> {
             handlers: &mut self.handlers,
             listeners: &self.listeners,
             refused: &mut self.refused,
-            owed: &mut self.owed,
+            abandoned: &mut self.abandoned,
             errors: &mut self.errors,
             next_accept: Time::ZERO,
             scratch: &mut self.scratch,

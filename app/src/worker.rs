@@ -35,7 +35,7 @@ fn failure_on(e: &Event, conn: Option<ConnId>) -> bool {
 }
 
 /// The error a failure event reports; `None` for any other event.
-fn as_error(e: Event) -> Option<AppError> {
+pub(crate) fn as_error(e: Event) -> Option<AppError> {
     match e {
         Event::SendFailed { conn, error, .. } | Event::ConnectionFailed { conn, error } => {
             Some(AppError::ConnectionFailed { conn, error })
@@ -120,12 +120,28 @@ impl<F: Fabric> Worker<F> {
     /// [`AppError::Refused`]: an unknown, failed or closed connection, or a message larger
     /// than [`xrdma::Config::max_message_size`].
     pub fn send(&mut self, conn: ConnId, data: impl Into<Bytes>) -> Result<MsgId, AppError> {
-        let mut net = self.net.borrow_mut();
-        let now = net.fabric.now();
-        let h = self.host as usize;
-        let id = net.eps[h].send(now, conn, data.into())?;
-        net.unacked[h] += 1;
-        Ok(id)
+        self.send_tagged(conn, data.into(), 0)
+    }
+
+    /// [`Worker::send`] with the tag the core carries ([`crate::rpc`] gives tags their
+    /// meaning).
+    pub(crate) fn send_tagged(
+        &mut self,
+        conn: ConnId,
+        data: Bytes,
+        tag: u32,
+    ) -> Result<MsgId, AppError> {
+        self.with_net(|net, h| {
+            let now = net.fabric.now();
+            let id = net.eps[h].send_tagged(now, conn, data, tag)?;
+            net.unacked[h] += 1;
+            Ok(id)
+        })
+    }
+
+    /// Run `f` on this worker's net and host index.
+    pub(crate) fn with_net<R>(&mut self, f: impl FnOnce(&mut Net<F>, usize) -> R) -> R {
+        f(&mut self.net.borrow_mut(), self.host as usize)
     }
 
     /// Close `conn` gracefully: what is queued still goes out, then the peer hears
@@ -137,56 +153,24 @@ impl<F: Fabric> Worker<F> {
         Ok(self.net.borrow_mut().eps[self.host as usize].close(conn)?)
     }
 
-    /// The next message that arrived at this worker, on any connection, with its
-    /// connection; waits up to `timeout`.
+    /// The next plain message ([`Worker::send`]: not a call's request or reply) that arrived
+    /// at this worker, on any connection, with its connection; waits up to `timeout`.
     ///
     /// # Errors
     /// [`AppError::Timeout`]; [`AppError::ConnectionFailed`] or [`AppError::PeerClosed`]
     /// when a connection failed or closed before the next message (the messages after it
     /// wait for the next call).
     pub fn recv(&mut self, timeout: Span) -> Result<(ConnId, Bytes), AppError> {
-        let taken = self.wait(timeout, None, |e| matches!(e, Event::Message { .. }))?;
-        match taken {
-            Event::Message { conn, data } => Ok((conn, data)),
+        let plain = |e: &Event| matches!(e, Event::Message { tag: 0, .. });
+        match self.wait(timeout, None, plain)? {
+            Event::Message { conn, data, .. } => Ok((conn, data)),
             e => Err(as_error(e).unwrap_or(AppError::Timeout { waited: timeout })),
         }
     }
 
-    /// Send `request` on `conn` and wait up to `timeout` for the next message on `conn`: its
-    /// reply. Messages on other connections wait for [`Worker::recv`]. One call at a time per
-    /// connection: a reply is the next message on it, and the reply of a call that timed out
-    /// is dropped when it comes (the peer answers every request once).
-    ///
-    /// # Errors
-    /// As [`Worker::send`] and [`Worker::recv`] (a failure on another connection does not
-    /// end the call).
-    pub fn call(
-        &mut self,
-        conn: ConnId,
-        request: impl Into<Bytes>,
-        timeout: Span,
-    ) -> Result<Bytes, AppError> {
-        self.send(conn, request)?;
-        let on_conn = |e: &Event| matches!(e, Event::Message { conn: c, .. } if *c == conn);
-        match self.wait(timeout, Some(conn), on_conn) {
-            Ok(Event::Message { data, .. }) => Ok(data),
-            Ok(e) => Err(as_error(e).unwrap_or(AppError::Timeout { waited: timeout })),
-            Err(e @ AppError::Timeout { .. }) => {
-                // Its reply may still come: it is not the next call's.
-                let mut net = self.net.borrow_mut();
-                let owed = &mut net.owed[self.host as usize];
-                match owed.iter_mut().find(|(c, _)| *c == conn) {
-                    Some((_, n)) => *n += 1,
-                    None => owed.push((conn, 1)),
-                }
-                Err(e)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// From now on, answer every message that arrives at this worker with `handler`'s reply
-    /// (`None`: no reply), sent on the message's connection: a server in XRDMA's
+    /// From now on, answer every request and plain message that arrives at this worker with
+    /// `handler`'s reply (`None`: no reply), sent on the message's connection (a request's
+    /// as the reply to its call, [`Worker::call`]): a server in XRDMA's
     /// run-to-completion style. The handler runs inside the turns of any waiting call on
     /// the fabric: this worker's own ([`Worker::run_for`]), and on the simulator any other
     /// worker's, so a client's [`Worker::call`] gets its reply in one thread. Messages it
@@ -245,7 +229,7 @@ impl<F: Fabric> Worker<F> {
 
     /// Run the fabric until this worker's inbox holds an event `want` takes, or a failure on
     /// `conn` (any connection when `None`), whichever comes first; take and return it.
-    fn wait(
+    pub(crate) fn wait(
         &mut self,
         timeout: Span,
         conn: Option<ConnId>,

@@ -119,7 +119,7 @@ struct Echo {
 impl Application for Echo {
     fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
         match event {
-            Event::Message { conn, data } => match ep.send(now, conn, data) {
+            Event::Message { conn, data, .. } => match ep.send(now, conn, data) {
                 Ok(_) => self.echoed += 1,
                 Err(e) => self.failures.push(e.to_string()),
             },

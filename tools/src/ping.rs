@@ -139,7 +139,7 @@ pub(super) struct Echo {
 impl Application for Echo {
     fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
         match event {
-            Event::Message { conn, data } => match ep.send(now, conn, data) {
+            Event::Message { conn, data, .. } => match ep.send(now, conn, data) {
                 Ok(_) => self.echoed += 1,
                 Err(e) => self.errors.push(e.to_string()),
             },

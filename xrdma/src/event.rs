@@ -101,6 +101,8 @@ pub enum Event {
     Message {
         /// The connection it came on.
         conn: ConnId,
+        /// The tag its sender gave ([`crate::Endpoint::send_tagged`]; 0 when none).
+        tag: u32,
         /// Its bytes.
         data: Bytes,
     },
@@ -111,6 +113,8 @@ pub enum Event {
     Fragment {
         /// The connection it came on.
         conn: ConnId,
+        /// The message's tag ([`crate::Endpoint::send_tagged`]; 0 when none).
+        tag: u32,
         /// Length of the whole message, bytes.
         message_len: u64,
         /// Offset of `data` within the message, bytes.

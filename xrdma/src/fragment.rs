@@ -42,7 +42,8 @@ pub enum FrameKind {
     /// A whole small message: the header, then `message_len` payload bytes.
     Eager,
     /// Request to send: `message_len` (1 to [`MAX_BATCH`]) large messages wait for landing
-    /// buffers; their lengths follow the header, 8 bytes each (big-endian), oldest first.
+    /// buffers; each one's tag and length follow the header, 4 bytes each (big-endian),
+    /// oldest first.
     Rts,
     /// Clear to send: `message_len` (1 to [`MAX_BATCH`]) [`Grant`]s follow the header,
     /// answering the oldest unanswered announced messages in order.
@@ -75,7 +76,9 @@ impl FrameKind {
 /// The 16-byte header at the start of every SEND that carries a frame (zero-length SENDs are
 /// pure ACKs and carry none).
 ///
-/// Layout (big-endian): bytes 0..8 the message length; bytes 8..12 a cumulative ACK of the
+/// Layout (big-endian): bytes 0..4 the message's tag (an application's correlation id,
+/// [`crate::Endpoint::send_tagged`]; 0 on control frames), bytes 4..8 the message length
+/// (below 2^32: [`crate::MAX_MESSAGE_SIZE`] is 2^31); bytes 8..12 a cumulative ACK of the
 /// other direction (the newest in-order sequence number received), valid when bit 0 of bytes
 /// 12..16 is set; bits 8..16 of bytes 12..16 the [`FrameKind`]. Carrying the ACK on a frame
 /// saves the separate ACK SEND whenever a reply is ready when the request arrives
@@ -84,8 +87,11 @@ impl FrameKind {
 pub struct MessageHeader {
     /// What the frame is.
     pub kind: FrameKind,
-    /// Length of the whole message, bytes (0 for [`FrameKind::Fin`]).
+    /// Length of the whole message, bytes (0 for [`FrameKind::Fin`]); below 2^32, the low
+    /// 32 bits are what travels.
     pub message_len: u64,
+    /// The message's tag (0 when the application gave none, and on control frames).
+    pub tag: u32,
     /// A piggybacked cumulative ACK of the reverse direction.
     pub ack: Option<crate::Seq>,
 }
@@ -97,7 +103,8 @@ impl MessageHeader {
     /// Encode to the wire layout.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
-        b[..8].copy_from_slice(&self.message_len.to_be_bytes());
+        b[..4].copy_from_slice(&self.tag.to_be_bytes());
+        b[4..8].copy_from_slice(&(self.message_len as u32).to_be_bytes());
         let mut flags = self.kind.code() << KIND_SHIFT;
         if let Some(ack) = self.ack {
             b[8..12].copy_from_slice(&ack.to_wire());
@@ -110,14 +117,16 @@ impl MessageHeader {
     /// Decode from the wire layout; `None` when fewer than [`HEADER_LEN`] bytes are given or
     /// the kind is unknown.
     pub fn decode(bytes: &[u8]) -> Option<MessageHeader> {
-        let m: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
+        let t: [u8; 4] = bytes.get(..4)?.try_into().ok()?;
+        let m: [u8; 4] = bytes.get(4..8)?.try_into().ok()?;
         let a: [u8; 4] = bytes.get(8..12)?.try_into().ok()?;
         let f: [u8; 4] = bytes.get(12..HEADER_LEN)?.try_into().ok()?;
         let flags = u32::from_be_bytes(f);
         let ack = (flags & ACK_VALID != 0).then(|| crate::Seq::from_wire(a));
         Some(MessageHeader {
             kind: FrameKind::from_code((flags >> KIND_SHIFT) & 0xFF)?,
-            message_len: u64::from_be_bytes(m),
+            message_len: u64::from(u32::from_be_bytes(m)),
+            tag: u32::from_be_bytes(t),
             ack,
         })
     }
@@ -211,15 +220,17 @@ mod tests {
             kind: FrameKind::Eager,
             message_len: 0x0102,
             ack: None,
+            tag: 0x0A0B_0C0D,
         };
         let b = h.encode();
-        assert_eq!(b, [0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(b, [10, 11, 12, 13, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(MessageHeader::decode(&b), Some(h));
         assert_eq!(MessageHeader::decode(&b[..15]), None);
         let h = MessageHeader {
             kind: FrameKind::Cts,
             message_len: 3,
             ack: Some(crate::Seq(0xFFFF_FFFF)),
+            tag: 0,
         };
         let b = h.encode();
         // flags = kind 2 << 8 | ACK_VALID = 0x0000_0201
@@ -233,6 +244,7 @@ mod tests {
             kind: FrameKind::Fin,
             message_len: 0,
             ack: None,
+            tag: 0,
         }
         .encode();
         assert_eq!(b[14], 3);

@@ -254,7 +254,7 @@ struct Echo;
 
 impl Application for Echo {
     fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        if let Event::Message { conn, data } = event {
+        if let Event::Message { conn, data, .. } = event {
             ep.send(now, conn, data).unwrap();
         }
     }
@@ -513,5 +513,52 @@ fn in_memory_reads_copy_in_range_and_refuse_out_of_range() {
             "{addr:#x}+{len}"
         );
         assert_eq!(side.write(addr, &[&vec![0; len]]).unwrap_err(), want);
+    }
+}
+
+#[test]
+fn a_messages_tag_reaches_the_receiver_whatever_way_it_travels() {
+    // Eager alone, coalesced behind another, by rendezvous (its tag in the RTS), and
+    // streamed as fragments: each message arrives with its own tag, the largest included.
+    let sizes = [64usize, 0, 4096, 70_000, (1 << 20) + 1];
+    let tags = [u32::MAX, 7, 0, 1 << 31, 0xDEAD_BEEF];
+    for streaming in [false, true] {
+        let mut w = World::new(Config {
+            deliver_fragments: streaming,
+            ..Config::default()
+        });
+        for (i, (&n, &tag)) in sizes.iter().zip(&tags).enumerate() {
+            let data = pattern(n, i as u8);
+            w.eps[0]
+                .send_tagged(w.pair.now, w.conns[0], data, tag)
+                .unwrap();
+        }
+        w.settle();
+        let mut got: Vec<(u32, u64)> = Vec::new();
+        for e in &w.apps[1].events {
+            match e {
+                Event::Message { tag, data, .. } => got.push((*tag, data.len() as u64)),
+                Event::Fragment {
+                    tag,
+                    offset,
+                    message_len,
+                    data,
+                    ..
+                } if *offset + data.len() as u64 == *message_len => {
+                    got.push((*tag, *message_len));
+                }
+                Event::Fragment { tag, .. } => {
+                    // Every fragment of a message carries the message's tag.
+                    assert!(tags.contains(tag), "a fragment tagged {tag:#x}");
+                }
+                _ => {}
+            }
+        }
+        let want: Vec<(u32, u64)> = tags
+            .iter()
+            .zip(sizes)
+            .map(|(&t, n)| (t, n as u64))
+            .collect();
+        assert_eq!(got, want, "streaming {streaming}");
     }
 }

@@ -243,7 +243,7 @@ fn check(w: &Workload, o: &mut Outcome) {
             let got: Vec<&Bytes> = o.events[h]
                 .iter()
                 .filter_map(|e| match e {
-                    Event::Message { conn, data } if *conn == c[h] => Some(data),
+                    Event::Message { conn, data, .. } if *conn == c[h] => Some(data),
                     _ => None,
                 })
                 .collect();

@@ -79,6 +79,7 @@ fn encode(f: &Hostile) -> Vec<u8> {
         kind,
         message_len: n,
         ack: None,
+        tag: 0,
     };
     match f {
         Hostile::Framed {
@@ -91,6 +92,8 @@ fn encode(f: &Hostile) -> Vec<u8> {
                 kind: FrameKind::Eager,
                 message_len: *message_len,
                 ack: ack.map(Seq),
+                // The length's high half as the tag: every bit of bytes 0..8 stays hostile.
+                tag: (*message_len >> 32) as u32,
             }
             .encode();
             // The kind byte as the peer wrote it, known or not (bits 8..16 of bytes 12..16).
@@ -243,15 +246,19 @@ fn a_frame_shorter_than_its_header_fails_the_connection() {
 fn an_rts_announcing_u64_max_bytes_fails_the_connection_and_registers_nothing() {
     // Found by the property above: the landing pool carved a buffer for u64::MAX bytes, and
     // the MR pool's `start + len` overflowed (a panic, or in release a wrapped region that
-    // "fit" and would have been granted to the peer).
-    for len in [u64::MAX, u64::MAX / 2 + 1, MAX_MESSAGE_SIZE + 1] {
+    // "fit" and would have been granted to the peer). An entry's high half is the message's
+    // tag, its low half the length: an entry of u64::MAX announces u32::MAX bytes, one of
+    // 2^63 a tagged 0-byte message.
+    let above = "above the 2147483648-byte maximum";
+    for (len, why) in [
+        (u64::MAX, above),
+        (u64::MAX / 2 + 1, "an eager size"),
+        (MAX_MESSAGE_SIZE + 1, above),
+    ] {
         let events = attack(&[Hostile::Rts(vec![len])], &[]);
         match failure(&events) {
             Some(XrdmaError::MalformedFragment { reason, .. }) => {
-                assert!(
-                    reason.contains("above the 2147483648-byte maximum"),
-                    "{reason}"
-                )
+                assert!(reason.contains(why), "{reason}")
             }
             other => panic!("{len}: {other:?}"),
         }
@@ -266,12 +273,14 @@ fn the_frame_header_is_sixteen_bytes() {
         kind: FrameKind::Rts,
         message_len: 1,
         ack: None,
+        tag: 0,
     }
     .encode();
     let mut e = MessageHeader {
         kind: FrameKind::Eager,
         message_len: 1,
         ack: None,
+        tag: 0,
     }
     .encode();
     e[14] = h[14];

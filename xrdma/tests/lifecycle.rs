@@ -227,6 +227,7 @@ fn arrived_bytes_come_in_as_data_and_a_short_or_missing_copy_fails_the_connectio
             kind: FrameKind::Eager,
             message_len: payload.len() as u64,
             ack: None,
+            tag: 9,
         };
         let mut b = h.encode().to_vec();
         b.extend_from_slice(payload);
@@ -250,6 +251,7 @@ fn arrived_bytes_come_in_as_data_and_a_short_or_missing_copy_fails_the_connectio
         got,
         [Event::Message {
             conn,
+            tag: 9,
             data: Bytes::from_static(b"hello")
         }]
     );

@@ -195,7 +195,7 @@ impl TcpMessages {
                 break;
             }
             let data = Bytes::copy_from_slice(&c.inbuf[at + HEADER..at + HEADER + len]);
-            self.events.push_back(Event::Message { conn, data });
+            self.events.push_back(Event::Message { conn, tag: 0, data });
             c.delivered += 1;
             at += HEADER + len;
         }

@@ -57,12 +57,13 @@ impl Reassembly {
     /// The (connection, size, XXH3-128) of the message `event` completes, if it completes one.
     pub(crate) fn whole(&mut self, event: &Event) -> Option<(ConnId, u64, u128)> {
         match event {
-            Event::Message { conn, data } => Some((*conn, data.len() as u64, xxh3_128(data))),
+            Event::Message { conn, data, .. } => Some((*conn, data.len() as u64, xxh3_128(data))),
             Event::Fragment {
                 conn,
                 message_len,
                 offset,
                 data,
+                ..
             } => {
                 let h = self.streams.entry(*conn, Xxh3::new);
                 h.update(data);

@@ -3,14 +3,18 @@
 //! ## Wire protocol
 //! - Every frame is a SEND with immediate into a receive buffer the peer posted in advance
 //!   (`recv_depth` buffers of [`crate::Config::recv_slot_bytes`] per connection), starting with
-//!   a 16-byte [`MessageHeader`](crate::fragment::MessageHeader) (kind, length, and a cumulative ACK of the other direction
-//!   when one is due). The immediate data is the frame's sequence number.
+//!   a 16-byte [`MessageHeader`](crate::fragment::MessageHeader) (kind, tag, length, and a
+//!   cumulative ACK of the other direction when one is due). The immediate data is the
+//!   frame's sequence number.
 //! - **Small messages** (at most [`crate::Config::eager_limit`] bytes, 4 KiB by default) go
 //!   eagerly: one `Eager` frame holds the header and the whole payload. Small messages queued
 //!   together are coalesced: one frame carries as many header-and-payload records as fit one
 //!   receive buffer (up to [`MAX_COALESCE`]), for one WR, one receive and one ACK.
-//! - **Large messages** go by rendezvous: an `Rts` frame announces the lengths of up to
-//!   [`MAX_BATCH`] queued large messages; the receiver takes a landing buffer of each
+//! - Every message carries the application's tag ([`Endpoint::send_tagged`], a correlation
+//!   id; 0 when none) in its header, or in its RTS entry when it goes by rendezvous, and
+//!   arrives with it ([`Event::Message`]).
+//! - **Large messages** go by rendezvous: an `Rts` frame announces the tags and lengths of
+//!   up to [`MAX_BATCH`] queued large messages; the receiver takes a landing buffer of each
 //!   message's size class from its pool ([`crate::landing`]) — registering more memory first
 //!   if it must — and answers with a `Cts` frame carrying up to [`MAX_BATCH`] grants (address,
 //!   rkey, length: [`Grant`]); the sender then RDMA WRITEs each payload straight into its
@@ -102,6 +106,8 @@ use timing::Stamps;
 
 struct OutMessage {
     id: MsgId,
+    /// The application's tag ([`Endpoint::send_tagged`]), carried to the receiver.
+    tag: u32,
     data: Bytes,
     next_off: u64,
     /// A large message whose RTS has gone out.
@@ -147,6 +153,8 @@ struct FragmentTail {
     conn: ConnId,
     buf: Region,
     message_len: u64,
+    /// The message's tag.
+    tag: u32,
     /// Offset of the delivered bytes in the message (0 when the whole message is).
     offset: u64,
     /// The fragment's length.
@@ -159,6 +167,8 @@ struct FragmentTail {
 struct Landing {
     buf: Region,
     len: u64,
+    /// Its tag, from its RTS.
+    tag: u32,
     received: u64,
 }
 
@@ -195,8 +205,8 @@ struct Connection {
     expected_rx_seq: Seq,
     /// Whether the connection is in the endpoint's queue of grants waiting for budget.
     budget_wait: bool,
-    /// Lengths of RTSs not yet granted, oldest first.
-    pending_rts: VecDeque<u64>,
+    /// Lengths and tags of announced messages not yet granted, oldest first.
+    pending_rts: VecDeque<(u64, u32)>,
     /// Granted landing buffers, in the order their messages arrive.
     landings: VecDeque<Landing>,
     ack_due: bool,
@@ -498,6 +508,23 @@ impl Endpoint {
     /// [`XrdmaError::NotEstablished`], [`XrdmaError::ConnectionFailed`],
     /// [`XrdmaError::ConnectionClosed`], [`XrdmaError::MessageTooLarge`].
     pub fn send(&mut self, now: Time, conn: ConnId, data: Bytes) -> Result<MsgId, XrdmaError> {
+        self.send_tagged(now, conn, data, 0)
+    }
+
+    /// [`Endpoint::send`] with a tag the receiver gets with the message
+    /// ([`Event::Message::tag`]): an application's correlation id, carried in the frame
+    /// header (an eager message's, or its RTS entry for a large one) at no extra byte. The
+    /// core gives it no meaning.
+    ///
+    /// # Errors
+    /// As [`Endpoint::send`].
+    pub fn send_tagged(
+        &mut self,
+        now: Time,
+        conn: ConnId,
+        data: Bytes,
+        tag: u32,
+    ) -> Result<MsgId, XrdmaError> {
         let Some(c) = self.conns.get_mut(conn) else {
             return Err(self.lookup_error(conn));
         };
@@ -518,6 +545,7 @@ impl Endpoint {
         let at_head = c.queue.is_empty();
         c.queue.push_back(OutMessage {
             id,
+            tag,
             data,
             next_off: 0,
             rts_sent: false,

@@ -52,14 +52,14 @@ impl Endpoint {
                 // One or more messages back to back, each a header and its payload. The frame
                 // is walked twice, checked whole (headers and lengths) before any message is
                 // delivered, so a bad frame delivers nothing.
-                if let Err(reason) = eager_records(frame, h.message_len, |_, _| ()) {
+                if let Err(reason) = eager_records(frame, h, |_, _, _| ()) {
                     return self.malformed(conn, reason);
                 }
                 self.conns[conn].stats.fragments_received += 1;
                 // The first walk checked the frame: this one cannot fail.
-                let _ = eager_records(frame, h.message_len, |at, n| {
+                let _ = eager_records(frame, h, |at, n, tag| {
                     self.conns[conn].stats.recv_bytes += n as u64;
-                    self.deliver(conn, n as u64, 0, frame.slice(at..at + n), true);
+                    self.deliver(conn, tag, n as u64, 0, frame.slice(at..at + n), true);
                 });
             }
             FrameKind::Rts => {
@@ -75,17 +75,19 @@ impl Endpoint {
                 let eager_limit = self.cfg.eager_limit;
                 let c = &mut self.conns[conn];
                 for chunk in body.chunks_exact(8) {
-                    let mut b = [0u8; 8];
-                    b.copy_from_slice(chunk);
-                    c.pending_rts.push_back(u64::from_be_bytes(b));
+                    let (mut t, mut l) = ([0u8; 4], [0u8; 4]);
+                    t.copy_from_slice(&chunk[..4]);
+                    l.copy_from_slice(&chunk[4..]);
+                    let len = u64::from(u32::from_be_bytes(l));
+                    c.pending_rts.push_back((len, u32::from_be_bytes(t)));
                 }
-                if let Some(&small) = c.pending_rts.iter().find(|&&l| l <= eager_limit) {
+                if let Some(&(small, _)) = c.pending_rts.iter().find(|&&(l, _)| l <= eager_limit) {
                     let reason = format!("an RTS for {small} bytes, an eager size");
                     self.malformed(conn, reason);
                     return;
                 }
                 let max = self.cfg.max_message_size;
-                if let Some(&huge) = c.pending_rts.iter().find(|&&l| l > max) {
+                if let Some(&(huge, _)) = c.pending_rts.iter().find(|&&(l, _)| l > max) {
                     let reason = format!("an RTS for {huge} bytes, above the {max}-byte maximum");
                     self.malformed(conn, reason);
                     return;
@@ -160,7 +162,7 @@ impl Endpoint {
         let offset = l.received;
         l.received += n;
         let done = l.received == l.len;
-        let (buf, len) = (l.buf, l.len);
+        let (buf, len, tag) = (l.buf, l.len, l.tag);
         if done {
             c.landings.pop_front();
         }
@@ -168,6 +170,7 @@ impl Endpoint {
             conn,
             buf,
             message_len: len,
+            tag,
             offset: if streaming { offset } else { 0 },
             n,
             done,
@@ -186,7 +189,7 @@ impl Endpoint {
     pub(super) fn finish_fragment(&mut self, t: FragmentTail, data: Option<Bytes>) {
         let conn = t.conn;
         if let Some(data) = data {
-            self.deliver(conn, t.message_len, t.offset, data, t.done);
+            self.deliver(conn, t.tag, t.message_len, t.offset, data, t.done);
         }
         let c = &mut self.conns[conn];
         c.stats.recv_bytes += t.n;
@@ -202,6 +205,7 @@ impl Endpoint {
     pub(super) fn deliver(
         &mut self,
         conn: ConnId,
+        tag: u32,
         message_len: u64,
         offset: u64,
         data: Bytes,
@@ -211,12 +215,13 @@ impl Endpoint {
         if self.cfg.deliver_fragments {
             self.events.push_back(Event::Fragment {
                 conn,
+                tag,
                 message_len,
                 offset,
                 data,
             });
         } else {
-            self.events.push_back(Event::Message { conn, data });
+            self.events.push_back(Event::Message { conn, tag, data });
         }
         if last {
             c.stats.messages_received += 1;
@@ -231,7 +236,7 @@ impl Endpoint {
             if c.state.is_ended() {
                 return;
             }
-            let Some(&len) = c.pending_rts.front() else {
+            let Some(&(len, tag)) = c.pending_rts.front() else {
                 break;
             };
             // Receiver-side admission: grants wait while the landing buffers already granted
@@ -264,6 +269,7 @@ impl Endpoint {
             c.landings.push_back(Landing {
                 buf,
                 len,
+                tag,
                 received: 0,
             });
             c.grants_out.push_back(Grant {
@@ -288,18 +294,18 @@ impl Endpoint {
     }
 }
 
-/// Walk the messages of the eager frame `frame` whose first header says `first_len` bytes:
-/// each message's payload range `(offset, len)` within `frame` goes to `each`, in order.
+/// Walk the messages of the eager frame `frame` whose first header is `first`: each
+/// message's payload range `(offset, len)` within `frame` and its tag go to `each`, in order.
 ///
 /// # Errors
 /// What is malformed: a length past the frame's end, or an inner header that is not an
 /// eager one without an ACK.
 fn eager_records(
     frame: &[u8],
-    first_len: u64,
-    mut each: impl FnMut(usize, usize),
+    first: MessageHeader,
+    mut each: impl FnMut(usize, usize, u32),
 ) -> Result<(), String> {
-    let mut len = first_len;
+    let (mut len, mut tag) = (first.message_len, first.tag);
     let mut at = HEADER_LEN;
     loop {
         let rest = (frame.len() - at) as u64;
@@ -310,7 +316,7 @@ fn eager_records(
         }
         // `len` is at most `rest`, which fits the frame.
         let n = len as usize;
-        each(at, n);
+        each(at, n, tag);
         at += n;
         if at == frame.len() {
             return Ok(());
@@ -320,7 +326,7 @@ fn eager_records(
             .and_then(MessageHeader::decode)
         {
             Some(next) if next.kind == FrameKind::Eager && next.ack.is_none() => {
-                len = next.message_len;
+                (len, tag) = (next.message_len, next.tag);
                 at += HEADER_LEN;
             }
             _ => return Err("a coalesced eager frame with a bad inner header".into()),

@@ -55,6 +55,7 @@ impl Endpoint {
         // the message right behind the head is unannounced and no announced one still waits
         // for its grant (so its grant is back while the head is on the wire, however few
         // messages the application keeps queued).
+        // Each announced message: its tag (4 bytes) and length (4 bytes), big-endian.
         let mut body = [0u8; MAX_BATCH * 8];
         let mut announce = [0usize; MAX_BATCH];
         let mut n = 0;
@@ -65,7 +66,8 @@ impl Endpoint {
             // grant is among the first RTS_LOOKAHEAD.
             awaiting_grant |= m.rts_sent && m.grant.is_none();
             if len > eager_limit && !m.rts_sent && n < MAX_BATCH {
-                body[n * 8..(n + 1) * 8].copy_from_slice(&len.to_be_bytes());
+                body[n * 8..n * 8 + 4].copy_from_slice(&m.tag.to_be_bytes());
+                body[n * 8 + 4..(n + 1) * 8].copy_from_slice(&(len as u32).to_be_bytes());
                 announce[n] = i;
                 n += 1;
             }
@@ -147,6 +149,7 @@ impl Endpoint {
                 kind: FrameKind::Eager,
                 message_len: m.data.len() as u64,
                 ack: if i == 0 { ack } else { None },
+                tag: m.tag,
             }
             .encode();
         }
@@ -224,6 +227,7 @@ impl Endpoint {
             kind,
             message_len,
             ack,
+            tag: 0,
         };
         let staged = mem.write(local, &[&header.encode(), body]);
         if let Err(source) = staged {
