@@ -83,7 +83,7 @@ esac
 cargo clippy -p xrdma-verbs -p xrdma-tools -p xrdma-testbed -p xrdma-app --features xrdma-testbed/verbs,xrdma-app/verbs --all-targets -q -- -D warnings
 cargo test -p xrdma-verbs -q   # on the host: every device test prints why it skips
 cargo build --release -q --features verbs
-# The application API's echo examples, run in the guest beside the xrdma binary.
+# The application API's device examples (echo, mesh), run in the guest beside the xrdma binary.
 cargo build --release -q -p xrdma-app --features verbs --examples
 test_executables() { # CARGO_TEST_ARGS...: the test executables `cargo test ARGS --no-run` builds
   cargo test "$@" --no-run --message-format=json 2>/dev/null \
@@ -103,7 +103,8 @@ stage=$PWD/target/softroce/bin
 rm -rf "$stage"
 mkdir -p "$stage"
 cp "$target_dir/release/xrdma" "$stage/xrdma"
-cp "$target_dir/release/examples/echo_server" "$target_dir/release/examples/echo_client" "$stage/"
+cp "$target_dir/release/examples/echo_server" "$target_dir/release/examples/echo_client" \
+  "$target_dir/release/examples/mesh" "$stage/"
 staged_tests=()
 for t in "${verbs_tests[@]}"; do
   cp "$t" "$stage/$(basename "$t")"

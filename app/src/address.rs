@@ -9,20 +9,39 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use xrdma::{Config, ConnId, Endpoint, Span};
 use xrdma_cluster::bootstrap::{Listener, Peer};
-use xrdma_runner::fabric::{Fabric, VerbsFabric};
+use xrdma_runner::fabric::{Fabric, Polling, PollingStats, VerbsFabric};
 
 impl Worker<VerbsFabric> {
     /// A worker on the RDMA device the environment names (`XRDMA_VERBS_DEVICE`,
     /// `XRDMA_VERBS_PORT`, `XRDMA_VERBS_GID_INDEX`; else the first device and its first
     /// routable RoCE v2 GID), with its own CQ, QPs and MRs, its endpoint configured as `cfg`.
     ///
+    /// It polls as XRDMA's workers do ([`Polling::HYBRID`]): it busy-polls while it has
+    /// messages in flight and for 100 µs after the last completion, then sleeps on its
+    /// completion channel until a completion or its next deadline, so an idle worker costs
+    /// next to no CPU. [`Worker::set_polling`] changes that.
+    ///
     /// # Errors
     /// [`AppError::Setup`]: no usable device (or a build without the verbs backend), or an
     /// endpoint configuration its checks refuse.
     pub fn on_device(cfg: &Config) -> Result<Worker<VerbsFabric>, AppError> {
-        let fabric =
+        let mut fabric =
             VerbsFabric::for_tool(1, Span::MAX).map_err(|e| AppError::Setup(format!("{e:#}")))?;
+        fabric.set_polling(Polling::HYBRID);
         alone(fabric, cfg)
+    }
+
+    /// Wait for completions as `polling` says: [`Polling::Busy`] spins on the CQ all the time
+    /// (the lowest latency, a core per worker); [`Polling::Hybrid`] spins while messages are
+    /// in flight and for its `spin` time after the last activity, then sleeps on the
+    /// completion channel.
+    pub fn set_polling(&mut self, polling: Polling) {
+        self.with_net(|net, _| net.fabric.set_polling(polling));
+    }
+
+    /// What the hybrid loop has done (its blocks and wake-ups); `None` while busy-polling.
+    pub fn polling_stats(&self) -> Option<PollingStats> {
+        self.net_ref().fabric.polling_stats()
     }
 }
 

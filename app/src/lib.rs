@@ -76,5 +76,5 @@ pub use error::AppError;
 pub use rpc::{Call, Request};
 pub use worker::Worker;
 pub use xrdma::{Config, ConnId, MsgId, Span, Time, XrdmaError};
-pub use xrdma_runner::fabric::{Fabric, SimFabric, VerbsFabric};
+pub use xrdma_runner::fabric::{Fabric, Polling, PollingStats, SimFabric, VerbsFabric};
 pub use xrdma_sim::SimConfig;

@@ -157,7 +157,15 @@ impl<F: Fabric> Net<F> {
                     &mut app,
                     self.scratch,
                 );
-                // The waiting host wants a turn at its deadline, so the clock gets there.
+                // A host with messages in flight keeps a loop that can sleep (the hybrid
+                // verbs loop) spinning. A listening host wants a turn when it next looks for
+                // connecting workers; the waiting host at its deadline, so the clock gets
+                // there.
+                fabric.set_in_flight(h, self.unacked[i] > 0);
+                let mut wake = wake;
+                if self.listeners[i].is_some() {
+                    wake = Some(wake.map_or(self.next_accept, |w| w.min(self.next_accept)));
+                }
                 if h == self.me {
                     Some(wake.map_or(self.deadline, |w| w.min(self.deadline)))
                 } else {

@@ -139,6 +139,11 @@ impl<F: Fabric> Worker<F> {
         })
     }
 
+    /// This worker's net, borrowed.
+    pub(crate) fn net_ref(&self) -> std::cell::Ref<'_, Net<F>> {
+        self.net.borrow()
+    }
+
     /// Run `f` on this worker's net and host index.
     pub(crate) fn with_net<R>(&mut self, f: impl FnOnce(&mut Net<F>, usize) -> R) -> R {
         f(&mut self.net.borrow_mut(), self.host as usize)

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use xrdma_app::{AppError, Bytes, Config, Span, Worker};
+use xrdma_app::{AppError, Bytes, Config, Polling, Span, Worker};
 
 /// A worker on the device, or why the test skips.
 fn device_or_skip(test: &str) -> Option<Worker<xrdma_app::VerbsFabric>> {
@@ -68,4 +68,21 @@ fn connecting_to_an_address_nobody_listens_on_is_a_setup_error_by_its_timeout() 
         .connect_addr(([127, 0, 0, 1], 9).into(), Span::from_ms(300))
         .unwrap_err();
     assert!(matches!(e, AppError::Setup(_)), "{e}");
+}
+
+#[test]
+fn an_idle_worker_sleeps_on_its_completion_channel_instead_of_spinning() {
+    let test = "an_idle_worker_sleeps_on_its_completion_channel_instead_of_spinning";
+    let Some(mut w) = device_or_skip(test) else {
+        return;
+    };
+    w.run_for(Span::from_ms(300)).expect("idle");
+    let s = w.polling_stats().expect("hybrid polling by default");
+    assert_eq!(s.failed, None);
+    // Busy polling runs a round every few µs (tens of thousands in 300 ms); the hybrid loop
+    // spins 100 µs, then blocks until its deadline, at most 100 ms at a time.
+    assert!(s.blocks >= 2, "{s:?}");
+    assert!(s.rounds < 5_000, "{s:?}");
+    w.set_polling(Polling::Busy);
+    assert_eq!(w.polling_stats(), None);
 }

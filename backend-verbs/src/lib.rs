@@ -18,8 +18,8 @@
 //!   delay law needs, and the port's CNP count (mlx5's `rp_cnp_handled`), declared as
 //!   [`xrdma::Capabilities::cnp_per_port`] only where the device has it. rxe has no CNP
 //!   counter, and on a virtio-net NIC that declares no speed no rate either;
-//! - [`HybridDriver`]: busy-poll while traffic flows, block on the completion channel when
-//!   idle ([`VerbsTransport::arm_and_wait`]).
+//! - [`Hybrid`]: busy-poll while traffic flows, block on the completion channels when idle
+//!   ([`hybrid::wait_any`]).
 //!
 //! Device and GID can be chosen from the environment ([`DeviceConfig::from_env`]):
 //! `XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`, `XRDMA_VERBS_GID_INDEX`.
@@ -77,7 +77,7 @@ pub use clock::Clock;
 pub use device::{device_names, Device, DeviceConfig, PortInfo};
 pub use error::VerbsError;
 pub use gid::{GidEntry, GidScope, GidType};
-pub use hybrid::{HybridDriver, HybridPolicy, HybridStats, Step};
+pub use hybrid::{Hybrid, HybridPolicy, HybridStats};
 pub use qp::ConnectParams;
 pub use rate::NetdevSpeed;
 pub use resources::PAGE_BYTES;

@@ -183,7 +183,7 @@ impl Cq {
 impl Drop for Cq {
     fn drop(&mut self) {
         // SAFETY: QPs hold an Arc to the CQ, so none is alive; every CQ event was acked
-        // right after `ibv_get_cq_event` (see `VerbsTransport::arm_and_wait`).
+        // right after `ibv_get_cq_event` (see `VerbsTransport::arm`).
         unsafe {
             ibv_destroy_cq(self.raw.as_ptr());
         }

@@ -12,7 +12,6 @@ use rdma_sys::*;
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
-use std::time::Duration;
 use xrdma::{
     Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, QpObservation,
     RcParams, RecvWr, SendWr, Sge, Time, Transport, TransportError, WorkCompletion,
@@ -90,7 +89,7 @@ pub struct VerbsTransport {
     /// The port's CNP count, where the device has one.
     port_cnps: Option<PortCnps>,
     wc_buf: Box<[MaybeUninit<ibv_wc>]>,
-    /// Completions taken by `arm_and_wait`'s re-poll, handed out first by `poll_cq`.
+    /// Completions taken by `arm`'s re-poll, handed out first by `poll_cq`.
     pending: Vec<WorkCompletion>,
     /// Sum of the QPs' granted send and receive depths (what the CQ must hold).
     cq_committed: u64,
@@ -351,23 +350,14 @@ impl VerbsTransport {
         }
     }
 
-    /// The blocking half of hybrid polling: wait up to `timeout` for a completion.
-    ///
-    /// Arms the CQ (`ibv_req_notify_cq`), polls once more to close the race with a
-    /// completion that arrived before arming (such a completion raises no event), and if
-    /// none is there blocks in `ppoll(2)` on the completion channel, then reads and
-    /// acknowledges the event (`ibv_get_cq_event`, `ibv_ack_cq_events`). Returns `true` when
-    /// completions are ready for [`Transport::poll_cq`] (possibly already taken by the
-    /// re-poll and queued inside), `false` on timeout. A wake-up can be spurious (an event
-    /// left from an earlier arming); callers just poll again.
-    ///
-    /// A worker builds hybrid polling on it ([`crate::HybridDriver`]): busy-poll while
-    /// completions flow (lowest latency), and after a short idle spin block here until the
-    /// next completion or the core's next timer, so an idle worker costs no CPU.
+    /// Arm the CQ for one completion event (`ibv_req_notify_cq`), first reading events left
+    /// from an earlier arming, then poll once more to close the race with a completion that
+    /// arrived before arming (it raises no event). `true` when completions are ready (taken
+    /// by the re-poll and queued for [`Transport::poll_cq`]): do not block then.
     ///
     /// # Errors
-    /// [`VerbsError::Verb`] when arming, `ppoll` or reading the event fails.
-    pub fn arm_and_wait(&mut self, timeout: Duration) -> Result<bool, VerbsError> {
+    /// [`VerbsError::Verb`] when reading an event or arming fails.
+    pub fn arm(&mut self) -> Result<bool, VerbsError> {
         if !self.pending.is_empty() {
             return Ok(true);
         }
@@ -382,32 +372,21 @@ impl VerbsTransport {
         let got = self.poll_hw(&mut pending, WC_BATCH);
         self.completions -= got as u64;
         self.pending = pending;
-        if got > 0 {
-            return Ok(true);
-        }
-        let mut pfd = libc::pollfd {
-            fd: self.cq.channel.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ts = libc::timespec {
-            tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-            tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
-        };
-        // SAFETY: `pfd` is one valid pollfd, `ts` a valid timespec, no signal mask.
-        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        if rc < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                return Ok(true); // let the caller poll and decide
-            }
-            return Err(VerbsError::verb("ppoll", err.raw_os_error().unwrap_or(0)));
-        }
-        if rc == 0 {
-            return Ok(false);
-        }
-        self.drain_events()?;
-        Ok(true)
+        Ok(got > 0)
+    }
+
+    /// The completion channel's file descriptor: readable once the armed CQ
+    /// ([`VerbsTransport::arm`]) has a completion.
+    pub fn channel_fd(&self) -> i32 {
+        self.cq.channel.fd()
+    }
+
+    /// After a wake-up: read and acknowledge the completion channel's events; how many.
+    ///
+    /// # Errors
+    /// [`VerbsError::Verb`] when `ibv_get_cq_event` fails other than by having none.
+    pub fn take_events(&mut self) -> Result<u32, VerbsError> {
+        self.drain_events()
     }
 
     fn new_psn() -> u32 {

@@ -64,6 +64,10 @@
 #   app echo        the application API's examples (app/examples, staged beside XRDMA_BIN):
 #                   echo_server on 127.0.0.1:18710, echo_client calling it 20 times for each
 #                   size from 64 B to 1 MiB; passes when the client checked every reply
+#   app mesh        app/examples/mesh.rs with 1, 2 and 4 workers per process, each client
+#                   worker connected to every server worker, 20 000 64 B messages each; passes
+#                   when every message is ACKed; messages/s go to figures.env
+#                   (app_mesh_*_workers_msgs_per_s)
 # Ends with the line "softroce: N passed, M failed"; exit status 0 only when none failed.
 set -euo pipefail
 
@@ -310,6 +314,26 @@ app_echo() {
   return "$rc"
 }
 check "app echo" "$results/app-echo.log" app_echo
+# Many workers in a full mesh (app/examples/mesh.rs), 1, 2 and 4 per process: messages/s.
+app_mesh() {
+  local dir rc=0 pid w port=18720 line
+  dir=$(dirname "$xrdma")
+  [[ -x $dir/mesh ]] || { echo "no mesh example beside $xrdma"; return 1; }
+  for w in 1 2 4; do
+    "$dir/mesh" server "$port" "$w" > "$results/app-mesh-server-$w.log" 2>&1 &
+    pid=$!
+    # The client retries its connections until the server's workers listen.
+    line=$(timeout 300 "$dir/mesh" client 127.0.0.1 "$port" "$w" 20000 | tail -n 1) || rc=1
+    kill "$pid" 2> /dev/null || true
+    wait "$pid" 2> /dev/null || true
+    echo "$line"
+    [[ $line =~ messages_per_s=([0-9]+) ]] || { echo "no messages/s from $w workers"; return 1; }
+    echo "app_mesh_${w}_workers_msgs_per_s=${BASH_REMATCH[1]}" >> "$results/figures.env"
+    port=$((port + w))
+  done
+  return "$rc"
+}
+check "app mesh" "$results/app-mesh.log" app_mesh
 check calibrate "$results/calibrate.log" "$here/calibrate.sh" "$results" "$xrdma"
 grep -h '^!!! TARGET MISSED' "$results/calibrate.log" || true
 

@@ -36,6 +36,10 @@
 #                       sockets --stack tcp`, ports 18640/18641); passes when both deliver
 #                       every request intact; each half round trip (p50 / 2) and TCP's over
 #                       xrdma's go to figures.env (wire_*_half_rtt_64_us)
+#   app echo            the application API's echo examples (staged beside XRDMA_BIN) across
+#                       the wire: echo_server on b (port 18645), echo_client on a calling it
+#                       20 times per size, 64 B to 1 MiB; passes when every reply checked; the
+#                       64 B median round trip goes to figures.env (wire_app_echo_rtt_64_us)
 #   slurm launch        scenarios/incast-8.yaml unedited, no --rank and no `verbs.ranks`: one rank
 #                       per guest from SLURM_PROCID (0 on a, 1 on b), SLURM_NTASKS=2,
 #                       SLURM_LOCALID=0 and SLURM_JOB_NODELIST=10.99.0.1,10.99.0.2 set by hand;
@@ -93,6 +97,8 @@ repo=$(cd "$here/../.." && pwd)
 source "$here/lib.sh"
 # shellcheck source=ci/softroce/two-host-ranks.sh
 source "$here/two-host-ranks.sh"
+# shellcheck source=ci/softroce/two-host-app.sh
+source "$here/two-host-app.sh"
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 (($# == 1 || $# == 2)) || usage
@@ -676,6 +682,7 @@ else
   [[ -n $capture ]] || skip "wire compare" "tcpdump is not installed (prepare.sh installs it as root)"
   check "incast-8 ranks" ranks_check
   check "per hop ranks" per_hop_check
+  check "app echo" app_echo_check
   check "slurm launch" slurm_check
   check "sweep ranks" sweep_check
   [[ -n $capture ]] && check "wire capture" wire_check

@@ -84,7 +84,8 @@ pub fn turns<F: Clocked, H: Hosts<F> + ?Sized>(
     let mut now = fabric.now();
     loop {
         rounds += 1;
-        if clock == Clock::EveryRound || virtual_clock || rounds % WALL_CLOCK_EVERY == 0 {
+        let waited = fabric.waited();
+        if clock == Clock::EveryRound || virtual_clock || waited || rounds % WALL_CLOCK_EVERY == 0 {
             now = fabric.now();
         }
         for &h in &ready {

@@ -1,38 +1,37 @@
 //! `xrdma idle`: the CPU an idle xrdma worker costs in hybrid polling mode, on an RDMA device.
 //!
 //! Two workers on the device are connected and exchange a few messages (so both have spun
-//! through the busy-polling half), then stay idle. Each is driven by a
-//! [`HybridDriver`]: it busy-polls for [`HybridPolicy::spin`] after the last activity, then
-//! blocks on its CQ's completion channel. Over the idle period the process's CPU time
+//! through the busy-polling half), then stay idle. The fabric's loop runs them as the
+//! runner and the application workers do, in [`Polling::HYBRID`]: it busy-polls for the spin
+//! time after the last activity, then blocks on the CQs' completion channels. Over the idle
+//! period the process's CPU time
 //! (`utime + stime`, [`super::cpu`]) is read before and after; the result is that CPU time as
 //! a percentage of one core over the same wall time.
 
-use super::connect_pair;
 use super::cpu::process_cpu_seconds;
 use super::ping::Echo;
+use super::{connect_pair, drive};
 use crate::outln;
 use anyhow::{bail, Result};
 use bytes::Bytes;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use xrdma::driver::{Application, TurnScratch};
+use xrdma::driver::Application;
 use xrdma::{Config, ConnId, Endpoint, Event, Time};
-use xrdma_runner::fabric::Fabric;
-use xrdma_runner::fabric::VerbsFabric;
-use xrdma_verbs::{HybridDriver, HybridPolicy, HybridStats};
+use xrdma_runner::fabric::{Polling, PollingStats, VerbsFabric};
 
 /// Round trips exchanged before the idle period.
 pub const WARMUP_ROUND_TRIPS: u32 = 100;
 
 /// What an idle run measured.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct IdleReport {
     /// Wall time of the idle period, s.
     pub wall_seconds: f64,
     /// Process CPU time over it (user + system), s.
     pub cpu_seconds: f64,
-    /// Each worker's hybrid-polling counters over the idle period.
-    pub workers: [HybridStats; 2],
+    /// The hybrid loop's counters over the idle period (rounds, blocks, wake-ups).
+    pub polling: PollingStats,
 }
 
 impl IdleReport {
@@ -80,16 +79,18 @@ impl Application for Pinger {
     }
 }
 
-/// Warm up, then keep both workers of `fabric` idle for `seconds` under hybrid polling with
-/// the default [`HybridPolicy`] (spin 100 µs, block at most 100 ms at a time).
+/// Warm up, then keep both workers of `fabric` idle for `seconds` in [`Polling::HYBRID`]
+/// (spin 100 µs, block at most 100 ms at a time).
 ///
 /// # Errors
-/// Setup or warm-up failures, a failed `arm_and_wait`, or a non-positive duration.
+/// Setup or warm-up failures, a hybrid loop that fell back to busy polling, or a
+/// non-positive duration.
 pub fn run(fabric: &mut VerbsFabric, seconds: f64) -> Result<IdleReport> {
     if !(seconds > 0.0 && seconds.is_finite()) {
         bail!("--seconds must be a positive number, not {seconds}");
     }
     let mut pair = connect_pair(fabric, &Config::default())?;
+    fabric.set_polling(Polling::HYBRID);
     let mut client = Pinger {
         conn: pair.conns[0],
         left: WARMUP_ROUND_TRIPS,
@@ -97,52 +98,47 @@ pub fn run(fabric: &mut VerbsFabric, seconds: f64) -> Result<IdleReport> {
         errors: Vec::new(),
     };
     let mut server = Echo::default();
-    let mut drivers = [
-        HybridDriver::new(HybridPolicy::default()),
-        HybridDriver::new(HybridPolicy::default()),
-    ];
-    let mut scratch = TurnScratch::default();
-    let mut step = |fabric: &mut VerbsFabric,
-                    pair: &mut crate::Pair,
-                    drivers: &mut [HybridDriver; 2],
-                    client: &mut Pinger,
-                    server: &mut Echo|
-     -> Result<()> {
-        drivers[0].step(&mut pair.eps[0], fabric.host(0), client, &mut scratch)?;
-        drivers[1].step(&mut pair.eps[1], fabric.host(1), server, &mut scratch)?;
-        Ok(())
+    let warm = |c: &Pinger, s: &Echo| {
+        (c.left == 0 && !c.waiting) || !c.errors.is_empty() || !s.errors.is_empty()
     };
-    let warm_limit = Instant::now() + Duration::from_secs(60);
-    while client.left > 0 || client.waiting {
-        if !client.errors.is_empty() || !server.errors.is_empty() {
-            let e = client.errors.first().or(server.errors.first());
-            bail!("warm-up failed: {}", e.map_or("", String::as_str));
-        }
-        if Instant::now() > warm_limit {
-            bail!("warm-up: {WARMUP_ROUND_TRIPS} round trips did not finish in 60 s");
-        }
-        step(fabric, &mut pair, &mut drivers, &mut client, &mut server)?;
+    drive(fabric, &mut pair, &mut client, &mut server, warm)?;
+    if let Some(e) = client.errors.first().or(server.errors.first()) {
+        bail!("warm-up failed: {e}");
     }
-    let before = drivers.each_ref().map(HybridDriver::stats);
+    let before = fabric_stats(fabric)?;
     let period = Duration::from_secs_f64(seconds);
     let cpu0 = process_cpu_seconds()?;
     let t0 = Instant::now();
-    while t0.elapsed() < period {
-        step(fabric, &mut pair, &mut drivers, &mut client, &mut server)?;
-    }
+    drive(fabric, &mut pair, &mut client, &mut server, |_, _| {
+        t0.elapsed() >= period
+    })?;
     let wall_seconds = t0.elapsed().as_secs_f64();
     let cpu_seconds = process_cpu_seconds()? - cpu0;
-    let after = drivers.each_ref().map(HybridDriver::stats);
-    let delta = |i: usize| HybridStats {
-        turns: after[i].turns - before[i].turns,
-        blocks: after[i].blocks - before[i].blocks,
-        wakeups: after[i].wakeups - before[i].wakeups,
-    };
+    let after = fabric_stats(fabric)?;
     Ok(IdleReport {
         wall_seconds,
         cpu_seconds,
-        workers: [delta(0), delta(1)],
+        polling: PollingStats {
+            rounds: after.rounds - before.rounds,
+            blocks: after.blocks - before.blocks,
+            wakeups: after.wakeups - before.wakeups,
+            failed: None,
+        },
     })
+}
+
+/// The hybrid loop's counters.
+///
+/// # Errors
+/// The loop fell back to busy polling (the figure would not be hybrid polling's).
+fn fabric_stats(fabric: &VerbsFabric) -> Result<PollingStats> {
+    match fabric.polling_stats() {
+        Some(PollingStats {
+            failed: Some(why), ..
+        }) => bail!("hybrid polling failed and fell back to busy polling: {why}"),
+        Some(s) => Ok(s),
+        None => bail!("the fabric is not in hybrid polling"),
+    }
 }
 
 /// `xrdma idle` on the RDMA device the environment names, each run stopping at `timeout`:
@@ -154,8 +150,7 @@ pub fn cli(seconds: f64, timeout: xrdma::Span) -> Result<ExitCode> {
     let r = run(&mut VerbsFabric::for_tool(2, timeout)?, seconds)?;
     outln!("xrdma idle (Verbs): a connected worker pair, idle, hybrid polling");
     outln!(" wall[s]  cpu[s]  cpu[% of one core]  blocks  wakeups");
-    let blocks: u64 = r.workers.iter().map(|w| w.blocks).sum();
-    let wakeups: u64 = r.workers.iter().map(|w| w.wakeups).sum();
+    let (blocks, wakeups) = (r.polling.blocks, r.polling.wakeups);
     outln!(
         " {:<8.2} {:<7.2} {:<19.2} {:<7} {}",
         r.wall_seconds,

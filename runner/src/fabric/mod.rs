@@ -13,6 +13,7 @@
 //! network's counters, the path, the simulator's statistics, the environment). Code that
 //! only runs hosts bounds on `Fabric` alone; code that collects results bounds on both.
 
+mod polling;
 mod report;
 mod sim;
 mod sockets;
@@ -21,6 +22,7 @@ mod sockets;
 #[cfg_attr(not(feature = "verbs"), path = "verbs_absent.rs")]
 mod verbs;
 
+pub use polling::{Polling, PollingStats};
 pub use report::FabricReport;
 pub use sim::{ideal_base_rtt, SimFabric};
 pub use sockets::{SocketFabric, SocketHost};
@@ -48,6 +50,17 @@ pub trait Clocked {
     fn advance(&mut self, ready: &mut Vec<u32>, settled: bool) -> bool;
     /// Host `h` wants a turn at `at` even if nothing arrives ([`Time::MAX`]: no wake).
     fn set_wake(&mut self, h: u32, at: Time);
+    /// Whether the last [`Clocked::advance`] waited (blocked on completion channels, say):
+    /// the turn loop then reads the clock for the next round whatever its
+    /// [`crate::drive::Clock`] says. Asking clears it. Default: never (a fabric that only
+    /// spins, or a virtual clock that is read every round anyway).
+    fn waited(&mut self) -> bool {
+        false
+    }
+    /// Whether host `h` has work in flight (messages not yet ACKed): a loop that may sleep
+    /// between rounds ([`Polling::Hybrid`]) keeps spinning while any host has. Default:
+    /// ignored (a fabric that never sleeps, or a simulated one).
+    fn set_in_flight(&mut self, _h: u32, _in_flight: bool) {}
     /// Whether each turn reads the clock for itself, not once per round: a wall-clock
     /// fabric whose turns can be long (one that reads bulk bytes from sockets), so a turn's
     /// `now` is when it starts. Default: no.

@@ -10,17 +10,22 @@
 //! while the QPs, MRs and connections are set up (0.1–1 s on Soft-RoCE, which a message
 //! meant for `t = 0` would otherwise carry in its completion time) and starts at the
 //! fabric's first [`Fabric::now`], or at [`VerbsFabric::start_clock`] (the common start of
-//! a run across ranks). Every host gets a turn on every `advance` (busy polling); the run
+//! a run across ranks). Every host gets a turn on every `advance`; between rounds the loop
+//! busy-polls ([`Polling::Busy`], the runner's default: the lowest latency) or follows
+//! XRDMA's hybrid loop ([`Polling::Hybrid`]: it blocks on the completion channels once
+//! nothing has moved for a while, until a completion or the earliest host wake). The run
 //! stops when every sender is finished or the scenario's `verbs.run-timeout` passes.
 
-use super::{Clocked, Fabric, FabricReport};
+use super::{Clocked, Fabric, FabricReport, Polling, PollingStats};
 use std::path::Path;
 use xrdma::{RcParams, Span, Time};
 use xrdma_observe::device_counters::{self, Snapshot};
 use xrdma_reports as rep;
 use xrdma_scenario::VerbsSection;
 pub use xrdma_verbs::Device;
-use xrdma_verbs::{Clock, DeviceConfig, TransportConfig, VerbsTransport};
+use xrdma_verbs::{
+    hybrid, Clock, DeviceConfig, Hybrid, HybridPolicy, TransportConfig, VerbsTransport,
+};
 
 /// Whether this build has the verbs backend: this one has.
 pub const BUILT: bool = true;
@@ -57,6 +62,16 @@ pub struct VerbsFabric {
     requested_rc: RcParams,
     /// The CPU time of the thread that made the fabric (and runs its hosts), then.
     cpu_at_start: Option<Span>,
+    /// The hybrid loop's state ([`Polling::Hybrid`]); `None` busy-polls.
+    hybrid: Option<Hybrid>,
+    /// Each host's next wake ([`Clocked::set_wake`]; [`Time::MAX`]: none).
+    wakes: Vec<Time>,
+    /// Hosts with work in flight ([`Clocked::set_in_flight`]): the hybrid loop spins for them.
+    in_flight: Vec<bool>,
+    /// Why the hybrid loop gave up, if it did (it busy-polls from then on).
+    hybrid_failed: Option<String>,
+    /// Whether the last advance blocked ([`Clocked::waited`]).
+    waited: bool,
 }
 
 impl VerbsFabric {
@@ -129,6 +144,11 @@ impl VerbsFabric {
             last_now: std::cell::Cell::new(Time::ZERO),
             requested_rc: rc,
             cpu_at_start: super::thread_cpu(),
+            hybrid: None,
+            wakes: vec![Time::MAX; hosts as usize],
+            in_flight: vec![false; hosts as usize],
+            hybrid_failed: None,
+            waited: false,
         })
     }
 
@@ -143,6 +163,71 @@ impl VerbsFabric {
     /// The device in use.
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// Wait between rounds as `polling` says (a new fabric busy-polls).
+    pub fn set_polling(&mut self, polling: Polling) {
+        self.hybrid = match polling {
+            Polling::Busy => None,
+            Polling::Hybrid { spin, max_block } => {
+                Some(Hybrid::new(HybridPolicy { spin, max_block }))
+            }
+        };
+    }
+
+    /// What the hybrid loop has done so far; `None` while the fabric busy-polls.
+    pub fn polling_stats(&self) -> Option<PollingStats> {
+        let failed = self.hybrid_failed.clone();
+        match &self.hybrid {
+            Some(h) => {
+                let s = h.stats();
+                Some(PollingStats {
+                    rounds: s.rounds,
+                    blocks: s.blocks,
+                    wakeups: s.wakeups,
+                    failed,
+                })
+            }
+            None => failed.map(|f| PollingStats {
+                failed: Some(f),
+                ..PollingStats::default()
+            }),
+        }
+    }
+
+    /// The hybrid loop's wait after a round (see the module's note): block on the hosts'
+    /// completion channels when nothing has moved for the spin time, until a completion,
+    /// the earliest host wake or the run's deadline.
+    fn hybrid_wait(&mut self) {
+        let activity = self
+            .hosts
+            .iter()
+            .map(|t| t.completions_polled() + t.work_requests_posted())
+            .sum();
+        let Some(h) = self.hybrid.as_mut() else {
+            return;
+        };
+        if !h.idle(activity) || self.in_flight.contains(&true) {
+            return;
+        }
+        // The round's time may be some rounds old (the loop reads the clock sparsely): read
+        // it now, before a block, and the loop reads it again after ([`Clocked::waited`]).
+        let now = self.clock.start();
+        self.last_now.set(now);
+        let first = self.wakes.iter().copied().min().unwrap_or(Time::MAX);
+        let until = first.min(self.deadline).saturating_since(now);
+        let Some(wait) = h.wait(Some(std::time::Duration::from_nanos(until.as_ps() / 1000))) else {
+            return;
+        };
+        self.waited = true;
+        match hybrid::wait_any(&mut self.hosts, wait) {
+            Ok(woken) => h.blocked(woken),
+            Err(e) => {
+                // Busy polling still serves every host: the run goes on, the failure is kept.
+                self.hybrid_failed = Some(e.to_string());
+                self.hybrid = None;
+            }
+        }
     }
 }
 
@@ -215,12 +300,25 @@ impl Clocked for VerbsFabric {
         if self.last_now.get() >= self.deadline {
             return false;
         }
-        // Busy polling: every host polls its CQ on every turn.
+        self.hybrid_wait();
+        // Every host polls its CQ on every round.
         ready.extend(0..self.hosts.len() as u32);
         true
     }
-    fn set_wake(&mut self, _h: u32, _at: Time) {
-        // Every host gets a turn on every advance, so a wake time needs no bookkeeping.
+    /// Kept for the hybrid loop, which blocks no later than the earliest wake; busy polling
+    /// gives every host a turn on every round anyway.
+    fn set_wake(&mut self, h: u32, at: Time) {
+        if let Some(w) = self.wakes.get_mut(h as usize) {
+            *w = at;
+        }
+    }
+    fn waited(&mut self) -> bool {
+        std::mem::take(&mut self.waited)
+    }
+    fn set_in_flight(&mut self, h: u32, in_flight: bool) {
+        if let Some(f) = self.in_flight.get_mut(h as usize) {
+            *f = in_flight;
+        }
     }
 }
 

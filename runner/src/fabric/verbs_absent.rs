@@ -4,7 +4,7 @@
 //! [`VerbsFabric`] and [`Device`] are uninhabited, so code written against them compiles in
 //! every build and no caller needs a `cfg`.
 
-use super::{Clocked, Fabric, FabricReport, SimFabric};
+use super::{Clocked, Fabric, FabricReport, Polling, PollingStats, SimFabric};
 use crate::request::Backend;
 use xrdma::{RcParams, Span, Time};
 use xrdma_reports as rep;
@@ -69,6 +69,16 @@ impl VerbsFabric {
 
     /// Never called: no fabric exists.
     pub fn device(&self) -> &Device {
+        match *self {}
+    }
+
+    /// Never called: no fabric exists.
+    pub fn set_polling(&mut self, _polling: Polling) {
+        match *self {}
+    }
+
+    /// Never called: no fabric exists.
+    pub fn polling_stats(&self) -> Option<PollingStats> {
         match *self {}
     }
 }
