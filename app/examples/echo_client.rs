@@ -15,7 +15,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     if calls == 0 {
         return Err("CALLS must be at least 1".into());
     }
-    let mut client = Worker::on_device(&Config::default())?;
+    // Delayed ACKs: the next request carries the ACK of the last reply (no ACK SEND a call).
+    let cfg = Config {
+        ack_delay: Span::from_us(50),
+        ..Config::default()
+    };
+    let mut client = Worker::on_device(&cfg)?;
     let conn = client.connect_addr(addr.parse()?, Span::from_ms(10_000))?;
     for size in [64, 4096, 65_536, 1 << 20] {
         let request: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();

@@ -113,11 +113,14 @@ impl<F: Fabric> Net<F> {
     /// Run every host's turns until `done` holds of host `me`'s inbox and its count of
     /// unACKed messages, or `deadline` passes on the fabric's clock (or the fabric has
     /// nothing left to do); whether `done` holds. Listening hosts take the workers that
-    /// connect meanwhile, every [`ACCEPT_POLL`].
+    /// connect meanwhile, every [`ACCEPT_POLL`]. With `spin`, `me` keeps a loop that may
+    /// sleep (the hybrid verbs loop) spinning while its messages are in flight: a caller
+    /// waiting for a reply or an ACK; a server running for a while sleeps between requests.
     pub(crate) fn run_until(
         &mut self,
         me: u32,
         deadline: Time,
+        spin: bool,
         done: impl Fn(&VecDeque<Event>, u64) -> bool,
     ) -> bool {
         let m = me as usize;
@@ -137,6 +140,7 @@ impl<F: Fabric> Net<F> {
             scratch: &'a mut TurnScratch,
             me: u32,
             deadline: Time,
+            spin: bool,
             done: P,
         }
         impl<F: Fabric, P: Fn(&VecDeque<Event>, u64) -> bool> Hosts<F> for Run<'_, P> {
@@ -157,11 +161,11 @@ impl<F: Fabric> Net<F> {
                     &mut app,
                     self.scratch,
                 );
-                // A host with messages in flight keeps a loop that can sleep (the hybrid
-                // verbs loop) spinning. A listening host wants a turn when it next looks for
-                // connecting workers; the waiting host at its deadline, so the clock gets
-                // there.
-                fabric.set_in_flight(h, self.unacked[i] > 0);
+                // The waiting host with messages in flight keeps a loop that can sleep (the
+                // hybrid verbs loop) spinning when asked to. A listening host wants a turn
+                // when it next looks for connecting workers; the waiting host at its
+                // deadline, so the clock gets there.
+                fabric.set_in_flight(h, self.spin && h == self.me && self.unacked[i] > 0);
                 let mut wake = wake;
                 if self.listeners[i].is_some() {
                     wake = Some(wake.map_or(self.next_accept, |w| w.min(self.next_accept)));
@@ -204,6 +208,7 @@ impl<F: Fabric> Net<F> {
             scratch: &mut self.scratch,
             me,
             deadline,
+            spin,
             done: &done,
         };
         turns(&mut self.fabric, Clock::Sparse, &mut run);

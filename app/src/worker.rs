@@ -194,7 +194,7 @@ impl<F: Fabric> Worker<F> {
         let (deadline, me) = (self.now() + span, self.host);
         let mut net = self.net.borrow_mut();
         let failed = |e: &Event| failure_on(e, None) && !matches!(e, Event::PeerClosed { .. });
-        net.run_until(me, deadline, |q, _| q.iter().any(failed));
+        net.run_until(me, deadline, false, |q, _| q.iter().any(failed));
         if let Some(e) = net.errors[me as usize].pop_front() {
             return Err(e);
         }
@@ -218,7 +218,7 @@ impl<F: Fabric> Worker<F> {
         let (deadline, me) = (self.now() + timeout, self.host);
         let mut net = self.net.borrow_mut();
         let fails = |q: &VecDeque<Event>| q.iter().any(|e| failure_on(e, None));
-        net.run_until(me, deadline, |q, unacked| unacked == 0 || fails(q));
+        net.run_until(me, deadline, true, |q, unacked| unacked == 0 || fails(q));
         let inbox = &mut net.inbox[me as usize];
         if let Some(i) = inbox.iter().position(|e| failure_on(e, None)) {
             if let Some(e) = inbox.remove(i).and_then(as_error) {
@@ -243,7 +243,7 @@ impl<F: Fabric> Worker<F> {
         let (deadline, me) = (self.now() + timeout, self.host);
         let mut net = self.net.borrow_mut();
         let hit = |e: &Event| want(e) || failure_on(e, conn);
-        net.run_until(me, deadline, |q, _| q.iter().any(hit));
+        net.run_until(me, deadline, true, |q, _| q.iter().any(hit));
         if let Some(e) = net.errors[me as usize].pop_front() {
             return Err(e);
         }

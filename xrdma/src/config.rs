@@ -91,6 +91,15 @@ pub struct Config {
     /// fabric go-back-N gets to recover a lost tail before the middleware gives up; above 0).
     #[serde(deserialize_with = "crate::units::deserialize_span")]
     pub ack_timeout: Span,
+    /// Delayed ACKs: a receiver with nothing to send holds its cumulative ACK up to this long
+    /// for a frame of its own to carry it (request/response: the next request carries the
+    /// ACK of the last reply), instead of a zero-length ACK SEND at once; it ACKs at once
+    /// when a quarter of the receive depth is unACKed, so a streaming sender's credits never
+    /// run out. Zero (the default) ACKs at once, as TCP's `TCP_QUICKACK`; at most
+    /// `ack-timeout / 4`. The delay is TCP's delayed ACK (RFC 1122 §4.2.3.2) with the
+    /// middleware's own bound.
+    #[serde(deserialize_with = "crate::units::deserialize_span")]
+    pub ack_delay: Span,
     /// Whether the window adapts (grows with RTT, shrinks by β on ECN echoes). `false` keeps it
     /// at `initial_window` for the connection's life (RTTs are still measured), to compare a
     /// run with and without the middleware's own congestion reaction (default `true`).
@@ -168,6 +177,7 @@ impl Default for Config {
             flow_scaling_range: Span::from_us(10),
             link_rate_bps: None,
             ack_timeout: Span::from_ms(1000),
+            ack_delay: Span::ZERO,
             recv_depth: 256,
             receive_credits: true,
             send_depth: 512,
@@ -260,6 +270,15 @@ impl Config {
         }
         if self.ack_timeout == Span::ZERO {
             return err("ack-timeout", "must be above 0".into());
+        }
+        if self.ack_delay.as_ps() > self.ack_timeout.as_ps() / 4 {
+            return err(
+                "ack-delay",
+                format!(
+                    "{} is above a quarter of ack-timeout ({})",
+                    self.ack_delay, self.ack_timeout
+                ),
+            );
         }
         if self.fragment_size == 0 || self.fragment_size > (1 << 30) {
             return err(
@@ -418,7 +437,7 @@ mod tests {
                 "unknown field `link-rate-bps`, expected one of `fragment-size`, \
                  `eager-limit`, `landing-budget`, `initial-window`, `min-window`, \
                  `max-window`, `beta`, `alpha`, `target-delay`, `flow-scaling-range`, \
-                 `ack-timeout`, `adaptive-window`, `deliver-fragments`, `recv-depth`, \
+                 `ack-timeout`, `ack-delay`, `adaptive-window`, `deliver-fragments`, `recv-depth`, \
                  `receive-credits`"
             ),
             "{e}"

@@ -80,7 +80,8 @@ impl FrameKind {
 /// [`crate::Endpoint::send_tagged`]; 0 on control frames), bytes 4..8 the message length
 /// (below 2^32: [`crate::MAX_MESSAGE_SIZE`] is 2^31); bytes 8..12 a cumulative ACK of the
 /// other direction (the newest in-order sequence number received), valid when bit 0 of bytes
-/// 12..16 is set; bits 8..16 of bytes 12..16 the [`FrameKind`]. Carrying the ACK on a frame
+/// 12..16 is set; bit 1 of bytes 12..16 asks for an immediate ACK ([`MessageHeader::ack_req`]);
+/// bits 8..16 of bytes 12..16 the [`FrameKind`]. Carrying the ACK on a frame
 /// saves the separate ACK SEND whenever a reply is ready when the request arrives
 /// (request/response, ping-pong).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,11 +93,16 @@ pub struct MessageHeader {
     pub message_len: u64,
     /// The message's tag (0 when the application gave none, and on control frames).
     pub tag: u32,
+    /// The sender asks for an immediate ACK (IB's AckReq bit, BTH): it cannot post more
+    /// until this frame is ACKed, so a receiver that delays its ACKs
+    /// ([`crate::Config::ack_delay`]) must not hold this one.
+    pub ack_req: bool,
     /// A piggybacked cumulative ACK of the reverse direction.
     pub ack: Option<crate::Seq>,
 }
 
 const ACK_VALID: u32 = 1;
+const ACK_REQ: u32 = 1 << 1;
 const KIND_SHIFT: u32 = 8;
 
 impl MessageHeader {
@@ -109,6 +115,9 @@ impl MessageHeader {
         if let Some(ack) = self.ack {
             b[8..12].copy_from_slice(&ack.to_wire());
             flags |= ACK_VALID;
+        }
+        if self.ack_req {
+            flags |= ACK_REQ;
         }
         b[12..].copy_from_slice(&flags.to_be_bytes());
         b
@@ -127,6 +136,7 @@ impl MessageHeader {
             kind: FrameKind::from_code((flags >> KIND_SHIFT) & 0xFF)?,
             message_len: u64::from(u32::from_be_bytes(m)),
             tag: u32::from_be_bytes(t),
+            ack_req: flags & ACK_REQ != 0,
             ack,
         })
     }
@@ -221,6 +231,7 @@ mod tests {
             message_len: 0x0102,
             ack: None,
             tag: 0x0A0B_0C0D,
+            ack_req: false,
         };
         let b = h.encode();
         assert_eq!(b, [10, 11, 12, 13, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0]);
@@ -231,10 +242,11 @@ mod tests {
             message_len: 3,
             ack: Some(crate::Seq(0xFFFF_FFFF)),
             tag: 0,
+            ack_req: true,
         };
         let b = h.encode();
-        // flags = kind 2 << 8 | ACK_VALID = 0x0000_0201
-        assert_eq!(&b[8..], &[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 2, 1]);
+        // flags = kind 2 << 8 | ACK_REQ | ACK_VALID = 0x0000_0203
+        assert_eq!(&b[8..], &[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 2, 3]);
         assert_eq!(MessageHeader::decode(&b), Some(h));
     }
 
@@ -245,6 +257,7 @@ mod tests {
             message_len: 0,
             ack: None,
             tag: 0,
+            ack_req: false,
         }
         .encode();
         assert_eq!(b[14], 3);

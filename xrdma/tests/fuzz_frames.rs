@@ -80,6 +80,7 @@ fn encode(f: &Hostile) -> Vec<u8> {
         message_len: n,
         ack: None,
         tag: 0,
+        ack_req: false,
     };
     match f {
         Hostile::Framed {
@@ -94,6 +95,7 @@ fn encode(f: &Hostile) -> Vec<u8> {
                 ack: ack.map(Seq),
                 // The length's high half as the tag: every bit of bytes 0..8 stays hostile.
                 tag: (*message_len >> 32) as u32,
+                ack_req: false,
             }
             .encode();
             // The kind byte as the peer wrote it, known or not (bits 8..16 of bytes 12..16).
@@ -274,6 +276,7 @@ fn the_frame_header_is_sixteen_bytes() {
         message_len: 1,
         ack: None,
         tag: 0,
+        ack_req: false,
     }
     .encode();
     let mut e = MessageHeader {
@@ -281,6 +284,7 @@ fn the_frame_header_is_sixteen_bytes() {
         message_len: 1,
         ack: None,
         tag: 0,
+        ack_req: false,
     }
     .encode();
     e[14] = h[14];

@@ -228,6 +228,7 @@ fn arrived_bytes_come_in_as_data_and_a_short_or_missing_copy_fails_the_connectio
             message_len: payload.len() as u64,
             ack: None,
             tag: 9,
+            ack_req: false,
         };
         let mut b = h.encode().to_vec();
         b.extend_from_slice(payload);

@@ -178,6 +178,7 @@ impl Endpoint {
     /// gone, completes it in error and the connection fails. A completion lost is implied
     /// by the probe's, so a close waiting only for one finishes.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.expire_ack_delays(now);
         while let Some(slot) = self.timers.expire(now) {
             let Some(conn) = self.conns.id_at(slot) else {
                 continue;
@@ -199,6 +200,7 @@ impl Endpoint {
                     continue;
                 }
                 c.ack_due = true;
+                c.ack_forced = true;
                 self.queue_ack(conn);
                 self.timers
                     .set(conn.slot(), Some(now + self.cfg.ack_timeout));

@@ -77,15 +77,13 @@ use crate::ring::SendRing;
 use crate::slab::Slab;
 use crate::timer::TimerTable;
 use crate::window::{SendWindow, WindowParams};
-use crate::{
-    Config, ConfigError, LocalMemory, QpNum, RecvWr, SendOpcode, SendWr, Seq, Sge, Time,
-    TransportError,
-};
+use crate::{Config, ConfigError, LocalMemory, QpNum, RecvWr, Seq, Sge, Time, TransportError};
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
 
 pub use crate::event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op, SetupProgress};
 
+mod ack;
 mod capability;
 mod inspect;
 mod lifecycle;
@@ -210,6 +208,11 @@ struct Connection {
     /// Granted landing buffers, in the order their messages arrive.
     landings: VecDeque<Landing>,
     ack_due: bool,
+    /// Frames accepted since our last ACK went out.
+    rx_unacked: u32,
+    /// The owed ACK goes out at once, whatever [`Config::ack_delay`] says (its delay is
+    /// over, or an idle probe).
+    ack_forced: bool,
     /// When the connection last made progress (a completion, an ACK): an idle connection
     /// waiting on its peer probes it `ack_timeout` after this.
     last_progress: Time,
@@ -251,6 +254,8 @@ impl Connection {
             pending_rts: VecDeque::new(),
             landings: VecDeque::new(),
             ack_due: false,
+            rx_unacked: 0,
+            ack_forced: false,
             last_progress: Time::ZERO,
             in_ack_list: false,
             stats: ConnStats {
@@ -341,6 +346,8 @@ pub struct Endpoint {
     tx_ready: VecDeque<ConnId>,
     ack_list: VecDeque<ConnId>,
     timers: TimerTable,
+    /// Delayed ACKs' deadlines ([`Config::ack_delay`]), by connection slot.
+    ack_timers: TimerTable,
     next_msg: u64,
     pool: MrPool,
     landing: LandingPool,
@@ -380,6 +387,7 @@ impl Endpoint {
             tx_ready: VecDeque::new(),
             ack_list: VecDeque::new(),
             timers: TimerTable::new(),
+            ack_timers: TimerTable::new(),
             next_msg: 0,
             pool: MrPool::new(),
             landing: LandingPool::new(),
@@ -631,7 +639,10 @@ impl Endpoint {
 
     /// The earliest deadline the driver must call [`Endpoint::handle_timeout`] at.
     pub fn poll_timeout(&mut self) -> Option<Time> {
-        self.timers.earliest()
+        match (self.timers.earliest(), self.ack_timers.earliest()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Whether events are waiting for [`Endpoint::poll_event`].
@@ -693,88 +704,7 @@ impl Endpoint {
         }
         // Separate ACK SENDs last: a connection that just posted a frame has carried its ACK
         // on it.
-        while let Some(conn) = self.ack_list.pop_front() {
-            let c = &mut self.conns[conn];
-            c.in_ack_list = false;
-            if c.state.is_ended() || !c.ack_due {
-                continue;
-            }
-            if c.sq_outstanding >= self.cfg.send_depth {
-                continue; // re-queued when a send completes
-            }
-            c.ack_due = false;
-            // An ACK is signaled: a close and an idle probe wait for its completion.
-            c.unsignaled_run = 0;
-            let tag = c.send_tag();
-            c.stats.acks_sent += 1;
-            let s = &c.setup;
-            let wr = SendWr {
-                wr_id: wr_id(conn, tag, KIND_ACK),
-                opcode: SendOpcode::SendWithImm,
-                sge: Sge {
-                    addr: s.send_ring.addr,
-                    len: 0,
-                    lkey: s.send_ring.lkey,
-                },
-                imm: c.expected_rx_seq.add(u32::MAX).to_imm(), // newest in-order = expected − 1
-                remote_addr: 0,
-                rkey: 0,
-                signaled: true,
-            };
-            return Some(Op::PostSend { qpn: s.qpn, wr });
-        }
-        None
-    }
-
-    fn on_ack(&mut self, now: Time, conn: ConnId, acked: Seq) {
-        self.conns[conn].stats.acks_received += 1;
-        self.on_ack_inner(now, conn, acked);
-    }
-
-    fn on_ack_inner(&mut self, now: Time, conn: ConnId, acked: Seq) {
-        let c = &mut self.conns[conn];
-        let last_sent = c.next_tx_seq.add(u32::MAX);
-        if !acked.serial_le(last_sent) {
-            self.fail(
-                conn,
-                XrdmaError::AckBeyondSent {
-                    conn,
-                    acked,
-                    last_sent,
-                },
-            );
-            return;
-        }
-        let mut acked_bytes = 0;
-        let mut newest = None;
-        while let Some(f) = c.inflight.front() {
-            if !f.seq.serial_le(acked) {
-                break;
-            }
-            c.ring.free(f.footprint);
-            c.inflight_bytes -= f.payload_len;
-            acked_bytes += f.payload_len;
-            // RTT samples come from payload only: a control frame's RTT has no serialization
-            // in it and would read as a smaller minimum, so full fragments would look queued.
-            if f.payload_len > 0 {
-                newest = Some((f.posted_at, f.payload_len));
-            }
-            for (msg, stamps) in c.posted.drain(..f.completes as usize) {
-                let timing = stamps.done(f.posted_at, now);
-                self.events.push_back(Event::Sent { conn, msg, timing });
-            }
-            c.stats.messages_sent += u64::from(f.completes);
-            if f.fin {
-                c.state.on_fin_acked();
-            }
-            c.inflight.pop_front();
-        }
-        if let Some((posted, len)) = newest {
-            c.window.on_ack(now, acked_bytes, now - posted, len);
-        }
-        self.rearm(now, conn);
-        self.wake_tx(conn);
-        self.maybe_closed(conn);
+        self.next_ack_send(now)
     }
 
     fn wake_tx(&mut self, conn: ConnId) {
@@ -782,14 +712,6 @@ impl Endpoint {
         if !c.in_tx_ready && !c.state.is_ended() && c.has_tx_work() {
             c.in_tx_ready = true;
             self.tx_ready.push_back(conn);
-        }
-    }
-
-    fn queue_ack(&mut self, conn: ConnId) {
-        let c = &mut self.conns[conn];
-        if !c.in_ack_list {
-            c.in_ack_list = true;
-            self.ack_list.push_back(conn);
         }
     }
 }

@@ -25,6 +25,7 @@ impl Endpoint {
         }
         c.expected_rx_seq = seq.next();
         c.ack_due = true;
+        c.rx_unacked += 1;
         self.queue_ack(conn);
         true
     }
@@ -45,6 +46,9 @@ impl Endpoint {
             self.malformed(conn, format!("a {byte_len}-byte frame has no valid header"));
             return;
         };
+        if h.ack_req {
+            self.conns[conn].ack_forced = true;
+        }
         let body = &frame[HEADER_LEN..];
         let body_len = body.len();
         match h.kind {
@@ -146,6 +150,8 @@ impl Endpoint {
         if !self.accept_seq(conn, seq) {
             return None;
         }
+        // A WRITE carries no header to ask with: fragments are ACKed at once.
+        self.conns[conn].ack_forced = true;
         let streaming = self.cfg.deliver_fragments;
         let c = &mut self.conns[conn];
         let n = u64::from(byte_len);

@@ -136,6 +136,13 @@ impl Endpoint {
         if n == 0 || !self.can_post(c, payload) {
             return Ok(None);
         }
+        // The frame asks for an immediate ACK when it leaves no room for the next queued
+        // message (window, credits, send queue): this side then waits on that ACK.
+        let ack_req = c.queue.get(n).is_some_and(|next| {
+            let len = next.data.len() as u64;
+            let next_payload = if len > eager_limit { 0 } else { len };
+            !self.can_post_more(c, 1, payload, next_payload)
+        });
         let c = &mut self.conns[conn];
         let Some(slot) = c.ring.alloc(wire) else {
             return Ok(None);
@@ -150,6 +157,7 @@ impl Endpoint {
                 message_len: m.data.len() as u64,
                 ack: if i == 0 { ack } else { None },
                 tag: m.tag,
+                ack_req: i == 0 && ack_req,
             }
             .encode();
         }
@@ -164,7 +172,7 @@ impl Endpoint {
             return Err(XrdmaError::Memory { conn, source });
         }
         if ack.is_some() {
-            c.ack_due = false;
+            c.ack_sent();
             c.stats.acks_piggybacked += 1;
         }
         // The frame completes exactly the messages it carries.
@@ -185,13 +193,28 @@ impl Endpoint {
 
     /// Whether `conn` may post one more signalled WR carrying `payload` bytes now.
     pub(super) fn can_post(&self, c: &Connection, payload: u64) -> bool {
+        self.can_post_more(c, 0, 0, payload)
+    }
+
+    /// Whether `conn` could post one more WR carrying `payload` bytes once `frames` more
+    /// frames of `bytes` payload bytes in all are booked beside what is in flight.
+    pub(super) fn can_post_more(
+        &self,
+        c: &Connection,
+        frames: usize,
+        bytes: u64,
+        payload: u64,
+    ) -> bool {
         let max_frames = if self.cfg.receive_credits {
             (self.cfg.recv_depth / 2) as usize
         } else {
             usize::MAX
         };
-        let window_full = c.inflight_bytes > 0 && c.inflight_bytes + payload > c.window.bytes();
-        !window_full && c.inflight.len() < max_frames && c.sq_outstanding < self.cfg.send_depth
+        let in_flight = c.inflight_bytes + bytes;
+        let window_full = in_flight > 0 && in_flight + payload > c.window.bytes();
+        !window_full
+            && c.inflight.len() + frames < max_frames
+            && c.sq_outstanding as usize + frames < self.cfg.send_depth as usize
     }
 
     /// Stage and post one control frame (header, then `body`): a SEND with immediate into
@@ -223,11 +246,13 @@ impl Endpoint {
         };
         let local = c.setup.send_ring.addr + slot.offset;
         let ack = c.ack_due.then(|| c.expected_rx_seq.add(u32::MAX));
+        // Control frames are few, and each one's peer acts on it: ACKed at once.
         let header = MessageHeader {
             kind,
             message_len,
             ack,
             tag: 0,
+            ack_req: true,
         };
         let staged = mem.write(local, &[&header.encode(), body]);
         if let Err(source) = staged {
@@ -235,7 +260,7 @@ impl Endpoint {
             return Err(XrdmaError::Memory { conn, source });
         }
         if ack.is_some() {
-            c.ack_due = false;
+            c.ack_sent();
             c.stats.acks_piggybacked += 1;
         }
         let fin = kind == FrameKind::Fin;
