@@ -1,19 +1,10 @@
 //! Calls matched to their replies by correlation id, on the simulator, over seeds: many in
 //! flight across connections, answered out of order, beside plain messages.
 
-use xrdma_app::{AppError, Bytes, Config, SimConfig, SimFabric, Span, Worker};
+mod common;
 
-const SEEDS: [u64; 5] = [1, 2, 3, 17, 99];
-
-fn pair(seed: u64) -> (Worker<SimFabric>, Worker<SimFabric>) {
-    let sim = SimConfig {
-        seed,
-        ..SimConfig::default()
-    };
-    let mut hosts = Worker::simulated(sim, &Config::default()).expect("a simulated fabric");
-    let server = hosts.remove(0);
-    (server, hosts.remove(0))
-}
+use common::{pair, SEEDS};
+use xrdma_app::{AppError, Bytes, Span};
 
 /// A request of `size` bytes that no other request of a test equals.
 fn request(size: usize, salt: u8) -> Vec<u8> {

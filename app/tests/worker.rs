@@ -1,18 +1,9 @@
 //! The worker API on the simulator: calls, messages, timeouts and failures, over seeds.
 
-use xrdma_app::{AppError, Bytes, Config, SimConfig, SimFabric, Span, Worker, XrdmaError};
+mod common;
 
-const SEEDS: [u64; 5] = [1, 2, 3, 17, 99];
-
-fn pair(seed: u64) -> (Worker<SimFabric>, Worker<SimFabric>) {
-    let sim = SimConfig {
-        seed,
-        ..SimConfig::default()
-    };
-    let mut hosts = Worker::simulated(sim, &Config::default()).expect("a simulated fabric");
-    let server = hosts.remove(0);
-    (server, hosts.remove(0))
-}
+use common::{pair, SEEDS};
+use xrdma_app::{AppError, Bytes, Config, SimConfig, Span, Worker, XrdmaError};
 
 fn bytes(size: usize, salt: u8) -> Vec<u8> {
     (0..size)

@@ -3,8 +3,8 @@
 mod util;
 
 use util::world::{pattern, World};
-use util::Pair;
-use xrdma::driver::{self, Application};
+use util::{Echo, Pair};
+use xrdma::driver;
 use xrdma::*;
 
 #[test]
@@ -248,22 +248,6 @@ fn streamed_fragments_rebuild_every_message_in_order() {
     }
 }
 
-/// Echoes every message back on its connection.
-#[derive(Default)]
-struct Echo;
-
-impl Application for Echo {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        if let Event::Message { conn, data, .. } = event {
-            ep.send(now, conn, data).unwrap();
-        }
-    }
-    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
-    fn next_wake(&self) -> Option<Time> {
-        None
-    }
-}
-
 #[test]
 fn a_reply_carries_the_ack_of_its_request() {
     let mut w = World::new(Config::default());
@@ -272,21 +256,7 @@ fn a_reply_carries_the_ack_of_its_request() {
         .send(Time::ZERO, w.conns[0], pattern(64, 1))
         .unwrap();
     for _ in 0..10 {
-        let now = w.pair.now;
-        driver::turn(
-            now,
-            &mut w.eps[0],
-            &mut w.pair.side(0),
-            &mut w.apps[0],
-            &mut w.scratch,
-        );
-        driver::turn(
-            now,
-            &mut w.eps[1],
-            &mut w.pair.side(1),
-            &mut echo,
-            &mut w.scratch,
-        );
+        w.round(&mut echo);
     }
     // Host 1 answered the request with its reply, whose header carried the ACK: no separate
     // ACK SEND. Host 0 has nothing to send back, so it ACKs the reply with a separate SEND.

@@ -5,44 +5,10 @@
 mod util;
 
 use util::world::{pattern, World};
-use xrdma::driver::{self, Application};
+use util::Echo;
 use xrdma::*;
 
 const DELAY: Span = Span::from_us(50);
-
-/// Answers every message with its bytes.
-struct Echo;
-
-impl Application for Echo {
-    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
-        if let Event::Message { conn, data, .. } = event {
-            ep.send(now, conn, data).unwrap();
-        }
-    }
-    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
-    fn next_wake(&self) -> Option<Time> {
-        None
-    }
-}
-
-/// A turn of the client (host 0, recording) and of the echo server (host 1) at `pair.now`.
-fn round(w: &mut World, echo: &mut Echo) {
-    let now = w.pair.now;
-    driver::turn(
-        now,
-        &mut w.eps[0],
-        &mut w.pair.side(0),
-        &mut w.apps[0],
-        &mut w.scratch,
-    );
-    driver::turn(
-        now,
-        &mut w.eps[1],
-        &mut w.pair.side(1),
-        echo,
-        &mut w.scratch,
-    );
-}
 
 /// `n` calls one after another (each sent when the last reply is in), the clock standing
 /// still; the client's (acks piggybacked, acks sent).
@@ -57,7 +23,7 @@ fn ping_pong(delay: Span, n: usize) -> (World, (u64, u64)) {
             .send(w.pair.now, w.conns[0], pattern(64, i as u8))
             .unwrap();
         for _ in 0..10 {
-            round(&mut w, &mut echo);
+            w.round(&mut echo);
         }
         assert_eq!(w.received(0).len(), i + 1, "reply {i}");
     }
@@ -79,7 +45,7 @@ fn with_a_delay_each_request_carries_the_ack_of_the_last_reply() {
     w.pair.now = Time::ZERO + DELAY;
     let mut echo = Echo;
     for _ in 0..4 {
-        round(&mut w, &mut echo);
+        w.round(&mut echo);
     }
     let client = w.eps[0].stats(w.conns[0]).unwrap();
     assert_eq!((client.acks_piggybacked, client.acks_sent), (4, 1));

@@ -26,3 +26,18 @@ impl Application for Recorder {
         None
     }
 }
+
+/// Echoes every message back on its connection.
+pub struct Echo;
+
+impl Application for Echo {
+    fn on_event(&mut self, now: Time, ep: &mut Endpoint, event: Event) {
+        if let Event::Message { conn, data, .. } = event {
+            ep.send(now, conn, data).unwrap();
+        }
+    }
+    fn on_turn(&mut self, _now: Time, _ep: &mut Endpoint) {}
+    fn next_wake(&self) -> Option<Time> {
+        None
+    }
+}

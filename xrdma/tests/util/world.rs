@@ -44,6 +44,15 @@ impl World {
         [a.reused_qp, b.reused_qp]
     }
 
+    /// One turn of host 0 (its recorder) and then of host 1 running `server` instead of its
+    /// recorder, both at `pair.now`.
+    pub fn round(&mut self, server: &mut dyn driver::Application) {
+        let now = self.pair.now;
+        let (a, s) = (&mut self.apps[0], &mut self.scratch);
+        driver::turn(now, &mut self.eps[0], &mut self.pair.side(0), a, s);
+        driver::turn(now, &mut self.eps[1], &mut self.pair.side(1), server, s);
+    }
+
     pub fn count(&self, h: usize, pred: impl Fn(&Event) -> bool) -> usize {
         self.apps[h].events.iter().filter(|e| pred(e)).count()
     }
