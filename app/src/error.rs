@@ -34,4 +34,16 @@ pub enum AppError {
     /// Two workers of different networks (or one with itself) cannot be connected.
     #[error("{0}")]
     Setup(String),
+    /// A call or request of another worker: its ids mean nothing here.
+    #[error("this {0} belongs to another worker")]
+    Foreign(&'static str),
+    /// This worker's [`crate::Worker::serve`] handler panicked on a message; the message got
+    /// no reply.
+    #[error("the serve handler panicked on a message of connection {conn:?}: {message}")]
+    HandlerPanicked {
+        /// The message's connection.
+        conn: ConnId,
+        /// The panic's message, where it was a string.
+        message: String,
+    },
 }

@@ -48,8 +48,8 @@
 //! let first = client.start_call(conn, &b"first"[..])?;
 //! let second = client.start_call(conn, &b"second"[..])?;
 //! let (a, b) = (server.recv_call(Span::from_ms(1))?, server.recv_call(Span::from_ms(1))?);
-//! server.reply(&b, &b"to second"[..])?; // newest first
-//! server.reply(&a, &b"to first"[..])?;
+//! server.reply(b, &b"to second"[..])?; // newest first
+//! server.reply(a, &b"to first"[..])?;
 //! assert_eq!(&client.wait_reply(first, Span::from_ms(1))?[..], b"to first");
 //! assert_eq!(&client.wait_reply(second, Span::from_ms(1))?[..], b"to second");
 //! # Ok(())

@@ -9,6 +9,7 @@ use crate::exchange::AddrListener;
 use crate::tag::Tagged;
 use bytes::Bytes;
 use std::collections::{HashSet, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use xrdma::driver::{Application, TurnScratch};
 use xrdma::Span;
 use xrdma::{ConnId, Endpoint, Event, Time};
@@ -70,7 +71,23 @@ impl Application for Keep<'_> {
             Event::Message { conn, tag, data }
                 if self.handler.is_some() && !matches!(Tagged::of(tag), Tagged::Reply(_)) =>
             {
-                let reply = self.handler.as_mut().and_then(|h| h(conn, data));
+                let Some(h) = self.handler.as_mut() else {
+                    return;
+                };
+                // A panicking handler is this worker's error, not the caller's panic.
+                let reply = match catch_unwind(AssertUnwindSafe(|| h(conn, data))) {
+                    Ok(r) => r,
+                    Err(p) => {
+                        let message = p
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_string())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        self.errors
+                            .push_back(AppError::HandlerPanicked { conn, message });
+                        return;
+                    }
+                };
                 match reply.map(|r| ep.send_tagged(now, conn, r, Tagged::answer(tag))) {
                     Some(Ok(_)) => *self.unacked += 1,
                     Some(Err(e)) => self.errors.push_back(AppError::Refused(e)),

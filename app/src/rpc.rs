@@ -10,18 +10,19 @@
 
 use crate::error::AppError;
 use crate::tag::{Tagged, REPLY};
-use crate::worker::{as_error, Worker};
+use crate::worker::{as_error, Worker, WorkerKey};
 use bytes::Bytes;
 use xrdma::{ConnId, Event, MsgId, Span};
 use xrdma_runner::fabric::Fabric;
 
 /// A call in flight ([`Worker::start_call`]): wait for its reply with
-/// [`Worker::wait_reply`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// [`Worker::wait_reply`], once (it takes the call), on the worker that started it.
+#[derive(Debug, PartialEq, Eq, Hash)]
 #[must_use = "a call's reply is only had by waiting for it"]
 pub struct Call {
     conn: ConnId,
     id: u32,
+    worker: WorkerKey,
 }
 
 impl Call {
@@ -31,7 +32,8 @@ impl Call {
     }
 }
 
-/// A request taken by [`Worker::recv_call`]: answer it with [`Worker::reply`], in any order.
+/// A request taken by [`Worker::recv_call`]: answer it with [`Worker::reply`], once (it takes
+/// the request), in any order, on the worker that took it.
 #[derive(Debug)]
 pub struct Request {
     /// The connection it came on.
@@ -39,10 +41,11 @@ pub struct Request {
     /// Its bytes.
     pub data: Bytes,
     id: u32,
+    worker: WorkerKey,
 }
 
 /// Whether `e` is the reply to `call`.
-fn is_reply(e: &Event, call: Call) -> bool {
+fn is_reply(e: &Event, call: &Call) -> bool {
     matches!(e, Event::Message { conn, tag, .. }
         if *conn == call.conn && Tagged::of(*tag) == Tagged::Reply(call.id))
 }
@@ -50,7 +53,9 @@ fn is_reply(e: &Event, call: Call) -> bool {
 impl<F: Fabric> Worker<F> {
     /// Send `request` on `conn` as a call and wait up to `timeout` for its reply: the peer's
     /// [`Worker::serve`] handler's answer, or its [`Worker::reply`]. Messages that are not
-    /// this reply wait for the calls that take them.
+    /// this reply wait for the calls that take them. A reply the server's core refuses (one
+    /// above its `max_message_size`, say) never comes: the call times out, and the server's
+    /// next waiting call reports [`AppError::Refused`].
     ///
     /// # Errors
     /// As [`Worker::start_call`] and [`Worker::wait_reply`].
@@ -82,7 +87,11 @@ impl<F: Fabric> Worker<F> {
             id
         });
         self.send_tagged(conn, request.into(), id)?;
-        Ok(Call { conn, id })
+        Ok(Call {
+            conn,
+            id,
+            worker: self.key(),
+        })
     }
 
     /// Wait up to `timeout` for `call`'s reply. A call that times out is given up: its reply,
@@ -91,9 +100,12 @@ impl<F: Fabric> Worker<F> {
     /// # Errors
     /// [`AppError::Timeout`]; [`AppError::ConnectionFailed`] or [`AppError::PeerClosed`] when
     /// the call's connection failed or closed first (a failure on another connection does
-    /// not end the wait).
+    /// not end the wait); [`AppError::Foreign`] for a call another worker started.
     pub fn wait_reply(&mut self, call: Call, timeout: Span) -> Result<Bytes, AppError> {
-        match self.wait(timeout, Some(call.conn), |e| is_reply(e, call)) {
+        if call.worker != self.key() {
+            return Err(AppError::Foreign("call"));
+        }
+        match self.wait(timeout, Some(call.conn), |e| is_reply(e, &call)) {
             Ok(Event::Message { data, .. }) => Ok(data),
             Ok(e) => Err(as_error(e).unwrap_or(AppError::Timeout { waited: timeout })),
             Err(e @ AppError::Timeout { .. }) => {
@@ -119,6 +131,7 @@ impl<F: Fabric> Worker<F> {
                 conn,
                 data,
                 id: tag,
+                worker: self.key(),
             }),
             e => Err(as_error(e).unwrap_or(AppError::Timeout { waited: timeout })),
         }
@@ -128,8 +141,11 @@ impl<F: Fabric> Worker<F> {
     /// the order of the replies on the connection.
     ///
     /// # Errors
-    /// As [`Worker::send`].
-    pub fn reply(&mut self, request: &Request, data: impl Into<Bytes>) -> Result<MsgId, AppError> {
+    /// As [`Worker::send`]; [`AppError::Foreign`] for a request another worker took.
+    pub fn reply(&mut self, request: Request, data: impl Into<Bytes>) -> Result<MsgId, AppError> {
+        if request.worker != self.key() {
+            return Err(AppError::Foreign("request"));
+        }
         self.send_tagged(request.conn, data.into(), Tagged::answer(request.id))
     }
 }

@@ -22,6 +22,11 @@ pub struct Worker<F: Fabric> {
     host: u32,
 }
 
+/// Who a worker is ([`Worker::key`]): calls and requests carry it, so another worker's are
+/// refused, not matched against this one's connections and ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct WorkerKey(usize, u32);
+
 /// Whether `e` is a failure on `conn` (any connection when `None`) that a waiting call
 /// reports.
 fn failure_on(e: &Event, conn: Option<ConnId>) -> bool {
@@ -137,6 +142,11 @@ impl<F: Fabric> Worker<F> {
             net.unacked[h] += 1;
             Ok(id)
         })
+    }
+
+    /// Who this worker is, among every worker of the process: its net and host.
+    pub(crate) fn key(&self) -> WorkerKey {
+        WorkerKey(Rc::as_ptr(&self.net) as *const () as usize, self.host)
     }
 
     /// This worker's net, borrowed.

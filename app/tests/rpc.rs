@@ -4,7 +4,7 @@
 mod common;
 
 use common::{pair, SEEDS};
-use xrdma_app::{AppError, Bytes, Span};
+use xrdma_app::{AppError, Bytes, Config, SimConfig, Span, Worker};
 
 /// A request of `size` bytes that no other request of a test equals.
 fn request(size: usize, salt: u8) -> Vec<u8> {
@@ -41,11 +41,11 @@ fn calls_in_flight_on_two_connections_each_get_their_own_reply_at_every_seed() {
             })
             .collect();
         // Waited for last to first: each reply is matched, not taken in arrival order.
-        for (call, req) in calls.iter().rev() {
+        for (call, req) in calls.into_iter().rev() {
             let reply = client
-                .wait_reply(*call, Span::from_ms(50))
+                .wait_reply(call, Span::from_ms(50))
                 .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-            assert_eq!(reply, answer(req), "seed {seed}: a {} B call", req.len());
+            assert_eq!(reply, answer(&req), "seed {seed}: a {} B call", req.len());
         }
     }
 }
@@ -65,11 +65,12 @@ fn replies_sent_out_of_order_on_one_connection_reach_their_own_calls() {
             taken.push(server.recv_call(Span::from_ms(1)).expect("a request"));
         }
         // Answered newest first, as a server whose older requests wait on a disk might.
-        for r in taken.iter().rev() {
-            server.reply(r, answer(&r.data)).expect("queued");
+        for r in taken.into_iter().rev() {
+            let a = answer(&r.data);
+            server.reply(r, a).expect("queued");
         }
-        for (call, req) in calls.iter().zip(&reqs) {
-            let reply = client.wait_reply(*call, Span::from_ms(1)).expect("a reply");
+        for (call, req) in calls.into_iter().zip(&reqs) {
+            let reply = client.wait_reply(call, Span::from_ms(1)).expect("a reply");
             assert_eq!(reply, answer(req), "seed {seed}");
         }
     }
@@ -83,7 +84,7 @@ fn a_plain_message_is_neither_a_request_nor_a_reply() {
     let req = server.recv_call(Span::from_ms(1)).expect("the request");
     // A plain message goes ahead of the reply on the same connection.
     server.send(req.conn, &b"aside"[..]).expect("queued");
-    server.reply(&req, &b"answer"[..]).expect("queued");
+    server.reply(req, &b"answer"[..]).expect("queued");
     let reply = client
         .wait_reply(call, Span::from_ms(1))
         .expect("the reply");
@@ -101,4 +102,55 @@ fn a_plain_message_is_neither_a_request_nor_a_reply() {
             .data[..],
         b"later"
     );
+}
+
+#[test]
+fn another_workers_call_or_request_is_refused_by_name() {
+    // Three hosts: two clients of one server. Their connections and call ids coincide, so
+    // only the worker a call or request belongs to tells them apart.
+    let mut hosts = Worker::simulated(
+        SimConfig {
+            hosts: 3,
+            ..SimConfig::default()
+        },
+        &Config::default(),
+    )
+    .expect("a simulated fabric");
+    let (mut s, mut b) = (hosts.remove(0), hosts.remove(1));
+    let mut a = hosts.remove(0);
+    let (ca, cb) = (a.connect(&s).expect("a"), b.connect(&s).expect("b"));
+    let call_a = a.start_call(ca, &b"for A"[..]).expect("started");
+    let call_b = b.start_call(cb, &b"for B"[..]).expect("started");
+    let e = b.wait_reply(call_a, Span::from_ms(1)).unwrap_err();
+    assert!(matches!(e, AppError::Foreign("call")), "{e}");
+    let req = s.recv_call(Span::from_ms(1)).expect("a request");
+    let e = b.reply(req, &b"not mine"[..]).unwrap_err();
+    assert!(matches!(e, AppError::Foreign("request")), "{e}");
+    // B's own call is untouched; the server answers what it still holds.
+    let req = s.recv_call(Span::from_ms(1)).expect("the other request");
+    let reply = format!("to {}", String::from_utf8_lossy(&req.data));
+    s.reply(req, reply.into_bytes()).expect("queued");
+    let got = b.wait_reply(call_b, Span::from_ms(1)).expect("B's reply");
+    assert_eq!(&got[..], b"to for B");
+}
+
+#[test]
+fn a_panicking_handler_is_the_servers_error_not_the_callers_panic() {
+    let (mut server, mut client) = pair(1);
+    server.serve(|_c, m: Bytes| {
+        assert!(&m[..] != b"boom", "a handler that cannot take this");
+        Some(m)
+    });
+    let conn = client.connect(&server).expect("connects");
+    let e = client
+        .call(conn, &b"boom"[..], Span::from_ms(1))
+        .unwrap_err();
+    assert!(matches!(e, AppError::Timeout { .. }), "{e}");
+    let e = server.run_for(Span::from_us(10)).unwrap_err();
+    assert!(matches!(e, AppError::HandlerPanicked { .. }), "{e}");
+    // The next call is answered.
+    let ok = client
+        .call(conn, &b"fine"[..], Span::from_ms(1))
+        .expect("a reply");
+    assert_eq!(&ok[..], b"fine");
 }

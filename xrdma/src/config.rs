@@ -91,11 +91,11 @@ pub struct Config {
     /// fabric go-back-N gets to recover a lost tail before the middleware gives up; above 0).
     #[serde(deserialize_with = "crate::units::deserialize_span")]
     pub ack_timeout: Span,
-    /// Delayed ACKs: a receiver with nothing to send holds its cumulative ACK up to this long
-    /// for a frame of its own to carry it (request/response: the next request carries the
-    /// ACK of the last reply), instead of a zero-length ACK SEND at once; it ACKs at once
-    /// when a quarter of the receive depth is unACKed, so a streaming sender's credits never
-    /// run out. Zero (the default) ACKs at once, as TCP's `TCP_QUICKACK`; at most
+    /// Delayed ACKs: on a connection in request/response (this side answered the frame
+    /// before the last, Linux's `pingpong` mode), a receiver with nothing to send holds its
+    /// cumulative ACK up to this long for a frame of its own to carry it (the next request
+    /// carries the ACK of the last reply), instead of a zero-length ACK SEND at once. A
+    /// one-way stream is ACKed at once, and so is a quarter of the receive depth unACKed. Zero (the default) ACKs at once, as TCP's `TCP_QUICKACK`; at most
     /// `ack-timeout / 4`. The delay is TCP's delayed ACK (RFC 1122 §4.2.3.2) with the
     /// middleware's own bound.
     #[serde(deserialize_with = "crate::units::deserialize_span")]

@@ -19,7 +19,8 @@ impl Connection {
 impl Endpoint {
     /// The next separate ACK SEND owed, if any: a connection that owes an ACK its frames did
     /// not carry, unless [`crate::Config::ack_delay`] lets it wait for one (then its delayed
-    /// ACK timer is set).
+    /// ACK timer is set): only in request/response (this side answered the frame before), so
+    /// a one-way stream, whose sender may wait for its messages' ACKs, is ACKed at once.
     pub(super) fn next_ack_send(&mut self, now: Time) -> Option<Op> {
         while let Some(conn) = self.ack_list.pop_front() {
             let c = &mut self.conns[conn];
@@ -28,7 +29,8 @@ impl Endpoint {
                 continue;
             }
             let delay = self.cfg.ack_delay;
-            if delay > Span::ZERO && !c.ack_forced && c.rx_unacked < self.cfg.recv_depth / 4 {
+            let hold = c.pingpong && !c.ack_forced && c.rx_unacked < self.cfg.recv_depth / 4;
+            if delay > Span::ZERO && hold {
                 // Held for a frame of ours to carry it, at most `ack_delay`
                 // (`handle_timeout` forces it then).
                 if self.ack_timers.get(conn.slot()).is_none() {

@@ -210,6 +210,12 @@ struct Connection {
     ack_due: bool,
     /// Frames accepted since our last ACK went out.
     rx_unacked: u32,
+    /// This side posted payload (an eager frame, a fragment) since the last frame it
+    /// accepted.
+    sent_since_rx: bool,
+    /// The connection is in request/response: this side had answered the frame before the
+    /// last one it accepted (Linux's `pingpong` mode). Only then is an ACK delayed.
+    pingpong: bool,
     /// The owed ACK goes out at once, whatever [`Config::ack_delay`] says (its delay is
     /// over, or an idle probe).
     ack_forced: bool,
@@ -255,6 +261,8 @@ impl Connection {
             landings: VecDeque::new(),
             ack_due: false,
             rx_unacked: 0,
+            sent_since_rx: false,
+            pingpong: false,
             ack_forced: false,
             last_progress: Time::ZERO,
             in_ack_list: false,

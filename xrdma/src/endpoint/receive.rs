@@ -26,6 +26,8 @@ impl Endpoint {
         c.expected_rx_seq = seq.next();
         c.ack_due = true;
         c.rx_unacked += 1;
+        c.pingpong = c.sent_since_rx;
+        c.sent_since_rx = false;
         self.queue_ack(conn);
         true
     }

@@ -181,6 +181,7 @@ impl Endpoint {
             c.posted.push_back((m.id, m.stamps.posted(now)));
         }
         mark_head(&mut c.queue, now);
+        c.sent_since_rx = true;
         c.stats.eager_messages += n as u64;
         c.stats.batched_frames += u64::from(n > 1);
         c.stats.send_bytes += payload;
@@ -341,6 +342,7 @@ impl Endpoint {
         let stamps = msg.stamps.posted(now);
         let done = off + len >= total;
         msg.next_off += len;
+        c.sent_since_rx = true;
         c.stats.send_bytes += len;
         c.stats.fragments_sent += 1;
         let (seq, tag) = self.push_inflight(
