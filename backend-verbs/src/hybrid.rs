@@ -13,24 +13,14 @@ use crate::error::VerbsError;
 use crate::transport::VerbsTransport;
 use std::time::{Duration, Instant};
 
-/// When to stop spinning and how long to block.
+/// When to stop spinning and how long to block (the runner's `Polling::HYBRID` holds
+/// XRDMA's defaults and why).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HybridPolicy {
-    /// Keep busy-polling this long after the last activity (default 100 µs: several RTTs of
-    /// a hardware RoCE NIC, so a request/response exchange never sleeps in between).
+    /// Keep busy-polling this long after the last activity.
     pub spin: Duration,
-    /// Longest single block, so a loop re-checks what it waits for even without timers
-    /// (default 100 ms).
+    /// Longest single block, so a loop re-checks what it waits for even without timers.
     pub max_block: Duration,
-}
-
-impl Default for HybridPolicy {
-    fn default() -> Self {
-        HybridPolicy {
-            spin: Duration::from_micros(100),
-            max_block: Duration::from_millis(100),
-        }
-    }
 }
 
 /// Counters of a [`Hybrid`].
@@ -45,7 +35,7 @@ pub struct HybridStats {
 }
 
 /// The spin-then-block decision of one polling loop (see the module documentation).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Hybrid {
     policy: HybridPolicy,
     /// The activity count last seen.
@@ -60,13 +50,10 @@ impl Hybrid {
     pub fn new(policy: HybridPolicy) -> Self {
         Hybrid {
             policy,
-            ..Hybrid::default()
+            activity: 0,
+            idle_since: None,
+            stats: HybridStats::default(),
         }
-    }
-
-    /// The policy.
-    pub fn policy(&self) -> HybridPolicy {
-        self.policy
     }
 
     /// Counters so far.

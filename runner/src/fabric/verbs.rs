@@ -199,14 +199,15 @@ impl VerbsFabric {
     /// completion channels when nothing has moved for the spin time, until a completion,
     /// the earliest host wake or the run's deadline.
     fn hybrid_wait(&mut self) {
+        // A busy-polling fabric (the runner's default) does nothing here, not even the sum.
+        let Some(h) = self.hybrid.as_mut() else {
+            return;
+        };
         let activity = self
             .hosts
             .iter()
             .map(|t| t.completions_polled() + t.work_requests_posted())
             .sum();
-        let Some(h) = self.hybrid.as_mut() else {
-            return;
-        };
         if !h.idle(activity) || self.in_flight.contains(&true) {
             return;
         }
