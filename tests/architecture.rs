@@ -29,7 +29,13 @@ const ALLOWED: [(&str, &[&str]); 12] = [
     ),
     (
         "xrdma-app",
-        &["xrdma", "xrdma-sim", "xrdma-runner", "xrdma-cluster"],
+        &[
+            "xrdma",
+            "xrdma-sim",
+            "xrdma-runner",
+            "xrdma-cluster",
+            "xrdma-observe",
+        ],
     ),
     (
         "xrdma-cluster",

@@ -3,22 +3,40 @@
 //! the client process runs WORKERS threads, each a worker connected to every server worker,
 //! sending MESSAGES 64 B messages round-robin over its connections. No lock is shared: every
 //! worker owns its CQ, QPs and MRs. The client prints the messages/s of all its workers.
+//! Given STAT_DIR, server worker i pins itself to CPU i (modulo the CPUs there are), prints
+//! where it runs and answers `xrdma stat --socket STAT_DIR/worker-i.sock`.
 //!
-//! usage: mesh server BASE_PORT WORKERS
+//! `mesh sim` runs the same mesh on the simulator, each worker a host of its own (its own
+//! NIC and link to one switch), costed by a host profile (default `connectx6`), and prints
+//! messages/s of simulated time.
+//!
+//! usage: mesh server BASE_PORT WORKERS [STAT_DIR]
 //!        mesh client SERVER_HOST BASE_PORT WORKERS [MESSAGES PER WORKER (100000)]
-//! (build with `--features verbs`; `XRDMA_VERBS_DEVICE` names the device)
+//!        mesh sim WORKERS [MESSAGES PER WORKER (100000)] [HOST PROFILE (connectx6)]
+//! (server and client: build with `--features verbs`; `XRDMA_VERBS_DEVICE` names the device)
 
 use std::error::Error;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::thread;
 use std::time::Instant;
 use xrdma_app::{AppError, Config, Span, Worker};
 
 type Res<T> = Result<T, Box<dyn Error + Send + Sync>>;
 
-/// A server worker: take every message on `port`, answer none.
-fn serve(port: u16) -> Result<(), AppError> {
+/// Server worker `i`: take every message on `port`, answer none; pinned and watched when
+/// given a stat directory.
+fn serve(i: u16, port: u16, stat: Option<PathBuf>) -> Result<(), AppError> {
     let mut w = Worker::on_device(&Config::default())?;
+    if let Some(dir) = stat {
+        let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+        let p = w.pin(&[usize::from(i) % cpus])?;
+        println!(
+            "worker {i}: cpu {:?} numa node {:?}, device {:?} numa node {:?}, far {:?}",
+            p.cpu, p.numa_node, p.device, p.device_numa_node, p.far_node
+        );
+        w.stat_socket(&dir.join(format!("worker-{i}.sock")))?;
+    }
     w.listen(SocketAddr::from(([0, 0, 0, 0], port)))?;
     w.serve(|_conn, _msg| None);
     loop {
@@ -47,15 +65,54 @@ fn send(servers: &[SocketAddr], messages: u64) -> Result<f64, AppError> {
     Ok(start.elapsed().as_secs_f64())
 }
 
+/// The mesh on the simulator: `workers` server hosts and `workers` client hosts, each client
+/// connected to every server, `messages` each; the simulated seconds until the last ACK.
+fn simulated(workers: u32, messages: u64, profile: &str) -> Res<f64> {
+    let sim = xrdma_app::SimConfig {
+        hosts: 2 * workers,
+        host: xrdma_sim::HostModel::from_profile(profile)?,
+        ..xrdma_app::SimConfig::default()
+    };
+    let mut hosts = Worker::simulated(sim, &Config::default())?;
+    let mut clients = hosts.split_off(workers as usize);
+    let mut conns = Vec::new();
+    for c in &mut clients {
+        conns.push(
+            hosts
+                .iter()
+                .map(|s| c.connect(s))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
+    }
+    let payload = xrdma_app::Bytes::from_static(&[7u8; 64]);
+    let start = clients[0].now();
+    for i in 0..messages {
+        for (c, cs) in clients.iter_mut().zip(&conns) {
+            c.send(cs[(i % cs.len() as u64) as usize], payload.clone())?;
+            if i % 256 == 255 {
+                c.run_for(Span::ZERO)?;
+            }
+        }
+    }
+    for c in &mut clients {
+        c.flush(Span::from_ms(60_000))?;
+    }
+    Ok((clients[0].now() - start).as_us_f64() / 1e6)
+}
+
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
-        "usage: mesh server BASE_PORT WORKERS | mesh client HOST BASE_PORT WORKERS [MESSAGES]";
+        "usage: mesh server BASE_PORT WORKERS [STAT_DIR] | mesh client HOST BASE_PORT WORKERS [MESSAGES] | mesh sim WORKERS [MESSAGES] [PROFILE]";
     match args.first().map(String::as_str) {
-        Some("server") if args.len() == 3 => {
+        Some("server") if (3..=4).contains(&args.len()) => {
             let (base, workers): (u16, u16) = (args[1].parse()?, args[2].parse()?);
+            let stat = args.get(3).map(PathBuf::from);
             let threads: Vec<_> = (0..workers)
-                .map(|i| thread::spawn(move || serve(base + i)))
+                .map(|i| {
+                    let stat = stat.clone();
+                    thread::spawn(move || serve(i, base + i, stat))
+                })
                 .collect();
             println!(
                 "mesh: {workers} server workers on ports {base}..{}",
@@ -90,6 +147,15 @@ fn main() -> Res<()> {
             let total = messages * u64::from(workers);
             let rate = total as f64 / slowest;
             println!("mesh: workers={workers} connections={} messages={total} seconds={slowest:.3} messages_per_s={rate:.0}", u64::from(workers) * u64::from(workers));
+            Ok(())
+        }
+        Some("sim") if (2..=4).contains(&args.len()) => {
+            let workers: u32 = args[1].parse()?;
+            let messages: u64 = args.get(2).map_or(Ok(100_000), |m| m.parse())?;
+            let profile = args.get(3).map_or("connectx6", String::as_str);
+            let secs = simulated(workers, messages, profile)?;
+            let total = messages * u64::from(workers);
+            println!("mesh: sim profile={profile} workers={workers} connections={} messages={total} simulated_seconds={secs:.6} messages_per_s={:.0}", u64::from(workers) * u64::from(workers), total as f64 / secs);
             Ok(())
         }
         _ => Err(usage.into()),

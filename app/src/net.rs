@@ -41,8 +41,15 @@ pub(crate) struct Net<F: Fabric> {
     pub(crate) next_call: Vec<u32>,
     /// Per host: what its handler's replies met (the core refused one), in order.
     pub(crate) errors: Vec<VecDeque<AppError>>,
+    /// Per host: what answers `xrdma stat` while its worker waits ([`crate::Worker::stat_socket`]).
+    pub(crate) watchers: Vec<Option<Watcher<F>>>,
     scratch: TurnScratch,
 }
+
+/// What a worker with a stat socket runs after every round of its waiting calls
+/// ([`crate::Worker::stat_socket`]): answers a waiting `xrdma stat` client with every endpoint
+/// of the net and the calling thread's placement.
+pub(crate) type Watcher<F> = Box<dyn FnMut(&mut F, &[Endpoint])>;
 
 /// A server's answer to each message: the reply to send on its connection, if any.
 pub(crate) type Handler = Box<dyn FnMut(ConnId, Bytes) -> Option<Bytes>>;
@@ -123,6 +130,7 @@ impl<F: Fabric> Net<F> {
             abandoned: vec![HashSet::new(); n],
             next_call: vec![1; n],
             errors: (0..n).map(|_| VecDeque::new()).collect(),
+            watchers: (0..n).map(|_| None).collect(),
             scratch: TurnScratch::default(),
         }
     }
@@ -144,7 +152,8 @@ impl<F: Fabric> Net<F> {
         if done(&self.inbox[m], self.unacked[m]) {
             return true;
         }
-        struct Run<'a, P> {
+        struct Run<'a, F, P> {
+            watcher: Option<&'a mut Watcher<F>>,
             eps: &'a mut [Endpoint],
             inbox: &'a mut [VecDeque<Event>],
             unacked: &'a mut [u64],
@@ -160,7 +169,7 @@ impl<F: Fabric> Net<F> {
             spin: bool,
             done: P,
         }
-        impl<F: Fabric, P: Fn(&VecDeque<Event>, u64) -> bool> Hosts<F> for Run<'_, P> {
+        impl<F: Fabric, P: Fn(&VecDeque<Event>, u64) -> bool> Hosts<F> for Run<'_, F, P> {
             fn turn(&mut self, fabric: &mut F, h: u32, now: Time, _settled: bool) -> Option<Time> {
                 let i = h as usize;
                 let mut app = Keep {
@@ -203,6 +212,9 @@ impl<F: Fabric> Net<F> {
                         }
                     }
                 }
+                if let Some(w) = self.watcher.as_mut() {
+                    w(fabric, self.eps);
+                }
                 let m = self.me as usize;
                 let done = (self.done)(&self.inbox[m], self.unacked[m]);
                 if done || !self.errors[m].is_empty() || now >= self.deadline {
@@ -213,6 +225,7 @@ impl<F: Fabric> Net<F> {
             }
         }
         let mut run = Run {
+            watcher: self.watchers[m].as_mut(),
             eps: &mut self.eps,
             inbox: &mut self.inbox,
             unacked: &mut self.unacked,

@@ -68,6 +68,8 @@
 #                   worker connected to every server worker, 20 000 64 B messages each; passes
 #                   when every message is ACKed; messages/s go to figures.env
 #                   (app_mesh_*_workers_msgs_per_s)
+#   app stat        a mesh server worker pinned to CPU 0 with a stat socket; `xrdma stat
+#                   --socket` shows it on CPU 0 beside the device's NUMA node
 # Ends with the line "softroce: N passed, M failed"; exit status 0 only when none failed.
 set -euo pipefail
 
@@ -334,6 +336,25 @@ app_mesh() {
   return "$rc"
 }
 check "app mesh" "$results/app-mesh.log" app_mesh
+# A worker's placement through `xrdma stat`: mesh's server worker 0 pins itself to CPU 0 and
+# answers on its stat socket.
+app_stat() {
+  local dir sdir pid out rc=0
+  dir=$(dirname "$xrdma")
+  sdir=$(mktemp -d)
+  "$dir/mesh" server 18740 1 "$sdir" > "$results/app-stat-server.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 300); do [[ -S $sdir/worker-0.sock ]] && break; sleep 0.1; done
+  out=$("$xrdma" stat --socket "$sdir/worker-0.sock" 2>&1) || rc=1
+  kill "$pid" 2> /dev/null || true
+  wait "$pid" 2> /dev/null || true
+  rm -rf "$sdir"
+  cat "$results/app-stat-server.log"
+  echo "$out"
+  ((rc == 0)) && grep -q 'cpu 0 (allowed 0)' <<< "$out" &&
+    grep -q "device $XRDMA_VERBS_DEVICE numa node" <<< "$out"
+}
+check "app stat" "$results/app-stat.log" app_stat
 check calibrate "$results/calibrate.log" "$here/calibrate.sh" "$results" "$xrdma"
 grep -h '^!!! TARGET MISSED' "$results/calibrate.log" || true
 

@@ -224,13 +224,21 @@ where
 /// The endpoints of `eps` as `fabric` observes them now, with its device's counters.
 /// The time is the fabric's as the snapshot is taken (on a device, later than the round's
 /// `now`), so it agrees with the endpoints' own `at-ps`.
-fn live_stat<F: Clocked + FabricReport, S: HostStack<F>>(fabric: &mut F, eps: &[S]) -> LiveStat {
+/// The thread taking it is the one that drives the hosts: its placement is theirs.
+pub fn live_stat<F: Clocked + FabricReport, S: HostStack<F>>(
+    fabric: &mut F,
+    eps: &[S],
+) -> LiveStat {
+    let device = fabric.device_reading();
+    let placement =
+        xrdma_observe::placement::Placement::here(device.as_ref().map(|d| d.device.as_str()));
     LiveStat {
         pid: std::process::id(),
         backend: fabric.backend(),
         at_ps: fabric.now().as_ps(),
         endpoints: endpoints(fabric, eps),
-        device: fabric.device_reading(),
+        device,
+        placement: Some(placement),
     }
 }
 

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use xrdma::Time;
+use xrdma_observe::placement::Placement;
 use xrdma_reports as rep;
 
 /// Something that wants the endpoints of a running run from time to time.
@@ -44,6 +45,10 @@ pub struct LiveStat {
     /// The device's port counters as read now (`hw_counters/` by bare name, `counters/` as
     /// `counters/NAME`; [`xrdma_observe::device_counters::read_snapshot`]); `None` on the simulator.
     pub device: Option<DeviceReading>,
+    /// Where the thread that drives the hosts runs, beside the device's NUMA node
+    /// ([`xrdma_observe::placement`]); `None` in an answer from a build before it was kept.
+    #[serde(default)]
+    pub placement: Option<Placement>,
 }
 
 /// A device port's counters at one instant.

@@ -1,5 +1,7 @@
 //! What the simulator tests of the worker API share: the seeds they sweep and a server and a
 //! client worker on one simulated fabric.
+// Each test binary uses what it needs of this module.
+#![allow(dead_code)]
 
 use xrdma_app::{Config, SimConfig, SimFabric, Worker};
 

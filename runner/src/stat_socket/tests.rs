@@ -22,6 +22,7 @@ fn stat(at_ps: u64) -> LiveStat {
         at_ps,
         endpoints: Vec::new(),
         device: None,
+        placement: None,
     }
 }
 

@@ -9,6 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 use xrdma_observe::device_counters::Snapshot;
+use xrdma_observe::placement::Placement;
 use xrdma_runner::watch::{DeviceReading, LiveStat};
 
 /// How long to wait for an answer: a busy process answers within a few ms, an idle verbs run
@@ -66,9 +67,9 @@ pub fn ask(path: &Path) -> Result<LiveStat, AskError> {
     serde_json::from_slice(&text).map_err(|e| bad(format!("not a stat answer: {e}")))
 }
 
-/// The first line of a live table: who answered and when.
+/// The first lines of a live table: who answered and when, and where its thread runs.
 pub fn banner(stat: &LiveStat) -> String {
-    format!(
+    let mut s = format!(
         "pid {}  backend {}  at {:.3} ms of the run\n",
         stat.pid,
         match stat.backend {
@@ -77,7 +78,39 @@ pub fn banner(stat: &LiveStat) -> String {
             xrdma_reports::Backend::Sockets => "sockets",
         },
         stat.at_ps as f64 / 1e9
-    )
+    );
+    if let Some(p) = &stat.placement {
+        s += &placement_line(p);
+    }
+    s
+}
+
+/// Where the answering thread runs beside its device, `-` for what the machine does not say,
+/// and a warning when it runs on the NUMA node far from the device.
+pub fn placement_line(p: &Placement) -> String {
+    let opt = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+    let mut s = format!(
+        "thread {}  cpu {} (allowed {})  numa node {}",
+        opt(p.tid),
+        opt(p.cpu),
+        p.cpus_allowed.as_deref().unwrap_or("-"),
+        opt(p.numa_node)
+    );
+    if let Some(d) = &p.device {
+        let _ = write!(s, "  device {d} numa node {}", opt(p.device_numa_node));
+    }
+    s.push('\n');
+    if p.far_node == Some(true) {
+        let _ = writeln!(
+            s,
+            "WARNING: the thread runs on NUMA node {} and its device sits on node {}: every \
+             doorbell, completion and buffer crosses the interconnect (pin it to the device's \
+             node)",
+            opt(p.numa_node),
+            opt(p.device_numa_node)
+        );
+    }
+    s
 }
 
 /// The device's counters as a table: every counter with its value and, given the previous

@@ -200,6 +200,7 @@ fn a_live_json_answer_keeps_only_the_hosts_asked_for() {
         at_ps: 5,
         endpoints: r.endpoints.expect("recorded"),
         device: None,
+        placement: None,
     };
     let text = super::render_live(&stat, None, &[1], Format::Json).expect("renders");
     let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
@@ -208,4 +209,35 @@ fn a_live_json_answer_keeps_only_the_hosts_asked_for() {
     assert_eq!(eps[0]["host"], 1);
     // An unknown host is an error here too.
     assert!(super::render_live(&stat, None, &[9], Format::Json).is_err());
+}
+
+#[test]
+fn a_worker_far_from_its_device_is_flagged_and_an_unknown_node_is_not() {
+    use xrdma_observe::placement::Placement;
+    let mut p = Placement {
+        tid: Some(41),
+        cpu: Some(12),
+        cpus_allowed: Some("8-15".into()),
+        numa_node: Some(1),
+        device: Some("mlx5_0".into()),
+        device_numa_node: Some(0),
+        far_node: Some(true),
+    };
+    let far = super::live::placement_line(&p);
+    assert!(
+        far.starts_with(
+            "thread 41  cpu 12 (allowed 8-15)  numa node 1  device mlx5_0 numa node 0\n"
+        ),
+        "{far}"
+    );
+    assert!(
+        far.contains("WARNING: the thread runs on NUMA node 1 and its device sits on node 0"),
+        "{far}"
+    );
+    (p.device_numa_node, p.far_node) = (None, None);
+    let unknown = super::live::placement_line(&p);
+    assert!(
+        unknown.contains("device mlx5_0 numa node -\n") && !unknown.contains("WARNING"),
+        "{unknown}"
+    );
 }
