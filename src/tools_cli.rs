@@ -221,6 +221,7 @@ pub fn bw(args: BwArgs) -> Result<ExitCode> {
     );
     outln!("{}", tools::bw::BwReport::header());
     outln!("{}", r.row());
+    outln!("{}", r.window_line());
     Ok(ExitCode::SUCCESS)
 }
 

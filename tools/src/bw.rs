@@ -58,6 +58,9 @@ pub struct BwReport {
     pub elapsed_ps: u64,
     /// Payload bytes per second.
     pub bytes_per_second: f64,
+    /// The sender's connection counters at the end: its window (now, smallest, decreases on
+    /// delay and ECN) and RTTs, which say whether the window held the stream back.
+    pub sender: xrdma::ConnStats,
 }
 
 impl BwReport {
@@ -79,6 +82,23 @@ impl BwReport {
     /// The header line of [`BwReport::row`].
     pub fn header() -> &'static str {
         " #bytes     #iterations    BW average[MB/sec]    BW average[Gb/sec]    MsgRate[Mpps]"
+    }
+
+    /// The sender's window and RTTs over the run, one line: a window that shrank far below
+    /// the bandwidth-delay product on delay decreases is what held the stream back.
+    pub fn window_line(&self) -> String {
+        let s = &self.sender;
+        format!(
+            "sender window: {} B at the end, {} B smallest, {} decreases ({} on delay, {} ECN \
+             echoes); RTT {:.1} us smallest, {:.1} us smoothed",
+            s.window,
+            s.smallest_window,
+            s.window_decreases,
+            s.window_delay_decreases,
+            s.ecn_echoes,
+            s.min_rtt_ps as f64 / 1e6,
+            s.srtt_ps as f64 / 1e6
+        )
     }
 
     /// One data line under [`BwReport::header`].
@@ -218,7 +238,7 @@ pub fn run<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwReport> {
             opts.iters
         );
     }
-    report(&tx, opts)
+    report(&tx, opts, pair.eps[0].stats(pair.conns[0]))
 }
 
 /// Refuses options no stream can run: no messages or empty ones, a message above xrdma's
@@ -248,8 +268,11 @@ pub fn check(opts: &BwOptions) -> Result<()> {
     Ok(())
 }
 
-/// The figures of a finished stream.
-fn report(tx: &Streamer, opts: &BwOptions) -> Result<BwReport> {
+/// The figures of a finished stream, with the sender's counters `sender`.
+fn report(tx: &Streamer, opts: &BwOptions, sender: Option<xrdma::ConnStats>) -> Result<BwReport> {
+    let Some(sender) = sender else {
+        bail!("the sender's connection is gone");
+    };
     let want = u64::from(opts.iters) * opts.size;
     let (Some(first), Some(last)) = (tx.first, tx.last_ack) else {
         bail!("nothing was sent");
@@ -263,6 +286,7 @@ fn report(tx: &Streamer, opts: &BwOptions) -> Result<BwReport> {
         iters: opts.iters,
         elapsed_ps,
         bytes_per_second: want as f64 / (elapsed_ps as f64 / 1e12),
+        sender,
     })
 }
 
@@ -328,7 +352,7 @@ pub fn connect<F: Fabric>(
         bail!("bw failed: {e}");
     }
     bye?;
-    report(&tx, opts)
+    report(&tx, opts, r.ep.stats(r.conn))
 }
 
 #[cfg(test)]

@@ -52,6 +52,7 @@ pub fn two_process(
             outln!("xrdma bw (verbs, two processes, server {addr}): one xrdma connection");
             outln!("{}", crate::bw::BwReport::header());
             outln!("{}", r.row());
+            outln!("{}", r.window_line());
         }
         (_, None, None) => bail!("a two-process run needs --server or --connect ADDR"),
     }
