@@ -250,6 +250,7 @@ impl Endpoint {
             inflight.extend(c.posted.drain(..f.completes as usize).map(|(id, _)| id));
         }
         c.posted.clear();
+        c.unannounced = 0;
         let queued = c.queue.drain(..).map(|m| m.id);
         for m in inflight.into_iter().chain(queued) {
             if seen.insert(m) {

@@ -180,6 +180,9 @@ struct Connection {
     ring: SendRing,
     next_tx_seq: Seq,
     queue: VecDeque<OutMessage>,
+    /// Large messages in `queue` whose RTS has not gone out: while there are none, the send
+    /// path skips looking for messages to announce.
+    unannounced: u32,
     inflight: VecDeque<InflightFrame>,
     /// Messages wholly posted and not yet ACKed, in the order their frames were posted, with
     /// their stamps ([`InflightFrame::completes`] says which frame completes which).
@@ -236,6 +239,7 @@ impl Connection {
             ring: SendRing::new(0),
             next_tx_seq: Seq(c.initial_seq),
             queue: VecDeque::new(),
+            unannounced: 0,
             inflight: VecDeque::new(),
             posted: VecDeque::new(),
             inflight_bytes: 0,
@@ -559,6 +563,7 @@ impl Endpoint {
         let id = MsgId(self.next_msg);
         self.next_msg += 1;
         let at_head = c.queue.is_empty();
+        c.unannounced += u32::from(len > self.cfg.eager_limit);
         c.queue.push_back(OutMessage {
             id,
             tag,

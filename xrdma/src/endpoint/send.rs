@@ -60,7 +60,9 @@ impl Endpoint {
         let mut announce = [0usize; MAX_BATCH];
         let mut n = 0;
         let mut awaiting_grant = false;
-        for (i, m) in c.queue.iter().take(RTS_LOOKAHEAD).enumerate() {
+        // Nothing to announce (a stream of small messages): no look.
+        let lookahead = if c.unannounced == 0 { 0 } else { RTS_LOOKAHEAD };
+        for (i, m) in c.queue.iter().take(lookahead).enumerate() {
             let len = m.data.len() as u64;
             // Announced messages only move toward the front, so any still waiting for a
             // grant is among the first RTS_LOOKAHEAD.
@@ -83,6 +85,7 @@ impl Endpoint {
                 for &i in &announce[..n] {
                     c.queue[i].rts_sent = true;
                 }
+                c.unannounced -= n as u32;
                 c.stats.rendezvous_messages += n as u64;
                 c.stats.rts_frames += 1;
                 return Ok(op);
