@@ -128,6 +128,18 @@ impl<F: Fabric> Worker<F> {
         self.send_tagged(conn, data.into(), 0)
     }
 
+    /// [`Worker::send`] for a message that must not wait behind bulk traffic on `conn` (a
+    /// heartbeat, a lease renewal): it goes ahead of every message not yet started and, when
+    /// small, between two fragments of the one in progress ([`xrdma::Endpoint::send_urgent`]).
+    /// It may arrive before messages sent earlier on `conn`.
+    ///
+    /// # Errors
+    /// As [`Worker::send`].
+    pub fn send_urgent(&mut self, conn: ConnId, data: impl Into<Bytes>) -> Result<MsgId, AppError> {
+        let data = data.into();
+        self.submit(|ep, now| ep.send_urgent(now, conn, data, 0))
+    }
+
     /// [`Worker::send`] with the tag the core carries ([`crate::rpc`] gives tags their
     /// meaning).
     pub(crate) fn send_tagged(
@@ -136,9 +148,17 @@ impl<F: Fabric> Worker<F> {
         data: Bytes,
         tag: u32,
     ) -> Result<MsgId, AppError> {
+        self.submit(|ep, now| ep.send_tagged(now, conn, data, tag))
+    }
+
+    /// Queue a message with `send` on this worker's endpoint, counted until it is ACKed.
+    fn submit(
+        &mut self,
+        send: impl FnOnce(&mut xrdma::Endpoint, Time) -> Result<MsgId, xrdma::XrdmaError>,
+    ) -> Result<MsgId, AppError> {
         self.with_net(|net, h| {
             let now = net.fabric.now();
-            let id = net.eps[h].send_tagged(now, conn, data, tag)?;
+            let id = send(&mut net.eps[h], now)?;
             net.unacked[h] += 1;
             Ok(id)
         })

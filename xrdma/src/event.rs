@@ -109,7 +109,9 @@ pub enum Event {
     /// One fragment of an arriving message, in order, when the endpoint streams fragments
     /// ([`crate::Config::deliver_fragments`]) instead of delivering whole messages. The message
     /// is complete when `offset + data.len() == message_len` (a small message, 0 bytes
-    /// included, is one fragment).
+    /// included, is one fragment). A small urgent message ([`crate::Endpoint::send_urgent`])
+    /// may arrive between two fragments of a large one: tell them apart by `message_len`
+    /// and `offset`.
     Fragment {
         /// The connection it came on.
         conn: ConnId,

@@ -87,6 +87,7 @@ mod ack;
 mod capability;
 mod inspect;
 mod lifecycle;
+mod queue;
 mod receive;
 mod send;
 mod setup;
@@ -114,6 +115,8 @@ struct OutMessage {
     grant: Option<Grant>,
     /// The instants it has been stamped with ([`SendTiming`]).
     stamps: Stamps,
+    /// Queued by [`Endpoint::send_urgent`]: ahead of every normal message not yet started.
+    urgent: bool,
 }
 
 struct InflightFrame {
@@ -518,63 +521,6 @@ impl Endpoint {
             s.min_rtt_ps = c.window.min_rtt().map_or(0, crate::Span::as_ps);
             s
         })
-    }
-
-    /// Queue a message on `conn`. It is sent eagerly or by rendezvous, fragmented and posted
-    /// as the window allows; the application hears [`Event::Sent`] once all of it is ACKed.
-    ///
-    /// # Errors
-    /// [`XrdmaError::UnknownConnection`], [`XrdmaError::StaleConnection`],
-    /// [`XrdmaError::NotEstablished`], [`XrdmaError::ConnectionFailed`],
-    /// [`XrdmaError::ConnectionClosed`], [`XrdmaError::MessageTooLarge`].
-    pub fn send(&mut self, now: Time, conn: ConnId, data: Bytes) -> Result<MsgId, XrdmaError> {
-        self.send_tagged(now, conn, data, 0)
-    }
-
-    /// [`Endpoint::send`] with a tag the receiver gets with the message
-    /// ([`Event::Message::tag`]): an application's correlation id, carried in the frame
-    /// header (an eager message's, or its RTS entry for a large one) at no extra byte. The
-    /// core gives it no meaning.
-    ///
-    /// # Errors
-    /// As [`Endpoint::send`].
-    pub fn send_tagged(
-        &mut self,
-        now: Time,
-        conn: ConnId,
-        data: Bytes,
-        tag: u32,
-    ) -> Result<MsgId, XrdmaError> {
-        let Some(c) = self.conns.get_mut(conn) else {
-            return Err(self.lookup_error(conn));
-        };
-        match c.state {
-            ConnState::Established => {}
-            ConnState::Connecting => return Err(XrdmaError::NotEstablished { conn }),
-            ConnState::Failed => return Err(XrdmaError::ConnectionFailed { conn }),
-            ConnState::Draining { .. } | ConnState::Closing { .. } | ConnState::Closed => {
-                return Err(XrdmaError::ConnectionClosed { conn })
-            }
-        }
-        let (len, max) = (data.len() as u64, self.cfg.max_message_size);
-        if len > max {
-            return Err(XrdmaError::MessageTooLarge { conn, len, max });
-        }
-        let id = MsgId(self.next_msg);
-        self.next_msg += 1;
-        let at_head = c.queue.is_empty();
-        c.unannounced += u32::from(len > self.cfg.eager_limit);
-        c.queue.push_back(OutMessage {
-            id,
-            tag,
-            data,
-            next_off: 0,
-            rts_sent: false,
-            grant: None,
-            stamps: Stamps::accepted(now, at_head),
-        });
-        self.wake_tx(conn);
-        Ok(id)
     }
 
     /// Close `conn` gracefully: messages already queued still go out; then a FIN. The

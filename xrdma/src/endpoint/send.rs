@@ -64,8 +64,9 @@ impl Endpoint {
         let lookahead = if c.unannounced == 0 { 0 } else { RTS_LOOKAHEAD };
         for (i, m) in c.queue.iter().take(lookahead).enumerate() {
             let len = m.data.len() as u64;
-            // Announced messages only move toward the front, so any still waiting for a
-            // grant is among the first RTS_LOOKAHEAD.
+            // Announced messages move toward the front (an urgent message put ahead of them
+            // moves them back one), so one still waiting for a grant is almost always among
+            // the first RTS_LOOKAHEAD; missed, an RTS merely goes out a little early.
             awaiting_grant |= m.rts_sent && m.grant.is_none();
             if len > eager_limit && !m.rts_sent && n < MAX_BATCH {
                 body[n * 8..n * 8 + 4].copy_from_slice(&m.tag.to_be_bytes());
@@ -104,32 +105,48 @@ impl Endpoint {
         };
         let total = msg.data.len() as u64;
         if total <= eager_limit {
-            return self.post_eager(now, conn, mem);
+            return self.post_eager(now, conn, 0, mem);
         }
-        let Some(grant) = msg.grant else {
+        // Urgent small messages behind a large message in progress go out between its
+        // fragments ([`Endpoint::send_urgent`]).
+        let urgent_next = c
+            .queue
+            .get(1)
+            .is_some_and(|m| m.urgent && m.data.len() as u64 <= eager_limit);
+        let (in_progress, grant) = (msg.next_off > 0, msg.grant);
+        if in_progress && urgent_next {
+            if let Some(op) = self.post_eager(now, conn, 1, mem)? {
+                return Ok(Some(op));
+            }
+        }
+        let Some(grant) = grant else {
             return Ok(None); // its RTS is out (above); woken by the CTS
         };
         self.next_fragment(now, conn, grant, frag_size, mem)
     }
 
-    /// Post the small messages at the head of `conn`'s queue as one eager frame: as many as
-    /// fit one receive buffer ([`Config::recv_slot_bytes`]) and the window, up to
+    /// Post the small messages from position `start` of `conn`'s queue as one eager frame:
+    /// as many as fit one receive buffer ([`Config::recv_slot_bytes`]) and the window, up to
     /// [`MAX_COALESCE`], each a 16-byte header and its payload, back to back (XRDMA's
-    /// batching of small messages: one SEND, one receive WR and one ACK for many).
+    /// batching of small messages: one SEND, one receive WR and one ACK for many). From
+    /// position 1 (behind a large message in progress) only urgent messages go.
     pub(super) fn post_eager<M: LocalMemory + ?Sized>(
         &mut self,
         now: Time,
         conn: ConnId,
+        start: usize,
         mem: &mut M,
     ) -> Result<Option<Op>, XrdmaError> {
         let eager_limit = self.cfg.eager_limit;
         let room = self.cfg.recv_slot_bytes();
         let c = &self.conns[conn];
         let (mut n, mut wire, mut payload) = (0usize, 0u64, 0u64);
-        for m in c.queue.iter().take(MAX_COALESCE) {
+        for m in c.queue.range(start..).take(MAX_COALESCE) {
             let len = m.data.len() as u64;
             let w = wire + HEADER_LEN as u64 + len;
-            if len > eager_limit || w > room || (n > 0 && !self.can_post(c, payload + len)) {
+            let jumps = start > 0 && !m.urgent;
+            if jumps || len > eager_limit || w > room || (n > 0 && !self.can_post(c, payload + len))
+            {
                 break;
             }
             n += 1;
@@ -141,7 +158,7 @@ impl Endpoint {
         }
         // The frame asks for an immediate ACK when it leaves no room for the next queued
         // message (window, credits, send queue): this side then waits on that ACK.
-        let ack_req = c.queue.get(n).is_some_and(|next| {
+        let ack_req = c.queue.get(start + n).is_some_and(|next| {
             let len = next.data.len() as u64;
             let next_payload = if len > eager_limit { 0 } else { len };
             !self.can_post_more(c, 1, payload, next_payload)
@@ -154,7 +171,10 @@ impl Endpoint {
         let ack = c.ack_due.then(|| c.expected_rx_seq.add(u32::MAX));
         // One gather of every record's header and payload: one range check per frame.
         let mut headers = [[0u8; HEADER_LEN]; MAX_COALESCE];
-        for (h, (i, m)) in headers.iter_mut().zip(c.queue.iter().take(n).enumerate()) {
+        for (h, (i, m)) in headers
+            .iter_mut()
+            .zip(c.queue.range(start..).take(n).enumerate())
+        {
             *h = MessageHeader {
                 kind: FrameKind::Eager,
                 message_len: m.data.len() as u64,
@@ -165,7 +185,11 @@ impl Endpoint {
             .encode();
         }
         let mut parts: [&[u8]; 2 * MAX_COALESCE] = [&[]; 2 * MAX_COALESCE];
-        for (k, (h, m)) in headers.iter().zip(c.queue.iter().take(n)).enumerate() {
+        for (k, (h, m)) in headers
+            .iter()
+            .zip(c.queue.range(start..).take(n))
+            .enumerate()
+        {
             parts[2 * k] = h;
             parts[2 * k + 1] = &m.data;
         }
@@ -179,8 +203,8 @@ impl Endpoint {
             c.stats.acks_piggybacked += 1;
         }
         // The frame completes exactly the messages it carries.
-        let first = c.queue.front().map(|m| m.id);
-        for m in c.queue.drain(..n) {
+        let first = c.queue.get(start).map(|m| m.id);
+        for m in c.queue.drain(start..start + n) {
             c.posted.push_back((m.id, m.stamps.posted(now)));
         }
         mark_head(&mut c.queue, now);
