@@ -63,3 +63,57 @@ fn an_urgent_heartbeat_goes_out_between_the_fragments_of_the_bulk_in_progress() 
         );
     }
 }
+
+/// Client queues `bulk` 1 MiB messages (each its own byte), runs `warm` µs, then one urgent
+/// message of `size` bytes; returns what the server received, in order.
+fn behind_bulk(seed: u64, bulk: u8, warm: u64, size: usize) -> Vec<Bytes> {
+    let (mut server, mut client) = common::pair(seed);
+    let conn = client.connect(&server).expect("connects");
+    for b in 0..bulk {
+        client.send(conn, vec![b + 1; BULK]).expect("queued");
+    }
+    client.run_for(Span::from_us(warm)).expect("runs");
+    client.send_urgent(conn, vec![0xEE; size]).expect("queued");
+    client
+        .flush(Span::from_ms(100))
+        .expect("every message ACKed");
+    (0..=bulk)
+        .map(|_| server.recv(Span::from_ms(100)).expect("arrives").1)
+        .collect()
+}
+
+#[test]
+fn a_large_urgent_message_never_overtakes_an_announced_one() {
+    // An urgent message above the eager limit put ahead of bulk whose RTS was out took that
+    // bulk's landing buffer: the bulk's last 64 KiB arrived as zeros, or the connection
+    // failed ("fragments exceed the 1048576-byte message length", "a grant ... matches no
+    // RTS").
+    for seed in common::SEEDS {
+        for size in [4097, 65536, 65537, 100_000, BULK] {
+            for (bulk, warm) in [(2, 20), (3, 20), (3, 0), (2, 200)] {
+                let got = behind_bulk(seed, bulk, warm, size);
+                let what =
+                    format!("seed {seed}, {size} B urgent behind {bulk} bulk after {warm} us");
+                let urgent = got
+                    .iter()
+                    .filter(|m| m.len() == size && m.iter().all(|&x| x == 0xEE));
+                assert_eq!(urgent.count(), 1, "{what}: the urgent message intact");
+                let mut bulks: Vec<u8> = got
+                    .iter()
+                    .filter(|m| m.len() == BULK && m[0] != 0xEE)
+                    .map(|m| {
+                        assert!(
+                            m.iter().all(|&x| x == m[0]),
+                            "{what}: a bulk message corrupted"
+                        );
+                        m[0]
+                    })
+                    .collect();
+                assert_eq!(bulks.len(), usize::from(bulk), "{what}");
+                let sent: Vec<u8> = (1..=bulk).collect();
+                assert_eq!(bulks, sent, "{what}: the bulk in order");
+                bulks.clear();
+            }
+        }
+    }
+}

@@ -40,9 +40,11 @@ impl Endpoint {
     /// heartbeat, a lease renewal, a small control message): it is queued ahead of every
     /// message on `conn` not yet started, behind earlier urgent ones; a small one (up to
     /// [`crate::Config::eager_limit`]) even goes out between two fragments of a large message
-    /// in progress, so it waits for one fragment, not a whole message (a large urgent one
-    /// waits for the message in progress). It may so arrive before messages sent earlier,
-    /// and, with [`crate::Config::deliver_fragments`], between two fragments of one.
+    /// in progress, so it waits for one fragment, not a whole message. A large urgent one
+    /// goes only ahead of large messages not yet announced by an RTS (the receiver grants
+    /// landing buffers in announcement order), which with many queued is little. It may so
+    /// arrive before messages sent earlier, and, with
+    /// [`crate::Config::deliver_fragments`], between two fragments of one.
     ///
     /// # Errors
     /// As [`Endpoint::send`].
@@ -84,16 +86,27 @@ impl Endpoint {
         let id = MsgId(self.next_msg);
         self.next_msg += 1;
         // A normal message goes last; an urgent one before the first normal message none of
-        // whose fragments is out.
+        // whose fragments is out. A large one also behind every announced message: the
+        // receiver grants landing buffers in the order of the RTSs, and the fragments must
+        // come in that order too.
+        let large = len > self.cfg.eager_limit;
         let at = if urgent {
+            let floor = if large {
+                c.queue
+                    .iter()
+                    .rposition(|m| m.rts_sent)
+                    .map_or(0, |i| i + 1)
+            } else {
+                0
+            };
             c.queue
-                .iter()
+                .range(floor..)
                 .position(|m| !m.urgent && m.next_off == 0)
-                .unwrap_or(c.queue.len())
+                .map_or(c.queue.len(), |i| floor + i)
         } else {
             c.queue.len()
         };
-        c.unannounced += u32::from(len > self.cfg.eager_limit);
+        c.unannounced += u32::from(large);
         let m = OutMessage {
             id,
             tag,
