@@ -22,8 +22,8 @@ impl Worker<VerbsFabric> {
     /// next to no CPU. [`Worker::set_polling`] changes that.
     ///
     /// # Errors
-    /// [`AppError::Setup`]: no usable device (or a build without the verbs backend), or an
-    /// endpoint configuration its checks refuse.
+    /// [`AppError::Setup`]: no usable device (or a build without the verbs backend), an
+    /// endpoint configuration its checks refuse, or one that streams fragments.
     pub fn on_device(cfg: &Config) -> Result<Worker<VerbsFabric>, AppError> {
         let mut fabric =
             VerbsFabric::for_tool(1, Span::MAX).map_err(|e| AppError::Setup(format!("{e:#}")))?;
@@ -47,6 +47,7 @@ impl Worker<VerbsFabric> {
 
 /// The worker of `fabric`'s one host, its endpoint configured as `cfg`.
 fn alone<F: Fabric>(fabric: F, cfg: &Config) -> Result<Worker<F>, AppError> {
+    crate::worker::check_config(cfg)?;
     let cfg = xrdma_runner::fabric::config_for(cfg, &fabric);
     let ep = Endpoint::new(cfg).map_err(|e| AppError::Setup(e.to_string()))?;
     Worker::all(crate::net::Net::new(fabric, vec![ep]))

@@ -16,8 +16,9 @@ impl Worker<SimFabric> {
     ///
     /// # Errors
     /// [`AppError::Setup`]: a simulator configuration or an endpoint configuration its
-    /// checks refuse.
+    /// checks refuse, or one that streams fragments (a worker hands out whole messages).
     pub fn simulated(sim: SimConfig, cfg: &Config) -> Result<Vec<Worker<SimFabric>>, AppError> {
+        crate::worker::check_config(cfg)?;
         let fabric = SimFabric::new(sim).map_err(|e| AppError::Setup(e.to_string()))?;
         let cfg = xrdma_runner::fabric::config_for(cfg, &fabric);
         let hosts = xrdma_runner::fabric::Clocked::hosts(&fabric);

@@ -4,7 +4,6 @@ use crate::error::AppError;
 use crate::net::Net;
 use bytes::Bytes;
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::rc::Rc;
 use xrdma::{ConnId, Event, MsgId, Span, Time};
 use xrdma_runner::fabric::Fabric;
@@ -26,6 +25,18 @@ pub struct Worker<F: Fabric> {
 /// refused, not matched against this one's connections and ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct WorkerKey(usize, u32);
+
+/// Refuses an endpoint configuration a worker cannot serve: it hands out whole messages, so
+/// an endpoint that streams fragments ([`xrdma::Config::deliver_fragments`]) would never
+/// complete a `recv` or a `call`.
+pub(crate) fn check_config(cfg: &xrdma::Config) -> Result<(), AppError> {
+    if cfg.deliver_fragments {
+        return Err(AppError::Setup(
+            "a worker delivers whole messages: deliver-fragments must be off".into(),
+        ));
+    }
+    Ok(())
+}
 
 /// Whether `e` is a failure on `conn` (any connection when `None`) that a waiting call
 /// reports.
@@ -240,17 +251,20 @@ impl<F: Fabric> Worker<F> {
     }
 
     /// Wait up to `timeout` until every message this worker sent is ACKed by its peer (its
-    /// buffers free).
+    /// buffers free). A peer that closed still takes and ACKs what was sent before its close
+    /// reached this side: that is no failure here (a later [`Worker::recv`] reports it).
     ///
     /// # Errors
     /// [`AppError::Timeout`], or the failure of a connection with messages in flight.
     pub fn flush(&mut self, timeout: Span) -> Result<(), AppError> {
         let (deadline, me) = (self.now() + timeout, self.host);
         let mut net = self.net.borrow_mut();
-        let fails = |q: &VecDeque<Event>| q.iter().any(|e| failure_on(e, None));
-        net.run_until(me, deadline, true, |q, unacked| unacked == 0 || fails(q));
+        let failed = |e: &Event| failure_on(e, None) && !matches!(e, Event::PeerClosed { .. });
+        net.run_until(me, deadline, true, |q, unacked| {
+            unacked == 0 || q.iter().any(failed)
+        });
         let inbox = &mut net.inbox[me as usize];
-        if let Some(i) = inbox.iter().position(|e| failure_on(e, None)) {
+        if let Some(i) = inbox.iter().position(failed) {
             if let Some(e) = inbox.remove(i).and_then(as_error) {
                 return Err(e);
             }

@@ -98,6 +98,50 @@ fn a_peer_that_closes_is_a_typed_error_not_a_hang() {
 }
 
 #[test]
+fn a_flush_to_a_peer_that_closed_but_still_acks_succeeds() {
+    // flush reported PeerClosed while the closed peer was still taking and ACKing every
+    // message sent before its close arrived.
+    for seed in SEEDS {
+        let (mut server, mut client) = pair(seed);
+        let conn = client.connect(&server).expect("connects");
+        client.send(conn, &b"hello"[..]).expect("queued");
+        let (at_server, _) = server.recv(Span::from_ms(1)).expect("the message");
+        server.close(at_server).expect("closes");
+        for _ in 0..3 {
+            client.send(conn, vec![9u8; 1 << 20]).expect("queued");
+        }
+        client
+            .flush(Span::from_ms(10))
+            .expect("every message ACKed");
+        for _ in 0..3 {
+            let (_, m) = server
+                .recv(Span::from_ms(1))
+                .expect("delivered after the close");
+            assert_eq!(m.len(), 1 << 20, "seed {seed}");
+        }
+        // The close itself is still reported, by the next call that takes events.
+        let e = client.recv(Span::from_ms(1)).unwrap_err();
+        assert!(matches!(e, AppError::PeerClosed { .. }), "seed {seed}: {e}");
+    }
+}
+
+#[test]
+fn an_endpoint_that_streams_fragments_is_refused_not_silent() {
+    // Workers were made, then every recv and call timed out: a worker takes whole messages.
+    let cfg = Config {
+        deliver_fragments: true,
+        ..Config::default()
+    };
+    let e = Worker::simulated(SimConfig::default(), &cfg)
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(&e, AppError::Setup(m) if m.contains("deliver-fragments")),
+        "{e}"
+    );
+}
+
+#[test]
 fn what_cannot_be_done_is_refused_at_once() {
     let (server, mut client) = pair(1);
     let (_, other) = pair(2);
