@@ -240,3 +240,15 @@ fn an_instant_of_a_run_made_with_stack_replays_that_stack() {
     assert!(!err.contains("trace hash"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn at_with_a_socket_is_refused_not_ignored() {
+    // --at replays a finished simulator run; with --socket it was silently ignored.
+    let o = xrdma()
+        .args(["stat", "--socket", "/nonexistent/x.sock", "--at", "1ms"])
+        .output()
+        .expect("xrdma runs");
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--at") && err.contains("--socket"), "{err}");
+}

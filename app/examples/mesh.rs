@@ -100,13 +100,34 @@ fn simulated(workers: u32, messages: u64, profile: &str) -> Res<f64> {
     Ok((clients[0].now() - start).as_us_f64() / 1e6)
 }
 
+/// BASE_PORT and WORKERS: at least one worker, every port within 65535.
+fn ports(base: &str, workers: &str) -> Res<(u16, u16)> {
+    let (base, workers): (u16, u16) = (base.parse()?, workers.parse()?);
+    if workers == 0 || base.checked_add(workers - 1).is_none() {
+        return Err(format!(
+            "{workers} workers from port {base}: need 1 or more, ports up to 65535"
+        )
+        .into());
+    }
+    Ok((base, workers))
+}
+
+/// MESSAGES per worker (default 100 000): at least one.
+fn count(arg: Option<&String>) -> Res<u64> {
+    let n: u64 = arg.map_or(Ok(100_000), |m| m.parse())?;
+    if n == 0 {
+        return Err("MESSAGES must be at least 1".into());
+    }
+    Ok(n)
+}
+
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
         "usage: mesh server BASE_PORT WORKERS [STAT_DIR] | mesh client HOST BASE_PORT WORKERS [MESSAGES] | mesh sim WORKERS [MESSAGES] [PROFILE]";
     match args.first().map(String::as_str) {
         Some("server") if (3..=4).contains(&args.len()) => {
-            let (base, workers): (u16, u16) = (args[1].parse()?, args[2].parse()?);
+            let (base, workers) = ports(&args[1], &args[2])?;
             let stat = args.get(3).map(PathBuf::from);
             let threads: Vec<_> = (0..workers)
                 .map(|i| {
@@ -115,8 +136,8 @@ fn main() -> Res<()> {
                 })
                 .collect();
             println!(
-                "mesh: {workers} server workers on ports {base}..{}",
-                base + workers
+                "mesh: {workers} server workers on ports {base}..={}",
+                base + (workers - 1)
             );
             for t in threads {
                 t.join().map_err(|_| "a server worker panicked")??;
@@ -124,8 +145,8 @@ fn main() -> Res<()> {
             Ok(())
         }
         Some("client") if (4..=5).contains(&args.len()) => {
-            let (base, workers): (u16, u16) = (args[2].parse()?, args[3].parse()?);
-            let messages: u64 = args.get(4).map_or(Ok(100_000), |m| m.parse())?;
+            let (base, workers) = ports(&args[2], &args[3])?;
+            let messages = count(args.get(4))?;
             let servers = (0..workers)
                 .map(|i| {
                     format!("{}:{}", args[1], base + i)
@@ -151,7 +172,10 @@ fn main() -> Res<()> {
         }
         Some("sim") if (2..=4).contains(&args.len()) => {
             let workers: u32 = args[1].parse()?;
-            let messages: u64 = args.get(2).map_or(Ok(100_000), |m| m.parse())?;
+            if workers == 0 {
+                return Err("WORKERS must be at least 1".into());
+            }
+            let messages = count(args.get(2))?;
             let profile = args.get(3).map_or("connectx6", String::as_str);
             let secs = simulated(workers, messages, profile)?;
             let total = messages * u64::from(workers);

@@ -32,14 +32,17 @@ pub const SHARE: f64 = 0.1;
 /// Why the socket could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum StatSocketError {
-    /// Another process answers on the path.
-    #[error("{0}: another process is answering stat requests on this socket")]
+    /// A process (this one or another) answers on the path.
+    #[error("{0}: a process is already answering stat requests on this socket")]
     InUse(PathBuf),
     /// Something that is not a socket is in the way.
-    #[error("{0}: exists and is not a socket; name a new path for --stat-socket")]
+    #[error("{0}: exists and is not a socket; name another path for the stat socket")]
     NotASocket(PathBuf),
+    /// No path: Linux would bind an abstract socket no client can name.
+    #[error("the stat socket needs a path")]
+    NoPath,
     /// The socket could not be made.
-    #[error("{path}: cannot open the stat socket")]
+    #[error("{path}: cannot open the stat socket: {source}")]
     Io {
         /// The path.
         path: PathBuf,
@@ -67,9 +70,13 @@ impl StatSocket {
     /// accepts on it) is replaced.
     ///
     /// # Errors
-    /// A live process answers on `path`; `path` is not a socket; the socket cannot be bound
+    /// An empty path; a live process answers on `path`; `path` is not a socket; the socket
+    /// cannot be bound
     /// (a missing directory, no permission, a path longer than `sun_path`'s 107 bytes).
     pub fn bind(path: &Path) -> Result<StatSocket, StatSocketError> {
+        if path.as_os_str().is_empty() {
+            return Err(StatSocketError::NoPath);
+        }
         let io = |source| StatSocketError::Io {
             path: path.to_path_buf(),
             source,

@@ -93,6 +93,17 @@ fn a_missing_directory_is_an_io_error_naming_the_path() {
         .join("s.sock");
     let e = StatSocket::bind(&path).expect_err("no directory");
     assert!(e.to_string().contains("no-such-dir"), "{e}");
+    // And says why: the system's reason was dropped.
+    assert!(e.to_string().contains("No such file or directory"), "{e}");
+}
+
+#[test]
+fn an_empty_path_is_refused_not_bound_where_nobody_can_ask() {
+    // Linux binds an empty path as an abstract socket no client can name: it was accepted.
+    assert!(matches!(
+        StatSocket::bind(std::path::Path::new("")),
+        Err(StatSocketError::NoPath)
+    ));
 }
 
 #[test]

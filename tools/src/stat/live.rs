@@ -22,8 +22,12 @@ pub enum AskError {
     /// Nothing listens on the path (no such socket, or its process is gone).
     #[error("{0}: no xrdma process answers here (start one with `xrdma run --stat-socket {0}`)")]
     NoProcess(String),
-    /// It accepted and closed without answering: the process was exiting.
-    #[error("{0}: the process closed the connection without answering (it was exiting)")]
+    /// It accepted and closed without answering: the process exited first (an application's
+    /// worker answers only while it runs a waiting call).
+    #[error(
+        "{0}: the process closed the connection without answering (it exited first; an \
+         application's worker answers only while it runs a waiting call)"
+    )]
     Gone(String),
     /// It accepted but did not answer in time, or answered something else.
     #[error("{path}: {why}")]
@@ -39,7 +43,7 @@ pub enum AskError {
 ///
 /// # Errors
 /// [`AskError::NoProcess`] when nothing answers on `path`; [`AskError::Gone`] when the process
-/// closed without answering (it was exiting); [`AskError::BadAnswer`] when the
+/// closed without answering (it exited first); [`AskError::BadAnswer`] when the
 /// answer does not come within [`ANSWER_TIMEOUT`] or is not a [`LiveStat`].
 pub fn ask(path: &Path) -> Result<LiveStat, AskError> {
     let shown = path.display().to_string();

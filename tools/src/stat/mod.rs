@@ -25,7 +25,13 @@ pub struct StatArgs {
     /// Replay the simulator run (the scenario file, or the run the result recorded: same
     /// scenario text and seed) and show the endpoints at these instants of it (e.g.
     /// `5ms,10ms`): each taken after the first round of host turns at or after it.
-    #[arg(long, value_delimiter = ',', value_name = "TIMES", value_parser = parse_instant)]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "TIMES",
+        value_parser = parse_instant,
+        conflicts_with = "socket"
+    )]
     pub at: Vec<xrdma::Time>,
     /// A running process instead: the Unix socket it answers on (`xrdma run --stat-socket
     /// PATH`); the device's own counters are shown beside xrdma's. An answer not back within
