@@ -89,6 +89,12 @@ impl<F: Fabric> Worker<F> {
         f(&mut net.fabric, self.host, &mut net.eps[self.host as usize])
     }
 
+    /// Messages this worker sent that are not yet ACKed by their peer nor failed: what an
+    /// application that paces itself keeps below a bound (each holds its bytes until then).
+    pub fn unacked(&self) -> u64 {
+        self.net.borrow().unacked[self.host as usize]
+    }
+
     /// Connections to this worker's listener ([`Worker::listen`]) dropped in the exchange
     /// (a stranger, another endpoint configuration, silence) so far.
     pub fn refused(&self) -> u64 {

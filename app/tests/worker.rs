@@ -126,6 +126,20 @@ fn a_flush_to_a_peer_that_closed_but_still_acks_succeeds() {
 }
 
 #[test]
+fn unacked_counts_what_is_sent_until_its_ack() {
+    for seed in SEEDS {
+        let (server, mut client) = pair(seed);
+        let conn = client.connect(&server).expect("connects");
+        for k in 1..=3 {
+            client.send(conn, vec![1u8; 100]).expect("queued");
+            assert_eq!(client.unacked(), k, "seed {seed}");
+        }
+        client.flush(Span::from_ms(1)).expect("ACKed");
+        assert_eq!(client.unacked(), 0, "seed {seed}");
+    }
+}
+
+#[test]
 fn an_endpoint_that_streams_fragments_is_refused_not_silent() {
     // Workers were made, then every recv and call timed out: a worker takes whole messages.
     let cfg = Config {
