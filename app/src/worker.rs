@@ -50,6 +50,13 @@ fn failure_on(e: &Event, conn: Option<ConnId>) -> bool {
     }
 }
 
+/// Whether `e` is a failure on any connection other than a peer's close: what ends a
+/// [`Worker::run_for`] or a [`Worker::flush`] (a closed peer still takes and ACKs what was
+/// sent before its close reached this side).
+fn failed_not_closed(e: &Event) -> bool {
+    failure_on(e, None) && !matches!(e, Event::PeerClosed { .. })
+}
+
 /// The error a failure event reports; `None` for any other event.
 pub(crate) fn as_error(e: Event) -> Option<AppError> {
     match e {
@@ -240,7 +247,7 @@ impl<F: Fabric> Worker<F> {
     pub fn run_for(&mut self, span: Span) -> Result<(), AppError> {
         let (deadline, me) = (self.now() + span, self.host);
         let mut net = self.net.borrow_mut();
-        let failed = |e: &Event| failure_on(e, None) && !matches!(e, Event::PeerClosed { .. });
+        let failed = failed_not_closed;
         net.run_until(me, deadline, false, |q, _| q.iter().any(failed));
         if let Some(e) = net.errors[me as usize].pop_front() {
             return Err(e);
@@ -265,7 +272,7 @@ impl<F: Fabric> Worker<F> {
     pub fn flush(&mut self, timeout: Span) -> Result<(), AppError> {
         let (deadline, me) = (self.now() + timeout, self.host);
         let mut net = self.net.borrow_mut();
-        let failed = |e: &Event| failure_on(e, None) && !matches!(e, Event::PeerClosed { .. });
+        let failed = failed_not_closed;
         net.run_until(me, deadline, true, |q, unacked| {
             unacked == 0 || q.iter().any(failed)
         });
