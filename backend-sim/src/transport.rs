@@ -244,6 +244,14 @@ impl LocalMemory for HostTransport<'_> {
         let h = self.check_host()?;
         self.sim.hosts[h].mem.write_parts(addr, parts)
     }
+    /// Never: simulated memory lives inside the fabric, so a delivered message is a copy.
+    fn lend(&mut self, _addr: u64, _len: usize) -> Option<Bytes> {
+        None
+    }
+
+    fn poll_returned(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 impl Transport for HostTransport<'_> {

@@ -24,13 +24,13 @@
 //! Device and GID can be chosen from the environment ([`DeviceConfig::from_env`]):
 //! `XRDMA_VERBS_DEVICE`, `XRDMA_VERBS_PORT`, `XRDMA_VERBS_GID_INDEX`.
 //!
-//! ## Registered memory is never lent out
+//! ## Registered memory is lent out only as a lease
 //!
 //! The NIC may write into a registered MR at any time (a peer's RDMA WRITE, an incoming SEND),
-//! so no safe API hands out a `&[u8]` or `&mut [u8]` over MR memory: such a borrow would
-//! promise Rust the bytes do not change while the device changes them. Bytes go in and out by
-//! copy only ([`xrdma::LocalMemory::read_into`], [`xrdma::LocalMemory::read_bytes`],
-//! [`xrdma::LocalMemory::write`]):
+//! so no safe API hands out a `&mut [u8]` over MR memory, nor a `&[u8]` the transport could
+//! still let the device write: such a borrow would promise Rust the bytes do not change while
+//! the device changes them. Bytes go in and out by copy ([`xrdma::LocalMemory::read_into`],
+//! [`xrdma::LocalMemory::read_bytes`], [`xrdma::LocalMemory::write`]):
 //!
 //! ```no_run
 //! use xrdma::{LocalMemory, Transport};
@@ -41,6 +41,12 @@
 //! t.read_into(mr.addr, &mut out)?;
 //! # Ok(()) }
 //! ```
+//!
+//! The one exception is [`xrdma::LocalMemory::lend`]: a large message that has wholly landed
+//! is handed to the application as a `Bytes` over its landing buffer, with no copy. While the
+//! lease lives the transport refuses to write the range, to post a receive over it and to READ
+//! into it, and the core grants the buffer to no peer; dropping the lease gives it back
+//! ([`xrdma::LocalMemory::poll_returned`]).
 //!
 //! Borrowing a slice of an MR does not compile:
 //!
@@ -65,6 +71,7 @@ pub mod device;
 pub mod error;
 pub mod gid;
 pub mod hybrid;
+mod lease;
 pub mod port_cnps;
 pub mod qp;
 pub mod rate;

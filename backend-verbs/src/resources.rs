@@ -204,6 +204,11 @@ pub(crate) struct Mr {
 // SAFETY: the buffer and the MR handle are owned by this wrapper alone; moving them to
 // another thread is fine.
 unsafe impl Send for Mr {}
+// SAFETY: through `&Mr`, other threads only read: a lease (`crate::lease`) reads its own range,
+// and `read_into`/`read_vec` copy out. The one write through `&Mr` (`Mr::write`) is called
+// only by the transport's `LocalMemory::write`, which holds `&mut VerbsTransport`, so writes
+// are serialised, and it refuses a range lent to a lease; the handle fields are read-only.
+unsafe impl Sync for Mr {}
 
 impl Mr {
     /// Allocate `len` zeroed bytes aligned to [`PAGE_BYTES`] and register them with local
@@ -253,6 +258,11 @@ impl Mr {
         })
     }
 
+    /// The first byte.
+    pub(crate) fn ptr(&self) -> *const u8 {
+        self.buf.as_ptr()
+    }
+
     /// Virtual address of the first byte.
     pub(crate) fn addr(&self) -> u64 {
         self.buf.as_ptr() as u64
@@ -283,12 +293,13 @@ impl Mr {
         // SAFETY: the source `off..off + out.len()` lies inside our allocation (checked just
         // above: `off + len <= self.len <= layout.size()`), which stays allocated while `&self`
         // is borrowed (it is freed only in `Drop`) and is initialised (zeroed at allocation;
-        // since then written only as bytes, by us or by the device). `out` is a Rust slice
-        // that cannot overlap the MR, because no safe API of this crate lends out a reference
-        // into MR memory. The bytes are copied as plain `u8` through a raw pointer, and no
-        // Rust reference to the source exists: if the NIC writes the range concurrently,
-        // `out` gets stale or mixed bytes, never undefined behaviour. (The core reads only
-        // ranges whose receive or WRITE completion it has polled, so it sees whole data.)
+        // since then written only as bytes, by us or by the device). `out` is a `&mut` that
+        // cannot overlap the MR: the only references into MR memory this crate hands out are
+        // leases, shared (`crate::lease`). The bytes are copied as plain `u8` through a raw
+        // pointer (a lease on the source only reads it too): if the NIC writes the range
+        // concurrently, `out` gets stale or mixed bytes, never undefined behaviour. (The core
+        // reads only ranges whose receive or WRITE completion it has polled, so it sees whole
+        // data.)
         unsafe {
             std::ptr::copy_nonoverlapping(self.buf.as_ptr().add(off), out.as_mut_ptr(), out.len());
         }
@@ -314,20 +325,26 @@ impl Mr {
 
     /// Copy `parts`, back to back, to `addr`; `false` (and nothing written) when the range is
     /// not inside this MR.
-    pub(crate) fn write(&mut self, addr: u64, parts: &[&[u8]]) -> bool {
+    ///
+    /// # Safety
+    /// No lease may cover any byte of the range (`crate::lease::Leases::check_unlent`), and
+    /// no other call may write this MR at the same time (the transport calls this only from
+    /// `LocalMemory::write`, under `&mut VerbsTransport`).
+    pub(crate) unsafe fn write(&self, addr: u64, parts: &[&[u8]]) -> bool {
         let Some(mut off) = self.offset_of(addr, xrdma::gather_len(parts)) else {
             return false;
         };
         for data in parts {
             // SAFETY: the destination `off..off + data.len()` lies inside our live allocation:
             // the whole gather's range was checked just above and the parts are laid back to
-            // back within it. `data` is a Rust slice that cannot point into the MR, because no
-            // safe API of this crate lends out a reference into MR memory, so the ranges do not
-            // overlap. No Rust reference to the destination exists (`&mut self` also excludes
-            // other calls on this MR); the device may read the range concurrently (a posted
-            // SEND or a peer's READ), in which case it transfers stale or mixed bytes, which is
-            // a protocol error and not undefined behaviour. The core writes only ranges it has
-            // not handed to the device.
+            // back within it. The only references into MR memory this crate hands out are
+            // leases, and the caller guarantees none covers the destination: so no Rust
+            // reference to the destination exists, and `data` (which may be a lease on
+            // another range) does not overlap it. The caller also guarantees no concurrent
+            // write. The device may read the range concurrently (a posted SEND or a peer's
+            // READ), in which case it transfers stale or mixed bytes, which is a protocol
+            // error and not undefined behaviour. The core writes only ranges it has not
+            // handed to the device.
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     data.as_ptr(),

@@ -3,6 +3,7 @@
 use crate::clock::Clock;
 use crate::device::Device;
 use crate::error::VerbsError;
+use crate::lease::Leases;
 use crate::port_cnps::PortCnps;
 use crate::qp::{ConnectParams, PortCtx, Qp, QpState};
 use crate::resources::{CompChannel, Cq, Mr};
@@ -14,7 +15,7 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 use xrdma::{
     Capabilities, ChainError, LocalMemory, MemoryRegion, QpAddress, QpCaps, QpNum, QpObservation,
-    RcParams, RecvWr, SendWr, Sge, Time, Transport, TransportError, WorkCompletion,
+    RcParams, RecvWr, SendOpcode, SendWr, Sge, Time, Transport, TransportError, WorkCompletion,
 };
 
 /// Work completions read per `ibv_poll_cq` call.
@@ -77,7 +78,9 @@ impl Default for TransportConfig {
 #[derive(Debug)]
 pub struct VerbsTransport {
     qps: BTreeMap<QpNum, Qp>,
-    mrs: BTreeMap<u64, Mr>,
+    mrs: BTreeMap<u64, Arc<Mr>>,
+    /// Ranges of `mrs` lent to the application ([`LocalMemory::lend`]).
+    leases: Leases,
     cq: Arc<Cq>,
     device: Device,
     cfg: TransportConfig,
@@ -148,6 +151,7 @@ impl VerbsTransport {
         Ok(VerbsTransport {
             qps: BTreeMap::new(),
             mrs: BTreeMap::new(),
+            leases: Leases::default(),
             cq,
             device: device.clone(),
             cfg,
@@ -249,13 +253,13 @@ impl VerbsTransport {
     }
 
     /// The MR that starts at or below `addr` and could contain it (the last one by address).
-    fn mr_containing(&self, addr: u64) -> Option<&Mr> {
+    fn mr_containing(&self, addr: u64) -> Option<&Arc<Mr>> {
         self.mrs.range(..=addr).next_back().map(|(_, mr)| mr)
     }
 
     fn mr_at(&self, addr: u64, len: u64) -> Option<(&Mr, usize)> {
         let mr = self.mr_containing(addr)?;
-        mr.offset_of(addr, len).map(|off| (mr, off))
+        mr.offset_of(addr, len).map(|off| (&**mr, off))
     }
 
     fn check_sge(&self, s: &Sge) -> Result<(), TransportError> {
@@ -394,8 +398,9 @@ impl VerbsTransport {
     }
 }
 
-/// Reads and writes copy between Rust buffers and MR memory; nothing here lends out a
-/// reference into an MR (see the crate documentation, "Registered memory is never lent out").
+/// Reads and writes copy between Rust buffers and MR memory; `lend` hands out a shared view of
+/// a landed message, and no write reaches a lent range (see the crate documentation,
+/// "Registered memory is lent out only as a lease").
 impl LocalMemory for VerbsTransport {
     fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
         let len = out.len() as u64;
@@ -417,18 +422,31 @@ impl LocalMemory for VerbsTransport {
             })
     }
 
+    /// Refused over a range lent out ([`TransportError::Other`]).
     fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
         let len = xrdma::gather_len(parts);
+        self.leases.check_unlent("write", addr, len)?;
+        // SAFETY: no lease covers the range (checked just above), and `&mut self` keeps every
+        // other write of this transport's MRs out for the call.
         let written = self
-            .mrs
-            .range_mut(..=addr)
-            .next_back()
-            .is_some_and(|(_, mr)| mr.write(addr, parts));
+            .mr_containing(addr)
+            .is_some_and(|mr| unsafe { mr.write(addr, parts) });
         if written {
             Ok(())
         } else {
             Err(TransportError::BadAddress { addr, len, key: 0 })
         }
+    }
+
+    /// A `Bytes` over the MR itself, which keeps the MR alive; `None` for an empty range, one
+    /// outside every MR, or one overlapping a range lent already.
+    fn lend(&mut self, addr: u64, len: usize) -> Option<Bytes> {
+        let mr = Arc::clone(self.mr_containing(addr)?);
+        self.leases.lend(&mr, addr, len)
+    }
+
+    fn poll_returned(&mut self) -> Option<u64> {
+        self.leases.poll_returned()
     }
 }
 
@@ -446,7 +464,7 @@ impl Transport for VerbsTransport {
             lkey: mr.lkey(),
             rkey: mr.rkey(),
         };
-        self.mrs.insert(region.addr, mr);
+        self.mrs.insert(region.addr, Arc::new(mr));
         Ok(region)
     }
 
@@ -531,7 +549,15 @@ impl Transport for VerbsTransport {
         }
         let mut refused = None;
         for (i, wr) in wrs.iter().enumerate() {
-            if let Err(e) = self.check_sge(&wr.sge) {
+            let checked = self.check_sge(&wr.sge).and_then(|()| match wr.opcode {
+                // A READ writes its local SGE.
+                SendOpcode::RdmaRead => {
+                    self.leases
+                        .check_unlent("post_send", wr.sge.addr, u64::from(wr.sge.len))
+                }
+                _ => Ok(()),
+            });
+            if let Err(e) = checked {
                 refused = Some(ChainError {
                     posted: i,
                     error: e,
@@ -578,6 +604,8 @@ impl Transport for VerbsTransport {
             });
         }
         self.check_sge(&wr.sge)?;
+        self.leases
+            .check_unlent("post_recv", wr.sge.addr, u64::from(wr.sge.len))?;
         let qp = self.qp(qpn)?;
         // SAFETY: as in `post_send`: the SGE was just checked to lie in one of our MRs under
         // its lkey, and MRs outlive every QP of the transport.

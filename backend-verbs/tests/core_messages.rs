@@ -108,6 +108,19 @@ fn messages_of_every_edge_size_arrive_intact() {
     assert_eq!(st.fragments_sent, 134);
     assert_eq!(st.send_bytes, sizes.iter().sum::<usize>() as u64);
     assert_eq!(ts[0].poll_errors() + ts[1].poll_errors(), 0);
+    // Large messages came as leases on their landing buffers, held until dropped.
+    let large: usize = sizes.iter().filter(|&&n| n > 4096).sum();
+    let held = eps[1].resources();
+    assert_eq!(held.lent_out_bytes, Some(large as u64));
+    assert!(held.landing_lent_bytes >= Some(large as u64), "{held:?}");
+    apps[1].messages.clear();
+    let now = ts[1].now();
+    driver::turn(now, &mut eps[1], &mut ts[1], &mut apps[1], &mut scratch);
+    let back = eps[1].resources();
+    assert_eq!(
+        (back.landing_lent_bytes, back.landing_in_use_bytes),
+        (Some(0), 0)
+    );
 }
 
 /// Echoes every message back on the connection it came from.

@@ -81,3 +81,49 @@ fn wait_any_times_out_when_idle_and_wakes_on_a_completion() {
     assert_eq!((got[0].wr_id, got[0].imm), (3, Some(42)));
     assert_eq!(wait_wcs(&mut p.a, 1, LIMIT)[0].status, WcStatus::Success);
 }
+
+#[test]
+fn a_lent_range_is_written_by_no_one_until_its_lease_is_dropped() {
+    let test = "a_lent_range_is_written_by_no_one_until_its_lease_is_dropped";
+    let Some(dev) = device_or_skip(test) else {
+        return;
+    };
+    let mut p = Pair::new(&dev, TransportConfig::default(), TransportConfig::default());
+    let (addr, lkey) = (p.mb.addr + 4096, p.mb.lkey);
+    p.b.write(addr, &[&pattern(8192, 5)]).unwrap();
+    let lease = p.b.lend(addr, 8192).expect("a range inside an MR is lent");
+    assert_eq!(
+        &lease[..],
+        &pattern(8192, 5)[..],
+        "the lease shows the MR's bytes"
+    );
+    assert!(p.b.lend(addr + 100, 10).is_none(), "no range is lent twice");
+    assert!(
+        p.b.lend(p.mb.addr + MR_BYTES, 1).is_none(),
+        "outside every MR"
+    );
+    // Every write of the transport's own over the range is refused while it is lent.
+    let refused = |r: Result<(), TransportError>| matches!(r, Err(TransportError::Other { ref reason, .. }) if reason.contains("lent"));
+    assert!(refused(p.b.write(addr + 8191, &[b"xy"])));
+    let sge = Sge {
+        addr: addr + 1000,
+        len: 64,
+        lkey,
+    };
+    assert!(refused(p.b.post_recv(p.qb, &RecvWr { wr_id: 1, sge })));
+    // Beside it, writes go on.
+    p.b.write(addr + 8192, &[b"next"]).unwrap();
+    p.b.write(addr - 4, &[b"prev"]).unwrap();
+    // A slice outlives the lease handle; the range comes back when both are gone.
+    let tail = lease.slice(8000..);
+    drop(lease);
+    assert_eq!(p.b.poll_returned(), None, "a slice still holds it");
+    drop(tail);
+    assert_eq!(p.b.poll_returned(), Some(addr));
+    assert_eq!(p.b.poll_returned(), None);
+    p.b.write(addr, &[b"free again"]).unwrap();
+    // A lease outlives its transport: the MR stays allocated while it is held.
+    let kept = p.b.lend(addr, 10).unwrap();
+    drop(p);
+    assert_eq!(&kept[..], b"free again");
+}

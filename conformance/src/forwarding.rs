@@ -44,6 +44,10 @@ calls! {
     ReadInto(u64, usize),
     /// [`LocalMemory::read_bytes`]: address, length.
     ReadBytes(u64, usize),
+    /// [`LocalMemory::lend`]: address, length.
+    Lend(u64, usize),
+    /// [`LocalMemory::poll_returned`].
+    PollReturned,
     /// [`LocalMemory::write`]: address, bytes.
     Write(u64, Vec<u8>),
     /// [`Transport::now`].
@@ -96,6 +100,8 @@ impl Call {
         vec![
             Call::ReadInto(0x5000_0010, 5),
             Call::ReadBytes(0x5000_0020, 6),
+            Call::Lend(0x5000_0028, 7),
+            Call::PollReturned,
             Call::Write(0x5000_0030, vec![3, 1, 4, 1, 5]),
             Call::Now,
             Call::RegisterMemory(12_345),
@@ -136,6 +142,8 @@ impl Call {
                 format!("{r:?} {out:?}")
             }
             Call::ReadBytes(addr, len) => format!("{:?}", t.read_bytes(*addr, *len)),
+            Call::Lend(addr, len) => format!("{:?}", t.lend(*addr, *len)),
+            Call::PollReturned => format!("{:?}", t.poll_returned()),
             Call::Write(addr, data) => format!("{:?}", t.write(*addr, &[data])),
             Call::Now => format!("{:?}", t.now()),
             Call::RegisterMemory(len) => format!("{:?}", t.register_memory(*len)),
@@ -206,6 +214,14 @@ impl LocalMemory for Probe {
     fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
         self.log.push(Call::Write(addr, parts.concat()));
         Ok(())
+    }
+    fn lend(&mut self, addr: u64, len: usize) -> Option<Bytes> {
+        self.log.push(Call::Lend(addr, len));
+        Some((0..len).map(|i| 0xc0 ^ (addr as u8) ^ i as u8).collect())
+    }
+    fn poll_returned(&mut self) -> Option<u64> {
+        self.log.push(Call::PollReturned);
+        Some(0x5000_0099)
     }
 }
 

@@ -23,10 +23,12 @@
 //! WQEs up to the one a CQE names (mlx5; `ibv_post_send(3)`). So a queue filled with
 //! unsignaled WRs stays full, as on a device.
 //!
-//! Knobs for the core's tests drop traffic (to test timeouts) and cap registrations.
+//! Knobs for the core's tests drop traffic (to test timeouts), cap registrations and lend
+//! memory ([`MemPair::lending`]).
 
 use bytes::Bytes;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 use xrdma::*;
 
 /// One host: its MRs, QPs, CQ and congestion notifications.
@@ -96,6 +98,52 @@ pub struct MemPair {
     pub max_registration: Option<u64>,
     /// The length of every chain each host posted with `post_send_chain`, in order.
     pub chains: [Vec<usize>; 2],
+    /// Whether [`LocalMemory::lend`] lends (off: it answers `None`, and the core copies). A
+    /// lease here holds a copy of the bytes, so the core's books of lent buffers are tested;
+    /// a WRITE into a range still lent is counted ([`MemPair::lease_violations`]), as on a
+    /// device it would change bytes the application holds.
+    pub lending: bool,
+    leases: [Arc<Mutex<LeaseBook>>; 2],
+    lease_violations: u64,
+}
+
+/// One host's lent ranges and the returns not yet polled.
+#[derive(Debug, Default)]
+struct LeaseBook {
+    /// Lent ranges: address to length.
+    lent: BTreeMap<u64, usize>,
+    returned: VecDeque<u64>,
+}
+
+impl LeaseBook {
+    fn overlaps(&self, addr: u64, len: usize) -> bool {
+        let end = addr.saturating_add(len as u64);
+        self.lent
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&a, &l)| a.saturating_add(l as u64) > addr)
+    }
+}
+
+/// The owner of a lease's bytes: a copy, and the book its drop returns the range to.
+struct MemLease {
+    bytes: Vec<u8>,
+    addr: u64,
+    book: Arc<Mutex<LeaseBook>>,
+}
+
+impl AsRef<[u8]> for MemLease {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for MemLease {
+    fn drop(&mut self) {
+        let mut book = self.book.lock().unwrap_or_else(PoisonError::into_inner);
+        book.lent.remove(&self.addr);
+        book.returned.push_back(self.addr);
+    }
 }
 
 /// MR `i` (from 1) of host `h` starts at `(h + 1) << HOST_SHIFT | i << MR_SHIFT`, so no two
@@ -118,7 +166,24 @@ impl MemPair {
             drop_acks_from: None,
             max_registration: None,
             chains: Default::default(),
+            lending: false,
+            leases: Default::default(),
+            lease_violations: 0,
         }
+    }
+
+    /// WRITEs that landed in a range lent out and not yet returned.
+    pub fn lease_violations(&self) -> u64 {
+        self.lease_violations
+    }
+
+    /// Ranges of host `h` lent out and not yet returned.
+    pub fn leases_out(&self, h: usize) -> usize {
+        self.leases[h]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .lent
+            .len()
     }
 
     /// The transport of host `h` (0 or 1).
@@ -296,6 +361,16 @@ impl MemTransport<'_> {
         let dropped = wr.opcode == SendOpcode::SendWithImm
             && data.is_empty()
             && self.pair.drop_acks_from == Some(h);
+        if matches!(
+            wr.opcode,
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm
+        ) && self.pair.leases[peer]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .overlaps(wr.remote_addr, len)
+        {
+            self.pair.lease_violations += 1;
+        }
         let [a, b] = &mut self.pair.hosts;
         let (me, them) = if h == 0 { (a, b) } else { (b, a) };
         if !one_sided && !dropped && them.qps[rq as usize].recvs.is_empty() {
@@ -398,6 +473,31 @@ impl LocalMemory for MemTransport<'_> {
 
     fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
         xrdma::read_bytes_through(self, addr, len)
+    }
+
+    /// A copy, kept in the books as lent until dropped, when [`MemPair::lending`] is on.
+    fn lend(&mut self, addr: u64, len: usize) -> Option<Bytes> {
+        if !self.pair.lending {
+            return None;
+        }
+        let bytes = self.read_bytes(addr, len).ok()?.to_vec();
+        let book = Arc::clone(&self.pair.leases[self.h]);
+        book.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .lent
+            .insert(addr, len);
+        Some(Bytes::from_owner(MemLease { bytes, addr, book }))
+    }
+
+    fn poll_returned(&mut self) -> Option<u64> {
+        if !self.pair.lending {
+            return None;
+        }
+        self.pair.leases[self.h]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .returned
+            .pop_front()
     }
 
     fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {

@@ -57,6 +57,8 @@ pub fn render(endpoints: &[&HostEndpoint]) -> String {
                 s.mr_used_bytes.to_string(),
                 r.landing_carved_bytes.to_string(),
                 r.landing_in_use_bytes.to_string(),
+                opt(r.copied_out_bytes),
+                opt(r.lent_out_bytes),
                 s.messages_accepted.to_string(),
             ]
         })
@@ -75,6 +77,8 @@ pub fn render(endpoints: &[&HostEndpoint]) -> String {
             "mr-in-use-B",
             "landing-B",
             "landing-in-use-B",
+            "copied-out-B",
+            "lent-out-B",
             "accepted",
         ],
         &eps,

@@ -27,7 +27,9 @@ use crate::series::TimeSeries;
 /// version; so were, by the same reasoning, each rank's `device` and `device-counters` in
 /// `environment.ranks` (a run across processes then sums its distinct devices' counters at
 /// the top level, where an older one had the receiver rank's alone), and the optional
-/// `figures` ([`crate::Figures`], derived from the messages).
+/// `figures` ([`crate::Figures`], derived from the messages), and each endpoint's
+/// `landing-lent-bytes`, `copied-out-bytes` and `lent-out-bytes` (`null` when read from a file
+/// without them).
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// One complete run: what was run, what happened to every message, network counters, the

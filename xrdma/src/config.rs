@@ -50,6 +50,9 @@ pub struct Config {
     /// has landed and its buffer is free, and waiting connections are granted in turn. This
     /// bounds the memory a many-to-one burst pins at the receiver (receiver-driven admission);
     /// one grant is always allowed, so a message larger than the budget still goes, alone.
+    /// Buffers of landed messages the application still holds as leases
+    /// ([`crate::LocalMemory::lend`]) do not count: like a copy it kept, they are its memory,
+    /// and an application that keeps messages never stalls the grants of later ones.
     #[serde(deserialize_with = "crate::units::deserialize_size")]
     pub landing_budget: u64,
     /// Send window of a new connection, bytes of fragments in flight (default 64 KiB;

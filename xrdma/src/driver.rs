@@ -6,8 +6,11 @@
 //! - **Inputs.** Every completion polled from the CQ goes to [`Endpoint::handle_completion`];
 //!   when it answers with a range of registered memory (a frame, or a landed message), the
 //!   driver copies the bytes out (`LocalMemory::read_bytes`) and hands them, or the copy's
-//!   error, to [`Endpoint::handle_landed`] before any other input. The core reads no memory:
-//!   arrived bytes come in as data. Every congestion notification goes to
+//!   error, to [`Endpoint::handle_landed`] before any other input — or, when the endpoint
+//!   says the range may be lent ([`Endpoint::landed_lendable`]) and the memory lends it
+//!   (`LocalMemory::lend`), hands the lease to [`Endpoint::handle_lent`] with no copy. The
+//!   core reads no memory: arrived bytes come in as data. Each turn first hands every
+//!   dropped lease's address (`LocalMemory::poll_returned`) to [`Endpoint::handle_returned`]. Every congestion notification goes to
 //!   [`Endpoint::handle_congestion`] (the transport is not asked for any when it declares
 //!   none, [`Endpoint::polls_congestion`]), and [`Endpoint::handle_timeout`] is called at (or
 //!   after) [`Endpoint::poll_timeout`].
@@ -175,6 +178,9 @@ pub fn turn<T: Transport + ?Sized, A: Application + ?Sized>(
     app: &mut A,
     scratch: &mut TurnScratch,
 ) -> Option<Time> {
+    while let Some(addr) = t.poll_returned() {
+        ep.handle_returned(now, addr);
+    }
     loop {
         scratch.wcs.clear();
         if t.poll_cq(&mut scratch.wcs, POLL_BATCH) == 0 {
@@ -182,7 +188,10 @@ pub fn turn<T: Transport + ?Sized, A: Application + ?Sized>(
         }
         for wc in &scratch.wcs {
             if let Some((addr, len)) = ep.handle_completion(now, wc) {
-                ep.handle_landed(now, t.read_bytes(addr, len));
+                match ep.landed_lendable().then(|| t.lend(addr, len)).flatten() {
+                    Some(lease) => ep.handle_lent(now, lease),
+                    None => ep.handle_landed(now, t.read_bytes(addr, len)),
+                }
             }
         }
     }

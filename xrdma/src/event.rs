@@ -206,6 +206,19 @@ pub struct EndpointResources {
     pub landing_in_use_bytes: u64,
     /// Landing buffer bytes carved from the MR pool so far (free or in use).
     pub landing_carved_bytes: u64,
+    /// Landing buffer bytes lent to the application now: messages it holds without a copy
+    /// ([`crate::LocalMemory::lend`]); part of `landing_in_use_bytes`. This and the next two
+    /// are `None` only in a result written before they were counted.
+    #[serde(default)]
+    pub landing_lent_bytes: Option<u64>,
+    /// Bytes copied out of registered memory for the application so far: frames (headers
+    /// included) and landed messages. Divided by the payload bytes received, it is the
+    /// receiver's copies per payload byte.
+    #[serde(default)]
+    pub copied_out_bytes: Option<u64>,
+    /// Bytes of landed messages handed to the application as leases, without a copy.
+    #[serde(default)]
+    pub lent_out_bytes: Option<u64>,
 }
 
 /// Per-connection counters (the `stat` tool's columns). Bytes are payload bytes.

@@ -6,6 +6,11 @@
 //! [`MIN_CLASS`] bytes carved from the worker's MR pool ([`crate::mr_pool::MrPool`]); a freed
 //! buffer goes back to its class's free list and serves the next message of that class, so a
 //! steady workload registers memory once. A class wastes less than half of its buffer.
+//!
+//! A buffer whose message was handed to the application as a lease on the buffer itself (no
+//! copy out, [`crate::LocalMemory::lend`]) stays in use, and out of reach of new grants,
+//! until the application drops the lease ([`LandingPool::lend`], [`LandingPool::give_back`]);
+//! it does not count against the landing budget meanwhile ([`crate::Config::landing_budget`]).
 
 use crate::mr_pool::{MrPool, Region};
 use std::collections::BTreeMap;
@@ -27,6 +32,9 @@ pub struct LandingPool {
     in_use: u64,
     peak: u64,
     carved: u64,
+    /// Buffers lent to the application, by address.
+    lent: BTreeMap<u64, Region>,
+    lent_bytes: u64,
 }
 
 impl LandingPool {
@@ -57,6 +65,30 @@ impl LandingPool {
     pub fn free(&mut self, r: Region) {
         self.in_use = self.in_use.saturating_sub(r.len);
         self.free.entry(r.len).or_default().push(r);
+    }
+
+    /// Keep `r` (it must have come from [`LandingPool::alloc`]) in use while the application
+    /// holds a lease on it: it is freed by [`LandingPool::give_back`] with its address.
+    pub fn lend(&mut self, r: Region) {
+        self.lent_bytes += r.len;
+        self.lent.insert(r.addr, r);
+    }
+
+    /// The lease on the buffer at `addr` was dropped: free the buffer. `false` when no
+    /// buffer at `addr` is lent (a repeat, or an address this pool never lent).
+    pub fn give_back(&mut self, addr: u64) -> bool {
+        let Some(r) = self.lent.remove(&addr) else {
+            return false;
+        };
+        self.lent_bytes -= r.len;
+        self.free(r);
+        true
+    }
+
+    /// Bytes of landing buffers lent to the application now (part of
+    /// [`LandingPool::in_use_bytes`]).
+    pub fn lent_bytes(&self) -> u64 {
+        self.lent_bytes
     }
 
     /// Bytes of landing buffers granted and not yet freed.
@@ -112,5 +144,28 @@ mod tests {
         assert_eq!(l.carved_bytes(), 262144);
         // A 4 MiB class does not fit what is left of the chunk.
         assert_eq!(l.alloc(3 << 20, &mut pool), None);
+    }
+
+    #[test]
+    fn a_lent_buffer_stays_in_use_until_given_back_once() {
+        let mut pool = MrPool::new();
+        let mut l = LandingPool::new();
+        pool.add_chunk(MemoryRegion {
+            addr: 0x10_0000,
+            len: 4 << 20,
+            lkey: 1,
+            rkey: 2,
+        });
+        let a = l.alloc(65536, &mut pool).unwrap();
+        l.lend(a);
+        assert_eq!((l.in_use_bytes(), l.lent_bytes()), (65536, 65536));
+        // Not free: the next grant of its class gets another buffer.
+        let b = l.alloc(65536, &mut pool).unwrap();
+        assert_ne!(b.addr, a.addr);
+        assert!(!l.give_back(b.addr), "b was never lent");
+        assert!(l.give_back(a.addr));
+        assert!(!l.give_back(a.addr), "a second return frees nothing");
+        assert_eq!((l.in_use_bytes(), l.lent_bytes()), (65536, 0));
+        assert_eq!(l.alloc(65536, &mut pool).unwrap().addr, a.addr);
     }
 }

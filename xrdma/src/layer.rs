@@ -59,6 +59,16 @@ pub trait TransportLayer {
         self.inner_mut().write(addr, parts)
     }
 
+    /// [`LocalMemory::lend`] through this layer.
+    fn lend(&mut self, addr: u64, len: usize) -> Option<Bytes> {
+        self.inner_mut().lend(addr, len)
+    }
+
+    /// [`LocalMemory::poll_returned`] through this layer.
+    fn poll_returned(&mut self) -> Option<u64> {
+        self.inner_mut().poll_returned()
+    }
+
     /// [`Transport::now`] through this layer.
     fn now(&self) -> Time {
         self.inner().now()
@@ -160,6 +170,12 @@ impl<L: TransportLayer + ?Sized> LocalMemory for L {
     }
     fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
         TransportLayer::write(self, addr, parts)
+    }
+    fn lend(&mut self, addr: u64, len: usize) -> Option<Bytes> {
+        TransportLayer::lend(self, addr, len)
+    }
+    fn poll_returned(&mut self) -> Option<u64> {
+        TransportLayer::poll_returned(self)
     }
 }
 

@@ -268,12 +268,14 @@ pub enum TransportError {
 /// Access to the host's registered memory, so the core can stage outgoing bytes and read
 /// arrived ones without touching pointers. Ranges must lie inside one registered MR.
 ///
-/// Bytes move by copy only: no method lends out a slice of registered memory. The NIC may
-/// write into an MR at any time (a peer's RDMA WRITE, an incoming SEND), and a `&[u8]` over
-/// such memory would promise Rust that the bytes cannot change while it is held. A read of a
-/// range the device is still writing gives unspecified (stale or mixed) bytes but is never
-/// undefined behaviour; the core reads a range only after polling the completion that ends
-/// the device's writes to it, and writes only ranges it has not handed to the device.
+/// Bytes move by copy, except through [`LocalMemory::lend`]. The NIC may write into an MR at
+/// any time (a peer's RDMA WRITE, an incoming SEND), and a `&[u8]` over such memory would
+/// promise Rust that the bytes cannot change while it is held. A read of a range the device is
+/// still writing gives unspecified (stale or mixed) bytes but is never undefined behaviour;
+/// the core reads a range only after polling the completion that ends the device's writes to
+/// it, and writes only ranges it has not handed to the device. It asks to lend only a landing
+/// buffer whose message has wholly landed, and grants it to no peer until the lease comes back
+/// ([`LocalMemory::poll_returned`]), so the protocol gives no peer the right to write it.
 ///
 /// No method has a provided body, as for [`Transport`]: a wrapper of a transport that took a
 /// provided `read_bytes` would read through `read_into` instead of the backend's own copy.
@@ -302,6 +304,21 @@ pub trait LocalMemory {
     /// [`TransportError::BadAddress`] (with `key` 0 and the whole length) when the range is
     /// not inside one registered MR; nothing is written then.
     fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError>;
+
+    /// The `len` bytes at `addr` handed out without a copy: a [`Bytes`] over the registered
+    /// memory itself, which the application holds for as long as it likes (a *lease*). When
+    /// the lease and every clone and slice of it are dropped, on any thread, `addr` comes back
+    /// from [`LocalMemory::poll_returned`]; until then the caller must not let the device or a
+    /// peer write the range (the core grants the landing buffer to no one).
+    ///
+    /// `None` when this memory does not lend (the simulator, whose memory lives inside the
+    /// fabric; the in-memory test transport) or the range is not inside one registered MR: the
+    /// caller then copies the bytes out with [`LocalMemory::read_bytes`].
+    fn lend(&mut self, addr: u64, len: usize) -> Option<Bytes>;
+
+    /// The address given to [`LocalMemory::lend`] of one lease dropped since the last call, if
+    /// any, oldest first. A memory that never lends answers `None`.
+    fn poll_returned(&mut self) -> Option<u64>;
 }
 
 /// The total length of a gather's `parts`, bytes.
@@ -479,6 +496,12 @@ mod tests {
         }
         fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
             read_bytes_through(self, addr, len)
+        }
+        fn lend(&mut self, _addr: u64, _len: usize) -> Option<Bytes> {
+            None
+        }
+        fn poll_returned(&mut self) -> Option<u64> {
+            None
         }
     }
 

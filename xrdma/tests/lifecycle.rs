@@ -114,6 +114,12 @@ impl LocalMemory for NoMemory {
             key: 0,
         })
     }
+    fn lend(&mut self, _addr: u64, _len: usize) -> Option<Bytes> {
+        None
+    }
+    fn poll_returned(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 /// Set a connection up with no transport at all: answer the endpoint's ops by hand. Returns

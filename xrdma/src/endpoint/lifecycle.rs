@@ -113,6 +113,39 @@ impl Endpoint {
     /// by the driver), or why they could not be read: the completion's frame or fragment is
     /// handled now. Bytes of another length than asked, or an error, fail the connection.
     pub fn handle_landed(&mut self, now: Time, bytes: Result<Bytes, TransportError>) {
+        self.land(now, bytes, false);
+    }
+
+    /// Whether the bytes [`Endpoint::handle_completion`] asked for may be lent rather than
+    /// copied ([`crate::LocalMemory::lend`]): a whole large message in its landing buffer,
+    /// which no peer may write again until the lease comes back. Frames in receive buffers
+    /// are copied: a receive buffer held by the application would stall the peer's SENDs
+    /// (RNR), and one ≤ 4 KiB frame costs less to copy than to lend and return.
+    pub fn landed_lendable(&self) -> bool {
+        matches!(self.landed, Some(Landed::Fragment(t)) if t.done && t.offset == 0 && !self.cfg.deliver_fragments)
+    }
+
+    /// As [`Endpoint::handle_landed`], with `lease`: the bytes lent by the memory itself
+    /// ([`crate::LocalMemory::lend`]), asked for only when [`Endpoint::landed_lendable`]
+    /// said so. The landing buffer stays in use, granted to no peer, until
+    /// [`Endpoint::handle_returned`] brings its address back.
+    pub fn handle_lent(&mut self, now: Time, lease: Bytes) {
+        if self.landed_lendable() {
+            self.land(now, Ok(lease), true);
+        } else {
+            // Not asked for: a copy's bytes would have done; hand it in as one.
+            self.land(now, Ok(lease), false);
+        }
+    }
+
+    /// A lease handed out by [`Endpoint::handle_lent`] was dropped: `addr` is its landing
+    /// buffer's, from [`crate::LocalMemory::poll_returned`]. The buffer is free again for
+    /// the next grant of its size class. An address lent by no one is ignored.
+    pub fn handle_returned(&mut self, _now: Time, addr: u64) {
+        self.landing.give_back(addr);
+    }
+
+    fn land(&mut self, now: Time, bytes: Result<Bytes, TransportError>, lent: bool) {
         let Some(landed) = self.landed.take() else {
             return;
         };
@@ -142,10 +175,17 @@ impl Endpoint {
                 Err(TransportError::BadAddress { addr, len, key })
             }
         });
+        if let Ok(b) = &bytes {
+            if lent {
+                self.handed_out.lent += b.len() as u64;
+            } else {
+                self.handed_out.copied += b.len() as u64;
+            }
+        }
         match (bytes, landed) {
             (Err(source), _) => self.fail(conn, XrdmaError::Memory { conn, source }),
             (Ok(frame), Landed::Frame { .. }) => self.on_frame(now, conn, &frame),
-            (Ok(data), Landed::Fragment(t)) => self.finish_fragment(t, Some(data)),
+            (Ok(data), Landed::Fragment(t)) => self.finish_fragment(t, Some(data), lent),
         }
         self.rearm(now, conn);
     }

@@ -148,6 +148,14 @@ enum Landed {
     Fragment(FragmentTail),
 }
 
+/// Bytes of registered memory the driver handed in ([`Endpoint::handle_landed`],
+/// [`Endpoint::handle_lent`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct HandedOut {
+    copied: u64,
+    lent: u64,
+}
+
 /// What is left to do for a landed fragment once its bytes are in.
 #[derive(Clone, Copy, Debug)]
 struct FragmentTail {
@@ -381,6 +389,8 @@ pub struct Endpoint {
     qp_cache: QpCache,
     /// The completion [`Endpoint::handle_completion`] asked the landed bytes of.
     landed: Option<Landed>,
+    /// Bytes handed in by the driver, copied or lent.
+    handed_out: HandedOut,
     /// What the transport delivers, once told ([`Endpoint::set_capabilities`]).
     caps: Option<crate::Capabilities>,
 }
@@ -414,6 +424,7 @@ impl Endpoint {
             resetting: Vec::new(),
             qp_cache: QpCache::new(),
             landed: None,
+            handed_out: HandedOut::default(),
             caps: None,
         })
     }
@@ -451,6 +462,9 @@ impl Endpoint {
             spare_buffer_sets: self.spare_buffers.len(),
             landing_in_use_bytes: self.landing.in_use_bytes(),
             landing_carved_bytes: self.landing.carved_bytes(),
+            landing_lent_bytes: Some(self.landing.lent_bytes()),
+            copied_out_bytes: Some(self.handed_out.copied),
+            lent_out_bytes: Some(self.handed_out.lent),
         }
     }
 

@@ -188,13 +188,14 @@ impl Endpoint {
             self.landed = Some(Landed::Fragment(tail));
             return Some((buf.addr + tail.offset, want as usize));
         }
-        self.finish_fragment(tail, None);
+        self.finish_fragment(tail, None, false);
         None
     }
 
     /// The rest of a landed fragment: deliver `data` (when the application gets bytes now),
-    /// count it, and free a landing buffer that is full.
-    pub(super) fn finish_fragment(&mut self, t: FragmentTail, data: Option<Bytes>) {
+    /// count it, and free a landing buffer that is full — or, when `data` is a lease on it
+    /// (`lent`), keep it until the lease comes back ([`Endpoint::handle_returned`]).
+    pub(super) fn finish_fragment(&mut self, t: FragmentTail, data: Option<Bytes>, lent: bool) {
         let conn = t.conn;
         if let Some(data) = data {
             self.deliver(conn, t.tag, t.message_len, t.offset, data, t.done);
@@ -203,7 +204,12 @@ impl Endpoint {
         c.stats.recv_bytes += t.n;
         c.stats.fragments_received += 1;
         if t.done {
-            self.landing.free(t.buf);
+            if lent {
+                self.landing.lend(t.buf);
+            } else {
+                self.landing.free(t.buf);
+            }
+            // Either way it no longer counts against the landing budget.
             self.grant_waiting();
         }
     }
@@ -250,7 +256,7 @@ impl Endpoint {
             // Receiver-side admission: grants wait while the landing buffers already granted
             // and this one would pass the budget (one is always allowed, so a message larger
             // than the budget still goes, alone). Freed buffers grant the waiters in turn.
-            let in_use = self.landing.in_use_bytes();
+            let in_use = self.landing.in_use_bytes() - self.landing.lent_bytes();
             if in_use > 0 && in_use + class_of(len) > self.cfg.landing_budget {
                 let c = &mut self.conns[conn];
                 if !c.budget_wait {
