@@ -76,7 +76,7 @@ pub use bytes::Bytes;
 pub use error::AppError;
 pub use rpc::{Call, Request};
 pub use worker::Worker;
-pub use xrdma::{Config, ConnId, MsgId, Span, Time, XrdmaError};
+pub use xrdma::{Config, ConnId, MsgId, SendBuffer, Span, Time, XrdmaError};
 pub use xrdma_observe::placement::Placement;
 pub use xrdma_runner::fabric::{Fabric, Polling, PollingStats, SimFabric, VerbsFabric};
 pub use xrdma_sim::SimConfig;

@@ -164,6 +164,38 @@ impl<F: Fabric> Worker<F> {
         self.submit(|ep, now| ep.send_urgent(now, conn, data, 0))
     }
 
+    /// `len` zeroed bytes to fill and send (`buffer.freeze()` is the message): zero copy for
+    /// a large message on a device. Above [`xrdma::Config::eager_limit`] the buffer is
+    /// registered memory of the backend's send arena, and the message is written by RDMA
+    /// straight from it, with no staging copy; it returns to the arena once the message and
+    /// every copy of its bytes are dropped (the core holds them until the peer's ACK). Small
+    /// messages, and every message on the simulator, are ordinary memory, staged when sent.
+    ///
+    /// ```
+    /// # use xrdma_app::{Config, SimConfig, Span, Worker};
+    /// # fn main() -> Result<(), xrdma_app::AppError> {
+    /// # let mut hosts = Worker::simulated(SimConfig::default(), &Config::default())?;
+    /// # let (mut server, mut client) = (hosts.remove(0), hosts.remove(0));
+    /// let conn = client.connect(&server)?;
+    /// let mut block = client.buffer(1 << 20);
+    /// block[..5].copy_from_slice(b"block");
+    /// client.send(conn, block.freeze())?;
+    /// let (_, got) = server.recv(Span::from_ms(10))?;
+    /// assert_eq!((&got[..5], got.len()), (&b"block"[..], 1 << 20));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn buffer(&mut self, len: usize) -> xrdma::SendBuffer {
+        use xrdma::LocalMemory as _;
+        self.with_host(|fabric, h, ep| {
+            let large = len as u64 > ep.config().eager_limit;
+            large
+                .then(|| fabric.host(h).send_buffer(len))
+                .flatten()
+                .unwrap_or_else(|| xrdma::SendBuffer::new(len))
+        })
+    }
+
     /// [`Worker::send`] with the tag the core carries ([`crate::rpc`] gives tags their
     /// meaning).
     pub(crate) fn send_tagged(

@@ -252,6 +252,16 @@ impl LocalMemory for HostTransport<'_> {
     fn poll_returned(&mut self) -> Option<u64> {
         None
     }
+
+    /// Never: simulated memory is not addressed by pointer, so every payload is staged.
+    fn registered_lkey(&self, _data: &[u8]) -> Option<u32> {
+        None
+    }
+
+    /// Never: the application's bytes are staged into simulated memory when sent.
+    fn send_buffer(&mut self, _len: usize) -> Option<xrdma::SendBuffer> {
+        None
+    }
 }
 
 impl Transport for HostTransport<'_> {

@@ -66,6 +66,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod arena;
 pub mod clock;
 pub mod device;
 pub mod error;

@@ -198,6 +198,9 @@ pub(crate) struct Mr {
     layout: Layout,
     /// Length the caller asked for, bytes (the allocation may be rounded up to a page).
     pub(crate) len: u64,
+    /// Registered for the device to read only (a send arena buffer, `crate::arena`): no
+    /// local or remote write access, so the device never writes it.
+    pub(crate) read_only: bool,
     _pd: Arc<Pd>,
 }
 
@@ -208,17 +211,20 @@ unsafe impl Send for Mr {}
 // and `read_into`/`read_vec` copy out. The one write through `&Mr` (`Mr::write`) is called
 // only by the transport's `LocalMemory::write`, which holds `&mut VerbsTransport`, so writes
 // are serialised, and it refuses a range lent to a lease; the handle fields are read-only.
+// The exception is a read-only MR of the send arena (`crate::arena`): the application's one
+// buffer over it reads and writes it, and the transport touches none of its bytes.
 unsafe impl Sync for Mr {}
 
 impl Mr {
     /// Allocate `len` zeroed bytes aligned to [`PAGE_BYTES`] and register them with local
-    /// write, remote write and remote read access.
+    /// write, remote write and remote read access; or, `read_only`, with none of them (the
+    /// device may then only read the memory, as the local SGE of a SEND or WRITE).
     ///
     /// The allocation is rounded up to whole pages, but only the `len` bytes (at least 1) are
     /// registered: the device refuses a remote WRITE or READ past the MR's end as
     /// `MemoryRegion::len` states it (`RemAccessErr`), instead of reaching into the rest of
     /// the last page.
-    pub(crate) fn new(pd: Arc<Pd>, len: u64) -> Result<Self, String> {
+    pub(crate) fn new(pd: Arc<Pd>, len: u64, read_only: bool) -> Result<Self, String> {
         let reg_len = usize::try_from(len)
             .map_err(|_| "length does not fit this machine's address space".to_string())?
             .max(1);
@@ -229,9 +235,13 @@ impl Mr {
         // SAFETY: `layout` has a non-zero size.
         let buf = unsafe { alloc_zeroed(layout) };
         let buf = NonNull::new(buf).ok_or_else(|| "out of memory".to_string())?;
-        let access = ibv_access_flags::IBV_ACCESS_LOCAL_WRITE
-            | ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
-            | ibv_access_flags::IBV_ACCESS_REMOTE_READ;
+        let access = if read_only {
+            ibv_access_flags(0)
+        } else {
+            ibv_access_flags::IBV_ACCESS_LOCAL_WRITE
+                | ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
+                | ibv_access_flags::IBV_ACCESS_REMOTE_READ
+        };
         // SAFETY: `pd.raw` is live (Arc stored below); `buf` points to `alloc_len` bytes we own
         // and keep until after `ibv_dereg_mr` in Drop, and the registered `reg_len` bytes lie
         // inside them (`reg_len <= alloc_len`).
@@ -254,6 +264,7 @@ impl Mr {
             buf,
             layout,
             len,
+            read_only,
             _pd: pd,
         })
     }

@@ -1,5 +1,6 @@
 //! [`VerbsTransport`]: the [`xrdma::Transport`] of one worker on a real RDMA device.
 
+use crate::arena::Arena;
 use crate::clock::Clock;
 use crate::device::Device;
 use crate::error::VerbsError;
@@ -81,6 +82,9 @@ pub struct VerbsTransport {
     mrs: BTreeMap<u64, Arc<Mr>>,
     /// Ranges of `mrs` lent to the application ([`LocalMemory::lend`]).
     leases: Leases,
+    /// Read-only MRs the application fills and sends from ([`LocalMemory::send_buffer`]);
+    /// each is in `mrs` too.
+    arena: Arena,
     cq: Arc<Cq>,
     device: Device,
     cfg: TransportConfig,
@@ -152,6 +156,7 @@ impl VerbsTransport {
             qps: BTreeMap::new(),
             mrs: BTreeMap::new(),
             leases: Leases::default(),
+            arena: Arena::default(),
             cq,
             device: device.clone(),
             cfg,
@@ -402,10 +407,11 @@ impl VerbsTransport {
 /// a landed message, and no write reaches a lent range (see the crate documentation,
 /// "Registered memory is lent out only as a lease").
 impl LocalMemory for VerbsTransport {
+    /// Refused in an arena MR, which only the application's buffer may touch.
     fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
         let len = out.len() as u64;
         match self.mr_containing(addr) {
-            Some(mr) if mr.read_into(addr, out) => Ok(()),
+            Some(mr) if !mr.read_only && mr.read_into(addr, out) => Ok(()),
             _ => Err(TransportError::BadAddress { addr, len, key: 0 }),
         }
     }
@@ -413,6 +419,7 @@ impl LocalMemory for VerbsTransport {
     /// One copy from the MR into the new buffer (no zeroing first).
     fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
         self.mr_containing(addr)
+            .filter(|mr| !mr.read_only)
             .and_then(|mr| mr.read_vec(addr, len))
             .map(Bytes::from)
             .ok_or(TransportError::BadAddress {
@@ -430,7 +437,7 @@ impl LocalMemory for VerbsTransport {
         // other write of this transport's MRs out for the call.
         let written = self
             .mr_containing(addr)
-            .is_some_and(|mr| unsafe { mr.write(addr, parts) });
+            .is_some_and(|mr| !mr.read_only && unsafe { mr.write(addr, parts) });
         if written {
             Ok(())
         } else {
@@ -441,12 +448,28 @@ impl LocalMemory for VerbsTransport {
     /// A `Bytes` over the MR itself, which keeps the MR alive; `None` for an empty range, one
     /// outside every MR, or one overlapping a range lent already.
     fn lend(&mut self, addr: u64, len: usize) -> Option<Bytes> {
-        let mr = Arc::clone(self.mr_containing(addr)?);
+        let mr = Arc::clone(self.mr_containing(addr).filter(|mr| !mr.read_only)?);
         self.leases.lend(&mr, addr, len)
     }
 
     fn poll_returned(&mut self) -> Option<u64> {
         self.leases.poll_returned()
+    }
+
+    /// The lkey of the MR whose memory `data` lies in (its address is its pointer).
+    fn registered_lkey(&self, data: &[u8]) -> Option<u32> {
+        self.mr_at(data.as_ptr() as u64, data.len() as u64)
+            .map(|(mr, _)| mr.lkey())
+    }
+
+    /// A buffer of the send arena: an MR of its own, registered read-only, reused once the
+    /// message sent from it is dropped (`crate::arena`).
+    fn send_buffer(&mut self, len: usize) -> Option<xrdma::SendBuffer> {
+        let pd = self.device.pd.clone();
+        let mrs = &mut self.mrs;
+        self.arena.take(&pd, len, |mr| {
+            mrs.insert(mr.addr(), mr);
+        })
     }
 }
 
@@ -456,7 +479,7 @@ impl Transport for VerbsTransport {
     }
 
     fn register_memory(&mut self, len: u64) -> Result<MemoryRegion, TransportError> {
-        let mr = Mr::new(self.device.pd.clone(), len)
+        let mr = Mr::new(self.device.pd.clone(), len, false)
             .map_err(|reason| TransportError::RegistrationFailed { len, reason })?;
         let region = MemoryRegion {
             addr: mr.addr(),

@@ -123,6 +123,43 @@ fn messages_of_every_edge_size_arrive_intact() {
     );
 }
 
+#[test]
+fn a_message_filled_in_the_send_arena_is_written_in_place_and_lands_as_a_lease() {
+    let test = "a_message_filled_in_the_send_arena_is_written_in_place_and_lands_as_a_lease";
+    let Some(dev) = device_or_skip(test) else {
+        return;
+    };
+    let (mut ts, mut eps, conns) = connect(&dev);
+    let mut apps = [Recorder::default(), Recorder::default()];
+    let mut scratch = TurnScratch::default();
+    let len = (2 << 20) + 3;
+    let mut buf = ts[0].send_buffer(len).expect("a device lends send buffers");
+    buf.copy_from_slice(&pattern(len, 4));
+    let now = ts[0].now();
+    eps[0].send(now, conns[0], buf.freeze()).unwrap();
+    let start = Instant::now();
+    while (apps[1].messages.is_empty() || apps[0].sent == 0)
+        && start.elapsed() < Duration::from_secs(60)
+    {
+        for h in 0..2 {
+            let now = ts[h].now();
+            driver::turn(now, &mut eps[h], &mut ts[h], &mut apps[h], &mut scratch);
+        }
+        assert!(apps[0].failures.is_empty(), "{:?}", apps[0].failures);
+        assert!(apps[1].failures.is_empty(), "{:?}", apps[1].failures);
+    }
+    assert_eq!(apps[1].messages.len(), 1);
+    assert_eq!(xxh3_64(&apps[1].messages[0]), xxh3_64(&pattern(len, 4)));
+    let (tx, rx) = (eps[0].resources(), eps[1].resources());
+    assert_eq!(tx.sent_in_place_bytes, Some(len as u64), "no staging copy");
+    assert!(
+        tx.staged_bytes < Some(64),
+        "only the RTS: {:?}",
+        tx.staged_bytes
+    );
+    assert_eq!(rx.lent_out_bytes, Some(len as u64), "no copy out");
+}
+
 /// Echoes every message back on the connection it came from.
 #[derive(Default)]
 struct Echo {

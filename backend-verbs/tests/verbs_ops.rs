@@ -127,3 +127,40 @@ fn a_lent_range_is_written_by_no_one_until_its_lease_is_dropped() {
     drop(p);
     assert_eq!(&kept[..], b"free again");
 }
+
+#[test]
+fn a_send_arena_buffer_is_the_applications_alone_and_comes_back() {
+    let test = "a_send_arena_buffer_is_the_applications_alone_and_comes_back";
+    let Some(dev) = device_or_skip(test) else {
+        return;
+    };
+    let mut p = Pair::new(&dev, TransportConfig::default(), TransportConfig::default());
+    let mrs = p.a.mr_count();
+    let mut buf =
+        p.a.send_buffer(100_000)
+            .expect("a device lends send buffers");
+    assert!(buf.is_registered());
+    assert!(buf.iter().all(|&b| b == 0), "zeroed");
+    buf.copy_from_slice(&pattern(100_000, 9));
+    let addr = buf.as_ptr() as u64;
+    // The transport touches none of its bytes; WRs may read them in place.
+    let mut out = [0u8; 4];
+    assert!(p.a.read_into(addr, &mut out).is_err());
+    assert!(p.a.read_bytes(addr, 4).is_err());
+    assert!(p.a.write(addr, &[b"x"]).is_err());
+    assert!(p.a.lend(addr, 4).is_none());
+    let frozen = buf.freeze();
+    assert_eq!(&frozen[..], &pattern(100_000, 9)[..]);
+    assert!(p.a.registered_lkey(&frozen[10..5000]).is_some());
+    assert!(
+        p.a.registered_lkey(&pattern(10, 1)).is_none(),
+        "heap memory"
+    );
+    assert_eq!(p.a.mr_count(), mrs + 1, "one MR of its size class");
+    // Dropped, it serves the next buffer of its class, zeroed again.
+    drop(frozen);
+    let again = p.a.send_buffer(70_000).unwrap();
+    assert_eq!(again.as_ptr() as u64, addr);
+    assert!(again.iter().all(|&b| b == 0), "zeroed again");
+    assert_eq!(p.a.mr_count(), mrs + 1);
+}

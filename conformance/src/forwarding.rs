@@ -48,6 +48,10 @@ calls! {
     Lend(u64, usize),
     /// [`LocalMemory::poll_returned`].
     PollReturned,
+    /// [`LocalMemory::registered_lkey`]: the bytes.
+    RegisteredLkey(Vec<u8>),
+    /// [`LocalMemory::send_buffer`]: length.
+    SendBuffer(usize),
     /// [`LocalMemory::write`]: address, bytes.
     Write(u64, Vec<u8>),
     /// [`Transport::now`].
@@ -102,6 +106,8 @@ impl Call {
             Call::ReadBytes(0x5000_0020, 6),
             Call::Lend(0x5000_0028, 7),
             Call::PollReturned,
+            Call::RegisteredLkey(vec![2, 7, 1, 8]),
+            Call::SendBuffer(29),
             Call::Write(0x5000_0030, vec![3, 1, 4, 1, 5]),
             Call::Now,
             Call::RegisterMemory(12_345),
@@ -144,6 +150,8 @@ impl Call {
             Call::ReadBytes(addr, len) => format!("{:?}", t.read_bytes(*addr, *len)),
             Call::Lend(addr, len) => format!("{:?}", t.lend(*addr, *len)),
             Call::PollReturned => format!("{:?}", t.poll_returned()),
+            Call::RegisteredLkey(data) => format!("{:?}", t.registered_lkey(data)),
+            Call::SendBuffer(len) => format!("{:?}", t.send_buffer(*len).map(|b| b.freeze())),
             Call::Write(addr, data) => format!("{:?}", t.write(*addr, &[data])),
             Call::Now => format!("{:?}", t.now()),
             Call::RegisterMemory(len) => format!("{:?}", t.register_memory(*len)),
@@ -222,6 +230,18 @@ impl LocalMemory for Probe {
     fn poll_returned(&mut self) -> Option<u64> {
         self.log.push(Call::PollReturned);
         Some(0x5000_0099)
+    }
+    fn registered_lkey(&self, data: &[u8]) -> Option<u32> {
+        self.log.push(Call::RegisteredLkey(data.to_vec()));
+        Some(0x7100 + data.len() as u32)
+    }
+    fn send_buffer(&mut self, len: usize) -> Option<xrdma::SendBuffer> {
+        self.log.push(Call::SendBuffer(len));
+        let mut b = xrdma::SendBuffer::new(len);
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = 0xd0 ^ i as u8;
+        }
+        Some(b)
     }
 }
 

@@ -489,6 +489,16 @@ impl LocalMemory for MemTransport<'_> {
         Some(Bytes::from_owner(MemLease { bytes, addr, book }))
     }
 
+    /// Never: this memory is not addressed by pointer.
+    fn registered_lkey(&self, _data: &[u8]) -> Option<u32> {
+        None
+    }
+
+    /// Never, as for `registered_lkey`.
+    fn send_buffer(&mut self, _len: usize) -> Option<SendBuffer> {
+        None
+    }
+
     fn poll_returned(&mut self) -> Option<u64> {
         if !self.pair.lending {
             return None;

@@ -28,8 +28,8 @@ use crate::series::TimeSeries;
 /// `environment.ranks` (a run across processes then sums its distinct devices' counters at
 /// the top level, where an older one had the receiver rank's alone), and the optional
 /// `figures` ([`crate::Figures`], derived from the messages), and each endpoint's
-/// `landing-lent-bytes`, `copied-out-bytes` and `lent-out-bytes` (`null` when read from a file
-/// without them).
+/// `landing-lent-bytes`, `copied-out-bytes`, `lent-out-bytes`, `staged-bytes` and
+/// `sent-in-place-bytes` (`null` when read from a file without them).
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// One complete run: what was run, what happened to every message, network counters, the

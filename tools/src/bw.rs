@@ -15,7 +15,7 @@ use bytes::Bytes;
 use std::net::SocketAddr;
 use std::time::Duration;
 use xrdma::driver::Application;
-use xrdma::{Config, ConnId, Endpoint, Event, Time};
+use xrdma::{Config, ConnId, Endpoint, Event, LocalMemory, SendBuffer, Time};
 use xrdma_runner::fabric::Fabric;
 
 /// Messages kept outstanding by the sender: perftest's default `--tx-depth` for bandwidth
@@ -125,11 +125,24 @@ struct Streamer {
     errors: Vec<String>,
 }
 
+/// The one message `bw` sends again and again, as `ib_write_bw` sends one buffer: on a device,
+/// a large one lies in the send arena and is written by RDMA in place, with no staging copy
+/// ([`LocalMemory::send_buffer`]).
+fn payload<F: Fabric>(fabric: &mut F, cfg: &Config, size: u64) -> Bytes {
+    let len = size as usize;
+    let mut b = (size > cfg.eager_limit)
+        .then(|| fabric.host(0).send_buffer(len))
+        .flatten()
+        .unwrap_or_else(|| SendBuffer::new(len));
+    b.fill(0xA5);
+    b.freeze()
+}
+
 impl Streamer {
-    fn new(conn: ConnId, opts: &BwOptions) -> Self {
+    fn new(conn: ConnId, opts: &BwOptions, payload: Bytes) -> Self {
         Streamer {
             conn,
-            payload: Bytes::from(vec![0xA5; opts.size as usize]),
+            payload,
             total: opts.iters,
             sent: 0,
             acked: 0,
@@ -220,8 +233,10 @@ pub fn config(window: Option<u64>) -> Config {
 /// that stopped first.
 pub fn run<F: Fabric>(fabric: &mut F, opts: &BwOptions) -> Result<BwReport> {
     check(opts)?;
-    let mut pair = connect_pair(fabric, &config(opts.window))?;
-    let mut tx = Streamer::new(pair.conns[0], opts);
+    let cfg = config(opts.window);
+    let mut pair = connect_pair(fabric, &cfg)?;
+    let payload = payload(fabric, &cfg, opts.size);
+    let mut tx = Streamer::new(pair.conns[0], opts, payload);
     let mut rx = Sink::default();
     drive(fabric, &mut pair, &mut tx, &mut rx, |t, r| {
         !t.errors.is_empty() || !r.errors.is_empty() || t.acked == t.total
@@ -342,8 +357,10 @@ pub fn connect<F: Fabric>(
     opts: &BwOptions,
 ) -> Result<BwReport> {
     check(opts)?;
-    let mut r = remote::connect(fabric, server, timeout, AGREEMENT, config(opts.window))?;
-    let mut tx = Streamer::new(r.conn, opts);
+    let cfg = config(opts.window);
+    let mut r = remote::connect(fabric, server, timeout, AGREEMENT, cfg.clone())?;
+    let payload = payload(fabric, &cfg, opts.size);
+    let mut tx = Streamer::new(r.conn, opts, payload);
     remote::drive_one(fabric, &mut r.ep, &mut tx, |_, t| {
         !t.errors.is_empty() || t.acked == t.total
     })?;

@@ -219,6 +219,14 @@ pub struct EndpointResources {
     /// Bytes of landed messages handed to the application as leases, without a copy.
     #[serde(default)]
     pub lent_out_bytes: Option<u64>,
+    /// Bytes copied into the send rings so far: frames (headers included) and fragments.
+    /// Divided by the payload bytes sent, it is the sender's copies per payload byte.
+    #[serde(default)]
+    pub staged_bytes: Option<u64>,
+    /// Bytes of fragments posted in place from registered memory the application's message
+    /// already lay in, without a staging copy ([`crate::LocalMemory::registered_lkey`]).
+    #[serde(default)]
+    pub sent_in_place_bytes: Option<u64>,
 }
 
 /// Per-connection counters (the `stat` tool's columns). Bytes are payload bytes.

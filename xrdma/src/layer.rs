@@ -69,6 +69,16 @@ pub trait TransportLayer {
         self.inner_mut().poll_returned()
     }
 
+    /// [`LocalMemory::registered_lkey`] through this layer.
+    fn registered_lkey(&self, data: &[u8]) -> Option<u32> {
+        self.inner().registered_lkey(data)
+    }
+
+    /// [`LocalMemory::send_buffer`] through this layer.
+    fn send_buffer(&mut self, len: usize) -> Option<crate::SendBuffer> {
+        self.inner_mut().send_buffer(len)
+    }
+
     /// [`Transport::now`] through this layer.
     fn now(&self) -> Time {
         self.inner().now()
@@ -176,6 +186,12 @@ impl<L: TransportLayer + ?Sized> LocalMemory for L {
     }
     fn poll_returned(&mut self) -> Option<u64> {
         TransportLayer::poll_returned(self)
+    }
+    fn registered_lkey(&self, data: &[u8]) -> Option<u32> {
+        TransportLayer::registered_lkey(self, data)
+    }
+    fn send_buffer(&mut self, len: usize) -> Option<crate::SendBuffer> {
+        TransportLayer::send_buffer(self, len)
     }
 }
 

@@ -42,6 +42,7 @@ pub mod messages;
 pub mod mr_pool;
 pub mod qp_cache;
 pub mod ring;
+pub mod send_buffer;
 pub mod seq;
 pub mod slab;
 pub mod timer;
@@ -56,4 +57,5 @@ pub use endpoint::{
 pub use error::{ConnId, XrdmaError};
 pub use event::{ConnSetup, ConnStats, EndpointResources, Event, MsgId, Op, SetupProgress};
 pub use messages::{AnyStack, Messages};
+pub use send_buffer::{LentBuffer, SendBuffer};
 pub use seq::Seq;

@@ -319,6 +319,27 @@ pub trait LocalMemory {
     /// The address given to [`LocalMemory::lend`] of one lease dropped since the last call, if
     /// any, oldest first. A memory that never lends answers `None`.
     fn poll_returned(&mut self) -> Option<u64>;
+
+    /// The lkey of the MR that holds `data` where it is, when a WR may read it in place: its
+    /// address is then `data.as_ptr()` (the process's own memory is registered, as on the
+    /// verbs backend), and a large message already in registered memory (a lease echoed back,
+    /// a buffer from the backend's send arena) is posted with no staging copy. The caller must
+    /// keep `data` alive until the WR is done.
+    ///
+    /// `None` when `data` does not lie inside one registered MR, or when registered memory is
+    /// not addressed by pointer (the simulator, the in-memory transport): the caller stages a
+    /// copy with [`LocalMemory::write`].
+    fn registered_lkey(&self, data: &[u8]) -> Option<u32>;
+
+    /// `len` zeroed bytes of registered memory for the application to fill and send: a large
+    /// message frozen from it is then posted in place ([`LocalMemory::registered_lkey`]).
+    /// The memory returns to the backend when the message and every copy of its `Bytes` are
+    /// dropped.
+    ///
+    /// `None` when this memory lends none (the simulator, the in-memory transport), or the
+    /// registration fails: the caller then fills a [`crate::SendBuffer::new`], which is
+    /// staged when sent.
+    fn send_buffer(&mut self, len: usize) -> Option<crate::SendBuffer>;
 }
 
 /// The total length of a gather's `parts`, bytes.
@@ -501,6 +522,12 @@ mod tests {
             None
         }
         fn poll_returned(&mut self) -> Option<u64> {
+            None
+        }
+        fn registered_lkey(&self, _data: &[u8]) -> Option<u32> {
+            None
+        }
+        fn send_buffer(&mut self, _len: usize) -> Option<crate::SendBuffer> {
             None
         }
     }

@@ -120,6 +120,12 @@ impl LocalMemory for NoMemory {
     fn poll_returned(&mut self) -> Option<u64> {
         None
     }
+    fn registered_lkey(&self, _data: &[u8]) -> Option<u32> {
+        None
+    }
+    fn send_buffer(&mut self, _len: usize) -> Option<SendBuffer> {
+        None
+    }
 }
 
 /// Set a connection up with no transport at all: answer the endpoint's ops by hand. Returns

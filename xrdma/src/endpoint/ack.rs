@@ -131,6 +131,13 @@ impl Endpoint {
             }
             c.inflight.pop_front();
         }
+        while c
+            .in_place
+            .front()
+            .is_some_and(|(seq, _)| seq.serial_le(acked))
+        {
+            c.in_place.pop_front();
+        }
         if let Some((posted, len)) = newest {
             c.window.on_ack(now, acked_bytes, now - posted, len);
         }

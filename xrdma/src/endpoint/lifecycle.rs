@@ -177,9 +177,9 @@ impl Endpoint {
         });
         if let Ok(b) = &bytes {
             if lent {
-                self.handed_out.lent += b.len() as u64;
+                self.copies.lent_out += b.len() as u64;
             } else {
-                self.handed_out.copied += b.len() as u64;
+                self.copies.copied_out += b.len() as u64;
             }
         }
         match (bytes, landed) {
@@ -290,6 +290,7 @@ impl Endpoint {
             inflight.extend(c.posted.drain(..f.completes as usize).map(|(id, _)| id));
         }
         c.posted.clear();
+        c.in_place.clear();
         c.unannounced = 0;
         let queued = c.queue.drain(..).map(|m| m.id);
         for m in inflight.into_iter().chain(queued) {

@@ -148,12 +148,17 @@ enum Landed {
     Fragment(FragmentTail),
 }
 
-/// Bytes of registered memory the driver handed in ([`Endpoint::handle_landed`],
-/// [`Endpoint::handle_lent`]).
+/// Bytes copied between the application and registered memory, and bytes that moved in place.
 #[derive(Clone, Copy, Debug, Default)]
-struct HandedOut {
-    copied: u64,
-    lent: u64,
+struct Copies {
+    /// Copied out by the driver ([`Endpoint::handle_landed`]).
+    copied_out: u64,
+    /// Lent out with no copy ([`Endpoint::handle_lent`]).
+    lent_out: u64,
+    /// Staged into the send rings (headers included).
+    staged: u64,
+    /// Sent in place from registered memory ([`crate::LocalMemory::registered_lkey`]).
+    in_place: u64,
 }
 
 /// What is left to do for a landed fragment once its bytes are in.
@@ -195,6 +200,10 @@ struct Connection {
     /// path skips looking for messages to announce.
     unannounced: u32,
     inflight: VecDeque<InflightFrame>,
+    /// Fragments posted in place from the application's registered memory, oldest first: each
+    /// one's sequence number and bytes, kept alive until its ACK
+    /// ([`crate::LocalMemory::registered_lkey`]).
+    in_place: VecDeque<(Seq, Bytes)>,
     /// Messages wholly posted and not yet ACKed, in the order their frames were posted, with
     /// their stamps ([`InflightFrame::completes`] says which frame completes which).
     posted: VecDeque<(MsgId, Stamps)>,
@@ -252,6 +261,7 @@ impl Connection {
             queue: VecDeque::new(),
             unannounced: 0,
             inflight: VecDeque::new(),
+            in_place: VecDeque::new(),
             posted: VecDeque::new(),
             inflight_bytes: 0,
             window: {
@@ -389,8 +399,8 @@ pub struct Endpoint {
     qp_cache: QpCache,
     /// The completion [`Endpoint::handle_completion`] asked the landed bytes of.
     landed: Option<Landed>,
-    /// Bytes handed in by the driver, copied or lent.
-    handed_out: HandedOut,
+    /// Bytes copied between the application's buffers and registered memory, or spared.
+    copies: Copies,
     /// What the transport delivers, once told ([`Endpoint::set_capabilities`]).
     caps: Option<crate::Capabilities>,
 }
@@ -424,7 +434,7 @@ impl Endpoint {
             resetting: Vec::new(),
             qp_cache: QpCache::new(),
             landed: None,
-            handed_out: HandedOut::default(),
+            copies: Copies::default(),
             caps: None,
         })
     }
@@ -463,8 +473,10 @@ impl Endpoint {
             landing_in_use_bytes: self.landing.in_use_bytes(),
             landing_carved_bytes: self.landing.carved_bytes(),
             landing_lent_bytes: Some(self.landing.lent_bytes()),
-            copied_out_bytes: Some(self.handed_out.copied),
-            lent_out_bytes: Some(self.handed_out.lent),
+            copied_out_bytes: Some(self.copies.copied_out),
+            lent_out_bytes: Some(self.copies.lent_out),
+            staged_bytes: Some(self.copies.staged),
+            sent_in_place_bytes: Some(self.copies.in_place),
         }
     }
 

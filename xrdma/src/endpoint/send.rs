@@ -198,6 +198,7 @@ impl Endpoint {
             c.ring.free(slot.footprint);
             return Err(XrdmaError::Memory { conn, source });
         }
+        self.copies.staged += wire;
         if ack.is_some() {
             c.ack_sent();
             c.stats.acks_piggybacked += 1;
@@ -287,6 +288,7 @@ impl Endpoint {
             c.ring.free(slot.footprint);
             return Err(XrdmaError::Memory { conn, source });
         }
+        self.copies.staged += (HEADER_LEN + body.len()) as u64;
         if ack.is_some() {
             c.ack_sent();
             c.stats.acks_piggybacked += 1;
@@ -351,20 +353,33 @@ impl Endpoint {
         if !self.can_post(c, len) {
             return Ok(None);
         }
-        let c = &mut self.conns[conn];
-        let Some(slot) = c.ring.alloc(len) else {
-            return Ok(None);
+        let off = msg.next_off;
+        let payload = msg.data.slice(off as usize..(off + len) as usize);
+        // A message already in registered memory is posted from where it lies, kept alive
+        // until the ACK; any other is staged into the ring.
+        let (local, lkey, footprint, held) = match mem.registered_lkey(&payload) {
+            Some(lkey) => {
+                self.copies.in_place += len;
+                (payload.as_ptr() as u64, lkey, 0, Some(payload))
+            }
+            None => {
+                let c = &mut self.conns[conn];
+                let Some(slot) = c.ring.alloc(len) else {
+                    return Ok(None);
+                };
+                let local = c.setup.send_ring.addr + slot.offset;
+                if let Err(source) = mem.write(local, &[&payload]) {
+                    c.ring.free(slot.footprint);
+                    return Err(XrdmaError::Memory { conn, source });
+                }
+                self.copies.staged += len;
+                (local, c.setup.send_ring.lkey, slot.footprint, None)
+            }
         };
+        let c = &mut self.conns[conn];
         let Some(msg) = c.queue.front_mut() else {
             return Ok(None);
         };
-        let local = c.setup.send_ring.addr + slot.offset;
-        let off = msg.next_off;
-        let payload = msg.data.slice(off as usize..(off + len) as usize);
-        if let Err(source) = mem.write(local, &[&payload]) {
-            c.ring.free(slot.footprint);
-            return Err(XrdmaError::Memory { conn, source });
-        }
         let id = msg.id;
         let stamps = msg.stamps.posted(now);
         let done = off + len >= total;
@@ -372,16 +387,12 @@ impl Endpoint {
         c.sent_since_rx = true;
         c.stats.send_bytes += len;
         c.stats.fragments_sent += 1;
-        let (seq, tag) = self.push_inflight(
-            now,
-            conn,
-            slot.footprint,
-            len,
-            u32::from(done),
-            Some(id),
-            false,
-        );
+        let (seq, tag) =
+            self.push_inflight(now, conn, footprint, len, u32::from(done), Some(id), false);
         let c = &mut self.conns[conn];
+        if let Some(bytes) = held {
+            c.in_place.push_back((seq, bytes));
+        }
         if done {
             c.posted.push_back((id, stamps));
             c.queue.pop_front();
@@ -393,7 +404,7 @@ impl Endpoint {
             sge: Sge {
                 addr: local,
                 len: len as u32,
-                lkey: c.setup.send_ring.lkey,
+                lkey,
             },
             imm: seq.to_imm(),
             remote_addr: grant.addr + off,
