@@ -8,7 +8,7 @@ use xrdma::{ConnId, Span, XrdmaError};
 pub enum AppError {
     /// Nothing came within the time given (on the worker's clock: simulated time on the
     /// simulator).
-    #[error("nothing arrived within {waited:?}")]
+    #[error("nothing arrived within {waited}")]
     Timeout {
         /// The time waited.
         waited: Span,

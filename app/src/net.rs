@@ -37,6 +37,9 @@ pub(crate) struct Net<F: Fabric> {
     pub(crate) refused: Vec<u64>,
     /// Per host: calls that timed out, by connection and id: their late replies are dropped.
     pub(crate) abandoned: Vec<HashSet<(ConnId, u32)>>,
+    /// Per host: its worker was dropped. Its endpoint gets no more turns, as a process that
+    /// exited runs no more code, and its QPs were reset ([`crate::Worker`]'s `Drop`).
+    pub(crate) gone: Vec<bool>,
     /// Per host: the id of its next call ([`crate::rpc`]).
     pub(crate) next_call: Vec<u32>,
     /// Per host: what its handler's replies met (the core refused one), in order.
@@ -128,6 +131,7 @@ impl<F: Fabric> Net<F> {
             listeners: (0..n).map(|_| None).collect(),
             refused: vec![0; n],
             abandoned: vec![HashSet::new(); n],
+            gone: vec![false; n],
             next_call: vec![1; n],
             errors: (0..n).map(|_| VecDeque::new()).collect(),
             watchers: (0..n).map(|_| None).collect(),
@@ -161,6 +165,7 @@ impl<F: Fabric> Net<F> {
             listeners: &'a [Option<AddrListener>],
             refused: &'a mut [u64],
             abandoned: &'a mut [HashSet<(ConnId, u32)>],
+            gone: &'a [bool],
             errors: &'a mut [VecDeque<AppError>],
             next_accept: Time,
             scratch: &'a mut TurnScratch,
@@ -172,6 +177,9 @@ impl<F: Fabric> Net<F> {
         impl<F: Fabric, P: Fn(&VecDeque<Event>, u64) -> bool> Hosts<F> for Run<'_, F, P> {
             fn turn(&mut self, fabric: &mut F, h: u32, now: Time, _settled: bool) -> Option<Time> {
                 let i = h as usize;
+                if self.gone[i] {
+                    return None;
+                }
                 let mut app = Keep {
                     inbox: &mut self.inbox[i],
                     unacked: &mut self.unacked[i],
@@ -233,6 +241,7 @@ impl<F: Fabric> Net<F> {
             listeners: &self.listeners,
             refused: &mut self.refused,
             abandoned: &mut self.abandoned,
+            gone: &self.gone,
             errors: &mut self.errors,
             next_accept: Time::ZERO,
             scratch: &mut self.scratch,

@@ -21,6 +21,34 @@ pub struct Worker<F: Fabric> {
     host: u32,
 }
 
+/// Dropping a worker is its process exiting: its QPs are reset, as the kernel destroys an
+/// exiting process's, and its endpoint runs no more (on the simulator the other workers' turns
+/// skip it; its handler and listener go with it). A peer's messages to it then fail as they
+/// would against a crashed host, once the RC retries run out: the peer's connection fails
+/// with a typed error, never a silent success.
+impl<F: Fabric> Drop for Worker<F> {
+    fn drop(&mut self) {
+        use xrdma::Transport as _;
+        let Ok(mut net) = self.net.try_borrow_mut() else {
+            return;
+        };
+        let net = &mut *net;
+        let h = self.host as usize;
+        if net.gone[h] {
+            return;
+        }
+        net.gone[h] = true;
+        net.handlers[h] = None;
+        net.listeners[h] = None;
+        let qpns = net.eps[h].live_qpns();
+        let mut t = net.fabric.host(self.host);
+        for qpn in qpns {
+            // A QP the transport no longer knows needs nothing more.
+            let _ = t.reset_qp(qpn);
+        }
+    }
+}
+
 /// Who a worker is ([`Worker::key`]): calls and requests carry it, so another worker's are
 /// refused, not matched against this one's connections and ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
