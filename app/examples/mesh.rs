@@ -13,6 +13,7 @@
 //! usage: mesh server BASE_PORT WORKERS [STAT_DIR]
 //!        mesh client SERVER_HOST BASE_PORT WORKERS [MESSAGES PER WORKER (100000)]
 //!        mesh sim WORKERS [MESSAGES PER WORKER (100000)] [HOST PROFILE (connectx6)]
+//! WORKERS is per side: WORKERS × WORKERS connections, MESSAGES sent by each client worker.
 //! (server and client: build with `--features verbs`; `XRDMA_VERBS_DEVICE` names the device)
 
 use std::error::Error;
@@ -109,7 +110,7 @@ fn simulated(workers: u32, messages: u64, profile: &str) -> Res<f64> {
 
 /// BASE_PORT and WORKERS: at least one worker, every port within 65535.
 fn ports(base: &str, workers: &str) -> Res<(u16, u16)> {
-    let (base, workers): (u16, u16) = (base.parse()?, workers.parse()?);
+    let (base, workers): (u16, u16) = (num("BASE_PORT", base)?, num("WORKERS", workers)?);
     if workers == 0 || base.checked_add(workers - 1).is_none() {
         return Err(format!(
             "{workers} workers from port {base}: need 1 or more, ports up to 65535"
@@ -121,14 +122,30 @@ fn ports(base: &str, workers: &str) -> Res<(u16, u16)> {
 
 /// MESSAGES per worker (default 100 000): at least one.
 fn count(arg: Option<&String>) -> Res<u64> {
-    let n: u64 = arg.map_or(Ok(100_000), |m| m.parse())?;
+    let n: u64 = arg.map_or(Ok(100_000), |m| num("MESSAGES", m))?;
     if n == 0 {
         return Err("MESSAGES must be at least 1".into());
     }
     Ok(n)
 }
 
-fn main() -> Res<()> {
+/// `s` as a number, or an error naming the argument.
+fn num<T: std::str::FromStr>(name: &str, s: &str) -> Res<T>
+where
+    T::Err: std::fmt::Display,
+{
+    s.parse()
+        .map_err(|e| format!("{name} {s:?} is not a number here: {e}").into())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("mesh: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage =
         "usage: mesh server BASE_PORT WORKERS [STAT_DIR] | mesh client HOST BASE_PORT WORKERS [MESSAGES] | mesh sim WORKERS [MESSAGES] [PROFILE]";
@@ -178,7 +195,7 @@ fn main() -> Res<()> {
             Ok(())
         }
         Some("sim") if (2..=4).contains(&args.len()) => {
-            let workers: u32 = args[1].parse()?;
+            let workers: u32 = num("WORKERS", &args[1])?;
             if workers == 0 {
                 return Err("WORKERS must be at least 1".into());
             }
