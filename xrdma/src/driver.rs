@@ -10,7 +10,8 @@
 //!   says the range may be lent ([`Endpoint::landed_lendable`]) and the memory lends it
 //!   (`LocalMemory::lend`), hands the lease to [`Endpoint::handle_lent`] with no copy. The
 //!   core reads no memory: arrived bytes come in as data. Each turn first hands every
-//!   dropped lease's address (`LocalMemory::poll_returned`) to [`Endpoint::handle_returned`]. Every congestion notification goes to
+//!   dropped lease's address (`LocalMemory::poll_returned`) to
+//!   [`Endpoint::handle_returned`]. Every congestion notification goes to
 //!   [`Endpoint::handle_congestion`] (the transport is not asked for any when it declares
 //!   none, [`Endpoint::polls_congestion`]), and [`Endpoint::handle_timeout`] is called at (or
 //!   after) [`Endpoint::poll_timeout`].

@@ -128,14 +128,11 @@ impl Endpoint {
     /// As [`Endpoint::handle_landed`], with `lease`: the bytes lent by the memory itself
     /// ([`crate::LocalMemory::lend`]), asked for only when [`Endpoint::landed_lendable`]
     /// said so. The landing buffer stays in use, granted to no peer, until
-    /// [`Endpoint::handle_returned`] brings its address back.
+    /// [`Endpoint::handle_returned`] brings its address back. A lease not asked for is taken
+    /// as a copy would be.
     pub fn handle_lent(&mut self, now: Time, lease: Bytes) {
-        if self.landed_lendable() {
-            self.land(now, Ok(lease), true);
-        } else {
-            // Not asked for: a copy's bytes would have done; hand it in as one.
-            self.land(now, Ok(lease), false);
-        }
+        let lent = self.landed_lendable();
+        self.land(now, Ok(lease), lent);
     }
 
     /// A lease handed out by [`Endpoint::handle_lent`] was dropped: `addr` is its landing
