@@ -158,6 +158,32 @@ fn an_ack_timeout_shorter_than_the_incast_drain_warns() {
         err.contains("xrdma.ack-timeout: 10.000 ms is shorter than the 70.784 ms"),
         "{err}"
     );
+    // The NIC's local ACK timeout (default 4.096 µs · 2^12) fires first, on late ACKs.
+    assert!(
+        err.contains("rc.local-ack-timeout: 16.777 ms is shorter than the 70.784 ms"),
+        "{err}"
+    );
+    assert!(err.contains("(spurious timeouts)"), "{err}");
+}
+
+#[test]
+fn a_local_ack_timeout_longer_than_the_incast_drain_is_not_warned_about() {
+    // 8848 B on the wire at 1 Mb/s: 70.784 ms, under 4.096 µs · 2^15 = 134.2 ms.
+    let dir = scratch("ackwarn-ok");
+    let file = dir.join("s.yaml");
+    let yaml = GOOD.replace(
+        "sim:\n",
+        "rc: { local-ack-timeout: 15 }\nsim:\n  link-rate: 1Mbps\n",
+    );
+    std::fs::write(&file, yaml).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("local-ack-timeout"), "{err}");
 }
 
 #[test]

@@ -351,22 +351,18 @@ impl Simulation {
             return false;
         };
         match f.wires[wire].verdict(now) {
-            Verdict::Pass => false,
+            Verdict::Pass => return false,
             Verdict::Corrupt => {
                 self.stats.corrupted_packets += 1;
                 self.pool.get_mut(id).flags |= F_CORRUPT;
-                false
+                return false;
             }
-            Verdict::Down => {
-                self.stats.link_down_drops += 1;
-                self.pool.release(id);
-                true
-            }
-            Verdict::Lost => {
-                self.stats.injected_losses += 1;
-                self.pool.release(id);
-                true
-            }
+            Verdict::Down => self.stats.link_down_drops += 1,
+            Verdict::Lost => self.stats.injected_losses += 1,
         }
+        let p = *self.pool.get(id);
+        self.pool.release(id);
+        self.note_discard(&p);
+        true
     }
 }

@@ -50,6 +50,12 @@ pub struct SimStats {
     pub retransmitted_packets: u64,
     /// Retransmission (local ACK) timer expiries with unacknowledged packets outstanding.
     pub retransmit_timeouts: u64,
+    /// Retransmission timeouts among `retransmit_timeouts` that resent nothing lost: no packet
+    /// of the QP at or past its oldest unacknowledged PSN (request or response) was discarded
+    /// since its previous timeout, so the ACKs were only late (queued longer than the local
+    /// ACK timeout).
+    #[serde(default)]
+    pub spurious_timeouts: u64,
     /// PSN sequence-error NAKs among `nak_packets` (one per gap a responder saw).
     pub seq_naks: u64,
     /// Packets lost on a wire by an injected loss fault (not in `drops`).

@@ -299,7 +299,9 @@ impl Simulation {
         let Some(dst) = egress.filter(|_| sw.used + wire <= sw.capacity) else {
             sw.stats.drops += 1;
             self.stats.drops += 1;
+            let p = *self.pool.get(id);
             self.pool.release(id);
+            self.note_discard(&p);
             return;
         };
         sw.used += wire;

@@ -120,6 +120,9 @@ fn lossy_read_incast_recovers_lost_responses_by_timeout() {
     let st = sim.stats();
     assert!(st.drops > 0, "{st:?}");
     assert!(st.retransmit_timeouts > 0, "{st:?}");
+    // Lost READ responses, not late ones, made the timeouts (some may still be spurious: a
+    // short timer can also fire on a response that is only queued).
+    assert!(st.spurious_timeouts < st.retransmit_timeouts, "{st:?}");
     assert_eq!(seen.len() as u32, n);
     assert!(seen.iter().all(|s| s.wc.status == WcStatus::Success));
     for (h, src) in srcs.iter().enumerate() {
@@ -172,6 +175,8 @@ fn retry_exhausted_after_retry_cnt_timeouts() {
     );
     let st = sim.stats();
     assert_eq!(st.retransmit_timeouts, 4);
+    // The peer's QP discards every packet: each timeout resends a lost one.
+    assert_eq!(st.spurious_timeouts, 0);
     // Both WRs (2 packets) go out once, then again after each of the 3 retries: 8 packets,
     // 6 of them retransmissions.
     assert_eq!(st.data_packets, 8);

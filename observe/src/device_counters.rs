@@ -207,6 +207,8 @@ pub fn network(deltas: &Snapshot) -> rep::NetworkCounters {
         ecn_marks: get(ResultCounter::EcnMarks),
         cnps: get(ResultCounter::Cnps),
         retransmit_timeouts: get(ResultCounter::RetransmitTimeouts),
+        // A device counts its timeouts but cannot tell which were spurious.
+        spurious_timeouts: None,
         seq_naks: get(ResultCounter::SeqNaks),
         rnr_naks: get(ResultCounter::RnrNaks),
         ..rep::NetworkCounters::default()

@@ -322,6 +322,12 @@ pub struct NetworkCounters {
     pub retransmitted_packets: Option<u64>,
     /// Retransmission timeouts that fired: RC local ACK timeouts and TCP RTOs.
     pub retransmit_timeouts: Option<u64>,
+    /// Among `retransmit_timeouts`, RC local ACK timeouts that resent nothing lost: no packet
+    /// of the QP at or past its oldest unacknowledged PSN was discarded since its previous
+    /// timeout, so the ACKs were only late (queued longer than the timeout). `None` where the
+    /// backend cannot tell (a device; a run with TCP RTOs).
+    #[serde(default)]
+    pub spurious_timeouts: Option<u64>,
     /// PSN sequence-error NAKs sent by responders.
     pub seq_naks: Option<u64>,
     /// RNR NAKs sent by responders (no receive WR posted).

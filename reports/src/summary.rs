@@ -391,14 +391,23 @@ pub fn summary_table(r: &RunResult) -> String {
         n.rnr_naks,
     ];
     if recovery.iter().flatten().any(|&v| v > 0) {
+        let spurious = n.spurious_timeouts.filter(|&s| s > 0);
         let _ = writeln!(
             w,
-            "           retransmitted packets {}   timeouts {}   sequence NAKs {}   RNR NAKs {}",
+            "           retransmitted packets {}   timeouts {}{}   sequence NAKs {}   RNR NAKs {}",
             c(n.retransmitted_packets),
             c(n.retransmit_timeouts),
+            spurious.map_or_else(String::new, |s| format!(" ({s} spurious)")),
             c(n.seq_naks),
             c(n.rnr_naks)
         );
+        if spurious.is_some() {
+            let _ = writeln!(
+                w,
+                "           spurious timeouts: nothing was lost; ACKs queued longer than the \
+                 local ACK timeout, and the packets were sent again"
+            );
+        }
     }
     if let Some(line) = fault_line(n, r.scenario.stack.is_tcp()) {
         let _ = writeln!(w, "{line}");

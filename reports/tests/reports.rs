@@ -64,6 +64,7 @@ fn result(messages: Vec<MessageRecord>, ideal: Option<IdealCompletion>) -> RunRe
             max_egress_queue_bytes: Some(512 * 1024),
             retransmitted_packets: Some(0),
             retransmit_timeouts: Some(0),
+            spurious_timeouts: Some(0),
             seq_naks: Some(0),
             rnr_naks: Some(0),
             lossless: Some(true),

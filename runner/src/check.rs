@@ -250,8 +250,21 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
         let bytes = u128::from(per_sender) * u128::from(i.senders);
         let wire = bytes * u128::from(sim.mtu + sim.header_bytes) / u128::from(sim.mtu.max(1));
         let drain_ps = wire * 8 * 1_000_000_000_000 / u128::from(sim.link_rate_bps.max(1));
-        if drain_ps > u128::from(cfg.ack_timeout.as_ps()) {
-            let drain = Span::from_ps(u64::try_from(drain_ps).unwrap_or(u64::MAX));
+        let drain = Span::from_ps(u64::try_from(drain_ps).unwrap_or(u64::MAX));
+        let rto = sim.rc.ack_timeout();
+        if sim.rc.local_ack_timeout != 0 && drain > rto {
+            warn(
+                &["rc", "local-ack-timeout"],
+                format!(
+                    "{rto} is shorter than the {drain} the receiver's link needs to drain what \
+                     the senders may have in flight ({} × up to max-window): ACKs come late, \
+                     and the NICs time out and send again packets that were not lost \
+                     (spurious timeouts)",
+                    i.senders
+                ),
+            );
+        }
+        if drain > cfg.ack_timeout {
             warn(
                 &["xrdma", "ack-timeout"],
                 format!(

@@ -217,6 +217,7 @@ impl Simulation {
         self.pool.release(id);
         if p.flags & F_CORRUPT != 0 {
             self.stats.icrc_drops += 1;
+            self.note_discard(&p);
             return;
         }
         match p.kind {
@@ -237,11 +238,13 @@ impl Simulation {
         let host = &self.hosts[h as usize];
         let Some(qi) = host.qp_index(p.dst_qpn) else {
             self.stats.out_of_sequence_drops += 1;
+            self.note_discard(&p);
             return;
         };
         let qp = &host.qps[qi];
         if qp.state == QpState::Init || qp.remote_host != p.src_host || qp.remote_qpn != p.src_qpn {
             self.stats.out_of_sequence_drops += 1;
+            self.note_discard(&p);
             return;
         }
         match p.kind {

@@ -331,12 +331,14 @@ impl Simulation {
         }
         let Some(j) = qp.requester.find_wqe(p.psn, qp.requester.cursor) else {
             self.stats.out_of_sequence_drops += 1;
+            self.note_discard(p);
             return;
         };
         let w = qp.requester.sq[j];
         let k = psn_diff(p.psn, w.first_psn) as u32;
         if w.wr.opcode != SendOpcode::RdmaRead || k != w.resp_got {
             self.stats.out_of_sequence_drops += 1;
+            self.note_discard(p);
             return;
         }
         qp.requester.sq[j].resp_got += 1;

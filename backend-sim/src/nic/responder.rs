@@ -216,6 +216,7 @@ impl Simulation {
         let qp = &self.hosts[h as usize].qps[qi];
         if qp.state != QpState::Rts {
             self.stats.out_of_sequence_drops += 1;
+            self.note_discard(p);
             return;
         }
         let d = psn_diff(p.psn, qp.responder.epsn);
@@ -228,6 +229,7 @@ impl Simulation {
                 self.send_nak(h, qi, epsn, NakCode::SeqErr);
                 self.hosts[h as usize].qps[qi].responder.nak_sent = true;
             }
+            self.note_discard(p);
             return;
         }
         if d < 0 {

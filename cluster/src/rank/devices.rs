@@ -138,6 +138,7 @@ fn merge_into(
     n.ecn_marks = net.ecn_marks;
     n.cnps = net.cnps;
     n.retransmit_timeouts = net.retransmit_timeouts;
+    n.spurious_timeouts = net.spurious_timeouts;
     n.seq_naks = net.seq_naks;
     n.rnr_naks = net.rnr_naks;
 }
@@ -168,6 +169,7 @@ fn sum_network(nets: &[rep::NetworkCounters]) -> rep::NetworkCounters {
         ecn_marks: sum(|n| n.ecn_marks),
         cnps: sum(|n| n.cnps),
         retransmit_timeouts: sum(|n| n.retransmit_timeouts),
+        spurious_timeouts: sum(|n| n.spurious_timeouts),
         seq_naks: sum(|n| n.seq_naks),
         rnr_naks: sum(|n| n.rnr_naks),
         ..rep::NetworkCounters::default()

@@ -114,6 +114,8 @@ impl FabricReport for SimFabric {
             max_egress_queue_bytes: Some(st.max_egress_queue_bytes),
             retransmitted_packets: Some(st.retransmitted_packets + st.tcp_retransmitted_segments),
             retransmit_timeouts: Some(st.retransmit_timeouts + st.tcp_timeouts),
+            // Only RC timeouts are told apart; a TCP RTO is not classified.
+            spurious_timeouts: (st.tcp_timeouts == 0).then_some(st.spurious_timeouts),
             seq_naks: Some(st.seq_naks),
             rnr_naks: Some(st.rnr_naks),
             lossless: Some(self.sim.config().pfc.is_some()),

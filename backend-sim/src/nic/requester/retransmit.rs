@@ -22,6 +22,10 @@
 //!   are; an RNR wait, the expiry itself and the ERR state disarm it.
 //! - `pending`: a `RetransmitTimer` event for the QP is queued (at most one). It survives a
 //!   QP reset, so the stale event finds the timer disarmed and a new one is not queued twice.
+//! - `lost_psn`: the highest PSN among the QP's discarded packets (requests it sent, responses
+//!   sent to it) since its last timeout ([`Simulation::note_discard`]). A timeout when none of
+//!   them lies at or past the oldest unacknowledged PSN resends nothing that was lost: it is
+//!   *spurious* (the ACKs were only late, queued behind other traffic), and counted so.
 //!
 //! The send-cursor rewinds ([`Requester::seek`], [`Requester::skip_acked`]) act on the
 //! requester's `cursor` and `cursor_pkt`.
@@ -49,6 +53,8 @@ pub(crate) struct Rto {
     pub deadline: Time,
     /// A `RetransmitTimer` event for this QP is in the event queue.
     pub pending: bool,
+    /// Highest PSN of this QP's packets discarded since its last timeout (see the module doc).
+    pub lost_psn: Option<u32>,
 }
 
 impl Rto {
@@ -58,11 +64,35 @@ impl Rto {
             retry_count: 0,
             deadline: Time::MAX,
             pending: false,
+            lost_psn: None,
         }
     }
 }
 
 impl Simulation {
+    /// Record that packet `p` was discarded (a switch or a downed or lossy link dropped it, its
+    /// ICRC failed, or the receiving QP could not take it): a request raises its sender's
+    /// `lost_psn`, a response (ACK, NAK, READ response) its receiver's. Other kinds carry no
+    /// PSN of an RC requester.
+    pub(crate) fn note_discard(&mut self, p: &crate::packet::Packet) {
+        use crate::packet::PktKind;
+        let (h, qpn) = match p.kind {
+            PktKind::Data | PktKind::ReadReq => (p.src_host, p.src_qpn),
+            PktKind::ReadResp | PktKind::Ack | PktKind::Nak => (p.dst_host, p.dst_qpn),
+            _ => return,
+        };
+        let Some(host) = self.hosts.get_mut(h as usize) else {
+            return;
+        };
+        let Some(qi) = host.qp_index(qpn) else {
+            return;
+        };
+        let lost = &mut host.qps[qi].requester.rto.lost_psn;
+        if lost.map_or(true, |x| psn_diff(p.psn, x) > 0) {
+            *lost = Some(p.psn);
+        }
+    }
+
     /// Record that QP `qi` on host `h` put a request on the wire whose PSNs end before `end`
     /// (a retransmission when `end` is not beyond `sent_psn`), and arm the timer if idle.
     pub(crate) fn request_sent(&mut self, h: u32, qi: usize, end: u32) {
@@ -143,6 +173,16 @@ impl Simulation {
         let Some(front) = qp.requester.sq.front().copied() else {
             return;
         };
+        let oldest = psn_add(qp.requester.acked_psn, 1);
+        if qp
+            .requester
+            .rto
+            .lost_psn
+            .take()
+            .map_or(true, |x| psn_diff(x, oldest) < 0)
+        {
+            self.stats.spurious_timeouts += 1;
+        }
         if qp.requester.rto.retry_count >= self.cfg.rc.retry_cnt {
             self.fail_qp(h, qi, Some((front.first_psn, WcStatus::RetryExcErr)));
             return;
@@ -152,7 +192,6 @@ impl Simulation {
             qp.requester.cursor = 0;
             qp.requester.cursor_pkt = 0;
         } else {
-            let oldest = psn_add(qp.requester.acked_psn, 1);
             qp.requester.seek(oldest);
         }
         self.retire(h, qi);
