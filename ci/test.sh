@@ -46,10 +46,11 @@ ci/trace-baseline.sh "$bin"
 # MRs and buffers must not grow.
 "$bin" soak --messages 1000000 --cycles 10000
 
-step "the application API's echo example on the simulator, and the core's instructions per message (callgrind)"
+step "the application API's echo example on the simulator, the core's instructions per message, and a run's cost linear in senders and messages (callgrind)"
 cargo run -q --release -p xrdma-app --example echo
 cargo run -q --release -p xrdma-app --example kv
 ci/msg-cost.sh
+ci/scale-cost.sh "$bin"
 
 step "packet captures: tshark decodes a simulated incast's pcaps (RoCEv2, CNP, PFC) without a malformed frame or an expert warning"
 # Installs tshark through apt-get when root; prints SKIP when it cannot.

@@ -149,9 +149,13 @@ pub fn drive<F: Clocked + FabricReport, S: HostStack<F>, A: HostApp<S>>(
     remote_settled: impl FnMut(Time, &[S], &[A]) -> bool,
     watch: &mut dyn Watch,
 ) {
+    let done: Vec<bool> = apps.iter().map(A::finished).collect();
+    let unfinished = done.iter().filter(|&&d| !d).count();
     let mut run = RunHosts {
         eps,
         apps,
+        done,
+        unfinished,
         stalls,
         deadline,
         hf,
@@ -171,6 +175,12 @@ pub fn drive<F: Clocked + FabricReport, S: HostStack<F>, A: HostApp<S>>(
 struct RunHosts<'a, S, A, R, X> {
     eps: &'a mut [S],
     apps: &'a mut [A],
+    /// Whether each app was finished after its last turn ([`HostApp::finished`]): an app
+    /// changes only in its turns, so the run asks only the host that just took one, and a
+    /// round costs no scan of every host.
+    done: Vec<bool>,
+    /// How many of `done` are false.
+    unfinished: usize,
     stalls: &'a [Stall],
     deadline: Option<Time>,
     hf: &'a mut HostFaultState,
@@ -195,6 +205,15 @@ where
         let i = h as usize;
         let (ep, app) = (&mut self.eps[i], &mut self.apps[i]);
         let wake = host_turn(now, h, fabric, ep, app, &mut self.scratch, self.hf);
+        let finished = app.finished();
+        if finished != self.done[i] {
+            self.done[i] = finished;
+            if finished {
+                self.unfinished -= 1;
+            } else {
+                self.unfinished += 1;
+            }
+        }
         match self.deadline {
             Some(d) if !settled => Some(wake.map_or(d, |w| w.min(d))),
             _ => wake,
@@ -205,8 +224,7 @@ where
         if self.watch.due(now) {
             self.watch.take(live_stat(fabric, self.eps));
         }
-        let settled =
-            self.apps.iter().all(A::finished) && (self.remote_settled)(now, self.eps, self.apps);
+        let settled = self.unfinished == 0 && (self.remote_settled)(now, self.eps, self.apps);
         if settled && !self.told_settled {
             self.told_settled = true;
             self.apps.iter_mut().for_each(A::settle);
