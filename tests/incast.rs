@@ -121,3 +121,24 @@ fn streamed_delivery_checks_the_same_bytes_at_the_same_times() {
         whole.sim.unwrap().trace_hash
     );
 }
+
+#[test]
+fn large_messages_cross_the_simulator_without_a_copy() {
+    // incast-8: 8 senders x (4 x 64 KiB + 1 MiB), every message above the 4 KiB eager limit.
+    // The run registers its payload block in place: fragments are written from it and the
+    // receiver is lent slices of it; only control frames are staged and copied out.
+    for seed in [1, 2, 3] {
+        let r = run("scenarios/incast-8.yaml", Some(seed));
+        assert_eq!(r.delivery.delivered, 40, "seed {seed}");
+        let payload: u64 = 8 * (4 * 64 * 1024 + 1024 * 1024);
+        let sum = |f: fn(&xrdma::EndpointResources) -> Option<u64>| -> u64 {
+            let eps = r.endpoints.as_ref().expect("endpoints recorded");
+            eps.iter().filter_map(|e| f(&e.snapshot.resources)).sum()
+        };
+        assert_eq!(sum(|x| x.sent_in_place_bytes), payload, "seed {seed}");
+        assert_eq!(sum(|x| x.lent_out_bytes), payload, "seed {seed}");
+        // RTS and CTS frames only: well under 1 % of the payload.
+        assert!(sum(|x| x.staged_bytes) * 100 < payload, "seed {seed}");
+        assert!(sum(|x| x.copied_out_bytes) * 100 < payload, "seed {seed}");
+    }
+}

@@ -102,6 +102,7 @@ mod config;
 mod config_error;
 mod dcqcn;
 mod engine;
+mod extents;
 mod faults;
 pub mod host_model;
 mod memory;

@@ -223,39 +223,67 @@ impl HostTransport<'_> {
     pub fn tcp_poll_ready(&mut self, out: &mut Vec<u32>) {
         self.sim.tcp_poll_ready(self.host, out);
     }
+
+    /// Register `data`, the application's own immutable memory, for this host's NIC to read
+    /// in place, as `ibv_reg_mr` registers a process's buffer: a large message sliced from
+    /// it is then sent with no staging copy ([`LocalMemory::registered_lkey`]), and what it
+    /// writes into a peer's memory is held there by reference, not copied, until overwritten
+    /// (a receiver reading it back gets a slice of `data`). Local reads only; the simulation
+    /// keeps `data` alive. Registering the same buffer again returns the same region.
+    ///
+    /// # Errors
+    /// [`TransportError::Unreachable`] for a host index `≥ hosts`;
+    /// [`TransportError::RegistrationFailed`] past 65 536 registrations on one host.
+    pub fn register_external(&mut self, data: Bytes) -> Result<MemoryRegion, TransportError> {
+        let h = self.check_host()?;
+        self.sim.hosts[h].mem.register_external(data)
+    }
 }
 
 impl LocalMemory for HostTransport<'_> {
     fn read_into(&self, addr: u64, out: &mut [u8]) -> Result<(), TransportError> {
         let h = self.check_host()?;
-        out.copy_from_slice(self.sim.hosts[h].mem.read(addr, out.len())?);
+        out.copy_from_slice(&self.sim.hosts[h].mem.read(addr, out.len())?);
         Ok(())
     }
 
-    /// One copy from the host's memory into the new buffer (no zeroing first).
+    /// The bytes shared with no copy where one buffer holds them (application memory
+    /// registered in place, and what a DMA from it left), else one copy from the host's
+    /// memory into the new buffer (no zeroing first).
     fn read_bytes(&self, addr: u64, len: usize) -> Result<Bytes, TransportError> {
         let h = self.check_host()?;
-        Ok(Bytes::copy_from_slice(
-            self.sim.hosts[h].mem.read(addr, len)?,
-        ))
+        let mem = &self.sim.hosts[h].mem;
+        if let Some((src, at)) = mem.shared(addr, len) {
+            return Ok(src.slice(at..at + len));
+        }
+        Ok(Bytes::copy_from_slice(&mem.read(addr, len)?))
     }
 
     fn write(&mut self, addr: u64, parts: &[&[u8]]) -> Result<(), TransportError> {
         let h = self.check_host()?;
         self.sim.hosts[h].mem.write_parts(addr, parts)
     }
-    /// Never: simulated memory lives inside the fabric, so a delivered message is a copy.
-    fn lend(&mut self, _addr: u64, _len: usize) -> Option<Bytes> {
-        None
+
+    /// Bytes a DMA left by reference to registered application memory
+    /// ([`HostTransport::register_external`]), when one buffer holds the whole range; the
+    /// address comes back at the next [`LocalMemory::poll_returned`], as the lease does not
+    /// alias the simulated MR. `None` otherwise: the caller copies.
+    fn lend(&mut self, addr: u64, len: usize) -> Option<Bytes> {
+        let h = self.check_host().ok()?;
+        self.sim.hosts[h].mem.lend(addr, len)
     }
 
     fn poll_returned(&mut self) -> Option<u64> {
-        None
+        let h = self.check_host().ok()?;
+        self.sim.hosts[h].mem.poll_returned()
     }
 
-    /// Never: simulated memory is not addressed by pointer, so every payload is staged.
-    fn registered_lkey(&self, _data: &[u8]) -> Option<u32> {
-        None
+    /// The lkey of the application memory registered in place
+    /// ([`HostTransport::register_external`]) that holds `data`, if any; other bytes are
+    /// staged.
+    fn registered_lkey(&self, data: &[u8]) -> Option<u32> {
+        let h = self.check_host().ok()?;
+        self.sim.hosts[h].mem.external_lkey(data)
     }
 
     /// Never: the application's bytes are staged into simulated memory when sent.

@@ -248,6 +248,7 @@ fn run_workload<W: Workload, F: Clocked + FabricReport, S: HostStack<F>>(
         );
     }
     let setup = setup(w, seed);
+    fabric.register_payload(setup.pool.bytes());
     let receiver = w.receiver_host();
     let mut apps: Vec<App<W>> = Vec::with_capacity(hosts as usize);
     for h in 0..hosts {

@@ -257,12 +257,12 @@ impl Simulation {
                 let payload = match p.kind {
                     PktKind::Data | PktKind::ReadResp => hosts
                         .get(p.src_host as usize)
-                        .and_then(|h| h.mem.read(p.src_addr, p.payload as usize).ok())
-                        .unwrap_or(&[]),
-                    _ => &[],
+                        .and_then(|h| h.mem.read(p.src_addr, p.payload as usize).ok()),
+                    _ => None,
                 };
                 let a = map::addressing(p, src, dst);
-                frame::roce_frame(frame, &a, &t, payload, p.payload as usize)
+                let bytes = payload.as_deref().unwrap_or(&[]);
+                frame::roce_frame(frame, &a, &t, bytes, p.payload as usize)
             }
             None => {
                 let quanta = if p.kind == PktKind::Pause {

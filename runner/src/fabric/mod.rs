@@ -67,6 +67,12 @@ pub trait Clocked {
     fn clock_per_turn(&self) -> bool {
         false
     }
+    /// Register `payload`, the run's immutable payload block, with every host's NIC for
+    /// reading in place, as an application registers its own buffers: large messages sliced
+    /// from it are then sent with no staging copy, where the backend supports it (the
+    /// simulator: [`xrdma_sim::HostTransport::register_external`]). Default: nothing, and
+    /// messages are staged.
+    fn register_payload(&mut self, _payload: &bytes::Bytes) {}
 }
 
 /// Hosts with RDMA transports, on a clock: all that running xrdma's endpoints needs. What a

@@ -86,6 +86,13 @@ impl Clocked for SimFabric {
     fn set_wake(&mut self, h: u32, at: Time) {
         self.sim.set_wake(h, at);
     }
+    fn register_payload(&mut self, payload: &bytes::Bytes) {
+        for h in 0..self.sim.config().hosts {
+            // One registration per host, of a block the run holds anyway; it cannot fail
+            // below 65 536 registrations, and a host without one only stages its messages.
+            let _ = self.sim.transport(h).register_external(payload.clone());
+        }
+    }
 }
 
 impl Fabric for SimFabric {

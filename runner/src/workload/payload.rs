@@ -32,6 +32,11 @@ impl PayloadPool {
         }
     }
 
+    /// The whole block every message is a slice of.
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
     /// The payload of message `index` of `sender` (`size` ≤ the pool's largest message).
     pub fn message(&self, sender: u32, index: u32, size: u64) -> Bytes {
         // SplitMix64 (Steele et al., OOPSLA 2014) of the three numbers: a well-mixed offset.
