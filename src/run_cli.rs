@@ -49,6 +49,10 @@ pub struct RunArgs {
     /// scenario): `xrdma trace` prints it, `stages.svg` plots it.
     #[arg(long)]
     pub trace: bool,
+    /// Run even when `validate`'s memory estimate exceeds the memory available (the run may
+    /// then swap, or be killed for lack of memory).
+    #[arg(long)]
+    pub no_memory_check: bool,
     /// Where this process stands in a multi-process run (`--rank`, `--hostfile`, ...).
     #[command(flatten)]
     pub launch: crate::launch_cli::LaunchOptions,
@@ -83,6 +87,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         capture,
         stat_socket,
         trace,
+        no_memory_check,
         launch,
     } = args;
     backend.require()?;
@@ -96,6 +101,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     req.seed = seed;
     req.stack = stack;
     req.trace = trace;
+    req.no_memory_check = no_memory_check;
     req.capture_hosts = capture.map(|c| c.0);
     for note in req.check()? {
         eprintln!("{note}");

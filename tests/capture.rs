@@ -189,6 +189,14 @@ fn validate_counts_the_capture_in_the_memory_estimate() {
     let (code, _, err) = xrdma(&dir, &yaml, &["validate", "{}"]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("the run needs about"), "{err}");
+    assert!(err.contains("--no-memory-check"), "{err}");
+    // The run is refused the same way, unless told to run anyway (this one captures a few
+    // hundred frames: the estimate counts the bound).
+    let (code, _, err) = run(&dir, &yaml, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("the run needs about"), "{err}");
+    let (code, _, err) = run(&dir, &yaml, &["--no-memory-check"]);
+    assert_eq!(code, Some(0), "{err}");
 }
 
 /// `xrdma wire-compare` reads the simulator's own pcap: a capture against itself is the same

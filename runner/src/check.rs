@@ -112,14 +112,14 @@ pub fn check(sc: &Scenario) -> Result<Checked> {
         }
     }
     let need = memory_estimate(sc, &cfg);
-    if let Some(avail) = available_memory() {
+    if let Some(avail) = available_memory().filter(|_| sc.check_memory) {
         if need > avail {
             bail!(
                 "{}: the run needs about {} of memory (per sender: a staging ring, receive \
                  slots and a landing buffer for the largest message; the switch buffer; \
                  {BYTES_PER_MESSAGE} bytes of records a message), but only {} is available; \
-                 use fewer senders or messages, smaller messages, xrdma.deliver-fragments or \
-                 a smaller xrdma.max-window",
+                 use fewer senders or messages, smaller messages or a smaller \
+                 xrdma.max-window, or `xrdma run --no-memory-check` to run anyway",
                 sc.source_path.display(),
                 xrdma_reports::format_bytes(need),
                 xrdma_reports::format_bytes(avail)
@@ -403,54 +403,86 @@ const TCP_JUMBO_MSS: u32 = 8948;
 /// records touch, not what they reserve (the simulator's memory regions are mapped lazily,
 /// so a receive slot or a landing buffer costs nothing until a frame lands in it).
 ///
-/// - **the program**: [`BASE_BYTES`], and the payload block (the largest message plus 1 MiB);
-/// - **per connection**: the sender's staging ring, which every payload byte passes through
-///   ([`Config::ring_bytes`], touched whole once a ring's worth is sent); and the receive
-///   slots of the receiving end, one per message until every slot has had one
-///   (`min(recv-depth, messages) ×` [`Config::recv_slot_bytes`]); the ends that carry only
-///   control frames (the receiver's ring, the sender's slots) touch a page or so each. An
+/// - **the program**: [`BASE_BYTES`], and the payload block (the largest message plus 1 MiB),
+///   which the run registers with every host's NIC in place: a message above `eager-limit`
+///   is written from it and lands by reference, so neither a staging ring nor a landing
+///   buffer holds its bytes;
+/// - **per host**: [`BYTES_PER_HOST`] (the simulator's, the core's and the driver's state);
+/// - **per connection**: what the sender's staging ring carries, eager messages and control
+///   frames (at most [`Config::ring_bytes`], touched whole once a ring's worth is sent), and
+///   the receive slots of the receiving end, one per message until every slot has had one
+///   (`min(recv-depth, messages) ×` [`Config::recv_slot_bytes`]), both in whole pages. An
 ///   echo sends both ways: both ends count a ring and slots;
-/// - **landing buffers**: one of the largest message's size class per connection, at most
-///   `landing-budget` of them, when messages are above `eager-limit` (they stay in the pool
-///   once used), and the application's copy of one whole message;
-/// - **the switch buffer** (`sim.switch-buffer`): packets queued at the bottleneck carry
-///   their payload, and an incast fills it;
+/// - **packets in flight**: [`BYTES_PER_PACKET`] a packet, as many as the senders may have in
+///   flight (a max-window a connection, at most what it sends) or the switch buffer holds,
+///   whichever is less: a queued packet carries no payload, which is read at delivery;
+/// - **per-sender time series**: [`BYTES_PER_SAMPLE`] a sample of each sender, up to 1024
+///   samples (an incast lasts about its bytes' time on the receiver's link; other workloads
+///   count the cap);
 /// - **per message**: [`BYTES_PER_MESSAGE`] (the records alive at the peak, after the run);
 /// - **a capture**: up to `max-packets` frames a captured link.
 ///
-/// Against the peak RSS measured by `/usr/bin/time -v` (release build): 392.5 MiB estimated
-/// for 404.5 MiB on `scenarios/incast-256.yaml` (−3 %), 395.6 MiB for 356.1 MiB on one
-/// sender's 1 M open-loop 64 B messages (+11 %, `ci/report-cost.sh`). Small runs are
-/// overestimated (the switch buffer term assumes a full buffer).
+/// Against the peak RSS measured by `/usr/bin/time -v` (release build, `ci/report-cost.sh`,
+/// which fails past ±30 %): `scenarios/incast-256.yaml` and incasts of 300 to 4096 senders,
+/// 8 senders' 2 M messages, one sender's 1 M open-loop messages.
 pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
+    const PAGE: u64 = 4096;
+    let pages = |b: u64| b.div_ceil(PAGE).saturating_mul(PAGE);
     let largest = sc.workload.largest_message();
     let connections = u64::from(sc.workload.connections());
     let messages = sc.workload.expected_messages();
     let per_connection_messages = messages.div_ceil(connections.max(1));
-    let slots = u64::from(cfg.recv_depth)
-        .min(per_connection_messages)
-        .saturating_mul(cfg.recv_slot_bytes());
+    let slots = pages(
+        u64::from(cfg.recv_depth)
+            .min(per_connection_messages)
+            .saturating_mul(cfg.recv_slot_bytes()),
+    );
     let ends = if matches!(sc.workload, Workload::Echo(_)) {
         2
     } else {
         1
     };
-    let per_connection = cfg.ring_bytes().saturating_add(slots).saturating_mul(ends);
-    let landing = if largest > cfg.eager_limit {
-        xrdma::landing::class_of(largest)
-    } else {
-        0
-    };
-    // Landing buffers in use at once are bounded by the budget (one always fits).
-    let landing = landing
-        .saturating_mul(connections)
-        .min(cfg.landing_budget.max(landing));
-    let reassembly = if cfg.deliver_fragments { 0 } else { largest };
+    // Eager messages are staged whole; a larger one only as its control frames (one header
+    // each way, within the bound below).
+    let frame = largest.min(cfg.eager_limit) + xrdma::fragment::HEADER_LEN as u64;
+    let staged = pages(
+        cfg.ring_bytes()
+            .min(per_connection_messages.saturating_mul(frame)),
+    );
+    let per_connection = staged.saturating_add(slots).saturating_mul(ends);
     let records = messages.saturating_mul(BYTES_PER_MESSAGE);
+    let section = sc.sim_or_default();
+    let wire = u64::from(section.mtu) + u64::from(section.header_bytes);
+    // What the senders may have in flight at once: each connection at most a max-window and
+    // no more than it sends.
+    let in_flight = per_connection_messages
+        .saturating_mul(largest)
+        .min(cfg.max_window)
+        .saturating_mul(connections)
+        .saturating_mul(ends);
+    let packets = section
+        .switch_buffer_bytes
+        .min(in_flight)
+        .div_ceil(wire.max(1))
+        .saturating_mul(BYTES_PER_PACKET);
+    let samples = match (&sc.workload, section.sample_interval) {
+        (_, None) => 0,
+        (Workload::Incast(i), Some(every)) => {
+            let bits = u128::from(i.bytes_per_sender()) * u128::from(i.senders) * 8;
+            let ps = bits * u128::from(wire) * 1_000_000_000_000
+                / u128::from(section.mtu.max(1))
+                / u128::from(section.link_rate_bps.max(1));
+            u64::try_from(ps / u128::from(every.as_ps().max(1)) + 1).unwrap_or(u64::MAX)
+        }
+        (_, Some(_)) => 1024,
+    }
+    .min(1024);
+    let series = samples
+        .saturating_mul(u64::from(sc.workload.connections()))
+        .saturating_mul(BYTES_PER_SAMPLE);
     // A capture keeps its frames until the run ends: up to `max-packets` a captured link,
     // each at most an MTU of payload, its RoCEv2 headers and ICRC (78 bytes with a RETH) and
     // its pcap record header (16 bytes).
-    let section = sc.sim_or_default();
     let capture = section.capture.as_ref().map_or(0, |c| {
         let frame = u64::from(section.mtu) + 78 + 16;
         (c.hosts.len() as u64)
@@ -458,18 +490,33 @@ pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
             .saturating_mul(frame)
     });
     BASE_BYTES
+        .saturating_add(u64::from(sc.workload.hosts()).saturating_mul(BYTES_PER_HOST))
         .saturating_add(per_connection.saturating_mul(connections))
-        .saturating_add(landing)
-        .saturating_add(reassembly)
-        .saturating_add(section.switch_buffer_bytes)
+        .saturating_add(packets)
+        .saturating_add(series)
         .saturating_add(records)
         .saturating_add(capture)
         .saturating_add(largest.saturating_add(1 << 20))
 }
 
+/// Resident bytes of one simulated host besides its buffers: the simulator's host (NIC, QPs,
+/// MR table), the core's endpoint (MR pool books, QP cache, connection slab) and the driver's
+/// and runner's per-host state. Fitted: the peak RSS of N:1 incasts of one 16 KiB message
+/// grows by about 60 KiB a sender from 300 to 600 senders, of which about 17 KiB are the
+/// sender's staging and receive pages and the rest this.
+pub const BYTES_PER_HOST: u64 = 43 << 10;
+
+/// Resident bytes of a packet in flight: its pooled record (80 bytes), its event and queue
+/// entries.
+pub const BYTES_PER_PACKET: u64 = 128;
+
+/// Resident bytes of one sample of one sender's time series at the peak: the series' `u64`
+/// and its text in `result.json` and the report page.
+pub const BYTES_PER_SAMPLE: u64 = 24;
+
 /// Resident memory of the program before any run-sized data: code, the plot font, the
-/// figure bitmaps (an incast of 8 peaks at 22 MB in all).
-pub const BASE_BYTES: u64 = 16 << 20;
+/// figure bitmaps (`scenarios/incast-8.yaml` peaks at 12 MiB in all).
+pub const BASE_BYTES: u64 = 9 << 20;
 
 /// Bytes a message costs at a run's peak, which comes after the simulation, while the tally
 /// builds the result's records ([`crate::workload::tally`]): the receiver's arrival, the

@@ -130,6 +130,9 @@ pub struct RunRequest {
     pub stack: Option<xrdma_scenario::Stack>,
     /// Record every message's stages (as the scenario's `trace: true`) when set.
     pub trace: bool,
+    /// Run even when the memory estimate exceeds the memory available (clears the
+    /// scenario's [`Scenario::check_memory`]).
+    pub no_memory_check: bool,
     /// Capture the simulator's packets on the links of these hosts (with the bounds of the
     /// scenario's `sim.capture` if it has one, else the defaults); `None` keeps the
     /// scenario's own `sim.capture`. The simulator only.
@@ -160,6 +163,7 @@ impl RunRequest {
             seed: None,
             stack: None,
             trace: false,
+            no_memory_check: false,
             capture_hosts: None,
             scenario_yaml: None,
         }
@@ -186,6 +190,7 @@ impl RunRequest {
     pub fn effective_scenario(&self) -> Scenario {
         let mut sc = self.scenario.clone();
         sc.trace |= self.trace;
+        sc.check_memory &= !self.no_memory_check;
         if let Some(stack) = self.stack {
             sc.stack = stack;
         }

@@ -119,6 +119,10 @@ pub struct Scenario {
     /// `xrdma run --trace` sets it): where its completion time went, which `xrdma trace`
     /// summarises and plots. Off by default because it adds six numbers per message.
     pub trace: bool,
+    /// Whether a simulated run is refused when its memory estimate exceeds the memory
+    /// available (true when read; `xrdma run --no-memory-check` clears it, for an estimate
+    /// the user knows to be high, or swap they mean to use).
+    pub check_memory: bool,
     /// The file the scenario was read from (as given to [`load`] or [`parse`]).
     pub source_path: PathBuf,
     /// Settings changed after the file was read (a sweep's `--axis`), so an error about one
@@ -273,6 +277,7 @@ pub fn parse(text: &str, path_for_messages: &Path) -> Result<Scenario, ScenarioE
         tcp: body.tcp,
         heartbeat: body.heartbeat,
         trace: body.trace,
+        check_memory: true,
         source_path: path_for_messages.to_path_buf(),
         overrides: Vec::new(),
     })
