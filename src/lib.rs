@@ -12,6 +12,7 @@ pub mod capture_cli;
 pub mod interrupt;
 pub mod launch_cli;
 pub mod progress;
+pub mod progress_watch;
 pub mod run_cli;
 pub mod sweep_cli;
 pub mod tools_cli;

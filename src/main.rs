@@ -103,8 +103,9 @@ enum Command {
     /// case in its own process.
     Bench {
         /// Run only this case (pfc-incast, dcqcn-incast, lossy-incast, xrdma-incast,
-        /// fattree-1024), or `window`: the send-window throughput and fairness table of the
-        /// `scenarios/window/` runs (not part of the default set).
+        /// fattree-1024), or one not in the default set: `fattree-16k` (a k = 40 fat-tree of
+        /// 16 000 hosts, one 64 KiB WRITE each, about a minute) or `window` (the send-window
+        /// throughput and fairness table of the `scenarios/window/` runs).
         #[arg(long)]
         case: Option<String>,
         /// With `--case window`: run each scenario at every seed of this range, `A-B` or one

@@ -19,11 +19,16 @@ pub const SHOW_AFTER: Duration = Duration::from_secs(2);
 /// The spinner's redraw interval on a terminal.
 const TICK: Duration = Duration::from_millis(120);
 
+/// The least time between two status lines when standard error is not a terminal.
+pub const LINE_EVERY: Duration = Duration::from_secs(10);
+
 /// What the waiting thread and the phases share: the current phase and whether progress is
 /// shown yet.
 struct State {
     phase: String,
     shown: bool,
+    /// When the last status line was printed (plain lines only).
+    last_line: Option<Instant>,
 }
 
 /// The progress of one command (see the module docs); ends, and clears its spinner, when
@@ -54,6 +59,7 @@ impl Progress {
         let state = Arc::new(Mutex::new(State {
             phase: phase.to_string(),
             shown: false,
+            last_line: None,
         }));
         let started = Instant::now();
         let (stop, stopped) = mpsc::channel::<()>();
@@ -99,6 +105,26 @@ impl Progress {
                 self.started.elapsed().as_secs_f64()
             );
         }
+    }
+
+    /// How far the current phase got (`text`, e.g. the simulated time so far): shown beside
+    /// the phase by the spinner on a terminal; otherwise printed as a line, at most one every
+    /// [`LINE_EVERY`], once progress is shown.
+    pub fn status(&self, text: &str) {
+        let Ok(mut st) = self.state.lock() else {
+            return;
+        };
+        let line = format!("{}: {text}", st.phase);
+        self.bar.set_message(line.clone());
+        if !st.shown || self.terminal {
+            return;
+        }
+        let now = Instant::now();
+        if st.last_line.is_some_and(|t| now < t + LINE_EVERY) {
+            return;
+        }
+        st.last_line = Some(now);
+        eprintln!("[{:.1} s] {line}", self.started.elapsed().as_secs_f64());
     }
 
     /// Runs `f` with the spinner hidden (for text written to the terminal meanwhile).

@@ -6,6 +6,7 @@
 
 use crate::capture_cli;
 use crate::progress::Progress;
+use crate::progress_watch::ProgressWatch;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -140,16 +141,27 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(l) = &launched {
         eprintln!("{}", l.summary());
     }
-    let watch: &mut dyn Watch = match &mut socket {
+    let mut no_watch = NoWatch;
+    let inner: &mut dyn Watch = match &mut socket {
         Some(s) => {
             eprintln!("answering xrdma stat --socket {}", s.path().display());
             s
         }
-        None => &mut NoWatch,
+        None => &mut no_watch,
     };
     // Progress shows once the command has run for two seconds (simulator runs only:
-    // a multi-process run's ranks print their own lines meanwhile).
+    // a multi-process run's ranks print their own lines meanwhile), with the simulated time,
+    // the event rate and the messages ACKed while the simulation runs.
     let progress = (backend == Backend::Sim).then(|| Progress::start("simulating the run"));
+    let expected = sc.workload.expected_messages();
+    let mut shown;
+    let watch: &mut dyn Watch = match &progress {
+        Some(p) => {
+            shown = ProgressWatch::new(p, inner, expected);
+            &mut shown
+        }
+        None => inner,
+    };
     let RunOutcome {
         mut result,
         captures,

@@ -257,6 +257,7 @@ pub fn live_stat<F: Clocked + FabricReport, S: HostStack<F>>(
         endpoints: endpoints(fabric, eps),
         device,
         placement: Some(placement),
+        events: fabric.sim_info().map(|s| s.events),
     }
 }
 

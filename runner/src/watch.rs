@@ -49,6 +49,10 @@ pub struct LiveStat {
     /// ([`xrdma_observe::placement`]); `None` in an answer from a build before it was kept.
     #[serde(default)]
     pub placement: Option<Placement>,
+    /// Events the simulator has processed so far; `None` on a device (and in an answer from
+    /// a build before it was kept).
+    #[serde(default)]
+    pub events: Option<u64>,
 }
 
 /// A device port's counters at one instant.

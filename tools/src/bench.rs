@@ -12,6 +12,8 @@
 //!   fragments as they arrive (`deliver-fragments`), so it holds no reassembly buffers.
 //! - `fattree-1024`: a k = 16 fat-tree (1024 hosts, 320 switches), every host WRITEs 16 ×
 //!   64 KiB to the host half the fabric away (a permutation through the core), no payload.
+//! - `fattree-16k` (not in the default set: about a minute): a k = 40 fat-tree (16 000 hosts,
+//!   2000 switches), every host WRITEs one 64 KiB the same way.
 //!
 //! The raw-WRITE cases run their hosts through the runner's one turn loop
 //! ([`xrdma_runner::drive::turns`]): each host polls its CQ when the simulator has a
@@ -255,6 +257,18 @@ pub fn run_case(case: &str) -> Result<BenchFigures> {
             let pairs: Vec<(u32, u32)> = (0..n).map(|h| (h, (h + n / 2) % n)).collect();
             raw_flows(case, cfg, &pairs, 64 << 10, 16)
         }
+        "fattree-16k" => {
+            let n = 16_000;
+            let cfg = SimConfig {
+                topology: Topology::FatTree {
+                    k: 40,
+                    hosts_per_edge: None,
+                },
+                ..base_config(n)
+            };
+            let pairs: Vec<(u32, u32)> = (0..n).map(|h| (h, (h + n / 2) % n)).collect();
+            raw_flows(case, cfg, &pairs, 64 << 10, 1)
+        }
         "xrdma-incast" => {
             let sc = xrdma_scenario::parse(XRDMA_INCAST, Path::new("bench:xrdma-incast"))?;
             let r = xrdma_runner::request::run_sim(&sc)?;
@@ -288,8 +302,8 @@ pub fn run_case(case: &str) -> Result<BenchFigures> {
             })
         }
         other => bail!(
-            "unknown bench case `{other}`; the cases are {}, and `window` (the send-window \
-             table, not part of the default set)",
+            "unknown bench case `{other}`; the cases are {}, and, not part of the default set, \
+             `fattree-16k` and `window` (the send-window table)",
             CASES.join(", ")
         ),
     }

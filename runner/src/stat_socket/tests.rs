@@ -23,6 +23,7 @@ fn stat(at_ps: u64) -> LiveStat {
         endpoints: Vec::new(),
         device: None,
         placement: None,
+        events: None,
     }
 }
 

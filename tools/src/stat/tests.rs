@@ -201,6 +201,7 @@ fn a_live_json_answer_keeps_only_the_hosts_asked_for() {
         endpoints: r.endpoints.expect("recorded"),
         device: None,
         placement: None,
+        events: None,
     };
     let text = super::render_live(&stat, None, &[1], Format::Json).expect("renders");
     let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
