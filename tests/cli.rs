@@ -140,20 +140,10 @@ fn legal_but_harmful_settings_warn_with_their_key() {
 fn an_ack_timeout_shorter_than_the_incast_drain_warns() {
     // 2 senders × 4 KiB (less than a max-window each) = 8192 B, 8 KiB·(1 + 82/1024) = 8848 B
     // on the wire: 70 784 bits at 1 Mb/s = 70.784 ms, longer than a 10 ms ACK timeout.
-    let dir = scratch("ackwarn");
-    let file = dir.join("s.yaml");
-    let yaml = GOOD.replace(
-        "sim:\n",
+    let err = validate_ok(
+        "ackwarn",
         "xrdma:\n  ack-timeout: 10ms\nsim:\n  link-rate: 1Mbps\n",
     );
-    std::fs::write(&file, yaml).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
         err.contains("xrdma.ack-timeout: 10.000 ms is shorter than the 70.784 ms"),
         "{err}"
@@ -169,21 +159,27 @@ fn an_ack_timeout_shorter_than_the_incast_drain_warns() {
 #[test]
 fn a_local_ack_timeout_longer_than_the_incast_drain_is_not_warned_about() {
     // 8848 B on the wire at 1 Mb/s: 70.784 ms, under 4.096 µs · 2^15 = 134.2 ms.
-    let dir = scratch("ackwarn-ok");
-    let file = dir.join("s.yaml");
-    let yaml = GOOD.replace(
-        "sim:\n",
+    let err = validate_ok(
+        "ackwarn-ok",
         "rc: { local-ack-timeout: 15 }\nsim:\n  link-rate: 1Mbps\n",
     );
-    std::fs::write(&file, yaml).unwrap();
+    assert!(!err.contains("local-ack-timeout"), "{err}");
+}
+
+/// `xrdma validate` of [`GOOD`] with `sim:` replaced by `sim_and_before`, in scratch dir
+/// `name`: it must pass; returns its standard error (the warnings).
+fn validate_ok(name: &str, sim_and_before: &str) -> String {
+    let dir = scratch(name);
+    let file = dir.join("s.yaml");
+    std::fs::write(&file, GOOD.replace("sim:\n", sim_and_before)).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
         .arg("validate")
         .arg(&file)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(!err.contains("local-ack-timeout"), "{err}");
+    err
 }
 
 #[test]

@@ -53,6 +53,11 @@ pub(crate) struct Memory {
     returned: VecDeque<u64>,
 }
 
+/// Whether `addr..addr + len` meets region `r`.
+fn overlaps(r: &MemoryRegion, addr: u64, len: u64) -> bool {
+    addr < r.addr.saturating_add(r.len) && r.addr < addr.saturating_add(len)
+}
+
 /// Key layout: `(index + 1) << 8 | tag`, tag = low byte of `2·host` (lkey) or `2·host + 1`
 /// (rkey), so an lkey never passes as an rkey.
 fn key(idx: usize, host: u32, remote: bool) -> u32 {
@@ -101,7 +106,15 @@ impl Memory {
             });
         }
         let idx = self.mrs.len();
-        let addr = self.next_addr;
+        let mut addr = self.next_addr;
+        // Application memory registered in place keeps its own addresses: step over it.
+        while let Some(x) = self
+            .externals
+            .iter()
+            .find(|x| overlaps(&x.region, addr, len + GUARD))
+        {
+            addr = (x.region.addr + x.region.len + GUARD).next_multiple_of(GUARD);
+        }
         self.next_addr = (addr + len + GUARD).next_multiple_of(GUARD);
         let region = MemoryRegion {
             addr,
@@ -130,8 +143,12 @@ impl Memory {
     /// at its own address (`data.as_ptr()`): local reads only (its rkey matches nothing).
     /// Registering the same buffer again returns its first registration.
     ///
+    /// The host's own MRs never share addresses with it: one registered later is placed past
+    /// it, and an application buffer lying where an MR already is cannot be registered.
+    ///
     /// # Errors
-    /// [`TransportError::RegistrationFailed`] past 2^16 external registrations.
+    /// [`TransportError::RegistrationFailed`] past 2^16 external registrations, or when
+    /// `data` lies where one of the host's MRs is addressed (the caller then stages copies).
     pub(crate) fn register_external(
         &mut self,
         data: Bytes,
@@ -143,6 +160,12 @@ impl Memory {
             .find(|x| x.region.addr == addr && x.region.len == len)
         {
             return Ok(x.region);
+        }
+        if self.mrs.iter().any(|m| overlaps(&m.region, addr, len)) {
+            return Err(TransportError::RegistrationFailed {
+                len,
+                reason: "it lies where this host's simulated MRs are addressed".into(),
+            });
         }
         if self.externals.len() >= 1 << 16 {
             return Err(TransportError::RegistrationFailed {
@@ -376,6 +399,26 @@ mod tests {
         assert_eq!(&m.read(b.addr + 2, 5).unwrap()[..], &[0, 1, 2, 3, 0]);
         assert!(m.read(a.addr + 90, 20).is_err());
         assert!(m.read(a.addr - 1, 1).is_err());
+    }
+
+    #[test]
+    fn allocated_mrs_step_over_application_memory_and_never_share_its_addresses() {
+        let data = Bytes::from(vec![5u8; 10_000]);
+        let p = data.as_ptr() as u64;
+        let mut m = Memory::new(0);
+        // The next MR would start just below the buffer and run through it.
+        m.next_addr = p - 100;
+        let x = m.register_external(data.clone()).unwrap();
+        let a = m.register(1000).unwrap();
+        assert!(a.addr >= p + 10_000, "{:x} vs {p:x}", a.addr);
+        assert_eq!(&m.read(p + 10, 3).unwrap()[..], &[5, 5, 5]);
+        assert_eq!(&m.read(a.addr, 2).unwrap()[..], &[0, 0]);
+        assert!(m.check_lkey(x.lkey, p, 10_000) && !m.check_lkey(x.lkey, p, 10_001));
+        // An application buffer where an MR already lies is refused.
+        let mut n = Memory::new(0);
+        n.next_addr = p - 100;
+        n.register(1000).unwrap();
+        assert!(n.register_external(data).is_err());
     }
 
     #[test]
