@@ -52,7 +52,7 @@ impl Progress {
 
     fn with(phase: &str, terminal: bool, delay: Duration) -> Progress {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
-        if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed}] {msg}") {
+        if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed}] {wide_msg}") {
             bar.set_style(style);
         }
         bar.set_message(phase.to_string());

@@ -153,11 +153,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     // a multi-process run's ranks print their own lines meanwhile), with the simulated time,
     // the event rate and the messages ACKed while the simulation runs.
     let progress = (backend == Backend::Sim).then(|| Progress::start("simulating the run"));
-    let expected = sc.workload.expected_messages();
     let mut shown;
     let watch: &mut dyn Watch = match &progress {
         Some(p) => {
-            shown = ProgressWatch::new(p, inner, expected);
+            shown = ProgressWatch::new(p, inner);
             &mut shown
         }
         None => inner,

@@ -142,7 +142,10 @@ fn an_ack_timeout_shorter_than_the_incast_drain_warns() {
     // on the wire: 70 784 bits at 1 Mb/s = 70.784 ms, longer than a 10 ms ACK timeout.
     let err = validate_ok(
         "ackwarn",
-        "xrdma:\n  ack-timeout: 10ms\nsim:\n  link-rate: 1Mbps\n",
+        &GOOD.replace(
+            "sim:\n",
+            "xrdma:\n  ack-timeout: 10ms\nsim:\n  link-rate: 1Mbps\n",
+        ),
     );
     assert!(
         err.contains("xrdma.ack-timeout: 10.000 ms is shorter than the 70.784 ms"),
@@ -161,17 +164,35 @@ fn a_local_ack_timeout_longer_than_the_incast_drain_is_not_warned_about() {
     // 8848 B on the wire at 1 Mb/s: 70.784 ms, under 4.096 µs · 2^15 = 134.2 ms.
     let err = validate_ok(
         "ackwarn-ok",
-        "rc: { local-ack-timeout: 15 }\nsim:\n  link-rate: 1Mbps\n",
+        &GOOD.replace(
+            "sim:\n",
+            "rc: { local-ack-timeout: 15 }\nsim:\n  link-rate: 1Mbps\n",
+        ),
     );
     assert!(!err.contains("local-ack-timeout"), "{err}");
 }
 
-/// `xrdma validate` of [`GOOD`] with `sim:` replaced by `sim_and_before`, in scratch dir
-/// `name`: it must pass; returns its standard error (the warnings).
-fn validate_ok(name: &str, sim_and_before: &str) -> String {
+#[test]
+fn a_lossy_switch_bounds_the_drain_the_local_ack_timeout_is_checked_against() {
+    // No PFC: a 1536 B buffer bounds the queue; 1536·(1 + 82/1024) B = 1659 B take
+    // 13.27 ms at 1 Mb/s, under the 16.777 ms timeout (the senders' 8848 B would take
+    // 70.784 ms).
+    let err = validate_ok(
+        "ackwarn-lossy",
+        &GOOD.replace(
+            "  pfc: {}\n",
+            "  link-rate: 1Mbps\n  switch-buffer: 1536B\n",
+        ),
+    );
+    assert!(!err.contains("rc.local-ack-timeout: 16.777 ms"), "{err}");
+}
+
+/// `xrdma validate` of scenario `yaml` in scratch dir `name`: it must pass; returns its
+/// standard error (the warnings).
+fn validate_ok(name: &str, yaml: &str) -> String {
     let dir = scratch(name);
     let file = dir.join("s.yaml");
-    std::fs::write(&file, GOOD.replace("sim:\n", sim_and_before)).unwrap();
+    std::fs::write(&file, yaml).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_xrdma"))
         .arg("validate")
         .arg(&file)

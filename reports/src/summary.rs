@@ -404,8 +404,9 @@ pub fn summary_table(r: &RunResult) -> String {
         if spurious.is_some() {
             let _ = writeln!(
                 w,
-                "           spurious timeouts: nothing was lost; ACKs queued longer than the \
-                 local ACK timeout, and the packets were sent again"
+                "           spurious timeouts: nothing of the QP's was lost; ACKs queued longer \
+                 than the local ACK timeout, and the packets were sent again (the others resent \
+                 packets dropped, or discarded by a QP out of sequence or failed)"
             );
         }
     }

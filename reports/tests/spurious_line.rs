@@ -21,7 +21,10 @@ fn with_timeouts(timeouts: u64, spurious: Option<u64>) -> String {
 fn spurious_timeouts_are_counted_and_explained() {
     let t = with_timeouts(7, Some(5));
     assert!(t.contains("timeouts 7 (5 spurious)"), "{t}");
-    assert!(t.contains("spurious timeouts: nothing was lost"), "{t}");
+    assert!(
+        t.contains("spurious timeouts: nothing of the QP's was lost"),
+        "{t}"
+    );
 }
 
 #[test]

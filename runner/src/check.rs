@@ -247,7 +247,11 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
         // than it sends) takes the receiver's link (B) `bytes·(1 + header/MTU)·8 / B` to
         // drain: a fragment at the back of that queue waits that long for its ACK.
         let per_sender = i.bytes_per_sender().min(cfg.max_window);
-        let bytes = u128::from(per_sender) * u128::from(i.senders);
+        let mut bytes = u128::from(per_sender) * u128::from(i.senders);
+        if sim.pfc.is_none() {
+            // A lossy switch drops what does not fit its buffer: no queue is longer.
+            bytes = bytes.min(u128::from(sim.switch_buffer_bytes));
+        }
         let wire = bytes * u128::from(sim.mtu + sim.header_bytes) / u128::from(sim.mtu.max(1));
         let drain_ps = wire * 8 * 1_000_000_000_000 / u128::from(sim.link_rate_bps.max(1));
         let drain = Span::from_ps(u64::try_from(drain_ps).unwrap_or(u64::MAX));
@@ -256,10 +260,11 @@ fn warnings(sc: &Scenario, cfg: &Config, sim: &SimConfig) -> Vec<String> {
             warn(
                 &["rc", "local-ack-timeout"],
                 format!(
-                    "{rto} is shorter than the {drain} the receiver's link needs to drain what \
-                     the senders may have in flight ({} × up to max-window): ACKs come late, \
-                     and the NICs time out and send again packets that were not lost \
-                     (spurious timeouts)",
+                    "{rto} is shorter than the {drain} the receiver's link needs, at worst, to \
+                     drain what the senders may have in flight ({} × up to max-window; ECN \
+                     usually keeps queues shorter): if queues grow that long, ACKs come late, \
+                     the NICs time out and send again packets that were not lost (spurious \
+                     timeouts), and after rc.retry-cnt of them in a row a connection fails",
                     i.senders
                 ),
             );
@@ -412,7 +417,9 @@ const TCP_JUMBO_MSS: u32 = 8948;
 ///   frames (at most [`Config::ring_bytes`], touched whole once a ring's worth is sent), and
 ///   the receive slots of the receiving end, one per message until every slot has had one
 ///   (`min(recv-depth, messages) ×` [`Config::recv_slot_bytes`]), both in whole pages. An
-///   echo sends both ways: both ends count a ring and slots;
+///   echo sends both ways: both ends count a ring and slots. Over kernel TCP (`stack: tcp`
+///   or `dctcp`), each end's socket buffer instead: what the connection sends, up to
+///   `tcp.snd-buf` and `tcp.rcv-buf`;
 /// - **packets in flight**: [`BYTES_PER_PACKET`] a packet, as many as the senders may have in
 ///   flight (a max-window a connection, at most what it sends) or the switch buffer holds,
 ///   whichever is less: a queued packet carries no payload, which is read at delivery;
@@ -449,14 +456,29 @@ pub fn memory_estimate(sc: &Scenario, cfg: &Config) -> u64 {
         cfg.ring_bytes()
             .min(per_connection_messages.saturating_mul(frame)),
     );
-    let per_connection = staged.saturating_add(slots).saturating_mul(ends);
+    // What one connection sends: an incast's list exactly, else at most its messages each
+    // as large as the largest.
+    let per_connection_bytes = match &sc.workload {
+        Workload::Incast(i) => i.bytes_per_sender(),
+        _ => per_connection_messages.saturating_mul(largest),
+    };
+    let per_connection = if sc.stack.is_tcp() {
+        // Kernel TCP holds a message's bytes in the sender's socket buffer until ACKed and in
+        // the receiver's until read: up to `snd-buf` and `rcv-buf` a connection, no more than
+        // the connection sends; the simulated sockets keep real bytes.
+        let sent = per_connection_bytes;
+        sent.min(sc.tcp.snd_buf)
+            .saturating_add(sent.min(sc.tcp.rcv_buf))
+            .saturating_mul(ends)
+    } else {
+        staged.saturating_add(slots).saturating_mul(ends)
+    };
     let records = messages.saturating_mul(BYTES_PER_MESSAGE);
     let section = sc.sim_or_default();
     let wire = u64::from(section.mtu) + u64::from(section.header_bytes);
     // What the senders may have in flight at once: each connection at most a max-window and
     // no more than it sends.
-    let in_flight = per_connection_messages
-        .saturating_mul(largest)
+    let in_flight = per_connection_bytes
         .min(cfg.max_window)
         .saturating_mul(connections)
         .saturating_mul(ends);
@@ -563,6 +585,26 @@ mod tests {
             Ok(sc) => sc,
             Err(e) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn over_kernel_tcp_the_estimate_counts_both_socket_buffers() {
+        let yaml = |stack: &str| {
+            format!(
+                "name: m\nworkload:\n  incast: {{ senders: 4, receiver: 0, messages: \
+                 [{{ size: 1MiB, count: 1 }}] }}\n{stack}"
+            )
+        };
+        let parse = |text: String| match xrdma_scenario::parse(&text, std::path::Path::new("m")) {
+            Ok(sc) => sc,
+            Err(e) => panic!("{e}"),
+        };
+        let cfg = Config::default();
+        let (x, t) = (parse(yaml("")), parse(yaml("stack: tcp\n")));
+        // Each connection's 1 MiB sits in the sender's and the receiver's socket buffer,
+        // instead of one RTS frame's page of ring and one receive slot's pages.
+        let grew = memory_estimate(&t, &cfg) - memory_estimate(&x, &cfg);
+        assert_eq!(grew, 4 * (2 * (1 << 20) - 2 * 4096 - 8192));
     }
 
     #[test]
